@@ -1,0 +1,1 @@
+"""SQL-first streaming fan-out on PySpark."""
