@@ -1,0 +1,219 @@
+"""Strict models of project.yml and of a model's ``config(...)``.
+
+Validated once, at the edge: unknown keys are errors that name the key, the file and the line,
+with a "did you mean". After loading, only these frozen models travel through the runner.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Literal, Mapping, Union
+
+import yaml
+from pydantic import (BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator,
+                      model_validator)
+
+from .errors import ConfigError
+
+__all__ = [
+    "DeltaConfig",
+    "FilesSource",
+    "KafkaSource",
+    "LintConfig",
+    "ModelConfig",
+    "ProjectConfig",
+    "SparkConfig",
+    "Severity",
+    "did_you_mean",
+    "parse_project_config",
+    "validation_message",
+]
+
+Severity = Literal["error", "warn", "off"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class FilesSource(_Strict):
+    """A directory of newline-delimited JSON files; new files are picked up as they land."""
+
+    type: Literal["files"]
+    path: str = "data/incoming"
+    max_files_per_trigger: int | None = Field(default=None, ge=1)
+
+
+class KafkaSource(_Strict):
+    """A Kafka topic (or several); offsets live in the pipeline's checkpoint."""
+
+    type: Literal["kafka"]
+    bootstrap_servers: str
+    topic: Union[str, list[str]]
+    starting_offsets: Union[Literal["earliest", "latest"], dict[str, dict[str, int]]] = "earliest"
+    max_offsets_per_trigger: int | None = Field(default=None, ge=1)
+    fail_on_data_loss: bool = True
+    options: dict[str, SecretStr] = Field(default_factory=dict)
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return (self.topic,) if isinstance(self.topic, str) else tuple(self.topic)
+
+
+class DeltaConfig(_Strict):
+    engine: Literal["auto", "spark", "rs"] = "auto"
+
+
+class SparkConfig(_Strict):
+    master: str = "local[*]"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _stringify(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): str(v).lower() if isinstance(v, bool) else str(v)
+                    for k, v in value.items()}
+        return value
+
+
+class LintConfig(_Strict):
+    """Severity per lint rule id (``error`` fails compile, ``warn`` reports, ``off`` skips)."""
+
+    rules: dict[str, Severity] = Field(default_factory=dict)
+
+
+class ProjectConfig(_Strict):
+    """The whole of project.yml."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    source: Union[FilesSource, KafkaSource] = Field(discriminator="type")
+    schema_ddl: str = Field(alias="schema", min_length=1)
+    warehouse: str = "_warehouse"
+    checkpoint: str = "_checkpoint"
+    dead_letter: str = Field(default="_dead_letter", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    trigger: str = "10 seconds"
+    parallelism: int = Field(default=4, ge=1, le=64)
+    delta: DeltaConfig = Field(default_factory=DeltaConfig)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    lint: LintConfig = Field(default_factory=LintConfig)
+    vars: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelConfig(_Strict):
+    """The keys a model may set with ``{{ config(...) }}``."""
+
+    materialized: Literal["append", "merge"] = "append"
+    unique_key: tuple[str, ...] = ()
+    merge_update: dict[str, str] | None = None
+    merge_condition: str | None = None
+    partition_by: tuple[str, ...] = ()
+    enabled: bool = True
+    tags: tuple[str, ...] = ()
+
+    @field_validator("unique_key", "partition_by", "tags", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _merge_needs_key(self) -> "ModelConfig":
+        if self.materialized == "merge" and not self.unique_key:
+            raise ValueError("materialized='merge' needs unique_key (a column or a list)")
+        if self.materialized == "append" and (self.unique_key or self.merge_update
+                                              or self.merge_condition):
+            raise ValueError("unique_key, merge_update and merge_condition only apply to "
+                             "materialized='merge'")
+        return self
+
+
+def did_you_mean(name: str, candidates: Any) -> str:
+    """``" (did you mean 'x'?)"`` for the closest candidate, or ``""``."""
+    close = difflib.get_close_matches(str(name), [str(c) for c in candidates], n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Valid keys of the (sub)model that holds ``loc``'s last element."""
+    current: Any = model
+    for part in loc[:-1]:
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return []
+        field = current.model_fields.get(part) or next(
+            (f for f in current.model_fields.values() if f.alias == part), None)
+        if field is None:
+            # a discriminated union member tag, e.g. ('source', 'files', 'pathx')
+            union_member = {"files": FilesSource, "kafka": KafkaSource}.get(str(part))
+            if union_member is None:
+                return []
+            current = union_member
+            continue
+        annotation = field.annotation
+        current = annotation
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return [f.alias or name for name, f in current.model_fields.items()]
+    return []
+
+
+def validation_message(error: ValidationError, model: type[BaseModel]) -> list[tuple[str, str]]:
+    """Turn pydantic errors into ``(dotted key, message)`` pairs a user can act on."""
+    out = []
+    for err in error.errors():
+        loc = tuple(p for p in err["loc"] if p not in ("files", "kafka") or len(err["loc"]) == 1)
+        key = ".".join(str(p) for p in loc) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            name = str(loc[-1])
+            msg = f"unknown key '{name}'" + did_you_mean(name, _fields_at(model, err["loc"]))
+        elif err["type"] == "missing":
+            msg = f"missing required key '{key}'"
+        elif err["type"] == "union_tag_invalid":
+            msg = f"{key}: type must be 'files' or 'kafka'"
+        else:
+            msg = f"{key}: {err['msg']}"
+            if "input" in err and not isinstance(err["input"], (dict, list)) and "secret" not in key.lower():
+                msg += f" (got {err['input']!r})"
+        out.append((key, msg))
+    return out
+
+
+def _line_of(text: str, key_path: str) -> int | None:
+    """1-based line of a dotted key in a YAML document, when it can be found."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in key_path.split("."):
+        if not isinstance(node, yaml.MappingNode):
+            break
+        for key_node, value_node in node.value:
+            if key_node.value == part:
+                line = key_node.start_mark.line + 1
+                node = value_node
+                break
+        else:
+            break
+    return line
+
+
+def parse_project_config(text: str, *, path: str) -> ProjectConfig:
+    """Parse and validate project.yml's (already rendered) text.
+
+    Raises:
+        ConfigError: naming the file, the line and the offending key.
+    """
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise ConfigError(f"invalid YAML: {getattr(e, 'problem', e)}", path=path,
+                          line=mark.line + 1 if mark else None) from e
+    if not isinstance(data, Mapping):
+        raise ConfigError("project.yml must be a mapping of keys to values", path=path)
+    try:
+        return ProjectConfig.model_validate(data)
+    except ValidationError as e:
+        problems = validation_message(e, ProjectConfig)
+        first_key = problems[0][0]
+        raise ConfigError("; ".join(m for _, m in problems), path=path,
+                          line=_line_of(text, first_key)) from e
