@@ -176,18 +176,19 @@ class _Renderer:
                              capture.config_line)
 
 
-def render_models(project: Project) -> tuple[list[RenderedModel], list[RunnerError]]:
+def render_models(project: Project) -> tuple[list[RenderedModel], dict[str, RunnerError]]:
     """Render every model; collect the errors of all models instead of stopping at the first.
 
     Returns:
-        The models that rendered, and one error per model that did not.
+        The models that rendered, and model name -> error for each model that did not (the
+        error's path may be a macro file when the failure is inside a macro).
     """
     renderer = _Renderer(project)
     rendered: list[RenderedModel] = []
-    errors: list[RunnerError] = []
+    errors: dict[str, RunnerError] = {}
     for model in project.models:
         try:
             rendered.append(renderer.render(model))
         except TemplateError as e:
-            errors.append(e)
+            errors[model.name] = e
     return rendered, errors

@@ -1,0 +1,5 @@
+"""``python -m runner``."""
+
+from .cli import main
+
+main()
