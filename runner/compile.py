@@ -15,7 +15,7 @@ from .lint.base import Violation
 from .plan import Column, Plan, Step
 from .project import Project
 from .render import render_models
-from .select import select_names
+from .selection import select_names
 
 __all__ = ["CompileResult", "compile_project", "write_target"]
 

@@ -137,19 +137,17 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """Valid keys of the (sub)model that holds ``loc``'s last element."""
     current: Any = model
     for part in loc[:-1]:
+        member = {"files": FilesSource, "kafka": KafkaSource}.get(str(part))
+        if member is not None:  # the tag of the discriminated source union
+            current = member
+            continue
         if not (isinstance(current, type) and issubclass(current, BaseModel)):
             return []
         field = current.model_fields.get(part) or next(
             (f for f in current.model_fields.values() if f.alias == part), None)
         if field is None:
-            # a discriminated union member tag, e.g. ('source', 'files', 'pathx')
-            union_member = {"files": FilesSource, "kafka": KafkaSource}.get(str(part))
-            if union_member is None:
-                return []
-            current = union_member
-            continue
-        annotation = field.annotation
-        current = annotation
+            return []
+        current = field.annotation
     if isinstance(current, type) and issubclass(current, BaseModel):
         return [f.alias or name for name, f in current.model_fields.items()]
     return []

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Literal
 
+import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
@@ -80,11 +81,20 @@ class EventSchema:
             ConfigError: the DDL does not parse or declares a field twice.
         """
         try:
-            # The column list is parsed as the body of a STRUCT type: sqlglot's Spark dialect
-            # reads ``name TYPE NOT NULL`` entries there exactly as Spark's DDL parser does.
-            struct = exp.DataType.build(f"STRUCT<{ddl}>", dialect="spark")
-        except (ParseError, ValueError) as e:
-            raise ConfigError(f"schema: not valid Spark DDL: {e}", path="project.yml") from e
+            # Spark DDL is a table's column list: sqlglot's Spark dialect parses it strictly as
+            # the body of a CREATE TABLE (types, NOT NULL, nested STRUCT/ARRAY/MAP).
+            table = sqlglot.parse_one(f"CREATE TABLE _schema ({ddl})", read="spark")
+        except ParseError as e:
+            detail = e.errors[0]["description"] if e.errors else str(e)
+            raise ConfigError(f"schema: not valid Spark DDL: {detail}", path="project.yml",
+                              hint="write it as Spark DDL: name TYPE [NOT NULL], ...") from e
+        columns = table.this.expressions if isinstance(table.this, exp.Schema) else []
+        untyped = [c.name for c in columns
+                   if not (isinstance(c, exp.ColumnDef) and c.args.get("kind"))]
+        if untyped:
+            raise ConfigError(f"schema: not valid Spark DDL: field '{untyped[0]}' has no type",
+                              path="project.yml")
+        struct = exp.DataType(this=exp.DataType.Type.STRUCT, expressions=columns, nested=True)
         fields = _fields(struct)
         if not fields:
             raise ConfigError("schema: declares no fields", path="project.yml")
