@@ -1,0 +1,206 @@
+"""The Delta writer interface shared by both engines, and the exactly-once protocol.
+
+Every commit a writer makes carries an application transaction ``(spec.app_id, batch_id)`` in
+the same atomic commit, plus a tag naming the app id in the commit info. Before writing, a
+writer skips a sink whose table already records a version ``>= batch_id`` for that app id, so a
+replayed micro-batch never writes twice (appends and merges alike). :class:`DeltaWriter.write`
+implements that protocol once; an engine supplies how to append, how to merge, and how to
+find the committed version.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from runner.errors import SinkError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = [
+    "APP_ID_KEY",
+    "BATCH_ID_KEY",
+    "SinkSpec",
+    "WriteResult",
+    "DeltaWriter",
+    "commit_tags",
+    "app_id_of_commit",
+    "duplicate_key_error",
+    "merge_predicate",
+    "quote_column",
+]
+
+#: Commit-info keys the runner adds to every commit it makes (delta-rs custom metadata).
+APP_ID_KEY = "runner.app_id"
+BATCH_ID_KEY = "runner.batch_id"
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    """Where and how one model (or the dead-letter table) is written.
+
+    Lists passed for ``unique_key``/``partition_by`` are normalised to tuples.
+    """
+
+    model: str
+    path: str
+    app_id: str
+    materialized: Literal["append", "merge"] = "append"
+    unique_key: tuple[str, ...] = ()
+    merge_update: Mapping[str, str] | None = field(default=None, hash=False)
+    merge_condition: str | None = None
+    partition_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "unique_key", _as_tuple(self.unique_key))
+        object.__setattr__(self, "partition_by", _as_tuple(self.partition_by))
+        if self.materialized not in ("append", "merge"):
+            raise SinkError(f"model {self.model}: unknown materialization "
+                            f"{self.materialized!r} (expected 'append' or 'merge')")
+        if self.materialized == "merge" and not self.unique_key:
+            raise SinkError(f"model {self.model}: a merge model needs a unique_key")
+        if not self.app_id:
+            raise SinkError(f"model {self.model}: empty Delta application id")
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one sink write did in one micro-batch."""
+
+    model: str
+    rows: int
+    skipped: bool
+    version: int | None
+    seconds: float
+
+
+class DeltaWriter(ABC):
+    """Writes micro-batch results to Delta tables, exactly once per (app id, batch id).
+
+    Subclasses implement :meth:`_append`, :meth:`_merge`, :meth:`_prepare` and
+    :meth:`committed_version`; :meth:`write` is the shared skip-then-write protocol.
+    """
+
+    engine: ClassVar[str]
+
+    def write(self, spec: SinkSpec, df: DataFrame, batch_id: int) -> WriteResult:
+        """Write ``df`` as batch ``batch_id`` of ``spec``, or skip it if already committed.
+
+        Raises:
+            SinkError: the table could not be written (names the model).
+        """
+        return self._write(spec, df, batch_id)
+
+    @abstractmethod
+    def committed_version(self, spec: SinkSpec) -> int | None:
+        """The table's transaction version for ``spec.app_id``; None if absent or no table."""
+
+    @abstractmethod
+    def foreign_app_ids(self, spec: SinkSpec) -> set[str]:
+        """Runner app ids recorded in the table's commits other than ``spec.app_id``."""
+
+    def drop(self, spec: SinkSpec) -> None:
+        """Remove the table (``--full-refresh``); a missing table is not an error."""
+        path = Path(spec.path)
+        if path.exists():
+            shutil.rmtree(path)
+
+    # -- the protocol ----------------------------------------------------------------------
+
+    def _write(self, spec: SinkSpec, data: Any, batch_id: int) -> WriteResult:
+        started = time.perf_counter()
+        if batch_id < 0:
+            raise SinkError(f"model {spec.model}: negative batch id {batch_id}")
+        committed = self.committed_version(spec)
+        if committed is not None and committed >= batch_id:
+            return WriteResult(spec.model, 0, True, None, time.perf_counter() - started)
+        data = self._prepare(spec, data)
+        if spec.materialized == "merge":
+            rows, version = self._merge(spec, data, batch_id)
+        else:
+            rows, version = self._append(spec, data, batch_id)
+        return WriteResult(spec.model, rows, False, version, time.perf_counter() - started)
+
+    def _prepare(self, spec: SinkSpec, data: Any) -> Any:
+        """Turn the caller's data into what the engine writes (called only when not skipped)."""
+        return data
+
+    @abstractmethod
+    def _append(self, spec: SinkSpec, data: Any, batch_id: int) -> tuple[int, int | None]:
+        """Append ``data`` with the app transaction; return (rows, committed version)."""
+
+    @abstractmethod
+    def _merge(self, spec: SinkSpec, data: Any, batch_id: int) -> tuple[int, int | None]:
+        """Merge ``data`` on ``spec.unique_key`` with the app transaction; (rows, version)."""
+
+
+# -- helpers shared by the engines ---------------------------------------------------------
+
+
+def commit_tags(app_id: str, batch_id: int) -> dict[str, str]:
+    """Commit-info entries tagging a runner commit.
+
+    ``runner.app_id``/``runner.batch_id`` are top-level commit-info keys (delta-rs keeps custom
+    metadata there); ``userMetadata`` repeats them as JSON because it is the one free-form
+    field that delta-spark also writes (``option("userMetadata")``) and shows in ``history()``.
+    """
+    return {
+        APP_ID_KEY: app_id,
+        BATCH_ID_KEY: str(batch_id),
+        "userMetadata": json.dumps({APP_ID_KEY: app_id, BATCH_ID_KEY: batch_id}),
+    }
+
+
+def app_id_of_commit(commit: Mapping[str, Any]) -> str | None:
+    """The runner app id a commit info was tagged with, by either engine; None if untagged."""
+    app_id = commit.get(APP_ID_KEY)
+    if isinstance(app_id, str) and app_id:
+        return app_id
+    meta = commit.get("userMetadata")
+    if isinstance(meta, str) and meta.startswith("{"):
+        try:
+            parsed = json.loads(meta)
+        except ValueError:
+            return None
+        app_id = parsed.get(APP_ID_KEY) if isinstance(parsed, dict) else None
+        if isinstance(app_id, str) and app_id:
+            return app_id
+    return None
+
+
+def quote_column(name: str) -> str:
+    """Backtick-quote a column name for a SQL expression (both engines accept backticks)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def merge_predicate(unique_key: Iterable[str]) -> str:
+    """``target.k = source.k AND ...`` over every key column."""
+    return " AND ".join(f"target.{quote_column(k)} = source.{quote_column(k)}"
+                        for k in unique_key)
+
+
+def duplicate_key_error(spec: SinkSpec, key_values: tuple[Any, ...], count: int,
+                        batch_id: int) -> SinkError:
+    """The error for a merge source that has ``count`` rows for one key."""
+    columns = ", ".join(spec.unique_key)
+    value = repr(key_values[0]) if len(key_values) == 1 else repr(tuple(key_values))
+    return SinkError(
+        f"model {spec.model}: merge source has {count} rows for unique_key ({columns})={value} "
+        f"in batch {batch_id}; a merge model must yield one row per key "
+        f"(GROUP BY the key or filter row_number() = 1)"
+    )
+
+
+def _as_tuple(value: Iterable[str] | str | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)

@@ -1,0 +1,177 @@
+"""The ``rs`` engine: Delta commits through delta-rs (PyPI ``deltalake``), at the Arrow level.
+
+The batch result is collected to Arrow (``DataFrame.toArrow()``) and written with
+``write_deltalake`` (append) or delta-rs' merge builder (merge); the application transaction
+and the runner's commit tags go into the same commit. Nothing here imports pyspark at run
+time, so :meth:`RsWriter.write_arrow` works (and is tested) without a JVM.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import DeltaError
+
+from runner.errors import SinkError
+from runner.failpoints import hit
+from runner.sinks.base import (
+    DeltaWriter,
+    SinkSpec,
+    WriteResult,
+    app_id_of_commit,
+    commit_tags,
+    duplicate_key_error,
+    merge_predicate,
+    quote_column,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["RsWriter", "as_nullable"]
+
+#: Errors delta-rs and pyarrow raise for bad data, schemas or expressions.
+_ENGINE_ERRORS = (DeltaError, pa.ArrowException, ValueError, TypeError)
+
+
+class RsWriter(DeltaWriter):
+    """Delta writer committing through delta-rs; see the module docstring."""
+
+    engine: ClassVar[str] = "rs"
+
+    def write(self, spec: SinkSpec, df: DataFrame, batch_id: int) -> WriteResult:
+        """Write a Spark DataFrame: ``toArrow()`` (only when not skipped), then as Arrow."""
+        return self._write(spec, df, batch_id)
+
+    def write_arrow(self, spec: SinkSpec, table: pa.Table, batch_id: int) -> WriteResult:
+        """Write an Arrow table as batch ``batch_id`` of ``spec`` (the engine's core)."""
+        return self._write(spec, table, batch_id)
+
+    def committed_version(self, spec: SinkSpec) -> int | None:
+        table = _open(spec)
+        return None if table is None else table.transaction_version(spec.app_id)
+
+    def foreign_app_ids(self, spec: SinkSpec) -> set[str]:
+        table = _open(spec)
+        if table is None:
+            return set()
+        found = {app_id_of_commit(commit) for commit in table.history()}
+        return {a for a in found if a is not None and a != spec.app_id}
+
+    # -- engine steps ---------------------------------------------------------------------
+
+    def _prepare(self, spec: SinkSpec, data: Any) -> pa.Table:
+        if not isinstance(data, pa.Table):
+            data = data.toArrow()  # a pyspark DataFrame
+        return as_nullable(data)
+
+    def _append(self, spec: SinkSpec, data: pa.Table, batch_id: int) -> tuple[int, int | None]:
+        if data.num_rows == 0:
+            return 0, None
+        hit(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        try:
+            write_deltalake(spec.path, data, mode="append",
+                            partition_by=list(spec.partition_by) or None,
+                            commit_properties=_commit_properties(spec, batch_id))
+        except _ENGINE_ERRORS as e:
+            raise SinkError(f"model {spec.model}: appending batch {batch_id} to "
+                            f"{spec.path} failed: {e}") from e
+        hit(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        return data.num_rows, DeltaTable(spec.path).version()
+
+    def _merge(self, spec: SinkSpec, data: pa.Table, batch_id: int) -> tuple[int, int | None]:
+        _check_unique(spec, data, batch_id)
+        if data.num_rows == 0:
+            return 0, None
+        target = _open(spec)
+        if target is None:  # first batch: the merge is a plain create
+            return self._append(spec, data, batch_id)
+        try:
+            merger = target.merge(data, predicate=merge_predicate(spec.unique_key),
+                                  source_alias="source", target_alias="target",
+                                  commit_properties=_commit_properties(spec, batch_id))
+            updates = _matched_updates(spec, data)
+            if updates:
+                merger = merger.when_matched_update(updates=updates,
+                                                    predicate=spec.merge_condition)
+            merger = merger.when_not_matched_insert_all()
+            hit(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+            merger.execute()
+        except _ENGINE_ERRORS as e:
+            raise SinkError(f"model {spec.model}: merging batch {batch_id} into "
+                            f"{spec.path} failed: {e}") from e
+        hit(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        return data.num_rows, target.version()
+
+
+def as_nullable(table: pa.Table) -> pa.Table:
+    """``table`` with every field (nested too) nullable, as delta-spark creates tables.
+
+    Spark marks some result columns NOT NULL; a Delta table created from such a schema would
+    reject a later batch that has a null there. Only the schema changes, not the data.
+    """
+    schema = pa.schema([_nullable_field(f) for f in table.schema],
+                       metadata=table.schema.metadata)
+    return table if schema.equals(table.schema) else table.cast(schema)
+
+
+def _nullable_field(f: pa.Field) -> pa.Field:
+    return pa.field(f.name, _nullable_type(f.type), nullable=True, metadata=f.metadata)
+
+
+def _nullable_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_struct(t):
+        return pa.struct([_nullable_field(t.field(i)) for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field, _nullable_field(t.item_field))
+    if pa.types.is_large_list(t):
+        return pa.large_list(_nullable_field(t.value_field))
+    if pa.types.is_list(t):
+        return pa.list_(_nullable_field(t.value_field))
+    return t
+
+
+def _open(spec: SinkSpec) -> DeltaTable | None:
+    """The table at ``spec.path``, or None when there is none yet."""
+    if not DeltaTable.is_deltatable(spec.path):
+        return None
+    return DeltaTable(spec.path)
+
+
+def _commit_properties(spec: SinkSpec, batch_id: int) -> CommitProperties:
+    return CommitProperties(
+        app_transactions=[Transaction(app_id=spec.app_id, version=batch_id)],
+        custom_metadata=commit_tags(spec.app_id, batch_id),
+    )
+
+
+def _matched_updates(spec: SinkSpec, data: pa.Table) -> dict[str, str]:
+    """Column -> expression for a key match: ``merge_update``, or every non-key column."""
+    if spec.merge_update is not None:
+        return {quote_column(c): e for c, e in spec.merge_update.items()}
+    return {quote_column(c): f"source.{quote_column(c)}"
+            for c in data.column_names if c not in spec.unique_key}
+
+
+def _check_unique(spec: SinkSpec, data: pa.Table, batch_id: int) -> None:
+    """Raise :class:`SinkError` when the merge source has two rows for one key."""
+    missing = [k for k in spec.unique_key if k not in data.column_names]
+    if missing:
+        raise SinkError(f"model {spec.model}: unique_key column(s) {', '.join(missing)} "
+                        f"not in the model's output (columns: {', '.join(data.column_names)})")
+    if data.num_rows < 2:
+        return
+    keys = list(spec.unique_key)
+    try:
+        counts = data.select(keys).group_by(keys).aggregate([([], "count_all")])
+    except pa.ArrowException as e:
+        raise SinkError(f"model {spec.model}: cannot check unique_key "
+                        f"({', '.join(keys)}) for duplicates: {e}") from e
+    dupes = counts.filter(pc.greater(counts["count_all"], 1))
+    if dupes.num_rows:
+        row = dupes.slice(0, 1).to_pylist()[0]
+        raise duplicate_key_error(spec, tuple(row[k] for k in keys), row["count_all"],
+                                  batch_id)

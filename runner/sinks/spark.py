@@ -1,0 +1,211 @@
+"""The ``spark`` engine: Delta commits through delta-spark (distributed, no Arrow transfer).
+
+Appends use the DataFrame writer's idempotency options (``txnAppId``/``txnVersion``); merges
+use ``DeltaTable.merge`` with the session confs ``spark.databricks.delta.write.txnAppId`` /
+``txnVersion`` set around it, under a process-wide lock because session confs are shared by
+the sink threads. delta-spark itself skips a transaction version it has already committed;
+the runner checks first as well, so a skipped write is reported as skipped.
+
+pyspark, py4j and delta-spark are imported inside the methods: importing this module needs
+neither a JVM nor the delta-spark jars.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from deltalake.exceptions import DeltaError
+
+from runner.errors import SinkError
+from runner.failpoints import hit
+from runner.sinks.base import (
+    BATCH_ID_KEY,
+    DeltaWriter,
+    SinkSpec,
+    app_id_of_commit,
+    commit_tags,
+    duplicate_key_error,
+    merge_predicate,
+    quote_column,
+)
+from runner.sinks.rs import RsWriter
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, Row, SparkSession
+
+__all__ = ["SparkWriter", "delta_spark_available"]
+
+TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+
+#: Session confs carry the merge's transaction: one merge at a time per process.
+_MERGE_LOCK = threading.Lock()
+
+
+def delta_spark_available(spark: SparkSession | None) -> bool:
+    """True when ``io.delta.tables.DeltaTable`` is loadable in the session's JVM.
+
+    Never raises: no session, a Spark Connect session (no ``_jvm``) or a missing class all
+    answer False.
+    """
+    if spark is None:
+        return False
+    try:
+        from py4j.java_gateway import JavaClass
+        from py4j.protocol import Py4JError
+
+        try:
+            jvm = spark._jvm  # noqa: SLF001 - the only way to probe the classpath
+            return jvm is not None and isinstance(jvm.io.delta.tables.DeltaTable, JavaClass)
+        except (AttributeError, Py4JError):
+            return False
+    except ImportError:
+        return False
+
+
+class SparkWriter(DeltaWriter):
+    """Delta writer on delta-spark; see the module docstring."""
+
+    engine: ClassVar[str] = "spark"
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+        # The Delta log is read through delta-rs: the exact txn state, cheap, no Spark job.
+        self._log = RsWriter()
+
+    def committed_version(self, spec: SinkSpec) -> int | None:
+        try:
+            return self._log.committed_version(spec)
+        except (DeltaError, OSError):  # a location delta-rs cannot open: ask Spark
+            return self._history_version(spec)
+
+    def foreign_app_ids(self, spec: SinkSpec) -> set[str]:
+        try:
+            return self._log.foreign_app_ids(spec)
+        except (DeltaError, OSError):
+            found = {app_id_of_commit(c) for c in self._history(spec)}
+            return {a for a in found if a is not None and a != spec.app_id}
+
+    # -- engine steps ---------------------------------------------------------------------
+
+    def _append(self, spec: SinkSpec, data: DataFrame, batch_id: int) -> tuple[int, int | None]:
+        writer = (data.write.format("delta")
+                  .option("txnAppId", spec.app_id)
+                  .option("txnVersion", str(batch_id))
+                  .option("userMetadata", commit_tags(spec.app_id, batch_id)["userMetadata"])
+                  .mode("append"))
+        if spec.partition_by:
+            writer = writer.partitionBy(*spec.partition_by)
+        hit(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        with _wrapped(spec, "appending", batch_id):
+            writer.save(spec.path)
+        hit(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        return self._last_commit(spec, data.sparkSession, batch_id, "numOutputRows")
+
+    def _merge(self, spec: SinkSpec, data: DataFrame, batch_id: int) -> tuple[int, int | None]:
+        from delta.tables import DeltaTable
+
+        _check_unique(spec, data, batch_id)
+        spark = data.sparkSession
+        if not DeltaTable.isDeltaTable(spark, spec.path):  # first batch: a plain create
+            return self._append(spec, data, batch_id)
+        confs = {TXN_APP_ID_CONF: spec.app_id, TXN_VERSION_CONF: str(batch_id),
+                 USER_METADATA_CONF: commit_tags(spec.app_id, batch_id)["userMetadata"]}
+        with _MERGE_LOCK:
+            try:
+                for key, value in confs.items():
+                    spark.conf.set(key, value)
+                with _wrapped(spec, "merging", batch_id):
+                    merger = (DeltaTable.forPath(spark, spec.path).alias("target")
+                              .merge(data.alias("source"), merge_predicate(spec.unique_key)))
+                    if spec.merge_update is not None:
+                        merger = merger.whenMatchedUpdate(
+                            condition=spec.merge_condition,
+                            set={quote_column(c): e for c, e in spec.merge_update.items()})
+                    else:
+                        merger = merger.whenMatchedUpdateAll(condition=spec.merge_condition)
+                    merger = merger.whenNotMatchedInsertAll()
+                    hit(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+                    merger.execute()
+            finally:
+                for key in confs:
+                    spark.conf.unset(key)
+        hit(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        return self._last_commit(spec, spark, batch_id, "numSourceRows")
+
+    # -- reading back ---------------------------------------------------------------------
+
+    def _last_commit(self, spec: SinkSpec, spark: SparkSession, batch_id: int,
+                     rows_metric: str) -> tuple[int, int | None]:
+        """(rows, version) of the latest commit if it is this batch's; else (0, None)."""
+        from delta.tables import DeltaTable
+
+        last = DeltaTable.forPath(spark, spec.path).history(1).collect()
+        if not last or not _is_batch_commit(last[0], spec.app_id, batch_id):
+            return 0, None  # delta-spark found the txn already committed and wrote nothing
+        metrics = last[0]["operationMetrics"] or {}
+        return int(metrics.get(rows_metric, 0)), int(last[0]["version"])
+
+    def _history(self, spec: SinkSpec) -> list[dict[str, Any]]:
+        from delta.tables import DeltaTable
+
+        if not DeltaTable.isDeltaTable(self._spark, spec.path):
+            return []
+        rows = DeltaTable.forPath(self._spark, spec.path).history().select(
+            "version", "userMetadata").collect()
+        return [r.asDict() for r in rows]
+
+    def _history_version(self, spec: SinkSpec) -> int | None:
+        versions = [_batch_of(c) for c in self._history(spec)
+                    if app_id_of_commit(c) == spec.app_id]
+        versions = [v for v in versions if v is not None]
+        return max(versions) if versions else None
+
+
+def _is_batch_commit(row: Row, app_id: str, batch_id: int) -> bool:
+    commit = {"userMetadata": row["userMetadata"]}
+    return app_id_of_commit(commit) == app_id and _batch_of(commit) == batch_id
+
+
+def _batch_of(commit: dict[str, Any]) -> int | None:
+    meta = commit.get("userMetadata")
+    try:
+        value = json.loads(meta).get(BATCH_ID_KEY) if meta else None
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None
+
+
+def _check_unique(spec: SinkSpec, data: DataFrame, batch_id: int) -> None:
+    """Raise :class:`SinkError` when the merge source has two rows for one key."""
+    from pyspark.sql import functions as F
+
+    missing = [k for k in spec.unique_key if k not in data.columns]
+    if missing:
+        raise SinkError(f"model {spec.model}: unique_key column(s) {', '.join(missing)} "
+                        f"not in the model's output (columns: {', '.join(data.columns)})")
+    keys = [F.col(quote_column(k)).alias(k) for k in spec.unique_key]
+    dupes = (data.groupBy(*keys).agg(F.count(F.lit(1)).alias("__runner_rows"))
+             .filter(F.col("__runner_rows") > 1).limit(1).collect())
+    if dupes:
+        row = dupes[0]
+        raise duplicate_key_error(spec, tuple(row[k] for k in spec.unique_key),
+                                  int(row["__runner_rows"]), batch_id)
+
+
+@contextmanager
+def _wrapped(spec: SinkSpec, doing: str, batch_id: int) -> Iterator[None]:
+    """Turn Spark/JVM errors raised inside into a :class:`SinkError` naming the model."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    try:
+        yield
+    except (PySparkException, Py4JError) as e:
+        raise SinkError(f"model {spec.model}: {doing} batch {batch_id} ({spec.path}) "
+                        f"failed: {e}") from e
