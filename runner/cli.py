@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from .compile import compile_project, write_target
-from .console import Console
+from .console import Console, batch_doc, summary_doc
+from .triggers import validate_interval
 from .errors import ConfigError, RunnerError
 from .project import load_project
 
@@ -68,6 +69,98 @@ def compile(project_dir: str, select: tuple[str, ...], fmt: str) -> None:
                          models=len(result.plan.steps), target=str(target))
     if not result.ok:
         raise click.exceptions.Exit(1)
+
+
+def _plan_or_exit(project, select: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """Compile; on model errors print them and exit 1 (stream never runs a broken plan)."""
+    result = compile_project(project, select=select)
+    if not result.ok:
+        Console(out=click.get_text_stream("stderr")).violations(
+            result.violations, fmt="text", models=len(result.plan.steps), target=None)
+        raise click.exceptions.Exit(1)
+    selected = {s.name for s in result.plan.steps}
+    for step in result.plan.steps:
+        missing = [d for d in step.depends_on if d not in selected]
+        if missing:
+            raise ConfigError(f"--select: model '{step.name}' refs '{missing[0]}', which is not "
+                              "selected; a batch's refs are computed in the same batch",
+                              hint=f"select it with its ancestors: --select +{step.name}")
+    return result.plan
+
+
+@cli.command()
+@_project_dir
+@_select
+@click.option("--available-now", is_flag=True,
+              help="Process everything available now, then exit 0.")
+@click.option("--trigger", default=None, metavar="INTERVAL",
+              help="Processing-time trigger, e.g. '5 seconds' (default: project.yml trigger).")
+@click.option("--full-refresh", is_flag=True,
+              help="Reset the checkpoint and drop every model table, then rebuild from the "
+                   "source.")
+@click.option("--progress", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="One line per batch as text, or as JSON lines.")
+def stream(project_dir: str, select: tuple[str, ...], available_now: bool, trigger: str | None,
+           full_refresh: bool, progress: str) -> None:
+    """Run the pipeline: one streaming query, one checkpoint, every model written exactly once.
+
+    SIGINT/SIGTERM stop it after the batch in flight (exit 0).
+    """
+    if available_now and trigger:
+        raise ConfigError("--available-now and --trigger exclude each other")
+    if full_refresh and select:
+        raise ConfigError("--full-refresh resets the pipeline's one checkpoint: it cannot be "
+                          "combined with --select")
+    project = load_project(project_dir)
+    interval = trigger or project.config.trigger
+    validate_interval(interval)
+    plan = _plan_or_exit(project, select)
+    console = Console()
+    printer = console.json_line if progress == "json" else None
+    from .engine.stream import run_stream
+
+    summary = run_stream(
+        project, plan, mode="available_now" if available_now else "processing_time",
+        trigger=interval, full_refresh=full_refresh,
+        on_batch=(lambda r: printer(batch_doc(r))) if printer else console.batch,
+        on_event=(lambda m: printer({"event": m})) if printer else console.event)
+    if printer:
+        printer({"summary": summary_doc(summary)})
+    else:
+        console.summary(summary)
+
+
+@cli.command()
+@_project_dir
+@click.option("--events", default=20_000, show_default=True, help="How many events to write.")
+@click.option("--files", default=4, show_default=True, help="Spread over this many new files.")
+@click.option("--poison-every", default=2000, show_default=True,
+              help="Every N-th line is a poison line (0: none).")
+@click.option("--seed", default=42, show_default=True)
+def demo(project_dir: str, events: int, files: int, poison_every: int, seed: int) -> None:
+    """Write realistic app events (and a few poison lines) into the files source directory."""
+    from .demo import write_demo_files
+
+    project = load_project(project_dir)
+    source = project.config.source
+    if source.type != "files":
+        raise ConfigError("runner demo writes files: this project's source is kafka",
+                          hint="see README 'Kafka demo' for producing to a topic")
+    result = write_demo_files(project.resolve(source.path), events=events, files=files,
+                              seed=seed, poison_every=poison_every)
+    Console().info(f"wrote {result.events:,} events ({result.poison} poison lines) in "
+                   f"{result.files} files to {result.directory}")
+
+
+@cli.command()
+@_project_dir
+@click.option("--limit", default=3, show_default=True, help="Sample rows per table.")
+def show(project_dir: str, limit: int) -> None:
+    """Show what landed: each model table and the dead-letter table (read with delta-rs)."""
+    from .tables import describe_tables
+
+    project = load_project(project_dir)
+    Console().tables(describe_tables(project, limit=limit))
 
 
 def main() -> None:

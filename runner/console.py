@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import IO, Any, Literal, Sequence
+from typing import IO, TYPE_CHECKING, Any, Literal, Sequence
 
 import click
 
 from .lint.base import Violation
 
-__all__ = ["Console", "Format"]
+if TYPE_CHECKING:
+    from .engine.batch import BatchResult
+    from .engine.stream import StreamSummary
+    from .tables import TableInfo
+
+__all__ = ["Console", "Format", "batch_doc", "summary_doc"]
 
 Format = Literal["text", "json", "github"]
 
@@ -64,6 +69,35 @@ class Console:
         self._echo(f"compiled {models} model{'s' * (models != 1)}: {errors} error"
                    f"{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}{where}")
 
+    # -- stream ----------------------------------------------------------------------
+    def batch(self, r: "BatchResult") -> None:
+        """One progress line per batch."""
+        models = "  ".join(f"{w.model} {'skipped' if w.skipped else f'{w.rows:,}'}"
+                           for w in r.writes)
+        self._echo(f"batch {r.batch_id}: in {r.input_rows:,}  dead {r.dead_letters:,}  "
+                   f"{models}  ({r.seconds:.2f}s)")
+
+    def event(self, message: str) -> None:
+        self._echo(click.style(message, dim=True))
+
+    def summary(self, s: "StreamSummary") -> None:
+        models = ", ".join(f"{m} {n:,}" for m, n in sorted(s.rows_by_model.items()))
+        why = " (stopped by signal)" if s.stopped_by_signal else ""
+        self._echo(f"done{why}: {s.batches} batch{'es' * (s.batches != 1)}, "
+                   f"{s.input_rows:,} records in, {s.dead_letters:,} dead letters, "
+                   f"rows written: {models or 'none'}; {s.skipped_sinks} sink writes skipped "
+                   f"as already committed; {s.seconds:.1f}s")
+
+    def tables(self, infos: Sequence["TableInfo"]) -> None:
+        for t in infos:
+            if not t.exists:
+                self._echo(f"{t.name}: no table yet at {t.path}")
+                continue
+            self._echo(click.style(f"{t.name}", bold=True) +
+                       f": {t.rows:,} rows, version {t.version}  ({t.path})")
+            for row in t.sample:
+                self._echo("    " + json.dumps(row, default=str, ensure_ascii=False)[:300])
+
     # -- errors ----------------------------------------------------------------------
     def error(self, message: str) -> None:
         self._echo(click.style("error: ", fg="red", bold=True) + message, err=True)
@@ -73,3 +107,16 @@ class Console:
 
     def json_line(self, doc: dict[str, Any]) -> None:
         self._echo(json.dumps(doc, separators=(",", ":"), default=str))
+
+
+def batch_doc(r: "BatchResult") -> dict[str, Any]:
+    """A batch as a JSON-lines progress record."""
+    return {"batch_id": r.batch_id, "input_rows": r.input_rows, "dead_letters": r.dead_letters,
+            "rows": r.rows_by_model, "skipped": list(r.skipped),
+            "seconds": round(r.seconds, 3)}
+
+
+def summary_doc(s: "StreamSummary") -> dict[str, Any]:
+    return {"batches": s.batches, "input_rows": s.input_rows, "dead_letters": s.dead_letters,
+            "rows": s.rows_by_model, "skipped_sinks": s.skipped_sinks,
+            "seconds": round(s.seconds, 3), "stopped_by_signal": s.stopped_by_signal}

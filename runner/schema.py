@@ -20,7 +20,8 @@ from sqlglot.errors import ParseError
 
 from .errors import ConfigError
 
-__all__ = ["EventSchema", "Field", "metadata_columns", "METADATA_COMMON"]
+__all__ = ["EventSchema", "Field", "metadata_columns", "source_metadata_columns",
+           "METADATA_COMMON"]
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,11 @@ _METADATA: dict[str, dict[str, str]] = {
     "kafka": {"_topic": "STRING", "_partition": "INT", "_offset": "BIGINT",
               "_kafka_timestamp": "TIMESTAMP", "_key": "STRING"},
 }
+
+
+def source_metadata_columns(source_type: Literal["files", "kafka"]) -> dict[str, str]:
+    """The columns a source adds to each record (``_source_file``, or the Kafka ones)."""
+    return dict(_METADATA[source_type])
 
 
 def metadata_columns(source_type: Literal["files", "kafka"]) -> dict[str, str]:
