@@ -10,6 +10,8 @@ Defaults (a user's ``conf`` overrides every one of them):
 - ``spark.sql.shuffle.partitions`` = 2 x cores for local masters (Spark's 200 is far too many
   for micro-batches on one machine).
 - UI and console progress bar off.
+- ``spark.sql.variant.allowDuplicateKeys=true`` (``try_parse_json`` agrees with ``from_json``:
+  the last duplicate key wins).
 - Spark's own logging (WARN and up) goes to ``<log_dir>/spark.log`` through a generated log4j2
   configuration, never to the user's terminal. ``log_dir`` defaults to a per-user folder under
   the system temp dir.
@@ -152,6 +154,9 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},  # 
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.stopTimeout": "30s",
+        # Dead-letter reasons read records as VARIANT; JSON allows duplicate keys (last wins,
+        # as from_json does), so the variant parser must too.
+        "spark.sql.variant.allowDuplicateKeys": "true",
         LOG_FILE_KEY: log_file.as_posix(),
     }
     if is_local:
