@@ -153,7 +153,6 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},  # 
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.streaming.stopTimeout": "30s",
         # Dead-letter reasons read records as VARIANT; JSON allows duplicate keys (last wins,
         # as from_json does), so the variant parser must too.
         "spark.sql.variant.allowDuplicateKeys": "true",
