@@ -161,3 +161,16 @@ def test_schema_errors(spark: SparkSession) -> None:
     with pytest.raises(ConfigError, match="_batch_id"):
         parse_batch(raw, schema_ddl="_batch_id BIGINT", batch_id=0,
                     metadata_columns=["_source_file"])
+
+
+def test_odd_field_names_and_case(spark: SparkSession) -> None:
+    raw = spark.createDataFrame(
+        [('{"a.b":1,"we`ird":"x","id":"i"}', "f1"), ('{"a.b":2,"ID":"i"}', "f2"),
+         ('{"a.b":3,"we`ird":"y","id":"i"}', "f3")],
+        "value STRING, _source_file STRING")
+    parsed = parse_batch(raw, schema_ddl="`a.b` INT, `we``ird` STRING, id STRING NOT NULL",
+                         batch_id=0, metadata_columns=["_source_file"])
+    assert [(r["a.b"], r["we`ird"]) for r in parsed.valid.orderBy("`a.b`").collect()] == [
+        (1, "x"), (3, "y")]
+    (dead,) = parsed.dead.collect()
+    assert dead["reason"] == "missing NOT NULL field id"  # keys are case-sensitive

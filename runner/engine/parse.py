@@ -21,7 +21,8 @@ A record is dead when
       inside arrays it is checked in every non-null element;
     - the value itself is null (a Kafka tombstone) or whitespace only.
 
-Undeclared fields are ignored (and never inspected). Duplicate keys: the last one wins.
+Undeclared fields are ignored (and never inspected). Keys match field names case-sensitively
+(``EventId`` is not ``eventId``). Duplicate keys: the last one wins.
 
 Coercions Spark performs (kept, deliberately, so they are documented here):
     - STRING accepts ANY JSON value and keeps its JSON text: ``12`` -> ``"12"``, ``true`` ->
@@ -37,6 +38,7 @@ Coercions Spark performs (kept, deliberately, so they are documented here):
       a string without offset is read in the session time zone (UTC). Fractions beyond
       microseconds are truncated. A JSON integer is epoch seconds. Impossible dates
       (``2024-02-30``), free text, ``""``, numeric strings and non-integer numbers are errors.
+      TIMESTAMP_NTZ rejects strings that carry an offset or ``Z``.
     - DATE accepts date strings and drops a time part (``2024-01-01T10:00:00Z`` -> 2024-01-01);
       numbers are errors.
     - Limits (Jackson's): nesting deeper than 1000 levels (anywhere, even inside an undeclared
@@ -192,12 +194,13 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
     dead_flag = dead_flag | (F.col(_BARRIER) < 0)
 
     frame = (
-        raw.select(value, *meta, F.from_json(value, parse_schema_, options).alias(_PARSED),
+        raw.select(value, *[_col(c) for c in meta],
+                   F.from_json(value, parse_schema_, options).alias(_PARSED),
                    F.spark_partition_id().alias(_BARRIER))
         .select(
             *[parsed.getField(f.name).alias(f.name) for f in schema.fields],
             F.lit(batch_id).cast("bigint").alias(BATCH_ID_COLUMN),
-            *meta,
+            *[_col(c) for c in meta],
             dead_flag.alias(_DEAD),
             corrupt.alias(_CORRUPT_FLAG),
             value,
@@ -206,21 +209,25 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
         .select("*", F.when(F.col(_DEAD), value).alias(_RAW)).drop("value")
     )
     valid = frame.filter(~F.col(_DEAD)).select(
-        *[F.col(f"`{f.name}`") for f in schema.fields], F.col(BATCH_ID_COLUMN),
-        *[F.col(f"`{c}`") for c in meta])
+        *[_col(f.name) for f in schema.fields], F.col(BATCH_ID_COLUMN), *[_col(c) for c in meta])
     dead = (
         frame.filter(F.col(_DEAD))
         .select(F.col(_RAW), F.col(_CORRUPT_FLAG), F.col(BATCH_ID_COLUMN),
-                *[F.col(f"`{c}`") for c in meta],
+                *[_col(c) for c in meta],
                 F.try_parse_json(F.col(_RAW)).alias(_VARIANT))
         .select(
             F.col(_RAW).alias("raw"),
             _reason(F.col(_RAW), F.col(_VARIANT), F.col(_CORRUPT_FLAG), schema).alias("reason"),
             F.col(BATCH_ID_COLUMN),
-            *[F.col(f"`{c}`") for c in meta],
+            *[_col(c) for c in meta],
         )
     )
     return ParsedBatch(valid=valid, dead=dead, frame=frame)
+
+
+def _col(name: str) -> Column:
+    """A column by its exact name (dots and backticks are part of the name)."""
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 # --- the hot path: NOT NULL checks on the parsed value -------------------------------------

@@ -165,8 +165,12 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},  # 
             "spark.sql.shuffle.partitions": str(2 * (cores or 1)),
         })
     settings.update({k: str(v) for k, v in conf.items()})
-    # The log config is added to (not replaced by) a user's driver/executor java options.
-    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+    # The log config is added to (not replaced by) a user's java options. Executors get it
+    # only where they run on this machine (local-cluster); a cluster's nodes lack the file.
+    java_option_keys = ["spark.driver.extraJavaOptions"]
+    if is_local:
+        java_option_keys.append("spark.executor.extraJavaOptions")
+    for key in java_option_keys:
         user = settings.get(key, "")
         if "log4j2.configurationFile" not in user:
             settings[key] = f"{log_opt} {user}".strip()

@@ -17,9 +17,9 @@ Behaviour (Spark's file stream source, ``format("text")``):
       so ``numInputRows - (valid + dead)`` is the number of blank lines in a batch.
     - ``max_files_per_trigger`` bounds the files per micro-batch (also with ``availableNow``,
       which then runs several batches).
-    - The directory must exist (a glob pattern is passed to Spark unchecked): a missing path is a :class:`~runner.errors.SourceError`, unless
+    - The directory must exist: a missing path is a :class:`~runner.errors.SourceError`, unless
       ``create_missing=True``, which creates it (and says nothing): useful for a pipeline that
-      starts before the first file lands.
+      starts before the first file lands. A glob pattern is passed to Spark unchecked.
 """
 
 from __future__ import annotations
