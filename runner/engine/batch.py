@@ -86,11 +86,11 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
     spark = raw.sparkSession  # the batch's own session: its temp views are private to it
     parsed = parse_batch(raw, schema_ddl=bp.plan.schema_ddl, batch_id=batch_id,
                          metadata_columns=bp.metadata_columns)
-    valid = parsed.valid.persist()
-    cached = [valid]
+    parsed.persist()  # one parse: valid rows and dead letters are both filters of this frame
+    cached = [parsed.frame]
     try:
-        input_valid = valid.count()  # fills the cache every model then reads
-        valid.createOrReplaceTempView("parsed_events")
+        input_rows = parsed.frame.count()  # fills the cache every model then reads
+        parsed.valid.createOrReplaceTempView("parsed_events")
         has_children = {d for s in bp.plan.steps for d in s.depends_on}
         frames: dict[str, DataFrame] = {}
         for step in bp.plan.steps:  # dependency order: a ref'd view exists before its reader
@@ -124,7 +124,7 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
         for df in cached:
             df.unpersist()
     dead = results.pop(_DEAD)
-    return BatchResult(batch_id=batch_id, input_rows=input_valid + dead.rows,
+    return BatchResult(batch_id=batch_id, input_rows=input_rows,
                        dead_letters=dead.rows, writes=tuple(results.values()),
                        seconds=time.perf_counter() - started)
 

@@ -83,6 +83,12 @@ def _source_stream(spark: "SparkSession", project: Project) -> "DataFrame":
         options={k: v.get_secret_value() for k, v in source.options.items()})
 
 
+_DELTA_SPARK_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
 class _Stopper:
     """SIGINT/SIGTERM set a flag; the main loop stops the query between batches."""
 
@@ -119,7 +125,10 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         from .session import build_session
 
         conf = project.config.spark
-        spark = build_session(master=conf.master, conf=conf.conf,
+        spark_conf = dict(conf.conf)
+        if project.config.delta.engine == "spark":  # delta-spark's MERGE needs these at start
+            spark_conf = {**_DELTA_SPARK_CONF, **spark_conf}
+        spark = build_session(master=conf.master, conf=spark_conf,
                               app_name=f"runner:{project.config.name}",
                               log_dir=str(project.root / "logs"))
         writer = make_writer(project.config.delta.engine, spark)
