@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -144,6 +145,9 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},  # 
     is_local = cores is not None
     if is_local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers (the Kafka source, UDFs) must run this interpreter, which has pyarrow and
+    # the runner: PATH's python3 may be another one. Fixed when the context starts.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     config_file, log_file = _write_log4j2_config(Path(log_dir) if log_dir else _default_log_dir())
     log_opt = f"-Dlog4j2.configurationFile=file:{config_file.as_posix()}"

@@ -20,6 +20,7 @@ from ..project import Project
 from ..schema import source_metadata_columns
 from ..sinks import SinkSpec, make_writer
 from .batch import BatchPlan, BatchResult, run_batch
+from .session import session_info
 from .checkpoint import (CheckpointLock, app_id, new_query_id, read_query_id, reset_checkpoint,
                          write_query_id)
 
@@ -72,8 +73,9 @@ def _source_stream(spark: "SparkSession", project: Project) -> "DataFrame":
         from .source import read_files_stream
 
         return read_files_stream(spark, path=str(project.resolve(source.path)),
-                                 max_files_per_trigger=source.max_files_per_trigger)
-    from .kafka_source import read_kafka_stream
+                                 max_files_per_trigger=source.max_files_per_trigger,
+                                 create_missing=True)
+    from .kafka_reader import read_kafka_stream
 
     return read_kafka_stream(
         spark, bootstrap_servers=source.bootstrap_servers, topics=list(source.topics),
@@ -122,7 +124,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
     checkpoint = project.checkpoint
     summary = StreamSummary()
     with CheckpointLock(checkpoint), _Stopper() as stopper:
-        from .session import build_session
+        from .session import build_session  # noqa: PLC0415 - pyspark loads only here
 
         conf = project.config.spark
         spark_conf = dict(conf.conf)
@@ -168,6 +170,10 @@ def _refuse_foreign_tables(writer, specs: list[SinkSpec]) -> None:  # type: igno
                 "would write that data again",
                 hint="restore the original checkpoint directory, or pass --full-refresh to "
                      "drop and recreate every table from the source")
+
+
+def session_log(spark: "SparkSession") -> str:
+    return session_info(spark).log_file or "(not recorded)"
 
 
 def _run_query(spark: "SparkSession", project: Project, bp: BatchPlan, *,
@@ -220,5 +226,9 @@ def _run_query(spark: "SparkSession", project: Project, bp: BatchPlan, *,
             raise cause
         raise ExecutionError(f"batch failed: {type(cause).__name__}: {cause}") from cause
     if error is not None and not summary.stopped_by_signal:
-        raise ExecutionError(f"the streaming query failed: {str(error).splitlines()[0]}")
+        from .kafka_reader import extract_source_error
+
+        message = extract_source_error(error) or str(error).strip().splitlines()[0]
+        raise ExecutionError(f"the streaming query failed: {message}",
+                             hint=f"Spark's log: {session_log(spark)}")
     return summary

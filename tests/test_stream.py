@@ -1,0 +1,174 @@
+"""`runner stream` end to end on a real local SparkSession; tables read back with delta-rs.
+
+The reference for every check is computed here, in plain Python, from the input lines.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner import failpoints
+from runner.compile import compile_project
+from runner.demo import POISON, write_demo_files
+from runner.engine.stream import run_stream
+from runner.errors import ConfigError, ExecutionError
+from runner.project import load_project
+from runner.tables import read_table
+
+from .projects import BASE_YML, REPO_ROOT, write_project
+
+pytestmark = pytest.mark.spark
+
+EXAMPLE_MODELS = {f"models/{p.name}": p.read_text() for p in (REPO_ROOT / "models").glob("*.sql")}
+EXAMPLE_MODELS.update({f"macros/{p.name}": p.read_text() for p in (REPO_ROOT / "macros").glob("*.sql")})
+ENDPOINT_COUNTS = """
+{{ config(materialized='merge', unique_key='endpoint',
+          merge_update={'requests': 'target.requests + source.requests',
+                        'errors': 'target.errors + source.errors'}) }}
+SELECT request.endpoint AS endpoint, count(*) AS requests,
+       count_if(request.status_code >= 500) AS errors
+FROM parsed_events
+GROUP BY request.endpoint
+"""
+
+
+def _project(tmp_path: Path, extra: dict[str, str] | None = None):
+    yml = BASE_YML + "parallelism: 4\n"
+    root = write_project(tmp_path / "proj", {**EXAMPLE_MODELS, **(extra or {})},
+                         project_yml=yml.replace("vars:\n  slow_ms: 1000\n",
+                                                 "vars:\n  slow_request_ms: 1000\n"))
+    (root / "incoming").mkdir()
+    return load_project(root)
+
+
+def _run(project, **kw):
+    plan = compile_project(project).plan
+    return run_stream(project, plan, mode="available_now", trigger="1 second", **kw)
+
+
+def _lines(project) -> list[str]:
+    out = []
+    for f in sorted((project.root / "incoming").glob("*.json")):
+        out += [line for line in f.read_text().splitlines() if line.strip()]
+    return out
+
+
+def _expected(lines: list[str]) -> dict[str, object]:
+    """Reference counts from the raw lines, without Spark."""
+    good = [json.loads(line) for line in lines if line not in POISON]
+    endpoints: dict[str, list[int]] = {}
+    for e in good:
+        c = endpoints.setdefault(e["request"]["endpoint"], [0, 0])
+        c[0] += 1
+        c[1] += e["request"]["status_code"] >= 500
+    return {
+        "request_logs": sorted(e["eventId"] for e in good),
+        "error_events": sum(len(e["errors"]) for e in good),
+        "performance_metrics": len(good),
+        "dead": sum(line in POISON for line in lines),
+        "endpoints": {k: tuple(v) for k, v in endpoints.items()},
+    }
+
+
+def _table(project, name):
+    """The table read back with delta-rs; a table never committed to reads as empty."""
+    import pyarrow as pa
+
+    path = project.table_path(name)
+    return read_table(str(path)) if path.exists() else pa.table({})
+
+
+def _check_tables(project, *, merge: bool = False) -> None:
+    expected = _expected(_lines(project))
+    logs = _table(project, "request_logs")
+    assert sorted(logs.column("eventId").to_pylist()) == expected["request_logs"]
+    assert _table(project, "error_events").num_rows == expected["error_events"]
+    assert _table(project, "performance_metrics").num_rows == expected["performance_metrics"]
+    assert _table(project, "_dead_letter").num_rows == expected["dead"]
+    if merge:
+        rows = _table(project, "endpoint_counts").to_pylist()
+        assert {r["endpoint"]: (r["requests"], r["errors"]) for r in rows} == expected["endpoints"]
+
+
+def test_end_to_end_values_rerun_and_incremental(tmp_path) -> None:
+    project = _project(tmp_path)
+    write_demo_files(project.root / "incoming", events=3000, files=2, poison_every=500)
+    batches = []
+    summary = _run(project, on_batch=batches.append)
+    assert summary.batches == 1 and summary.input_rows == 3000
+    _check_tables(project)
+    # values and types survive the trip: instants in UTC, nested fields flattened
+    first = json.loads(_lines(project)[0])
+    row = next(r for r in _table(project, "request_logs").to_pylist()
+               if r["eventId"] == first["eventId"])
+    assert row["timestamp"].isoformat().startswith(first["timestamp"][:19])
+    assert row["userId"] == first["user"]["userId"]
+    assert row["status_class"] == ("server_error" if first["request"]["status_code"] >= 500 else
+                                   "client_error" if first["request"]["status_code"] >= 400
+                                   else "ok")
+    dead = _table(project, "_dead_letter").to_pylist()
+    assert {d["reason"] for d in dead} >= {"invalid JSON", "not a JSON object (array)",
+                                           "missing NOT NULL field eventId"}
+    assert any("request.latency_ms" in d["reason"] for d in dead)
+    assert all(d["_source_file"].endswith(".json") and d["_batch_id"] == 0 for d in dead)
+
+    # A rerun with no new input changes nothing: no batch, no new Delta version.
+    from deltalake import DeltaTable
+
+    versions = {m: DeltaTable(str(project.table_path(m))).version() for m in
+                ("request_logs", "error_events", "performance_metrics")}
+    assert _run(project).batches == 0
+    assert versions == {m: DeltaTable(str(project.table_path(m))).version() for m in versions}
+
+    # New files are picked up incrementally, and only they are read.
+    write_demo_files(project.root / "incoming", events=1000, files=1, poison_every=500)
+    summary = _run(project)
+    assert summary.batches == 1 and summary.input_rows == 1000
+    _check_tables(project)
+
+
+def test_failure_between_sinks_then_restart_is_exactly_once(tmp_path, monkeypatch) -> None:
+    project = _project(tmp_path, {"models/endpoint_counts.sql": ENDPOINT_COUNTS})
+    write_demo_files(project.root / "incoming", events=2000, files=1, poison_every=400)
+    _run(project)
+    write_demo_files(project.root / "incoming", events=2000, files=1, poison_every=400)
+    # Batch 1 fails right after the accumulating merge committed (other sinks may or may not
+    # have committed: they run in parallel); the restart replays batch 1.
+    monkeypatch.setenv("RUNNER_FAILPOINTS", "sink.after_commit:endpoint_counts@1")
+    failpoints._armed.cache_clear()
+    with pytest.raises(ExecutionError, match="failpoint"):
+        _run(project)
+    monkeypatch.delenv("RUNNER_FAILPOINTS")
+    failpoints._armed.cache_clear()
+    replay = []
+    _run(project, on_batch=replay.append)
+    assert [r.batch_id for r in replay] == [1]
+    assert "endpoint_counts" in replay[0].skipped
+    _check_tables(project, merge=True)
+
+
+def test_fresh_checkpoint_over_existing_tables_is_refused(tmp_path) -> None:
+    project = _project(tmp_path)
+    write_demo_files(project.root / "incoming", events=500, files=1, poison_every=0)
+    _run(project)
+    import shutil
+
+    shutil.rmtree(project.checkpoint)
+    with pytest.raises(ConfigError, match="(?s)another checkpoint.*--full-refresh"):
+        _run(project)
+    summary = _run(project, full_refresh=True)
+    assert summary.input_rows == 500
+    _check_tables(project)
+
+
+def test_merge_with_duplicate_keys_names_model_and_key(tmp_path) -> None:
+    project = _project(tmp_path, {"models/bad_merge.sql": """
+        {{ config(materialized='merge', unique_key='endpoint') }}
+        SELECT request.endpoint AS endpoint, eventId FROM parsed_events
+    """})
+    write_demo_files(project.root / "incoming", events=200, files=1, poison_every=0)
+    with pytest.raises(ExecutionError, match="bad_merge.*unique_key.*endpoint"):
+        _run(project)
