@@ -17,6 +17,7 @@ from .errors import ConfigError
 
 __all__ = [
     "DeltaConfig",
+    "Expectation",
     "FilesSource",
     "KafkaSource",
     "LintConfig",
@@ -100,6 +101,14 @@ class ProjectConfig(_Strict):
     vars: dict[str, Any] = Field(default_factory=dict)
 
 
+class Expectation(_Strict):
+    """A named SQL predicate every row of a model must satisfy."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    expr: str = Field(min_length=1)
+    on_violation: Literal["drop", "fail", "quarantine"] = "fail"
+
+
 class ModelConfig(_Strict):
     """The keys a model may set with ``{{ config(...) }}``."""
 
@@ -110,6 +119,8 @@ class ModelConfig(_Strict):
     partition_by: tuple[str, ...] = ()
     enabled: bool = True
     tags: tuple[str, ...] = ()
+    on_schema_change: Literal["fail", "append_new_columns"] = "fail"
+    expectations: tuple[Expectation, ...] = ()
 
     @field_validator("unique_key", "partition_by", "tags", mode="before")
     @classmethod
