@@ -10,8 +10,9 @@ Set ``RUNNER_FAILPOINTS`` to a comma-separated list of ``point[@batch][=action]`
 - ``action`` is ``raise`` (default: raise :class:`FailpointError`) or ``exit`` (``os._exit(137)``,
   a crash with no cleanup, as a SIGKILL would leave things).
 
-Known points: ``sink.before_commit:<model>``, ``sink.after_commit:<model>``,
-``batch.after_sinks`` (all sinks done, before Spark's commit log entry).
+Known points: ``batch.start`` (Spark has written the previous batch's commit log entry),
+``sink.before_commit:<model>``, ``sink.after_commit:<model>``, ``batch.after_sinks`` (all sinks
+done, before Spark's commit log entry).
 The variable is read once per process; production never sets it.
 """
 

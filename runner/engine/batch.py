@@ -83,6 +83,7 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
             skipped when Spark replays the batch.
     """
     started = time.perf_counter()
+    hit("batch.start", batch_id=batch_id)  # for crash tests: after batch_id - 1's commit log
     spark = raw.sparkSession  # the batch's own session: its temp views are private to it
     parsed = parse_batch(raw, schema_ddl=bp.plan.schema_ddl, batch_id=batch_id,
                          metadata_columns=bp.metadata_columns)
