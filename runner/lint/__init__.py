@@ -1,0 +1,23 @@
+"""Lint rendered models with sqlglot (Spark dialect): rules return violations, never print.
+
+>>> [row[0] for row in rules_table()][:3]
+['syntax', 'single-select', 'unknown-table']
+"""
+
+from __future__ import annotations
+
+from .base import Level, Rule, Violation
+from .context import ModelContext
+from .linter import BUILTIN_RULES, LintResult, check_lint_config, lint_models, rules_table
+
+__all__ = [
+    "BUILTIN_RULES",
+    "Level",
+    "LintResult",
+    "ModelContext",
+    "Rule",
+    "Violation",
+    "check_lint_config",
+    "lint_models",
+    "rules_table",
+]

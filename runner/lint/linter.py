@@ -1,0 +1,125 @@
+"""Lint rendered models: parse each once, resolve its names, run the rules, apply severities."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
+
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from ..config import LintConfig, did_you_mean
+from ..errors import ConfigError
+from ..plan import Column
+from ..project import Project
+from ..render import RenderedModel
+from .base import Rule, Violation
+from .context import ModelContext, parse_sql
+from .infer import parse_type, type_string
+from .resolve import Resolver
+from .rules import (DuplicateOutputColumn, MergeKey, MergeUpdate, PartitionBy, SingleSelect,
+                    SyntaxRule, UnknownColumn, UnknownTable, UnnamedOutputColumn)
+from .shapes import Shape
+from .streaming import AppendAggregate, MergeKeyNotUnique, NondeterministicMerge
+
+__all__ = ["BUILTIN_RULES", "LintResult", "check_lint_config", "lint_models", "rules_table"]
+
+BUILTIN_RULES: tuple[Rule, ...] = (
+    SyntaxRule(), SingleSelect(), UnknownTable(), UnknownColumn(), DuplicateOutputColumn(),
+    UnnamedOutputColumn(), MergeKey(), MergeUpdate(), PartitionBy(), NondeterministicMerge(),
+    AppendAggregate(), MergeKeyNotUnique(),
+)
+
+
+@dataclass(frozen=True)
+class LintResult:
+    """What lint found and inferred.
+
+    Attributes:
+        violations: all findings of all models, severity from project.yml applied ('off'
+            rules dropped).
+        columns: inferred output columns (name, Spark type string) per model that parsed.
+        used_fields: top-level parsed_events fields (schema fields, not metadata columns) read
+            by the models, in schema order; None when one selects ``*`` over parsed_events.
+        ast: the parsed statement per model that parsed.
+    """
+
+    violations: tuple[Violation, ...]
+    columns: Mapping[str, tuple[Column, ...]]
+    used_fields: tuple[str, ...] | None
+    ast: Mapping[str, exp.Expression]
+
+
+def rules_table() -> list[tuple[str, str, str]]:
+    """``(rule id, default severity, description)`` of every built-in rule, for the docs."""
+    return [(r.id, r.default_severity, r.description) for r in BUILTIN_RULES]
+
+
+def check_lint_config(lint: LintConfig) -> None:
+    """Refuse unknown rule ids in project.yml's ``lint: rules:``.
+
+    Raises:
+        ConfigError: naming the unknown id, with "did you mean".
+    """
+    ids = [r.id for r in BUILTIN_RULES]
+    for rule_id in lint.rules:
+        if rule_id not in ids:
+            raise ConfigError(f"lint.rules: unknown rule '{rule_id}'" + did_you_mean(rule_id, ids),
+                              path="project.yml", hint="rules: " + ", ".join(ids))
+
+
+def _events_shape(project: Project) -> Shape:
+    columns = [(f.name, f.type) for f in project.schema.fields]
+    columns += [(name, parse_type(t)) for name, t in project.parsed_events_columns.items()]
+    return Shape(tuple(columns))
+
+
+def lint_models(project: Project, models: Sequence[RenderedModel]) -> LintResult:
+    """Lint ``models`` (in dependency order: refs before the models that use them).
+
+    Each model's SQL is parsed once; its names are resolved against parsed_events and the
+    output columns inferred for the models it refs (earlier in ``models``).
+    """
+    severities = project.config.lint.rules
+    active = [(rule, severities.get(rule.id, rule.default_severity)) for rule in BUILTIN_RULES]
+    active = [(rule, level) for rule, level in active if level != "off"]
+    events = _events_shape(project)
+    event_fields = {f.name.lower(): f.name for f in project.schema.fields}
+    all_models = {m.name.lower(): m.name for m in project.models}
+    all_models.update({m.name.lower(): m.name for m in models})
+
+    shapes: dict[str, Shape | None] = {}
+    violations: list[Violation] = []
+    columns: dict[str, tuple[Column, ...]] = {}
+    ast: dict[str, exp.Expression] = {}
+    used: set[str] | None = set()
+    for model in models:
+        statements, syntax = parse_sql(model.sql)
+        ctx = ModelContext(project, model, statements, syntax, upstream=shapes)
+        shapes[model.name.lower()] = None
+        if statements:
+            ast[model.name] = statements[0]
+            columns[model.name] = ()
+        query = ctx.query
+        if query is not None:
+            refs = {r.lower(): shapes.get(r.lower()) for r in model.refs}
+            resolver = Resolver(events=events, event_fields=event_fields, refs=refs,
+                                models=all_models)
+            try:
+                ctx.analysis = resolver.run(query)
+            except SqlglotError:  # a construct sqlglot cannot type: lint the rest, infer nothing
+                ctx.analysis = None
+                used = None  # which fields it reads is unknown: the engine must parse them all
+            if ctx.analysis is not None:
+                shape = ctx.analysis.shape
+                shapes[model.name.lower()] = shape
+                columns[model.name] = tuple(Column(n, type_string(t)) for n, t in shape.columns)
+                if ctx.analysis.star_over_events:
+                    used = None
+                elif used is not None:
+                    used |= ctx.analysis.used_fields
+        for rule, level in active:
+            violations.extend(replace(v, severity=level) for v in rule.check(ctx))
+    used_fields = None if used is None else tuple(
+        f.name for f in project.schema.fields if f.name in used)
+    return LintResult(tuple(violations), columns, used_fields, ast)

@@ -1,0 +1,220 @@
+"""Resolving one name in a scope, the way Spark does.
+
+A column reference is tried as ``alias.column[.field...]`` against the scope's relations, then
+as ``column[.field...]`` (struct access: ``user.userId``), then as a select-list alias where
+Spark allows one, then in the enclosing scopes (correlated subqueries). Lambda parameters of
+higher-order functions are typed from the array (or map) they range over, so ``x.errorCode``
+in ``transform(errors, x -> x.errorCode)`` is checked too.
+
+When in doubt it does not flag: a name is only unknown when every relation it could come
+from has a fully known set of columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import zip_longest
+from typing import Mapping
+
+from sqlglot import exp
+
+from ..config import did_you_mean
+from .infer import (element_type, field_type, is_, is_known, make_annotator, parse_type,
+                    type_string)
+from .shapes import OPEN, Analysis, Finding, Shape
+
+__all__ = ["NILADIC", "NameResolver", "Scope", "listing"]
+
+_Lambdas = Mapping[str, "exp.DataType | None"]
+_NO_LAMBDAS: _Lambdas = {}
+_INDEX_LAMBDAS = (exp.Transform, exp.ArrayFilter)
+# Functions Spark calls without parentheses when no column has the name (sqlglot parses a few
+# of them as columns).
+NILADIC = {"current_date": "DATE", "current_timestamp": "TIMESTAMP", "localtimestamp":
+           "TIMESTAMP_NTZ", "current_time": "TIME", "current_user": "STRING", "user": "STRING",
+           "session_user": "STRING", "current_schema": "STRING", "current_database": "STRING",
+           "current_catalog": "STRING", "current_timezone": "STRING"}
+
+
+@dataclass
+class Scope:
+    """The relations one SELECT reads, its select-list aliases, and its enclosing scope."""
+
+    parent: "Scope | None"
+    ctes: dict[str, Shape]
+    sources: list[tuple[str, Shape]] = field(default_factory=list)
+    aliases: dict[str, exp.DataType] = field(default_factory=dict)
+    alias_ok: bool = False
+    hidden: set[tuple[int, str]] = field(default_factory=set)  # JOIN USING duplicates
+    using: list[str] = field(default_factory=list)  # JOIN USING column names, in order
+
+    def source(self, alias: str) -> Shape | None:
+        return next((s for a, s in self.sources if a == alias), None)
+
+
+class NameResolver:
+    """Resolves and types the column references of expressions; subclasses walk relations.
+
+    Args:
+        events: the shape of ``parsed_events``.
+        event_fields: lower-cased -> declared name of the schema's top-level fields.
+    """
+
+    def __init__(self, *, events: Shape, event_fields: Mapping[str, str]) -> None:
+        self.events = events
+        self.event_fields = event_fields
+        self.annotator = make_annotator()
+        self.analysis = Analysis(shape=OPEN, outputs=[])
+        self.refs_of: dict[int, tuple[Shape, str]] = {}  # plain column node -> (source, column)
+        self.names: dict[int, str] = {}  # resolved reference node -> Spark's name for it
+
+    def query(self, node: exp.Expression, ctes: dict[str, Shape], outer: Scope | None) -> Shape:
+        raise NotImplementedError  # pragma: no cover - the subclass walks relations
+
+    # -- expressions --------------------------------------------------------------------------
+    def walk(self, root: exp.Expression | list | None, scope: Scope,
+             lambdas: _Lambdas = _NO_LAMBDAS) -> None:
+        """Resolve every reference under ``root`` (pre-order, siblings in argument order)."""
+        if root is None:
+            return
+        roots = root if isinstance(root, list) else [root]
+        stack: list[tuple[exp.Expression, _Lambdas]] = [(r, lambdas) for r in reversed(roots)]
+        while stack:
+            node, lams = stack.pop()
+            if isinstance(node, exp.Column):
+                self.resolve_column(node, scope, lams)
+            elif isinstance(node, exp.Query):
+                self.query(node, scope.ctes, scope)
+            elif isinstance(node, exp.Subquery):
+                self.query(node.this, scope.ctes, scope)
+            elif isinstance(node, exp.Dot):
+                root_ = node
+                fields: list[exp.Identifier] = []
+                while isinstance(root_, exp.Dot) and isinstance(root_.expression, exp.Identifier):
+                    fields.insert(0, root_.expression)
+                    root_ = root_.this
+                if isinstance(root_, exp.Identifier) and root_.name.lower() in lams:
+                    self._descend(node, lams[root_.name.lower()], fields, root_.name)
+                else:
+                    stack.append((node.this, lams))
+            elif isinstance(node, exp.Identifier):
+                dtype = lams.get(node.name.lower())
+                if is_known(dtype):
+                    node.type = dtype
+            elif isinstance(node, exp.Lambda):
+                stack.append((node.this, self._bind(node, lams)))
+            elif not isinstance(node, (exp.Star, exp.DataType)):
+                stack.extend((c, lams) for c in reversed(list(node.iter_expressions())))
+
+    def _bind(self, lam: exp.Lambda, lams: _Lambdas) -> _Lambdas:
+        """Lambda parameters with their types: the array's element, an index, a map's key..."""
+        func = lam.parent
+        args = [a for a in func.iter_expressions() if a is not lam] if func else []
+        for arg in args[:2]:
+            self.annotator.annotate_expression(arg)
+        first = args[0].type if args else None
+        types: list[exp.DataType | None]
+        if isinstance(func, exp.Reduce):
+            types = [func.args["initial"].type, element_type(first)]
+        elif first is not None and is_(first, exp.DType.MAP) and len(first.expressions) == 2:
+            types = list(first.expressions)
+        elif isinstance(func, exp.Anonymous) and func.name.lower() == "zip_with" and len(args) > 1:
+            types = [element_type(first), element_type(args[1].type)]
+        elif isinstance(func, _INDEX_LAMBDAS):
+            types = [element_type(first), parse_type("INT")]
+        else:
+            types = [element_type(first)]
+        bound = dict(lams)
+        for param, dtype in zip_longest(lam.expressions, types[:len(lam.expressions)]):
+            bound[param.name.lower()] = dtype
+        return bound
+
+    def resolve_column(self, node: exp.Column, scope: Scope,
+                       lams: _Lambdas = _NO_LAMBDAS) -> None:
+        """Resolve, type and check one column reference (and the struct fields after it)."""
+        if node.is_star:
+            return  # t.* / struct.* are expanded (and checked) as outputs
+        idents: list[exp.Identifier] = list(node.parts)
+        top: exp.Expression = node
+        while (isinstance(top.parent, exp.Dot) and top.parent.this is top
+               and isinstance(top.parent.expression, exp.Identifier)):
+            top = top.parent
+            idents.append(top.expression)
+        first = idents[0].name.lower()
+        if first in lams:
+            self._descend(top, lams[first], idents[1:], idents[0].name)
+            return
+        missed: tuple[Shape, exp.Identifier, str] | None = None
+        sc: Scope | None = scope
+        while sc is not None:
+            if len(idents) > 1 and (src := sc.source(first)) is not None:
+                col = src.find(idents[1].name)
+                if col is not None:
+                    self._resolved(top, src, col, idents, 2)
+                    return
+                if src.open:
+                    return
+                missed = missed or (src, idents[1], idents[0].name)
+            for _, src in sc.sources:
+                col = src.find(first)
+                if col is not None:
+                    self._resolved(top, src, col, idents, 1)
+                    return
+            if sc is scope and sc.alias_ok and first in sc.aliases:
+                self._descend(top, sc.aliases[first], idents[1:], idents[0].name)
+                return
+            if any(src.open for _, src in sc.sources):
+                return
+            sc = sc.parent
+        if len(idents) == 1 and first in NILADIC:
+            node.type = parse_type(NILADIC[first])
+            return
+        if missed is not None:
+            src, ident, alias = missed
+            self._unknown(ident, f"unknown column '{ident.name}' in '{alias}'"
+                          + did_you_mean(ident.name, src.names),
+                          f"columns of '{alias}': {listing(src.names)}")
+            return
+        candidates = [n for _, src in scope.sources for n in src.names]
+        if scope.alias_ok:
+            candidates += list(scope.aliases)
+        self._unknown(idents[0], f"unknown column '{idents[0].name}'"
+                      + did_you_mean(idents[0].name, candidates))
+
+    def _resolved(self, top: exp.Expression, src: Shape, col: tuple[str, exp.DataType],
+                  idents: list[exp.Identifier], used: int) -> None:
+        name, dtype = col
+        if src is self.events and name.lower() in self.event_fields:
+            self.analysis.used_fields.add(name)
+        if used == len(idents):
+            self.refs_of[id(top)] = (src, name)
+        self._descend(top, dtype, idents[used:], name)
+
+    def _descend(self, top: exp.Expression, dtype: exp.DataType | None,
+                 fields: list[exp.Identifier], name: str) -> None:
+        """Follow struct field access from a value of ``dtype``; type ``top`` with the result."""
+        path = name
+        for ident in fields:
+            nxt, canonical, candidates = field_type(dtype, ident.name)
+            if nxt is None:
+                if candidates:
+                    self._unknown(ident, f"unknown field '{ident.name}' in struct '{path}'"
+                                  + did_you_mean(ident.name, candidates),
+                                  f"fields of '{path}': {listing(candidates)}")
+                elif candidates is not None:
+                    self._unknown(ident, f"'{path}' is {type_string(dtype)}, not a struct: it "
+                                  f"has no field '{ident.name}'")
+                return
+            dtype, name = nxt, canonical or ident.name
+            path = f"{path}.{name}"
+        if is_known(dtype):
+            top.type = dtype
+        self.names[id(top)] = name
+
+    def _unknown(self, node: exp.Expression, message: str, hint: str | None = None) -> None:
+        self.analysis.unknown_columns.append(Finding(node, message, hint))
+
+
+def listing(names: list[str], limit: int = 12) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")

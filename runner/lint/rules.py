@@ -1,0 +1,224 @@
+"""The built-in SQL and config rules: one small class each, whose docstring is its description.
+
+The streaming-aware rules live in :mod:`.streaming`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from ..config import did_you_mean
+from .base import Rule, Violation
+from .context import ModelContext
+from .shapes import Finding
+
+__all__ = [
+    "DuplicateOutputColumn",
+    "MergeKey",
+    "MergeUpdate",
+    "ModelRule",
+    "PartitionBy",
+    "SingleSelect",
+    "SyntaxRule",
+    "UnknownColumn",
+    "UnknownTable",
+    "UnnamedOutputColumn",
+]
+
+
+class ModelRule(Rule):
+    """A rule with helpers: a violation at a node of the SQL, or at the model's config() call."""
+
+    def at(self, ctx: ModelContext, node: exp.Expression | None, message: str,
+           hint: str | None = None) -> Violation:
+        line, column = ctx.position(node)
+        return Violation(self.id, _level(self), ctx.model.path, line, column, message, hint)
+
+    def at_config(self, ctx: ModelContext, message: str, hint: str | None = None) -> Violation:
+        return Violation(self.id, _level(self), ctx.model.path, ctx.model.config_line, None,
+                         message, hint)
+
+    def findings(self, ctx: ModelContext, found: Iterable[Finding]) -> Iterator[Violation]:
+        for f in found:
+            yield self.at(ctx, f.node, f.message, f.hint)
+
+
+def _level(rule: Rule) -> "str":
+    return "warn" if rule.default_severity == "warn" else "error"
+
+
+class SyntaxRule(ModelRule):
+    """The model's SQL must parse as Spark SQL."""
+
+    id = "syntax"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        if ctx.syntax is not None:
+            s = ctx.syntax
+            yield Violation(self.id, _level(self), ctx.model.path, s.line, s.column,
+                            f"SQL syntax error: {s.message}")
+
+
+class SingleSelect(ModelRule):
+    """A model is exactly one query (SELECT, WITH ... SELECT, UNION ...): no DDL, no DML, no
+    second statement."""
+
+    id = "single-select"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        if ctx.syntax is not None:
+            return
+        statements = ctx.statements
+        hint = "a model is the SELECT whose rows the runner writes to the model's table"
+        if not statements:
+            yield self.at_config(ctx, "the model has no SQL statement", hint)
+        elif not isinstance(statements[0], exp.Query):
+            kind = statements[0].key.upper()
+            yield self.at(ctx, statements[0], f"a model is one SELECT query, not {kind}", hint)
+        elif len(statements) > 1:
+            yield self.at(ctx, statements[1], f"a model is one query; found {len(statements)} "
+                          "statements", "remove the second statement (or make it another model)")
+
+
+class UnknownTable(ModelRule):
+    """Tables are parsed_events, models read through {{ ref('name') }}, or CTEs."""
+
+    id = "unknown-table"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        if ctx.analysis is not None:
+            yield from self.findings(ctx, ctx.analysis.unknown_tables)
+
+
+class UnknownColumn(ModelRule):
+    """Columns and struct fields must exist in the event schema, parsed_events' metadata
+    columns, the ref'd models' outputs or the query's own CTEs, subqueries and aliases."""
+
+    id = "unknown-column"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        if ctx.analysis is not None:
+            yield from self.findings(ctx, ctx.analysis.unknown_columns)
+
+
+class DuplicateOutputColumn(ModelRule):
+    """Output column names must be unique (case-insensitive): a Delta table cannot hold two
+    columns of one name."""
+
+    id = "duplicate-output-column"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        if ctx.analysis is None:
+            return
+        seen: dict[str, int | None] = {}
+        for out in ctx.analysis.outputs:
+            key = out.name.lower()
+            if key in seen:
+                first = f" (first at line {seen[key]})" if seen[key] else ""
+                yield self.at(ctx, out.node, f"output column '{out.name}' appears twice{first}",
+                              "give one of them another alias")
+            else:
+                seen[key] = ctx.position(out.node)[0]
+
+
+class UnnamedOutputColumn(ModelRule):
+    """Every computed output column should have an alias: Spark's generated names (like
+    '(a + 1)') make poor, unstable table column names."""
+
+    id = "unnamed-output-column"
+    default_severity = "warn"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        if ctx.analysis is None:
+            return
+        for out in ctx.analysis.outputs:
+            if not out.named:
+                yield self.at(ctx, out.node, f"output column `{out.name}` has no alias: Spark "
+                              "names it after the expression's text",
+                              f"name it: {out.name} AS <column_name>")
+
+
+def _missing(ctx: ModelContext, columns: Iterable[str], what: str, rule: ModelRule
+             ) -> Iterator[Violation]:
+    names = ctx.output_names
+    if names is None:
+        return
+    for col in columns:
+        if col.lower() not in names:
+            yield rule.at_config(ctx, f"{what} column '{col}' is not an output column"
+                                 + did_you_mean(col, names.values()),
+                                 f"output columns: {', '.join(names.values())}")
+
+
+class MergeKey(ModelRule):
+    """Every unique_key column of a merge model must be one of its output columns."""
+
+    id = "merge-key"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        if ctx.model.config.materialized == "merge":
+            yield from _missing(ctx, ctx.model.config.unique_key, "unique_key", self)
+
+
+class MergeUpdate(ModelRule):
+    """merge_update keys must be non-key output columns; merge_update expressions and
+    merge_condition must parse and may only read target.<column> and source.<column> of
+    output columns."""
+
+    id = "merge-update"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        seen: set[str] = set()
+        for v in self._check(ctx):
+            if v.message not in seen:
+                seen.add(v.message)
+                yield v
+
+    def _check(self, ctx: ModelContext) -> Iterator[Violation]:
+        config = ctx.model.config
+        if config.materialized != "merge":
+            return
+        names = ctx.output_names
+        keys = {k.lower() for k in config.unique_key}
+        for column, text in (config.merge_update or {}).items():
+            if column.lower() in keys:
+                yield self.at_config(ctx, f"merge_update sets key column '{column}'",
+                                     "key columns match rows; they cannot be updated")
+            elif names is not None and column.lower() not in names:
+                yield self.at_config(ctx, f"merge_update column '{column}' is not an output "
+                                     "column" + did_you_mean(column, names.values()))
+                continue
+            yield from self._expression(ctx, f"merge_update['{column}']", text)
+        if config.merge_condition is not None:
+            yield from self._expression(ctx, "merge_condition", config.merge_condition)
+
+    def _expression(self, ctx: ModelContext, where: str, text: str) -> Iterator[Violation]:
+        try:
+            node = sqlglot.parse_one(text, read="spark")
+        except (ParseError, TokenError) as e:
+            first = e.errors[0]["description"] if isinstance(e, ParseError) and e.errors else e
+            yield self.at_config(ctx, f"{where} does not parse: {first}")
+            return
+        names = ctx.output_names
+        for col in node.find_all(exp.Column):
+            parts = [p.name for p in col.parts if isinstance(p, exp.Identifier)]
+            if len(parts) < 2 or parts[0].lower() not in ("target", "source"):
+                yield self.at_config(ctx, f"{where}: column '{col.sql(dialect='spark')}' must "
+                                     "be qualified as target.<column> or source.<column>",
+                                     f"e.g. target.{parts[-1]} + source.{parts[-1]}")
+            elif names is not None and parts[1].lower() not in names:
+                yield self.at_config(ctx, f"{where}: '{parts[1]}' is not an output column"
+                                     + did_you_mean(parts[1], names.values()))
+
+
+class PartitionBy(ModelRule):
+    """Every partition_by column must be one of the model's output columns."""
+
+    id = "partition-by"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        yield from _missing(ctx, ctx.model.config.partition_by, "partition_by", self)

@@ -1,0 +1,101 @@
+"""What name resolution knows about a relation and what it found in one model.
+
+A :class:`Shape` is the set of columns a relation (``parsed_events``, a ref'd model, a CTE, a
+subquery, a lateral view) offers, with their Spark types. ``open`` shapes may have columns we
+cannot know (an unknown table, ``SELECT *`` over one): names are never flagged against them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from sqlglot import exp
+
+from .infer import UNKNOWN
+
+__all__ = ["Analysis", "Finding", "Output", "Shape", "OPEN"]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Columns of a relation, in order, plus what is known about their uniqueness.
+
+    Attributes:
+        columns: ``(name, type)`` pairs as Spark would name them.
+        open: more columns may exist than we know of (never flag names against it).
+        unique: sets of lower-cased column names known to be unique per micro-batch.
+        rownums: lower-cased column -> the (lower-cased) columns its row_number() is
+            partitioned by, so that ``WHERE rn = 1`` proves those columns unique.
+    """
+
+    columns: tuple[tuple[str, exp.DataType], ...] = ()
+    open: bool = False
+    unique: tuple[frozenset[str], ...] = ()
+    rownums: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        index: dict[str, tuple[str, exp.DataType]] = {}
+        for name, dtype in self.columns:
+            index.setdefault(name.lower(), (name, dtype))
+        object.__setattr__(self, "_index", index)
+
+    def find(self, name: str) -> tuple[str, exp.DataType] | None:
+        """``(canonical name, type)`` of column ``name`` (case-insensitive), or None."""
+        return self._index.get(name.lower())  # type: ignore[attr-defined, no-any-return]
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.columns]
+
+    def renamed(self, names: list[str]) -> "Shape":
+        """The shape seen through ``AS t(a, b, ...)`` column aliases."""
+        cols = [(new, dtype) for new, (_, dtype) in zip(names, self.columns)]
+        cols += [(new, UNKNOWN) for new in names[len(self.columns):]]
+        return Shape(tuple(cols), open=False)
+
+
+OPEN = Shape(open=True)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A problem at a node of the parsed SQL, before a rule turns it into a Violation."""
+
+    node: exp.Expression
+    message: str
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class Output:
+    """One output column of a SELECT.
+
+    Attributes:
+        name: the column's name as Spark gives it.
+        type: its type (``UNKNOWN`` when not inferable).
+        node: where to point a finding at (the alias, the column, the star).
+        named: False when Spark would generate the name from the expression.
+        expr: the projected expression (None for a star's columns).
+        origin: ``(id(source shape), lower-cased column)`` when the column is passed through
+            unchanged from a source (a plain column reference or a star).
+    """
+
+    name: str
+    type: exp.DataType
+    node: exp.Expression
+    named: bool = True
+    expr: exp.Expression | None = None
+    origin: tuple[int, str] | None = None
+
+
+@dataclass
+class Analysis:
+    """Everything name resolution learned about one model's query."""
+
+    shape: Shape
+    outputs: list[Output]
+    unknown_tables: list[Finding] = field(default_factory=list)
+    unknown_columns: list[Finding] = field(default_factory=list)
+    used_fields: set[str] = field(default_factory=set)
+    star_over_events: bool = False

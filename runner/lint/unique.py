@@ -1,0 +1,152 @@
+"""Which output columns of a SELECT are provably unique per micro-batch.
+
+Proofs recognised (sets of lower-cased output column names):
+
+- ``GROUP BY g1, g2`` (names, aliases or ordinals of projected columns) -> ``{g1, g2}``;
+  ``GROUP BY ALL`` -> the non-aggregate projections; an aggregate without GROUP BY -> ``{}``
+  (one row);
+- ``SELECT DISTINCT`` -> all output columns;
+- ``QUALIFY row_number() OVER (PARTITION BY p) = 1`` -> ``{p}`` (also rank/dense_rank);
+- ``WHERE rn = 1`` over a single source whose ``rn`` is such a row number -> ``{p}``;
+- a single source's unique sets, when its columns pass through unchanged.
+
+A merge key K is unique when some proven set is a subset of K.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Mapping
+
+from sqlglot import exp
+
+from .shapes import Output, Shape
+
+__all__ = ["aggregates", "is_aggregate", "unique_sets"]
+
+_RANKS = (exp.RowNumber, exp.Rank, exp.DenseRank)
+
+
+def is_aggregate(node: exp.Expression) -> bool:
+    """An aggregate function call that aggregates rows of its own SELECT (not a window)."""
+    return isinstance(node, exp.AggFunc) and not isinstance(
+        node.find_ancestor(exp.Window, exp.Query), exp.Window)
+
+
+def aggregates(expression: exp.Expression) -> Iterator[exp.Expression]:
+    """Aggregate calls under ``expression`` that belong to its own SELECT level."""
+    for node in expression.walk(prune=lambda n: isinstance(n, (exp.Query, exp.Subquery))
+                                and n is not expression):
+        if is_aggregate(node):
+            yield node
+
+
+def _conjuncts(condition: exp.Expression | None) -> Iterator[exp.Expression]:
+    if condition is None:
+        return
+    condition = condition.unnest()
+    if isinstance(condition, exp.And):
+        yield from _conjuncts(condition.this)
+        yield from _conjuncts(condition.expression)
+    else:
+        yield condition
+
+
+def _is_int(node: exp.Expression, value: int) -> bool:
+    return isinstance(node, exp.Literal) and node.is_int and int(node.name) == value
+
+
+def _first_row_filter(cond: exp.Expression) -> exp.Expression | None:
+    """``x = 1``, ``1 = x``, ``x <= 1``, ``x < 2`` -> ``x``."""
+    if isinstance(cond, exp.EQ):
+        if _is_int(cond.expression, 1):
+            return cond.this.unnest()
+        if _is_int(cond.this, 1):
+            return cond.expression.unnest()
+    if isinstance(cond, exp.LTE) and _is_int(cond.expression, 1):
+        return cond.this.unnest()
+    if isinstance(cond, exp.LT) and _is_int(cond.expression, 2):
+        return cond.this.unnest()
+    return None
+
+
+def _ranked_partition(node: exp.Expression | None) -> list[exp.Expression] | None:
+    if isinstance(node, exp.Window) and isinstance(node.this, _RANKS):
+        return list(node.args.get("partition_by") or [])
+    return None
+
+
+def unique_sets(select: exp.Select, outputs: list[Output], single: Shape | None,
+                refs_of: Mapping[int, tuple[Shape, str]]
+                ) -> tuple[tuple[frozenset[str], ...], dict[str, frozenset[str]]]:
+    """The unique column sets of ``select`` and its row-number columns (see module doc).
+
+    Args:
+        select: the SELECT.
+        outputs: its output columns.
+        single: its only source, when it reads exactly one relation.
+        refs_of: plain column reference node id -> (source shape, column name).
+    """
+    names = [o.name.lower() for o in outputs]
+    by_expr: dict[str, str] = {}  # filled on first use: generating SQL is not free
+    by_origin = {o.origin: o.name.lower() for o in outputs if o.origin is not None}
+
+    def output_of(e: exp.Expression) -> str | None:
+        ref = refs_of.get(id(e))
+        if ref is not None and (id(ref[0]), ref[1].lower()) in by_origin:
+            return by_origin[(id(ref[0]), ref[1].lower())]
+        if isinstance(e, exp.Literal) and e.is_int:
+            i = int(e.name) - 1
+            return names[i] if 0 <= i < len(names) else None
+        if isinstance(e, exp.Column) and not e.table and e.name.lower() in names:
+            return e.name.lower()
+        if not by_expr:
+            by_expr.update((o.expr.sql().lower(), o.name.lower())
+                           for o in outputs if o.expr is not None)
+        return by_expr.get(e.sql().lower())
+
+    def all_mapped(exprs: list[exp.Expression]) -> frozenset[str] | None:
+        mapped = [output_of(e) for e in exprs]
+        return None if any(m is None for m in mapped) else frozenset(m for m in mapped if m)
+
+    def through(cols: frozenset[str]) -> frozenset[str] | None:
+        if single is None:
+            return None
+        mapped = [by_origin.get((id(single), c)) for c in cols]
+        return None if any(m is None for m in mapped) else frozenset(m for m in mapped if m)
+
+    unique: list[frozenset[str] | None] = []
+    group = select.args.get("group")
+    aggregated = any(next(aggregates(o.expr), None) is not None
+                     for o in outputs if o.expr is not None)
+    if group is not None:
+        if group.args.get("all"):
+            unique.append(frozenset(o.name.lower() for o in outputs
+                                    if o.expr is None or next(aggregates(o.expr), None) is None))
+        else:
+            unique.append(all_mapped(group.expressions))
+    elif aggregated:
+        unique.append(frozenset())
+    distinct = select.args.get("distinct")
+    if distinct is not None and not distinct.args.get("on"):
+        unique.append(frozenset(names))
+    qualify = select.args.get("qualify")
+    for cond in _conjuncts(qualify.this if qualify is not None else None):
+        partition = _ranked_partition(_first_row_filter(cond))
+        if partition is not None:
+            unique.append(all_mapped(partition))
+    where = select.args.get("where")
+    if single is not None:
+        for cond in _conjuncts(where.this if where is not None else None):
+            ref = refs_of.get(id(_first_row_filter(cond)))
+            if ref is not None and ref[0] is single and ref[1].lower() in single.rownums:
+                unique.append(through(single.rownums[ref[1].lower()]))
+        if group is None and not aggregated:
+            unique.extend(through(u) for u in single.unique)
+
+    rownums: dict[str, frozenset[str]] = {}
+    for o in outputs:
+        expr = o.expr.unnest() if o.expr is not None else None
+        partition = _ranked_partition(expr)
+        if partition is not None and (cols := all_mapped(partition)) is not None:
+            rownums[o.name.lower()] = cols
+    return tuple(u for u in unique if u is not None), rownums
