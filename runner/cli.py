@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import traceback
 from typing import Any
 
@@ -75,7 +76,7 @@ def _plan_or_exit(project, select: tuple[str, ...]):  # type: ignore[no-untyped-
     """Compile; on model errors print them and exit 1 (stream never runs a broken plan)."""
     result = compile_project(project, select=select)
     if not result.ok:
-        Console(out=click.get_text_stream("stderr")).violations(
+        Console(out=sys.stderr).violations(
             result.violations, fmt="text", models=len(result.plan.steps), target=None)
         raise click.exceptions.Exit(1)
     selected = {s.name for s in result.plan.steps}
