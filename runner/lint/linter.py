@@ -17,8 +17,8 @@ from .base import Rule, Violation
 from .context import ModelContext, parse_sql
 from .infer import parse_type, type_string
 from .resolve import Resolver
-from .rules import (DuplicateOutputColumn, MergeKey, MergeUpdate, PartitionBy, SingleSelect,
-                    SyntaxRule, UnknownColumn, UnknownTable, UnnamedOutputColumn)
+from .rules import (DuplicateOutputColumn, Expectations, MergeKey, MergeUpdate, PartitionBy,
+                    SingleSelect, SyntaxRule, UnknownColumn, UnknownTable, UnnamedOutputColumn)
 from .shapes import Shape
 from .streaming import AppendAggregate, MergeKeyNotUnique, NondeterministicMerge
 
@@ -26,8 +26,8 @@ __all__ = ["BUILTIN_RULES", "LintResult", "check_lint_config", "lint_models", "r
 
 BUILTIN_RULES: tuple[Rule, ...] = (
     SyntaxRule(), SingleSelect(), UnknownTable(), UnknownColumn(), DuplicateOutputColumn(),
-    UnnamedOutputColumn(), MergeKey(), MergeUpdate(), PartitionBy(), NondeterministicMerge(),
-    AppendAggregate(), MergeKeyNotUnique(),
+    UnnamedOutputColumn(), MergeKey(), MergeUpdate(), PartitionBy(), Expectations(),
+    NondeterministicMerge(), AppendAggregate(), MergeKeyNotUnique(),
 )
 
 

@@ -14,10 +14,12 @@ from sqlglot.errors import ParseError, TokenError
 from ..config import did_you_mean
 from .base import Rule, Violation
 from .context import ModelContext
+from .infer import field_type
 from .shapes import Finding
 
 __all__ = [
     "DuplicateOutputColumn",
+    "Expectations",
     "MergeKey",
     "MergeUpdate",
     "ModelRule",
@@ -222,3 +224,39 @@ class PartitionBy(ModelRule):
 
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
         yield from _missing(ctx, ctx.model.config.partition_by, "partition_by", self)
+
+
+class Expectations(ModelRule):
+    """Each expectation's expr must parse as a Spark predicate over the model's output
+    columns (and their struct fields)."""
+
+    id = "expectation"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        for expectation in ctx.model.config.expectations:
+            where = f"expectation '{expectation.name}'"
+            try:
+                node = sqlglot.parse_one(expectation.expr, read="spark")
+            except (ParseError, TokenError) as e:
+                first = e.errors[0]["description"] if isinstance(e, ParseError) and e.errors else e
+                yield self.at_config(ctx, f"{where} does not parse: {first}")
+                continue
+            if ctx.analysis is None or ctx.analysis.shape.open:
+                continue
+            shape = ctx.analysis.shape
+            for col in node.find_all(exp.Column):
+                parts = [p.name for p in col.parts if isinstance(p, exp.Identifier)]
+                found = shape.find(parts[0]) if parts else None
+                if parts and found is None:
+                    yield self.at_config(ctx, f"{where}: '{parts[0]}' is not an output column"
+                                         + did_you_mean(parts[0], shape.names),
+                                         f"output columns: {', '.join(shape.names)}")
+                    continue
+                dtype = found[1] if found else None
+                for field in parts[1:]:
+                    dtype, _, candidates = field_type(dtype, field)
+                    if dtype is None:
+                        if candidates:
+                            yield self.at_config(ctx, f"{where}: unknown field '{field}'"
+                                                 + did_you_mean(field, candidates))
+                        break
