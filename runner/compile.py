@@ -48,11 +48,12 @@ def compile_project(project: Project, *, select: Sequence[str] = ()) -> CompileR
     check_lint_config(project.config.lint)
     rendered, render_errors = render_models(project)
     by_path = {m.path: m.name for m in project.models}
+    path_of = {m.name: m.path for m in project.models}
     enabled = [m for m in rendered if m.config.enabled]
     disabled = {m.name for m in rendered if not m.config.enabled}
 
     violations: list[tuple[str, Violation]] = [
-        (name, _template_violation(error, by_name_path(project, name)))
+        (name, _template_violation(error, path_of[name]))
         for name, error in render_errors.items()]
     for m in enabled:
         for ref in m.refs:
@@ -84,10 +85,6 @@ def compile_project(project: Project, *, select: Sequence[str] = ()) -> CompileR
                 schema_ddl=project.schema.ddl, dead_letter=project.config.dead_letter,
                 steps=steps, used_fields=lint.used_fields)
     return CompileResult(plan=plan, violations=tuple(chosen))
-
-
-def by_name_path(project: Project, name: str) -> str:
-    return next(m.path for m in project.models if m.name == name)
 
 
 def _write(path: Path, text: str) -> None:
