@@ -3,14 +3,33 @@
 :func:`run_batch` is a function of (:class:`BatchPlan`, batch DataFrame, batch id) and nothing
 else: no Jinja, no file reads, no ambient state. It is idempotent on the batch id because every
 sink is (see :mod:`runner.sinks`): a replayed batch skips the sinks that already committed it.
+
+No avoidable passes over the batch:
+
+- The parse reads only the event fields the models use (``Plan.used_fields``, see
+  :mod:`runner.engine.parse`).
+- The parsed frame is persisted only when two or more consumers read it: every read of
+  ``parsed_events`` in a model's SQL counts, and so does the dead-letter write (it scans every
+  record to find the dead ones). A model read by other models (``ref``) is persisted too.
+- No Spark action runs just to count: the dead-letter write observes the record count and the
+  dead count as it goes (``DataFrame.observe``), and the rows each sink wrote come from the
+  sink (Parquet footers, or the Arrow table of a merge). Only when the dead-letter sink is
+  skipped (a replay after it committed) is the batch counted with an action of its own.
+- All sinks of a batch are written in parallel (a bounded thread pool of ``parallelism``
+  threads), the dead-letter write first: under Spark's FIFO scheduling its tasks fill the
+  cache while the model writes queue behind it, instead of tasks of several jobs waiting on
+  the same cache block. With no dead rows that write reads one boolean column of the cache
+  and commits nothing.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ExecutionError, RunnerError
 from ..failpoints import hit
@@ -19,9 +38,11 @@ from ..sinks import DeltaWriter, SinkSpec, WriteResult
 from .parse import parse_batch
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, Observation
 
-__all__ = ["BatchPlan", "BatchResult", "run_batch"]
+__all__ = ["BatchPlan", "BatchResult", "parsed_event_reads", "run_batch"]
+
+PARSED_EVENTS = "parsed_events"
 
 
 @dataclass(frozen=True)
@@ -64,6 +85,40 @@ def _first_line(error: BaseException) -> str:
 _DEAD = "\0dead_letter"  # not a valid model name, so it cannot clash
 
 
+@lru_cache(maxsize=1024)
+def parsed_event_reads(sql: str) -> int:
+    """How many times the compiled SQL reads ``parsed_events`` (table references).
+
+    Unparseable SQL counts as one read (Spark may still accept it; assuming a read only ever
+    adds a persist).
+
+    >>> parsed_event_reads("SELECT a FROM parsed_events")
+    1
+    >>> parsed_event_reads("SELECT * FROM parsed_events p JOIN parsed_events q USING (id)")
+    2
+    >>> parsed_event_reads("SELECT n FROM other_model")
+    0
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return 1
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    if PARSED_EVENTS in ctes:
+        return 1
+    return sum(1 for t in tree.find_all(exp.Table)
+               if t.name.lower() == PARSED_EVENTS and not t.db)
+
+
+def _should_persist(plan: Plan) -> bool:
+    """Two or more consumers: the reads of parsed_events, plus the dead-letter write."""
+    readers = sum(parsed_event_reads(s.sql) for s in plan.steps)
+    return readers + 1 >= 2
+
+
 def _write(writer: DeltaWriter, spec: SinkSpec, df: "DataFrame", batch_id: int) -> WriteResult:
     try:
         return writer.write(spec, df, batch_id)
@@ -75,6 +130,15 @@ def _write(writer: DeltaWriter, spec: SinkSpec, df: "DataFrame", batch_id: int) 
                                   "the batch is replayed, committed sinks are skipped") from e
 
 
+def _observed(observation: "Observation") -> dict[str, Any] | None:
+    """The observation's metrics if an action filled them; None (never blocks) otherwise."""
+    try:
+        done = observation._jo is not None and observation._jo.future().isCompleted()  # noqa: SLF001
+    except Exception:  # noqa: BLE001 - no JVM-side handle (e.g. Spark Connect): ask directly
+        done = True
+    return observation.get if done else None
+
+
 def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
     """Process one micro-batch (``raw``: ``value`` plus source metadata columns).
 
@@ -82,16 +146,21 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
         ExecutionError: a model or a sink failed; sinks that committed stay committed and are
             skipped when Spark replays the batch.
     """
+    from pyspark.sql import Observation
+
     started = time.perf_counter()
     hit("batch.start", batch_id=batch_id)  # for crash tests: after batch_id - 1's commit log
     spark = raw.sparkSession  # the batch's own session: its temp views are private to it
+    counts = Observation(f"runner_batch_{batch_id}_{uuid.uuid4().hex}")
     parsed = parse_batch(raw, schema_ddl=bp.plan.schema_ddl, batch_id=batch_id,
-                         metadata_columns=bp.metadata_columns)
-    parsed.persist()  # one parse: valid rows and dead letters are both filters of this frame
-    cached = [parsed.frame]
+                         metadata_columns=bp.metadata_columns, fields=bp.plan.used_fields,
+                         observation=counts)
+    cached = []
+    if _should_persist(bp.plan):
+        parsed.persist()  # valid rows and dead letters are both filters of this one frame
+        cached.append(parsed.frame)
     try:
-        input_rows = parsed.frame.count()  # fills the cache every model then reads
-        parsed.valid.createOrReplaceTempView("parsed_events")
+        parsed.valid.createOrReplaceTempView(PARSED_EVENTS)
         has_children = {d for s in bp.plan.steps for d in s.depends_on}
         frames: dict[str, DataFrame] = {}
         for step in bp.plan.steps:  # dependency order: a ref'd view exists before its reader
@@ -108,9 +177,10 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
 
         with ThreadPoolExecutor(max_workers=bp.parallelism,
                                 thread_name_prefix=f"batch{batch_id}") as pool:
-            futures = {name: pool.submit(_write, bp.writer, bp.sinks[name], df, batch_id)
-                       for name, df in frames.items()}
-            futures[_DEAD] = pool.submit(_write, bp.writer, bp.dead_letter, parsed.dead, batch_id)
+            futures = {_DEAD: pool.submit(_write, bp.writer, bp.dead_letter, parsed.dead,
+                                          batch_id)}
+            futures.update({name: pool.submit(_write, bp.writer, bp.sinks[name], df, batch_id)
+                            for name, df in frames.items()})
             results: dict[str, WriteResult] = {}
             errors: list[BaseException] = []
             for name, future in futures.items():
@@ -121,11 +191,14 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
         if errors:
             raise errors[0]
         hit("batch.after_sinks", batch_id=batch_id)
+        results.pop(_DEAD)  # its rows are counted by the observation
+        observed = _observed(counts)
+        if observed is None:  # the dead-letter sink was skipped (a replay): count here,
+            parsed.dead.count()  # through the observed branch, which fills the observation
+            observed = counts.get
     finally:
         for df in cached:
             df.unpersist()
-    dead = results.pop(_DEAD)
-    return BatchResult(batch_id=batch_id, input_rows=input_rows,
-                       dead_letters=dead.rows, writes=tuple(results.values()),
+    return BatchResult(batch_id=batch_id, input_rows=int(observed["rows"]),
+                       dead_letters=int(observed["dead"]), writes=tuple(results.values()),
                        seconds=time.perf_counter() - started)
-

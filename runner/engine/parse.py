@@ -51,6 +51,18 @@ computed only for dead rows (after the filter) by walking the record as a VARIAN
 (``try_parse_json``) against the schema; each leaf is checked with the same ``from_json`` on
 the single value, so the reason follows Spark's own conversion rules.
 
+Parse only what is used: given ``fields`` (the top-level event fields the models read, known at
+compile time as ``Plan.used_fields``), the schema handed to ``from_json`` is pruned to those
+fields plus every field that is NOT NULL or holds a NOT NULL field inside (so the NOT NULL
+dead-lettering rules still apply in full). Jackson still tokenises the whole record, so invalid
+JSON, non-objects, trailing text and over-deep nesting are still dead letters; but a type error
+inside a field no model reads (``"amount": "abc"`` when no model reads ``amount``) is then NOT
+detected: the record is valid, and ``parsed_events`` simply lacks the unread field. That is the
+point of pruning (converting a value is what finds its type error) and it cannot change any
+model's output. A project that wants every declared field type-checked on every record makes
+one model read them all (or ``SELECT *``, which disables pruning). Dead-letter reasons walk the
+same pruned schema.
+
 Caching: nothing is persisted here. ``valid`` and ``dead`` are both filters of
 :attr:`ParsedBatch.frame`; persist that one frame (:meth:`ParsedBatch.persist`) and both read
 from the cache, or the parse runs once per action.
@@ -58,7 +70,7 @@ from the cache, or the parse runs once per action.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -71,9 +83,10 @@ from runner.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark import StorageLevel
+    from pyspark.sql import Observation
 
-__all__ = ["ParsedBatch", "parse_batch", "parse_schema", "JSON_OPTIONS", "BATCH_ID_COLUMN",
-           "DEAD_COLUMNS"]
+__all__ = ["ParsedBatch", "parse_batch", "parse_schema", "prune_schema", "JSON_OPTIONS",
+           "BATCH_ID_COLUMN", "DEAD_COLUMNS"]
 
 BATCH_ID_COLUMN = "_batch_id"
 DEAD_COLUMNS = ("raw", "reason", BATCH_ID_COLUMN)
@@ -149,8 +162,37 @@ def parse_schema(schema_ddl: str) -> T.StructType:
     return schema
 
 
+def prune_schema(schema: T.StructType, fields: Collection[str] | None) -> T.StructType:
+    """``schema`` restricted to ``fields`` plus every field that is NOT NULL or contains one
+    (in the schema's order); all of it when ``fields`` is None. For
+    ``a INT NOT NULL, b STRING, c STRUCT<x: INT NOT NULL>, d INT`` and ``["d"]``: a, c, d.
+    """
+    if fields is None:
+        return schema
+    keep = set(fields)
+    return T.StructType([f for f in schema.fields if f.name in keep or _requires(f)])
+
+
+def _requires(field: T.StructField) -> bool:
+    """True when a record can be dead because of this field's nullness (a NOT NULL in it)."""
+    return not field.nullable or _has_not_null(field.dataType)
+
+
+def _has_not_null(dtype: T.DataType) -> bool:
+    """True when ``dtype`` declares a NOT NULL field or element anywhere inside."""
+    if isinstance(dtype, T.StructType):
+        return any(_requires(f) for f in dtype.fields)
+    if isinstance(dtype, T.ArrayType):
+        return not dtype.containsNull or _has_not_null(dtype.elementType)
+    if isinstance(dtype, T.MapType):
+        return not dtype.valueContainsNull or _has_not_null(dtype.valueType)
+    return False
+
+
 def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
-                metadata_columns: Sequence[str]) -> ParsedBatch:
+                metadata_columns: Sequence[str],
+                fields: Collection[str] | None = None,
+                observation: Observation | None = None) -> ParsedBatch:
     """Parse ``raw.value`` with the project schema; split into valid rows and dead letters.
 
     Args:
@@ -158,6 +200,11 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
         schema_ddl: the project's schema as Spark DDL.
         batch_id: the micro-batch id, stamped on every row as ``_batch_id``.
         metadata_columns: source columns carried through to both outputs, in this order.
+        fields: parse only these top-level fields (plus the NOT NULL ones, see the module
+            docstring); None parses every field.
+        observation: when given, :attr:`ParsedBatch.dead` observes ``rows`` (every record)
+            and ``dead`` (dead letters) on its way: the dead-letter write, which reads every
+            record once, counts the batch without an action of its own.
 
     Returns:
         The lazily evaluated :class:`ParsedBatch` (nothing is computed or cached here).
@@ -176,6 +223,7 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
     if clash:
         raise ConfigError(f"schema: field(s) {clash} clash with the runner's metadata columns "
                           f"{sorted(reserved)}", hint="rename the field in the schema")
+    schema = prune_schema(schema, fields)
 
     parse_schema_ = T.StructType([*schema.fields, T.StructField(_CORRUPT, T.StringType())])
     options = {**JSON_OPTIONS, "columnNameOfCorruptRecord": _CORRUPT}
@@ -210,8 +258,10 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
     )
     valid = frame.filter(~F.col(_DEAD)).select(
         *[_col(f.name) for f in schema.fields], F.col(BATCH_ID_COLUMN), *[_col(c) for c in meta])
+    observed = frame if observation is None else frame.observe(
+        observation, F.count(F.lit(1)).alias("rows"), F.count_if(F.col(_DEAD)).alias("dead"))
     dead = (
-        frame.filter(F.col(_DEAD))
+        observed.filter(F.col(_DEAD))
         .select(F.col(_RAW), F.col(_CORRUPT_FLAG), F.col(BATCH_ID_COLUMN),
                 *[_col(c) for c in meta],
                 F.try_parse_json(F.col(_RAW)).alias(_VARIANT))

@@ -1,9 +1,16 @@
-"""The ``rs`` engine: Delta commits through delta-rs (PyPI ``deltalake``), at the Arrow level.
+"""The ``rs`` engine: Delta commits through delta-rs (PyPI ``deltalake``).
 
-The batch result is collected to Arrow (``DataFrame.toArrow()``) and written with
-``write_deltalake`` (append) or delta-rs' merge builder (merge); the application transaction
-and the runner's commit tags go into the same commit. Nothing here imports pyspark at run
-time, so :meth:`RsWriter.write_arrow` works (and is tested) without a JVM.
+Appends of a Spark DataFrame are Spark-native (:mod:`runner.sinks.staged`): Spark's Parquet
+writer writes the data files on the executors and the driver commits them through delta-rs as
+add actions with footer statistics, plus the application transaction, in one commit. No row
+passes through the driver.
+
+Merges go through Arrow: the (small) merge source is collected with ``toArrow()`` and merged
+with delta-rs' merge builder, because a MERGE must read and rewrite target files, which only a
+Delta engine can do, and delta-rs' merge takes Arrow. Arrow tables (:meth:`RsWriter.
+write_arrow`) are appended with ``write_deltalake``. The application transaction and the
+runner's commit tags go into the same commit either way. Nothing here imports pyspark at run
+time, so the Arrow paths work (and are tested) without a JVM.
 """
 
 from __future__ import annotations
@@ -17,6 +24,14 @@ from deltalake.exceptions import DeltaError
 
 from runner.errors import SinkError
 from runner.failpoints import hit
+from runner.sinks.staged import (
+    check_table_schema,
+    collect_staged,
+    commit_staged,
+    delta_schema_json,
+    remove_staged,
+    write_staged,
+)
 from runner.sinks.base import (
     DeltaWriter,
     SinkSpec,
@@ -43,7 +58,8 @@ class RsWriter(DeltaWriter):
     engine: ClassVar[str] = "rs"
 
     def write(self, spec: SinkSpec, df: DataFrame, batch_id: int) -> WriteResult:
-        """Write a Spark DataFrame: ``toArrow()`` (only when not skipped), then as Arrow."""
+        """Write a Spark DataFrame: appends Spark-native (staged Parquet, then one delta-rs
+        commit), merges through ``toArrow()`` (only when not skipped)."""
         return self._write(spec, df, batch_id)
 
     def write_arrow(self, spec: SinkSpec, table: pa.Table, batch_id: int) -> WriteResult:
@@ -63,12 +79,16 @@ class RsWriter(DeltaWriter):
 
     # -- engine steps ---------------------------------------------------------------------
 
-    def _prepare(self, spec: SinkSpec, data: Any) -> pa.Table:
-        if not isinstance(data, pa.Table):
-            data = data.toArrow()  # a pyspark DataFrame
-        return as_nullable(data)
+    def _prepare(self, spec: SinkSpec, data: Any) -> Any:
+        if isinstance(data, pa.Table):
+            return as_nullable(data)
+        if spec.materialized == "append":
+            return data  # a pyspark DataFrame, written by Spark itself
+        return as_nullable(data.toArrow())
 
-    def _append(self, spec: SinkSpec, data: pa.Table, batch_id: int) -> tuple[int, int | None]:
+    def _append(self, spec: SinkSpec, data: Any, batch_id: int) -> tuple[int, int | None]:
+        if not isinstance(data, pa.Table):
+            return self._append_staged(spec, data, batch_id)
         if data.num_rows == 0:
             return 0, None
         hit(f"sink.before_commit:{spec.model}", batch_id=batch_id)
@@ -81,6 +101,37 @@ class RsWriter(DeltaWriter):
                             f"{spec.path} failed: {e}") from e
         hit(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return data.num_rows, DeltaTable(spec.path).version()
+
+    def _append_staged(self, spec: SinkSpec, df: DataFrame,
+                       batch_id: int) -> tuple[int, int | None]:
+        """Spark writes the files (executors), delta-rs commits them with the app txn."""
+        schema = delta_schema_json(df.schema.jsonValue())
+        table = _open(spec)
+        if table is not None:
+            check_table_schema(table, schema, partition_by=spec.partition_by, model=spec.model)
+        indexed = _indexed_columns(table)
+        # Spark errors propagate as they are: the batch names the model that failed.
+        write_staged(df, table_path=spec.path, app_id=spec.app_id, batch_id=batch_id,
+                     partition_by=spec.partition_by)
+        try:
+            staged = collect_staged(spec.path, spec.app_id, batch_id,
+                                    partition_by=spec.partition_by, indexed_columns=indexed)
+            if not staged.actions:  # no rows: no commit (and nothing left behind)
+                remove_staged(spec.path, spec.app_id, batch_id, prune_empty=True)
+                return 0, None
+        except _ENGINE_ERRORS + (OSError,) as e:
+            raise SinkError(f"model {spec.model}: reading the files staged for batch "
+                            f"{batch_id} in {spec.path} failed: {e}") from e
+        hit(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        try:
+            version = commit_staged(spec.path, staged, schema_json=schema, table=table,
+                                    partition_by=spec.partition_by,
+                                    commit_properties=_commit_properties(spec, batch_id))
+        except _ENGINE_ERRORS + (OSError,) as e:
+            raise SinkError(f"model {spec.model}: committing batch {batch_id} to "
+                            f"{spec.path} failed: {e}") from e
+        hit(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        return staged.rows, version
 
     def _merge(self, spec: SinkSpec, data: pa.Table, batch_id: int) -> tuple[int, int | None]:
         _check_unique(spec, data, batch_id)
@@ -139,6 +190,17 @@ def _open(spec: SinkSpec) -> DeltaTable | None:
     if not DeltaTable.is_deltatable(spec.path):
         return None
     return DeltaTable(spec.path)
+
+
+def _indexed_columns(table: DeltaTable | None) -> int:
+    """The table's ``delta.dataSkippingNumIndexedCols`` (Delta's default: 32)."""
+    if table is None:
+        return 32
+    value = table.metadata().configuration.get("delta.dataSkippingNumIndexedCols")
+    try:
+        return int(value) if value is not None else 32
+    except ValueError:
+        return 32
 
 
 def _commit_properties(spec: SinkSpec, batch_id: int) -> CommitProperties:
