@@ -84,8 +84,15 @@ class CheckpointLock:
 
     def acquire(self) -> None:
         """Take the lock or raise ExecutionError naming the current holder."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(self.path, "a+")
+        except OSError as e:
+            raise ExecutionError(
+                f"cannot use checkpoint directory {self.path.parent}: "
+                f"{e.strerror or type(e).__name__}",
+                hint="point `checkpoint:` in project.yml at a directory this user can write"
+            ) from e
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

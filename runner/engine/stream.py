@@ -1,13 +1,17 @@
 """``runner stream``: one Structured Streaming query, one checkpoint, one ``foreachBatch``.
 
-Start-up, in order: lock the checkpoint; on ``--full-refresh`` reset it and drop the tables;
-read (or mint) the checkpoint's query id, refusing a new checkpoint over tables that another
-checkpoint wrote; build the SparkSession and the Delta writer; start the query. SIGINT and
-SIGTERM stop it after the batch in flight.
+Start-up, in order: lock the checkpoint; check that the warehouse is a writable directory;
+build the SparkSession and the Delta writer; on ``--full-refresh`` reset the checkpoint and drop
+the tables; read (or mint) the checkpoint's query id, refusing a new checkpoint over tables that
+another checkpoint wrote; compare each model's output columns with its existing table
+(``on_schema_change``, :mod:`runner.engine.evolution`); start the query. SIGINT and SIGTERM
+stop it after the batch in flight. Every refusal happens before the first batch, so nothing is
+written then.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -20,6 +24,7 @@ from ..project import Project
 from ..schema import source_metadata_columns
 from ..sinks import SinkSpec, make_writer
 from .batch import BatchPlan, BatchResult, run_batch
+from .evolution import check_schema_changes
 from .session import session_info
 from .checkpoint import (CheckpointLock, app_id, new_query_id, read_query_id, reset_checkpoint,
                          write_query_id)
@@ -124,6 +129,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
     checkpoint = project.checkpoint
     summary = StreamSummary()
     with CheckpointLock(checkpoint), _Stopper() as stopper:
+        _check_warehouse(project.warehouse)
         from .session import build_session  # noqa: PLC0415 - pyspark loads only here
 
         conf = project.config.spark
@@ -146,6 +152,9 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
             on_event("full refresh: checkpoint reset, tables dropped")
         elif fresh:
             _refuse_foreign_tables(writer, [*sinks.values(), dead])
+        if not full_refresh:
+            check_schema_changes(plan.steps, lambda name: str(project.table_path(name)),
+                                 on_event=on_event)
         if fresh:
             write_query_id(checkpoint, query_id)
 
@@ -170,6 +179,59 @@ def _refuse_foreign_tables(writer, specs: list[SinkSpec]) -> None:  # type: igno
                 "would write that data again",
                 hint="restore the original checkpoint directory, or pass --full-refresh to "
                      "drop and recreate every table from the source")
+
+
+def _check_warehouse(warehouse) -> None:  # type: ignore[no-untyped-def]
+    """Refuse up front (nothing written yet) when the warehouse is not a writable directory."""
+    probe = warehouse / f".runner-write-probe-{os.getpid()}"
+    try:
+        warehouse.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        if isinstance(e, (FileExistsError, NotADirectoryError)) or (
+                warehouse.exists() and not warehouse.is_dir()):
+            reason = "it is not a directory"
+        raise ExecutionError(f"warehouse {warehouse} is not a writable directory: {reason}",
+                             hint="point `warehouse:` in project.yml at a directory this user "
+                                  "can write (a read-only mount, a full disk or a file in the "
+                                  "way all stop it); nothing was written") from e
+
+
+def _java_root_cause(error: BaseException) -> str | None:
+    """The innermost Java exception behind a py4j error in ``error``'s chain, as text."""
+    from py4j.protocol import Py4JJavaError
+
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, Py4JJavaError):
+            try:
+                java = e.java_exception
+                while java.getCause() is not None:
+                    java = java.getCause()
+                return str(java.toString()).strip().splitlines()[0]
+            except Exception:  # noqa: BLE001 - the JVM may be gone; keep the first message
+                return None
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def _with_root_cause(error: RunnerError) -> RunnerError:
+    """``error``, with the root Java cause appended when its message only says that py4j
+    failed (``An error occurred while calling o123.save.``): the cause is the useful part
+    (``java.io.IOException: ... Read-only file system``)."""
+    if "An error occurred while calling" not in error.message:
+        return error
+    root = _java_root_cause(error)
+    if not root or root in error.message:
+        return error
+    clearer = type(error)(f"{error.message} caused by {root}", path=error.path,
+                          line=error.line, column=error.column, hint=error.hint)
+    clearer.__cause__ = error.__cause__
+    return clearer
 
 
 def session_log(spark: "SparkSession") -> str:
@@ -223,7 +285,7 @@ def _run_query(spark: "SparkSession", project: Project, bp: BatchPlan, *,
     if failure:
         cause = failure[0]
         if isinstance(cause, RunnerError):
-            raise cause
+            raise _with_root_cause(cause)
         raise ExecutionError(f"batch failed: {type(cause).__name__}: {cause}") from cause
     if error is not None and not summary.stopped_by_signal:
         from .kafka_reader import extract_source_error

@@ -1,0 +1,302 @@
+"""Crash loop: SIGKILL a running ``runner stream`` N times, then check every table exactly once.
+
+    /work/venv/bin/python bench/crash_loop.py --kills 20 [--seed 1] [--keep DIR] [--json OUT]
+
+What it does, on a copy of the example project (its three models plus ``endpoint_counts``, an
+accumulating merge: ``requests = target.requests + source.requests``, which a replayed batch
+would double):
+
+1. a feeder thread keeps writing new input files (``runner.demo.write_demo_files``: atomic
+   rename, poison lines included) every 1-3 s;
+2. ``runner stream`` (the project's trigger: 1 second) runs in its own process group; at a
+   random moment (0.5 s to ``--max-run`` s after its query started, or for a share of the runs
+   1-8 s after spawning, in start-up) the whole group (Python driver, JVM, Python workers)
+   gets SIGKILL; it is restarted; N times. Kills land anywhere: during start-up, between
+   batches, inside a batch between two sink commits, between the last commit and Spark's
+   commit log;
+3. the feeder stops, a final ``runner stream --available-now`` drains what is left (exit 0);
+4. every table (request_logs, error_events, performance_metrics, endpoint_counts and the
+   dead-letter table) is compared, as a multiset of rows, with a reference computed here in
+   plain Python from the input files: no lost row, no duplicated row, merge totals exact.
+
+Exit code 0 when every table matches, 1 on any discrepancy (printed, and in ``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from runner.demo import write_demo_files  # noqa: E402
+from runner.tables import read_table  # noqa: E402
+
+ENDPOINT_COUNTS = """\
+-- Requests and server errors per endpoint, accumulated across batches (merge_update).
+{{ config(materialized='merge', unique_key='endpoint',
+          merge_update={'requests': 'target.requests + source.requests',
+                        'errors': 'target.errors + source.errors'}) }}
+SELECT request.endpoint AS endpoint, count(*) AS requests,
+       count_if(request.status_code >= 500) AS errors
+FROM parsed_events
+GROUP BY request.endpoint
+"""
+DEAD = "_dead_letter"
+
+
+def make_project(root: Path) -> Path:
+    """A copy of the example project: rs engine, 1 s trigger, plus the merge model."""
+    root.mkdir(parents=True)
+    for folder in ("models", "macros"):
+        shutil.copytree(REPO / folder, root / folder)
+    (root / "models" / "endpoint_counts.sql").write_text(ENDPOINT_COUNTS)
+    config = yaml.safe_load((REPO / "project.yml").read_text())
+    config["source"] = {"type": "files", "path": "data/incoming", "max_files_per_trigger": 8}
+    config["trigger"] = "1 second"
+    config["delta"] = {"engine": "rs"}
+    config["spark"] = {"master": "local[2]"}
+    (root / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (root / "data" / "incoming").mkdir(parents=True)
+    return root
+
+
+class Feeder(threading.Thread):
+    """Writes a new demo file (atomically) every 1-3 s until stopped."""
+
+    def __init__(self, incoming: Path, rng: random.Random) -> None:
+        super().__init__(daemon=True)
+        self.incoming, self.rng = incoming, rng
+        self.stop = threading.Event()
+        self.files = self.events = 0
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            result = write_demo_files(self.incoming, events=self.rng.randint(50, 800), files=1,
+                                      seed=self.rng.randint(0, 10**6),
+                                      poison_every=self.rng.choice([37, 101, 499]))
+            self.files += result.files
+            self.events += result.events
+            self.stop.wait(self.rng.uniform(1.0, 3.0))
+
+
+# -- the reference ------------------------------------------------------------------------------
+
+def valid_event(line: str) -> dict[str, Any] | None:
+    """The event when the project schema accepts the line (parse.py's rules), else None."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(event, dict) or event.get("eventId") is None \
+            or event.get("timestamp") is None:
+        return None
+    request = event.get("request") or {}
+    for key in ("latency_ms", "status_code"):
+        value = request.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            return None
+    return event
+
+
+def expected_tables(incoming: Path) -> dict[str, Counter]:
+    lines = [line for f in sorted(incoming.glob("*.json"))
+             for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    good = [e for e in map(valid_event, lines) if e is not None]
+    per_endpoint: dict[str, list[int]] = {}
+    for e in good:
+        counts = per_endpoint.setdefault(e["request"]["endpoint"], [0, 0])
+        counts[0] += 1
+        counts[1] += e["request"]["status_code"] >= 500
+    return {
+        "request_logs": Counter((e["eventId"], e["user"]["userId"], e["request"]["endpoint"],
+                                 e["request"]["status_code"]) for e in good),
+        "error_events": Counter((e["eventId"], x["errorCode"], x["severity"])
+                                for e in good for x in e["errors"] or []),
+        "performance_metrics": Counter((e["eventId"], e["request"]["endpoint"],
+                                        e["request"]["latency_ms"]) for e in good),
+        "endpoint_counts": Counter((k, n, errors) for k, (n, errors) in per_endpoint.items()),
+        DEAD: Counter(line for line in lines if valid_event(line) is None),
+    }
+
+
+def actual_tables(warehouse: Path) -> dict[str, Counter]:
+    def rows(name: str) -> list[dict[str, Any]]:
+        path = warehouse / name
+        return read_table(str(path)).to_pylist() if path.exists() else []
+
+    return {
+        "request_logs": Counter((r["eventId"], r["userId"], r["endpoint"], r["status_code"])
+                                for r in rows("request_logs")),
+        "error_events": Counter((r["eventId"], r["errorCode"], r["severity"])
+                                for r in rows("error_events")),
+        "performance_metrics": Counter((r["eventId"], r["endpoint"], r["latency_ms"])
+                                       for r in rows("performance_metrics")),
+        "endpoint_counts": Counter((r["endpoint"], r["requests"], r["errors"])
+                                   for r in rows("endpoint_counts")),
+        DEAD: Counter(r["raw"] for r in rows(DEAD)),
+    }
+
+
+def compare(expected: dict[str, Counter], actual: dict[str, Counter]) -> dict[str, Any]:
+    out = {}
+    for name, want in expected.items():
+        got = actual[name]
+        lost, extra = want - got, got - want
+        out[name] = {"expected_rows": sum(want.values()), "actual_rows": sum(got.values()),
+                     "lost": sum(lost.values()), "duplicated_or_extra": sum(extra.values()),
+                     "examples": [repr(k)[:160] for k in list(lost)[:3] + list(extra)[:3]]}
+    return out
+
+
+# -- running and killing ------------------------------------------------------------------------
+
+def _batches_in_checkpoint(checkpoint: Path, kind: str) -> set[int]:
+    folder = checkpoint / kind
+    return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.exists() \
+        else set()
+
+
+def spawn(project: Path, log: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "runner", "stream", "--project-dir", str(project),
+         "--progress", "json", *args],
+        stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO)
+
+
+def read_progress(log: Path) -> dict[str, Any]:
+    batches, started, summary = [], False, None
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if "batch_id" in doc:
+            batches.append(doc)
+        elif str(doc.get("event", "")).startswith("pipeline "):
+            started = True
+        elif "summary" in doc:
+            summary = doc["summary"]
+    return {"batches": batches, "query_started": started, "summary": summary}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--max-run", type=float, default=25.0,
+                        help="a run is killed 0.5 s to this many seconds after its query started")
+    parser.add_argument("--startup-kills", type=float, default=0.15,
+                        help="share of runs killed 1-8 s after spawning (during start-up)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="work in this (new) directory and keep it")
+    parser.add_argument("--json", type=Path, default=None, help="write the record here")
+    args = parser.parse_args(argv)
+
+    rng = random.Random(args.seed)
+    work = args.keep or Path(tempfile.mkdtemp(prefix="crash-loop-"))
+    project = make_project(work / "project")
+    checkpoint, warehouse = project / "_checkpoint", project / "_warehouse"
+    logs = work / "logs"
+    logs.mkdir()
+    started = time.monotonic()
+    feeder = Feeder(project / "data" / "incoming", rng)
+    feeder.start()
+    runs: list[dict[str, Any]] = []
+    try:
+        for k in range(args.kills):
+            log = logs / f"run-{k:02d}.log"
+            commits_before = _batches_in_checkpoint(checkpoint, "commits")
+            proc = spawn(project, log)
+            t0 = time.monotonic()
+            died = None
+            if rng.random() < args.startup_kills:  # somewhere in start-up
+                deadline = t0 + rng.uniform(1.0, 8.0)
+            else:  # while streaming: a random moment after the query started
+                deadline = None
+            while deadline is None or time.monotonic() < deadline:
+                if proc.poll() is not None:
+                    died = proc.returncode
+                    break
+                if deadline is None and (time.monotonic() - t0 > 300
+                                         or read_progress(log)["query_started"]):
+                    deadline = time.monotonic() + rng.uniform(0.5, args.max_run)
+                time.sleep(0.05)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            offsets = _batches_in_checkpoint(checkpoint, "offsets")
+            commits = _batches_in_checkpoint(checkpoint, "commits")
+            progress = read_progress(log)
+            runs.append({
+                "run": k, "killed_after_s": round(time.monotonic() - t0, 2),
+                "exited_by_itself": died,
+                "query_started": progress["query_started"],
+                "batches_done": [b["batch_id"] for b in progress["batches"]],
+                "replayed_with_skips": [b["batch_id"] for b in progress["batches"] if b["skipped"]],
+                "sinks_skipped": sum(len(b["skipped"]) for b in progress["batches"]),
+                "new_commits": len(commits - commits_before),
+                "batch_in_flight_at_kill": bool(offsets and max(offsets) > max(commits, default=-1)),
+            })
+            print(f"run {k:2d}: killed after {runs[-1]['killed_after_s']:5.1f}s, batches "
+                  f"{runs[-1]['batches_done']}, replays with skipped sinks "
+                  f"{runs[-1]['replayed_with_skips']}, batch in flight at kill: "
+                  f"{runs[-1]['batch_in_flight_at_kill']}"
+                  + (f", EXITED BY ITSELF ({died})" if died is not None else ""), flush=True)
+    finally:
+        feeder.stop.set()
+        feeder.join()
+
+    log = logs / "final.log"
+    proc = spawn(project, log, "--available-now")
+    final_code = proc.wait(timeout=1800)
+    final = read_progress(log)
+    result = compare(expected_tables(project / "data" / "incoming"), actual_tables(warehouse))
+    ok = final_code == 0 and not any(r["exited_by_itself"] for r in runs) and all(r["lost"] == 0 and r["duplicated_or_extra"] == 0
+                                 for r in result.values())
+    all_batches = [b for r in runs for b in r["batches_done"]] + \
+        [b["batch_id"] for b in final["batches"]]
+    record = {
+        "ok": ok, "kills": args.kills, "seed": args.seed,
+        "duration_s": round(time.monotonic() - started, 1),
+        "input_files": feeder.files, "input_records": feeder.events,
+        "batches_committed": len(_batches_in_checkpoint(checkpoint, "commits")),
+        "batch_runs": len(all_batches),
+        "kills_before_query_started": sum(not r["query_started"] for r in runs),
+        "kills_with_batch_in_flight": sum(r["batch_in_flight_at_kill"] for r in runs),
+        "replays_with_skipped_sinks": sum(len(r["replayed_with_skips"]) for r in runs)
+        + sum(1 for b in final["batches"] if b["skipped"]),
+        "sinks_skipped_total": sum(r["sinks_skipped"] for r in runs)
+        + sum(len(b["skipped"]) for b in final["batches"]),
+        "runs_that_exited_by_themselves": [r for r in runs if r["exited_by_itself"] is not None],
+        "final_run_exit_code": final_code, "final_run_batches": len(final["batches"]),
+        "tables": result, "runs": runs, "work_dir": str(work),
+    }
+    print(json.dumps({k: v for k, v in record.items() if k != "runs"}, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(record, indent=2))
+    if not args.keep and ok:
+        shutil.rmtree(work, ignore_errors=True)
+    print("OK: every table exactly once" if ok else f"FAILED: see {work}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
