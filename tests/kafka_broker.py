@@ -10,8 +10,8 @@ Use in a test module (fixtures are picked up by name once imported)::
     from kafka_broker import create_topic, kafka_broker, produce  # noqa: F401
 
 Tansu quirks: its high watermark is the base offset of the last record batch + 1, so
-:func:`produce` sends one record per batch; it does not implement CreatePartitions nor
-DeleteRecords; a metadata request naming a missing topic creates it.
+:func:`produce` (:class:`RecordProducer`) sends one record per batch; it does not implement
+CreatePartitions nor DeleteRecords; a metadata request naming a missing topic creates it.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-__all__ = ["TansuBroker", "create_topic", "delete_topic", "kafka_broker", "produce",
-           "tansu_binary"]
+__all__ = ["RecordProducer", "TansuBroker", "create_topic", "delete_topic", "kafka_broker",
+           "produce", "tansu_binary"]
 
 
 def tansu_binary() -> str | None:
@@ -152,22 +152,71 @@ def delete_topic(bootstrap: str, name: str) -> None:
         time.sleep(0.05)
 
 
-def produce(bootstrap: str, topic: str, records: Sequence[tuple[int, str]], *,
-            key: str | None = None) -> None:
-    """Send ``(partition, value)`` records, one per record batch (Tansu's watermark quirk)."""
-    from confluent_kafka import Producer
+class RecordProducer:
+    """A Kafka producer that sends one record per record batch (Tansu's watermark quirk).
 
-    producer = Producer(_quiet({"bootstrap.servers": bootstrap, "linger.ms": 0,
-                                "batch.num.messages": 1, "acks": "all"}))
-    errors: list[str] = []
+    Idempotent, so records to one partition land in the order they were sent. A context
+    manager; leaving it flushes and raises when a record was not delivered::
 
-    def on_delivery(err: object, msg: object) -> None:
+        with RecordProducer("127.0.0.1:9092") as producer:
+            producer.send("events", '{"eventId": "e1"}', key="u1")
+    """
+
+    def __init__(self, bootstrap: str, **config: object) -> None:
+        from confluent_kafka import Producer
+
+        self._producer = Producer(_quiet({
+            "bootstrap.servers": bootstrap, "linger.ms": 0, "batch.num.messages": 1,
+            "acks": "all", "enable.idempotence": True, **config}))
+        self.errors: list[str] = []
+        self.sent = 0
+
+    def _on_delivery(self, err: object, msg: object) -> None:
         if err is not None:
-            errors.append(str(err))
+            self.errors.append(str(err))
 
-    for partition, value in records:
-        producer.produce(topic, value=value.encode(), key=None if key is None else key.encode(),
-                         partition=partition, on_delivery=on_delivery)
-        producer.flush(10)
-    if producer.flush(10) or errors:
-        raise RuntimeError(f"produce to {topic} failed: {errors or 'flush timed out'}")
+    def send(self, topic: str, value: str | bytes, *, partition: int | None = None,
+             key: str | bytes | None = None) -> None:
+        """Queue one record; ``partition`` None lets the partitioner choose (by key)."""
+        value = value.encode() if isinstance(value, str) else value
+        key = key.encode() if isinstance(key, str) else key
+        while True:
+            try:
+                self._producer.produce(topic, value=value, key=key,
+                                       partition=-1 if partition is None else partition,
+                                       on_delivery=self._on_delivery)
+                break
+            except BufferError:  # the local queue is full: let deliveries drain it
+                self._producer.poll(0.05)
+        self._producer.poll(0)
+        self.sent += 1
+
+    def flush(self, timeout: float = 30) -> None:
+        """Wait for every queued record; raise if one was not delivered."""
+        if self._producer.flush(timeout) or self.errors:
+            raise RuntimeError(f"produce failed: {self.errors[:3] or 'flush timed out'}")
+
+    def __enter__(self) -> RecordProducer:
+        return self
+
+    def close(self) -> None:
+        self._producer.close()
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        try:
+            if exc_type is None:
+                self.flush()
+        finally:
+            self.close()
+
+
+def produce(bootstrap: str, topic: str,
+            records: Sequence[tuple[int | None, str] | tuple[int | None, str, str | None]], *,
+            key: str | None = None) -> None:
+    """Send ``(partition, value)`` or ``(partition, value, key)`` records, one per record batch
+    (Tansu's watermark quirk), in order. ``partition`` None lets the producer's partitioner
+    choose (by key); ``key`` is the key of records that do not carry their own."""
+    with RecordProducer(bootstrap) as producer:
+        for record in records:
+            record_key = record[2] if len(record) > 2 else key  # type: ignore[misc]
+            producer.send(topic, record[1], partition=record[0], key=record_key)

@@ -1,5 +1,6 @@
-"""Kafka source: pure planning (no Kafka, no Spark), the reader against a real broker (Tansu),
-and streaming queries through Spark (availableNow, restart, rate limits, failures)."""
+"""Kafka source: pure planning (``kafka_plan``: no Kafka, no Spark), the reader against a real
+broker (Tansu), and streaming queries through Spark (availableNow, restart, rate limits,
+failures). The whole pipeline on Kafka: ``test_stream_kafka.py``."""
 
 from __future__ import annotations
 
@@ -22,13 +23,10 @@ from runner.engine.kafka_reader import (
     extract_source_error,
     read_kafka_stream,
 )
-from runner.engine.kafka_source import (
+from runner.engine.kafka_plan import (
     DataLoss,
     KafkaDataLossError,
-    KafkaDataSource,
-    KafkaRange,
     KafkaSourceOptions,
-    KafkaStreamReader,
     OffsetRange,
     Watermarks,
     apportion,
@@ -41,6 +39,7 @@ from runner.engine.kafka_source import (
     raise_or_warn,
     resolve_starting_offsets,
 )
+from runner.engine.kafka_source import KafkaDataSource, KafkaRange, KafkaStreamReader
 from runner.errors import ConfigError, SourceError
 
 try:  # tests/ as a plain folder (pytest puts it on sys.path) or as a package
@@ -508,3 +507,18 @@ class TestStreaming:
 def test_builtin_probe_does_not_crash(spark: Any) -> None:
     assert builtin_kafka_available(spark) in (True, False)
 
+
+
+@pytest.mark.spark
+def test_topic_lists_and_source_tuning_in_options(spark: Any) -> None:
+    """Topics may be comma-separated inside a list; ``options`` keys without a dot that name a
+    source setting (``min_partitions``, ``timeout_ms``...) tune the source, not the client."""
+    df = read_kafka_stream(spark, bootstrap_servers="127.0.0.1:1", topics=["a,b", " c", "a"],
+                           starting_offsets={"a": {"0": 1}, "b": {"0": -2}, "c": {"0": -1}},
+                           options={"min_partitions": "4", "timeout_ms": "1000",
+                                    "client.id": "x"})
+    assert df.isStreaming
+    with pytest.raises(ConfigError, match="Kafka option min_partitions must be a positive "
+                                          "integer, got 'zero'"):
+        read_kafka_stream(spark, bootstrap_servers="127.0.0.1:1", topics="a",
+                          options={"min_partitions": "zero"})

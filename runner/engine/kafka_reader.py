@@ -14,27 +14,36 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from runner.engine.kafka_source import (
-    SOURCE_NAME,
-    KafkaDataSource,
+from runner.engine.kafka_plan import (
     KafkaSourceOptions,
     mask_client_config,
     offsets_to_json,
     parse_starting_offsets,
 )
+from runner.engine.kafka_source import SOURCE_NAME, KafkaDataSource
 from runner.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["BUILTIN_PROVIDER", "builtin_kafka_available", "extract_source_error",
-           "read_kafka_stream"]
+__all__ = ["BUILTIN_PROVIDER", "SOURCE_TUNING_OPTIONS", "builtin_kafka_available",
+           "extract_source_error", "read_kafka_stream"]
 
 log = logging.getLogger("runner.kafka")
 
 BUILTIN_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 
 Implementation = Literal["auto", "builtin", "python"]
+
+SOURCE_TUNING_OPTIONS = ("min_partitions", "max_records_per_partition", "timeout_ms",
+                         "read_timeout_ms")
+"""Keys of ``options`` that tune the source rather than the Kafka client (client properties
+always contain a dot, these never do)."""
+
+# The same tuning for Spark's own source; ``timeout_ms`` has no single equivalent there.
+_BUILTIN_TUNING = {"min_partitions": "minPartitions",
+                   "max_records_per_partition": "maxRecordsPerPartition",
+                   "read_timeout_ms": "kafkaConsumer.pollTimeoutMs"}
 
 
 def builtin_kafka_available(spark: SparkSession) -> bool:
@@ -78,7 +87,8 @@ def read_kafka_stream(
     Args:
         spark: the session.
         bootstrap_servers: ``host:port[,host:port...]``.
-        topics: one topic, a comma-separated list or a sequence of names.
+        topics: one topic, a comma-separated list or a sequence of names (each may be a
+            comma-separated list too; duplicates are dropped).
         starting_offsets: ``earliest``, ``latest``, or per-partition offsets
             ``{"topic": {"0": 5}}`` (JSON text or mapping; ``-2`` earliest, ``-1`` latest)
             naming every partition; used only when the checkpoint has no offsets yet.
@@ -89,20 +99,23 @@ def read_kafka_stream(
             client's names with Spark's source (``sasl.jaas.config``...), librdkafka's with the
             Python one (``sasl.username``, ``sasl.password``...); ``security.protocol`` and
             ``sasl.mechanism`` are common to both. Values may be pydantic ``SecretStr``.
-            Secret-looking values never appear in logs or messages.
+            Secret-looking values never appear in logs or messages. The keys in
+            :data:`SOURCE_TUNING_OPTIONS` tune the source instead (see
+            :mod:`runner.engine.kafka_source`): ``min_partitions``,
+            ``max_records_per_partition``, ``timeout_ms`` and ``read_timeout_ms``.
         implementation: ``auto`` (Spark's source when present), ``builtin`` or ``python``.
 
     Raises:
         ConfigError: malformed options, or ``builtin`` asked for but not available.
     """
-    topic_list = ([t.strip() for t in topics.split(",")] if isinstance(topics, str)
-                  else [str(t).strip() for t in topics])
-    topic_list = [t for t in topic_list if t]
+    names = [topics] if isinstance(topics, str) else [str(t) for t in topics]
+    topic_list = list(dict.fromkeys(t.strip() for n in names for t in n.split(",") if t.strip()))
     if not topic_list:
         raise ConfigError("Kafka source: at least one topic is required")
     start = parse_starting_offsets(starting_offsets, topic_list)
     start_text = start if isinstance(start, str) else json.dumps(offsets_to_json(start))
     client = {str(k): _secret_value(v) for k, v in (options or {}).items()}
+    tuning = {k: client.pop(k) for k in SOURCE_TUNING_OPTIONS if k in client}
 
     use_builtin = implementation == "builtin" or (
         implementation == "auto" and builtin_kafka_available(spark))
@@ -113,13 +126,14 @@ def read_kafka_stream(
              mask_client_config(client))
     if use_builtin:
         return _read_builtin(spark, bootstrap_servers, topic_list, start_text,
-                             max_offsets_per_trigger, fail_on_data_loss, client)
+                             max_offsets_per_trigger, fail_on_data_loss, client, tuning)
 
     source_options = {
         "bootstrap_servers": bootstrap_servers,
         "topic": ",".join(topic_list),
         "starting_offsets": start_text,
         "fail_on_data_loss": str(bool(fail_on_data_loss)).lower(),
+        **tuning,
         **{f"kafka.{k}": v for k, v in client.items()},
     }
     if max_offsets_per_trigger is not None:
@@ -131,15 +145,24 @@ def read_kafka_stream(
 
 def _read_builtin(spark: SparkSession, bootstrap_servers: str, topics: list[str],
                   starting_offsets: str, max_offsets_per_trigger: int | None,
-                  fail_on_data_loss: bool, client: Mapping[str, str]) -> DataFrame:
+                  fail_on_data_loss: bool, client: Mapping[str, str],
+                  tuning: Mapping[str, str]) -> DataFrame:
     from pyspark.sql import functions as F
+
+    KafkaSourceOptions.parse(tuning | {"bootstrap_servers": bootstrap_servers,
+                                       "topic": ",".join(topics)})  # validates the numbers
+    if "timeout_ms" in tuning:
+        log.warning("Kafka option timeout_ms is not used by Spark's Kafka source; set the "
+                    "client's request.timeout.ms / default.api.timeout.ms instead")
 
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", bootstrap_servers)
               .option("subscribe", ",".join(topics))
               .option("startingOffsets", starting_offsets)
               .option("failOnDataLoss", str(bool(fail_on_data_loss)).lower())
-              .options(**{f"kafka.{k}": v for k, v in client.items()}))
+              .options(**{f"kafka.{k}": v for k, v in client.items()})
+              .options(**{_BUILTIN_TUNING[k]: v for k, v in tuning.items()
+                          if k in _BUILTIN_TUNING}))
     if max_offsets_per_trigger is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
     return reader.load().select(
