@@ -164,6 +164,49 @@ def show(project_dir: str, limit: int) -> None:
     Console().tables(describe_tables(project, limit=limit))
 
 
+@cli.command("test")
+@_project_dir
+@_select
+@click.option("--kind", type=click.Choice(["all", "unit", "data"]), default="all",
+              show_default=True, help="Unit tests (Spark, scratch tables), data tests "
+                                      "(warehouse tables), or both.")
+def test_command(project_dir: str, select: tuple[str, ...], kind: str) -> None:
+    """Run the tests declared in models/<model>.yml: unit tests through the real batch path
+    on scratch tables, data tests on the warehouse tables.
+
+    Exit codes: 0 all passed (warnings allowed), 1 a test failed or could not run, 2
+    configuration or usage errors.
+    """
+    from .testing import collect_suite, result_lines, run_suite, summary_line
+
+    project = load_project(project_dir)
+    plan = _plan_or_exit(project, ())
+    suite = collect_suite(project, plan, select=select, kind=kind)  # type: ignore[arg-type]
+    console = Console()
+    summary = run_suite(suite, on_result=lambda r: [console.info(line)
+                                                    for line in result_lines(r)])
+    console.info(summary_line(summary))
+    if not summary.ok:
+        raise click.exceptions.Exit(1)
+
+
+@cli.command()
+@_project_dir
+@_select
+def docs(project_dir: str, select: tuple[str, ...]) -> None:
+    """Write a static HTML site to target/docs/: the model DAG, each model's SQL, config,
+    columns and types, column lineage from parsed_events, expectations and tests.
+
+    Open target/docs/index.html in a browser (no server needed).
+    """
+    from .docs_site import build_site
+
+    project = load_project(project_dir)
+    plan = _plan_or_exit(project, ())
+    site = build_site(project, plan, select=select)
+    Console().info(f"wrote {len(site.pages) + 1} pages -> {site.index}")
+
+
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="runner")

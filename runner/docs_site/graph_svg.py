@@ -1,0 +1,149 @@
+"""A layered graph as inline SVG, laid out here (no JavaScript, no external library).
+
+Nodes sit in columns by layer (left to right); within a column they are ordered by the mean
+position of their parents (one barycentre sweep), ties by label, unless every node of the
+column has a fixed ``order``. Edges are cubic curves from a node's right side to its child's
+left side; an edge that skips a column is routed underneath the nodes instead.
+
+>>> svg = layered_svg([GraphNode("a", "a", 0), GraphNode("b", "b", 1)], [GraphEdge("a", "b")])
+>>> svg.startswith("<svg") and 'data-node="b"' in svg and "<path" in svg
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+from typing import Literal, Sequence
+
+__all__ = ["GraphEdge", "GraphNode", "layered_svg"]
+
+_NODE_H = 46
+_V_GAP = 22
+_H_GAP = 90
+_PAD = 16
+_CHAR_W = 7.6  # average width of a 13px sans-serif character
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    id: str
+    label: str
+    layer: int
+    sub: str = ""  # a second, smaller line
+    kind: str = "model"  # a CSS class suffix: source, append, merge, dead, field, column
+    href: str | None = None
+    title: str = ""
+    order: float | None = None  # a fixed position in its layer (else: by its parents)
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    source: str
+    target: str
+    kind: str = "ref"  # a CSS class suffix: ref, events, dead
+    data: str = ""  # space-separated tokens for data-for (used by the page's highlighting)
+    below: bool = False  # route under every node (bottom to bottom), not straight across
+
+
+def _width(node: GraphNode) -> float:
+    return max(120.0, max(len(node.label), len(node.sub) * 0.85) * _CHAR_W + 28)
+
+
+def _order(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) -> dict[int, list[GraphNode]]:
+    layers: dict[int, list[GraphNode]] = {}
+    for node in sorted(nodes, key=lambda n: (n.layer, n.order if n.order is not None
+                                             else float("inf"), n.label)):
+        layers.setdefault(node.layer, []).append(node)
+    position: dict[str, float] = {}
+    parents: dict[str, list[str]] = {}
+    for e in edges:
+        parents.setdefault(e.target, []).append(e.source)
+    for layer in sorted(layers):
+        members = layers[layer]
+
+        def centre(n: GraphNode) -> float:
+            ps = [position[p] for p in parents.get(n.id, []) if p in position]
+            return sum(ps) / len(ps) if ps else float("inf")
+
+        if layer != min(layers) and any(n.order is None for n in members):
+            members.sort(key=lambda n: (centre(n), n.label))
+        for i, n in enumerate(members):
+            position[n.id] = i
+    return layers
+
+
+def layered_svg(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge], *,
+                css_class: str = "graph", label: str = "graph",
+                align: Literal["centre", "top"] = "centre") -> str:
+    """The graph as one ``<svg>`` element (nodes are links when they have an ``href``);
+    each column is centred vertically, or starts at the top."""
+    if not nodes:
+        return f'<svg class="{escape(css_class)}" width="0" height="0" role="img"></svg>'
+    layers = _order(nodes, edges)
+    widths = {layer: max(_width(n) for n in members) for layer, members in layers.items()}
+    tallest = max(len(members) for members in layers.values())
+    block_height = tallest * _NODE_H + (tallest - 1) * _V_GAP + 2 * _PAD
+    layer_of = {n.id: n.layer for n in nodes}
+    # an edge that skips a column would cross its nodes: it goes underneath them instead
+    under = {i for i, e in enumerate(edges) if e.below or (
+        e.source in layer_of and e.target in layer_of
+        and layer_of[e.target] - layer_of[e.source] > 1)}
+    lane = 34.0 if under else 0.0
+    height = block_height + lane
+    boxes: dict[str, tuple[float, float, float]] = {}  # id -> x, y, width
+    x = float(_PAD)
+    for layer in sorted(layers):
+        members = layers[layer]
+        block = len(members) * _NODE_H + (len(members) - 1) * _V_GAP
+        y = (block_height - block) / 2 if align == "centre" else float(_PAD)
+        for n in members:
+            boxes[n.id] = (x, y, widths[layer])
+            y += _NODE_H + _V_GAP
+        x += widths[layer] + _H_GAP
+    width = x - _H_GAP + _PAD
+
+    parts = [f'<svg class="{escape(css_class)}" xmlns="http://www.w3.org/2000/svg" '
+             f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
+             f'role="img" aria-label="{escape(label)}">',
+             '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+             'markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
+             'class="arrowhead"/></marker></defs>']
+    for i, e in enumerate(edges):
+        if e.source not in boxes or e.target not in boxes:
+            continue
+        sx, sy, sw = boxes[e.source]
+        tx, ty, tw = boxes[e.target]
+        if i in under:
+            x1, y1 = sx + sw / 2, sy + _NODE_H
+            x2, y2 = tx + tw / 2, ty + _NODE_H + 2
+            floor = height - 8
+            d = (f"M {x1:.1f} {y1:.1f} C {x1:.1f} {floor:.1f}, {x2:.1f} {floor:.1f}, "
+                 f"{x2:.1f} {y2:.1f}")
+        else:
+            x1, y1 = sx + sw, sy + _NODE_H / 2
+            x2, y2 = tx - 2, ty + _NODE_H / 2
+            dx = max(30.0, (x2 - x1) / 2)
+            d = (f"M {x1:.1f} {y1:.1f} C {x1 + dx:.1f} {y1:.1f}, {x2 - dx:.1f} {y2:.1f}, "
+                 f"{x2:.1f} {y2:.1f}")
+        data = f' data-for="{escape(e.data)}"' if e.data else ""
+        parts.append(f'<path class="edge edge--{escape(e.kind)}" data-from="{escape(e.source)}" '
+                     f'data-to="{escape(e.target)}"{data} d="{d}" marker-end="url(#arrow)"/>')
+    for n in nodes:
+        nx, ny, nw = boxes[n.id]
+        text_y = ny + (_NODE_H / 2 + 5 if not n.sub else 20)
+        inner = [f'<rect x="{nx:.1f}" y="{ny:.1f}" width="{nw:.1f}" height="{_NODE_H}" rx="8"/>',
+                 f'<text x="{nx + nw / 2:.1f}" y="{text_y:.1f}" class="label">'
+                 f'{escape(n.label)}</text>']
+        if n.sub:
+            inner.append(f'<text x="{nx + nw / 2:.1f}" y="{ny + 36:.1f}" class="sub">'
+                         f'{escape(n.sub)}</text>')
+        if n.title:
+            inner.insert(0, f"<title>{escape(n.title)}</title>")
+        group = (f'<g class="node node--{escape(n.kind)}" data-node="{escape(n.id)}">'
+                 + "".join(inner) + "</g>")
+        if n.href:
+            group = f'<a href="{escape(n.href)}">{group}</a>'
+        parts.append(group)
+    parts.append("</svg>")
+    return "\n".join(parts)

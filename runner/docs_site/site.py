@@ -1,0 +1,250 @@
+"""Build the static documentation site: ``target/docs/index.html`` and one page per model."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import jinja2
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from ..plan import Plan, Step
+from ..project import Project
+from ..schema import Field
+from ..selection import select_names
+from ..testing.data_tests import data_test_name
+from ..testing.spec import ModelSpec, load_specs
+from .graph_svg import GraphEdge, GraphNode, layered_svg
+from .lineage import PARSED_EVENTS, ColumnLineage, plan_lineage
+from .templates import CSS, INDEX, JS, MODEL
+
+__all__ = ["DocsSite", "build_site", "dag_svg"]
+
+
+@dataclass(frozen=True)
+class DocsSite:
+    """What ``runner docs`` wrote."""
+
+    root: Path
+    index: Path
+    pages: tuple[Path, ...]
+
+
+def _reads_events(step: Step) -> bool:
+    try:
+        tree = sqlglot.parse_one(step.sql, read="spark")
+    except SqlglotError:
+        return True
+    return any(t.name.lower() == PARSED_EVENTS for t in tree.find_all(exp.Table))
+
+
+def _depths(steps: Sequence[Step]) -> dict[str, int]:
+    names = {s.name for s in steps}
+    depth: dict[str, int] = {}
+    for s in steps:  # plan order: parents first
+        parents = [depth[d] for d in s.depends_on if d in names and d in depth]
+        depth[s.name] = 1 + max(parents, default=0)
+    return depth
+
+
+def dag_svg(plan: Plan, steps: Sequence[Step], *, dead_letter: str, href: str = "models/",
+            reads_events: Mapping[str, bool] | None = None) -> str:
+    """The model DAG: ``parsed_events`` -> models (by depth) -> the dead-letter table."""
+    reads = reads_events if reads_events is not None else {s.name: _reads_events(s) for s in steps}
+    depth = _depths(steps)
+    last = max(depth.values(), default=0) + 1
+    nodes = [GraphNode(PARSED_EVENTS, PARSED_EVENTS, 0, "parsed once per batch", "source")]
+    edges = []
+    for s in steps:
+        c = s.config
+        sub = c.materialized + (f" on {', '.join(c.unique_key)}" if c.unique_key else "")
+        sub += f" · {len(s.columns)} cols"
+        nodes.append(GraphNode(s.name, s.name, depth[s.name], sub, c.materialized,
+                               f"{href}{s.name}.html", f"{s.name} ({s.path})"))
+        if reads[s.name]:
+            edges.append(GraphEdge(PARSED_EVENTS, s.name, "events"))
+        edges += [GraphEdge(d, s.name) for d in s.depends_on if d in depth]
+        if any(e.on_violation == "quarantine" for e in c.expectations):
+            edges.append(GraphEdge(s.name, dead_letter, "dead"))
+    nodes.append(GraphNode(dead_letter, dead_letter, last, "dead letters", "dead",
+                           title="records that fail to parse, and quarantined rows"))
+    edges.append(GraphEdge(PARSED_EVENTS, dead_letter, "dead"))
+    return layered_svg(nodes, edges, css_class="dag", label="model DAG")
+
+
+def _lineage_svg(model: str, lineage: Sequence[ColumnLineage]) -> str:
+    first: dict[str, tuple[float, str]] = {}  # a field sits level with its first column
+    for i, c in enumerate(lineage):
+        for s in c.sources:
+            first.setdefault(s, (i, s))
+    fields = sorted(first, key=lambda f: first[f])
+    nodes = [GraphNode(f"field:{f}", f, 0, kind="field", order=i) for i, f in enumerate(fields)]
+    nodes += [GraphNode(f"col:{c.column}", c.column, 1, kind="column", order=i)
+              for i, c in enumerate(lineage)]
+    edges = [GraphEdge(f"field:{s}", f"col:{c.column}", "events", data=c.column)
+             for c in lineage for s in c.sources]
+    return layered_svg(nodes, edges, css_class="lineage", label=f"column lineage of {model}",
+                       align="top")
+
+
+def _config_rows(step: Step) -> list[tuple[str, str]]:
+    c = step.config
+    rows = [("materialized", c.materialized)]
+    if c.materialized == "merge":
+        rows.append(("unique_key", ", ".join(c.unique_key)))
+        rows.append(("merge_update", ", ".join(f"{k} = {v}" for k, v in c.merge_update.items())
+                     if c.merge_update else "(every non-key column from the source)"))
+        rows.append(("merge_condition", c.merge_condition or "(always)"))
+    rows.append(("partition_by", ", ".join(c.partition_by) or "(none)"))
+    rows.append(("tags", ", ".join(c.tags) or "(none)"))
+    rows.append(("on_schema_change", c.on_schema_change))
+    rows.append(("enabled", str(c.enabled).lower()))
+    return rows
+
+
+def _field_rows(project: Project, lineage: Mapping[str, Sequence[ColumnLineage]]
+                ) -> list[dict[str, Any]]:
+    used: dict[str, list[dict[str, str]]] = {}
+    for model, columns in lineage.items():
+        for c in columns:
+            for s in c.sources:
+                used.setdefault(s.lower(), []).append({"model": model, "column": c.column})
+
+    rows: list[dict[str, Any]] = []
+
+    def walk(fields: Sequence[Field], prefix: str) -> None:
+        for f in fields:
+            is_array = f.type.is_type(exp.DataType.Type.ARRAY)
+            path = f"{prefix}{f.name}"
+            users = used.get(path.lower(), []) + used.get(f"{path}[]".lower(), [])
+            rows.append({"path": path, "type": f.type_sql, "not_null": f.not_null,
+                         "metadata": False, "used_by": users})
+            walk(f.children, f"{path}[]." if is_array else f"{path}.")
+
+    walk(project.schema.fields, "")
+    for name, dtype in project.parsed_events_columns.items():
+        rows.append({"path": name, "type": dtype, "not_null": False, "metadata": True,
+                     "used_by": used.get(name.lower(), [])})
+    return rows
+
+
+def _source_text(project: Project) -> str:
+    s = project.config.source
+    if s.type == "files":
+        return f"files: {project.resolve(s.path)}"
+    return f"kafka: {', '.join(s.topics)} @ {s.bootstrap_servers}"  # type: ignore[union-attr]
+
+
+def build_site(project: Project, plan: Plan, *, select: Sequence[str] = (),
+               out_dir: Path | None = None) -> DocsSite:
+    """Write the site for the selected models (lineage always sees every model).
+
+    Args:
+        project: the project.
+        plan: the compiled plan of every enabled model.
+        select: dbt-style selectors; none: every model.
+        out_dir: where to write (default ``<project>/target/docs``).
+
+    Raises:
+        ConfigError: a selector matches no model.
+        SpecError: a ``models/<model>.yml`` is invalid.
+    """
+    edges = {s.name: list(s.depends_on) for s in plan.steps}
+    chosen = select_names(select, edges=edges, tags={s.name: list(s.config.tags)
+                                                     for s in plan.steps})
+    steps = [s for s in plan.steps if s.name in chosen]
+    specs = load_specs(project)
+    lineage = plan_lineage(project, plan)
+    reads = {s.name: _reads_events(s) for s in plan.steps}
+    sources = {m.name: m.text for m in project.models}
+    out = out_dir or project.root / "target" / "docs"
+    (out / "models").mkdir(parents=True, exist_ok=True)
+
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    info = {
+        "name": project.config.name, "root": str(project.root), "source": _source_text(project),
+        "warehouse": str(project.warehouse), "dead_letter": project.config.dead_letter,
+        "dead_letter_path": str(project.table_path(project.config.dead_letter)),
+        "checkpoint": str(project.checkpoint), "trigger": project.config.trigger,
+        "engine": project.config.delta.engine,
+        "metadata": [c for c in project.parsed_events_columns if c != "_batch_id"],
+    }
+    models = [_model_view(project, s, specs.get(s.name), lineage[s.name], edges, reads[s.name],
+                          sources.get(s.name, "")) for s in steps]
+    pages = []
+    page = env.from_string(MODEL)
+    for m in models:
+        path = out / "models" / f"{m['name']}.html"
+        _write(path, page.render(project=info, m=m, css=CSS, js=JS, root="../"))
+        pages.append(path)
+    index = out / "index.html"
+    _write(index, env.from_string(INDEX).render(
+        project=info, models=models, css=CSS, js=JS, root="",
+        dag=dag_svg(plan, steps, dead_letter=project.config.dead_letter, reads_events=reads),
+        fields=_field_rows(project, {s.name: lineage[s.name] for s in steps})))
+    return DocsSite(out, index, tuple(pages))
+
+
+def _model_view(project: Project, step: Step, spec: ModelSpec | None,
+                lineage: Sequence[ColumnLineage], edges: Mapping[str, Sequence[str]],
+                reads_events: bool, source: str) -> dict[str, Any]:
+    by_column = {c.column.lower(): c for c in lineage}
+    tests_by_column: dict[str, list[str]] = {}
+    data_tests = []
+    if spec is not None:
+        for t in spec.all_data_tests():
+            name = data_test_name(t)
+            data_tests.append(name)
+            if t.column is not None:
+                tests_by_column.setdefault(t.column.lower(), []).append(
+                    name.split(" ", 1)[1] + _test_args(t))
+    columns = []
+    for c in step.columns:
+        col_spec = spec.column(c.name) if spec is not None else None
+        columns.append({
+            "name": c.name, "type": c.type,
+            "description": col_spec.description if col_spec else None,
+            "tests": tests_by_column.get(c.name.lower(), []),
+            "lineage": by_column.get(c.name.lower(), ColumnLineage(c.name,
+                                                                   error="lineage unavailable")),
+        })
+    downstream = sorted(n for n, parents in edges.items() if step.name in parents)
+    return {
+        "name": step.name, "path": step.path, "materialized": step.config.materialized,
+        "tags": list(step.config.tags), "description": spec.description if spec else None,
+        "yml_path": spec.path if spec else None,
+        "table_path": str(project.table_path(step.name)),
+        "upstream": list(step.depends_on), "downstream": downstream,
+        "reads_events": reads_events, "columns": columns, "config": _config_rows(step),
+        "expectations": list(step.config.expectations),
+        "quarantines": [e.name for e in step.config.expectations
+                        if e.on_violation == "quarantine"],
+        "unit_tests": [{"name": t.name, "description": t.description,
+                        "events": len(t.given.events), "prior": len(t.given.prior_rows),
+                        "rows": len(t.expect.rows), "dead": len(t.expect.dead_letters or ())}
+                       for t in (spec.unit_tests if spec else ())],
+        "data_tests": data_tests,
+        "lineage_svg": _lineage_svg(step.name, [by_column.get(c.name.lower(),
+                                                               ColumnLineage(c.name))
+                                                for c in step.columns]),
+        "sql": step.sql.strip(), "source": source.strip(),
+    }
+
+
+def _test_args(test: Any) -> str:
+    args = test.args
+    if test.kind == "accepted_values":
+        return ": " + ", ".join(str(v) for v in args.values)
+    if test.kind == "relationships":
+        return f" → {args.to}.{args.field}"
+    return ""
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
