@@ -9,9 +9,10 @@ would double):
 1. a feeder thread keeps writing new input files (``runner.demo.write_demo_files``: atomic
    rename, poison lines included) every 1-3 s;
 2. ``runner stream`` (the project's trigger: 1 second) runs in its own process group; at a
-   random moment (0.5 s to ``--max-run`` s after its query started, or for a share of the runs
-   1-8 s after spawning, in start-up) the whole group (Python driver, JVM, Python workers)
-   gets SIGKILL; it is restarted; N times. Kills land anywhere: during start-up, between
+   random moment the whole group (Python driver, JVM, Python workers) gets SIGKILL: for 15%
+   of the runs 1-8 s after spawning (start-up); otherwise after 0, 1, 2 or 3 batches of this
+   run completed (equally likely), 0.5-20 s after the query started for 0, else 0-6.7 s after
+   that batch. It is restarted; N times. Kills land anywhere: during start-up, between
    batches, inside a batch between two sink commits, between the last commit and Spark's
    commit log;
 3. the feeder stops, a final ``runner stream --available-now`` drains what is left (exit 0);
@@ -198,8 +199,9 @@ def read_progress(log: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=20)
-    parser.add_argument("--max-run", type=float, default=25.0,
-                        help="a run is killed 0.5 s to this many seconds after its query started")
+    parser.add_argument("--max-run", type=float, default=20.0,
+                        help="a kill lands up to this many seconds after the query started "
+                             "(or up to a third of it after the 1st, 2nd or 3rd batch)")
     parser.add_argument("--startup-kills", type=float, default=0.15,
                         help="share of runs killed 1-8 s after spawning (during start-up)")
     parser.add_argument("--seed", type=int, default=1)
@@ -225,18 +227,26 @@ def main(argv: list[str] | None = None) -> int:
             proc = spawn(project, log)
             t0 = time.monotonic()
             died = None
-            if rng.random() < args.startup_kills:  # somewhere in start-up
-                deadline = t0 + rng.uniform(1.0, 8.0)
-            else:  # while streaming: a random moment after the query started
-                deadline = None
+            # When to kill: in start-up (a share of the runs), or once the query started and
+            # `after_batches` batches completed in this run, a random moment later: within
+            # the first batch (which replays the batch in flight at the previous kill), or
+            # within a later one, anywhere between its first and its last sink commit.
+            startup = rng.random() < args.startup_kills
+            after_batches = rng.choice([0, 1, 2, 3])
+            deadline = t0 + rng.uniform(1.0, 8.0) if startup else None
             while deadline is None or time.monotonic() < deadline:
                 if proc.poll() is not None:
                     died = proc.returncode
                     break
-                if deadline is None and (time.monotonic() - t0 > 300
-                                         or read_progress(log)["query_started"]):
-                    deadline = time.monotonic() + rng.uniform(0.5, args.max_run)
-                time.sleep(0.05)
+                if deadline is None:
+                    progress = read_progress(log)
+                    if time.monotonic() - t0 > 600:
+                        deadline = time.monotonic()
+                    elif progress["query_started"] and after_batches == 0:
+                        deadline = time.monotonic() + rng.uniform(0.5, args.max_run)
+                    elif after_batches and len(progress["batches"]) >= after_batches:
+                        deadline = time.monotonic() + rng.uniform(0.0, args.max_run / 3)
+                time.sleep(0.1)
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -189,6 +189,29 @@ def test_type_change_and_removed_column_are_always_refused(tmp_path, policy) -> 
     assert len(_rows(project, "request_logs")) == 2
 
 
+def test_exact_types_from_spark_no_false_refusal(tmp_path) -> None:
+    """DECIMAL arithmetic widens precision (DECIMAL(10,2) * 2 is DECIMAL(12,2) in Spark), which
+    the compile-time inference does not model: the start-up check uses Spark's analysed
+    output, so an unchanged model restarts; a real type change is still refused."""
+    root = tmp_path / "p"
+    model = """
+        SELECT eventId, CAST(request.latency_ms AS DECIMAL(10,2)) * 2 AS doubled,
+               avg(CAST(request.latency_ms AS DECIMAL(10,2))) OVER () AS mean
+        FROM parsed_events
+    """
+    project = _project(root, {**MODELS, "models/decimals.sql": model})
+    _event_file(project, "a.json", _events("a", 3))
+    _run(project)
+    _event_file(project, "b.json", _events("b", 2))
+    _run(project)  # a restart with the same model is not a schema change
+    rows = _rows(project, "decimals")
+    assert len(rows) == 5 and str(rows[0]["doubled"]).endswith(".00")
+    project = _project(root, {"models/decimals.sql": model.replace("* 2", "* 2.5")})
+    _event_file(project, "c.json", _events("c", 1))
+    with pytest.raises(ExecutionError, match=r"doubled \(DECIMAL\(12,2\) -> DECIMAL\(13,3\)\)"):
+        _run(project)
+
+
 def test_unknown_compile_time_type_is_compared_by_name_only(tmp_path, spark) -> None:
     import pyarrow as pa
     from deltalake import write_deltalake

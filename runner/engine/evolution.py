@@ -1,8 +1,12 @@
 """``on_schema_change``: a model's output columns against its existing Delta table, at start-up.
 
-A model's output columns are known at compile time (:attr:`runner.plan.Step.columns`, Spark
-types). Before the streaming query starts, :func:`plan_schema_changes` compares them with the
-schema of each model's existing Delta table (read with delta-rs, whichever engine wrote it) and
+A model's output columns are known before any data is read: at compile time
+(:attr:`runner.plan.Step.columns`, Spark types inferred by the linter) and, exactly, from
+Spark's analyser at start-up (:func:`model_output_schemas`: each model's SQL over an empty
+``parsed_events``; the compile-time types are not exact for every expression, e.g. DECIMAL
+arithmetic widens precision, and a false "type changed" would block a restart). Before the
+streaming query starts, :func:`plan_schema_changes` compares them with the schema of each
+model's existing Delta table (read with delta-rs, whichever engine wrote it) and
 :func:`apply_schema_changes` acts on the result:
 
 - **New columns** (in the model, not in the table): with ``on_schema_change='fail'`` (the
@@ -11,7 +15,8 @@ schema of each model's existing Delta table (read with delta-rs, whichever engin
   ``DeltaTable.alter.add_columns``) before any batch runs, and rows written before read null.
 - **Removed columns** (in the table, no longer in the model) and **type changes** are always
   errors: rows already written cannot be reconciled with the new shape.
-- A column whose compile-time type is ``UNKNOWN`` (or does not parse) is compared by name only.
+- Without the analysed schema (a model Spark could not analyse at start-up), the compile-time
+  columns are used; a column whose type is ``UNKNOWN`` there is compared by name only.
 - Nullability is not compared (every runner-written column is nullable), nor column order
   (Delta matches columns by name), nor anything of a model whose table does not exist yet
   (a new model: its first batch creates it) or of a table whose model is gone (left alone).
@@ -22,15 +27,18 @@ Every check runs before anything is changed, so a refusal leaves every table as 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ExecutionError
 from ..plan import Column, Step
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 __all__ = ["SchemaChange", "apply_schema_changes", "check_schema_changes",
-           "plan_schema_changes", "spark_type_json"]
+           "model_output_schemas", "plan_schema_changes", "spark_type_json", "type_string"]
 
 #: Key in the commit info of the metadata commit that adds columns.
 SCHEMA_CHANGE_KEY = "runner.schema_change"
@@ -112,13 +120,47 @@ def spark_type_json(spark_type: str) -> Any | None:
     return _nullable(parsed.jsonValue())
 
 
-def plan_schema_changes(steps: Iterable[Step], table_path: Callable[[str], str]
-                        ) -> list[SchemaChange]:
+def model_output_schemas(spark: "SparkSession", steps: Sequence[Step], *,
+                         parsed_events_ddl: str) -> dict[str, Any]:
+    """Each model's exact output schema (schema JSON) from Spark's analyser, no data read.
+
+    The models are analysed in order over an empty ``parsed_events`` (in a new session, so no
+    temp view leaks). A model Spark cannot analyse here is left out: it is then compared with
+    its compile-time columns, and its batch will report the error.
+
+    Args:
+        spark: the running session.
+        steps: the plan's steps, in dependency order.
+        parsed_events_ddl: ``parsed_events``' columns as Spark DDL (schema, ``_batch_id``,
+            source metadata columns).
+    """
+    from pyspark.sql import types as T
+
+    session = spark.newSession()
+    schema = T.StructType.fromDDL(parsed_events_ddl)
+    session.createDataFrame([], schema).createOrReplaceTempView("parsed_events")
+    out: dict[str, Any] = {}
+    for step in steps:
+        try:
+            df = session.sql(step.sql)
+            df.createOrReplaceTempView(step.name)
+            out[step.name] = df.schema.jsonValue()
+        except Exception:  # noqa: BLE001 - analysis errors surface in the batch, named there
+            continue
+    return out
+
+
+def plan_schema_changes(steps: Iterable[Step], table_path: Callable[[str], str], *,
+                        output_schemas: Mapping[str, Any] | None = None) -> list[SchemaChange]:
     """Every step whose output differs from its existing Delta table (nothing is changed).
 
     Args:
         steps: the plan's steps (models) to check.
         table_path: model name -> its Delta table path.
+        output_schemas: model name -> its exact output schema JSON
+            (:func:`model_output_schemas`); a model not in it is compared with its
+            compile-time columns (``Step.columns``), whose types are not exact for every
+            expression (DECIMAL arithmetic), and ``UNKNOWN`` types by name only.
     """
     from deltalake import DeltaTable
 
@@ -127,37 +169,42 @@ def plan_schema_changes(steps: Iterable[Step], table_path: Callable[[str], str]
         path = table_path(step.name)
         if not DeltaTable.is_deltatable(path):
             continue
+        exact = (output_schemas or {}).get(step.name)
+        if exact is not None:
+            columns = [(f["name"], _nullable(f["type"]), type_string(f["type"]))
+                       for f in exact["fields"]]
+        elif step.columns and all(c.name != "*" for c in step.columns):
+            columns = [(c.name, spark_type_json(c.type), c.type) for c in step.columns]
+        else:
+            continue  # nothing known about the output: nothing to compare
         table_fields = json.loads(DeltaTable(path).schema().to_json())["fields"]
-        change = _diff(step, path, {f["name"]: f["type"] for f in table_fields})
+        change = _diff(step, path, columns, {f["name"]: f["type"] for f in table_fields})
         if change is not None:
             changes.append(change)
     return changes
 
 
-def _diff(step: Step, path: str, table: Mapping[str, Any]) -> SchemaChange | None:
+def _diff(step: Step, path: str, columns: Sequence[tuple[str, Any | None, str]],
+          table: Mapping[str, Any]) -> SchemaChange | None:
+    """``columns``: (name, type JSON or None when unknown, type as shown)."""
     added, added_json, changed = [], [], []
-    model_names = {c.name for c in step.columns}
-    for column in step.columns:
-        model_type = spark_type_json(column.type)
-        if column.name not in table:
+    for name, model_type, shown in columns:
+        if name not in table:
             if model_type is None and step.config.on_schema_change == "append_new_columns":
                 raise ExecutionError(
-                    f"model {step.name}: new column {column.name} has a type the runner "
-                    f"cannot tell at compile time ({column.type}), so it cannot be added to "
-                    f"{path}", path=step.path,
-                    hint=f"CAST it to a type in the model (CAST(... AS STRING) AS {column.name})"
-                         ", or rebuild with --full-refresh")
-            added.append(column)
+                    f"model {step.name}: new column {name} has a type the runner cannot tell "
+                    f"({shown}), so it cannot be added to {path}", path=step.path,
+                    hint=f"CAST it to a type in the model (CAST(... AS STRING) AS {name}), or "
+                         "rebuild with --full-refresh")
+            added.append(Column(name, shown))
             if model_type is not None:
-                added_json.append({"name": column.name, "type": model_type, "nullable": True,
+                added_json.append({"name": name, "type": model_type, "nullable": True,
                                    "metadata": {}})
             continue
-        table_type = _canonical(table[column.name])
-        if model_type is not None and _canonical(model_type) != table_type:
-            changed.append((column.name, type_string(table[column.name]),
-                            type_string(model_type)))
-    removed = [Column(name, type_string(t)) for name, t in table.items()
-               if name not in model_names]
+        if model_type is not None and _canonical(model_type) != _canonical(table[name]):
+            changed.append((name, type_string(table[name]), type_string(model_type)))
+    names = {name for name, _, _ in columns}
+    removed = [Column(name, type_string(t)) for name, t in table.items() if name not in names]
     if not (added or changed or removed):
         return None
     return SchemaChange(model=step.name, path=step.path, table=path,
@@ -198,9 +245,10 @@ def apply_schema_changes(changes: Iterable[SchemaChange], *,
 
 
 def check_schema_changes(steps: Iterable[Step], table_path: Callable[[str], str], *,
+                         output_schemas: Mapping[str, Any] | None = None,
                          on_event: Callable[[str], None] = lambda m: None) -> list[SchemaChange]:
     """:func:`plan_schema_changes` then :func:`apply_schema_changes`; returns the changes."""
-    changes = plan_schema_changes(steps, table_path)
+    changes = plan_schema_changes(steps, table_path, output_schemas=output_schemas)
     apply_schema_changes(changes, on_event=on_event)
     return changes
 

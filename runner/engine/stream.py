@@ -24,7 +24,7 @@ from ..project import Project
 from ..schema import source_metadata_columns
 from ..sinks import SinkSpec, make_writer
 from .batch import BatchPlan, BatchResult, run_batch
-from .evolution import check_schema_changes
+from .evolution import check_schema_changes, model_output_schemas
 from .session import session_info
 from .checkpoint import (CheckpointLock, app_id, new_query_id, read_query_id, reset_checkpoint,
                          write_query_id)
@@ -153,8 +153,10 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         elif fresh:
             _refuse_foreign_tables(writer, [*sinks.values(), dead])
         if not full_refresh:
+            outputs = model_output_schemas(spark, plan.steps,
+                                           parsed_events_ddl=_parsed_events_ddl(project, plan))
             check_schema_changes(plan.steps, lambda name: str(project.table_path(name)),
-                                 on_event=on_event)
+                                 output_schemas=outputs, on_event=on_event)
         if fresh:
             write_query_id(checkpoint, query_id)
 
@@ -179,6 +181,12 @@ def _refuse_foreign_tables(writer, specs: list[SinkSpec]) -> None:  # type: igno
                 "would write that data again",
                 hint="restore the original checkpoint directory, or pass --full-refresh to "
                      "drop and recreate every table from the source")
+
+
+def _parsed_events_ddl(project: Project, plan: Plan) -> str:
+    """``parsed_events``' columns as DDL: the event schema, ``_batch_id``, source metadata."""
+    return plan.schema_ddl + "".join(f", `{name}` {dtype}"
+                                     for name, dtype in project.parsed_events_columns.items())
 
 
 def _check_warehouse(warehouse) -> None:  # type: ignore[no-untyped-def]
