@@ -174,3 +174,71 @@ def test_odd_field_names_and_case(spark: SparkSession) -> None:
         (1, "x"), (3, "y")]
     (dead,) = parsed.dead.collect()
     assert dead["reason"] == "missing NOT NULL field id"  # keys are case-sensitive
+
+
+# -- parse only what is used ---------------------------------------------------------------
+
+
+def test_pruned_parse_keeps_used_and_not_null_fields(spark: SparkSession) -> None:
+    """Pruned to ``amount``: NOT NULL fields (and fields holding one) are still parsed and
+    checked; a type error in a field no model reads is not detected (documented)."""
+    cases = {
+        "ok": '{"eventId":"ok",' + TS + ',"amount":1.5}',
+        "unused_type_error": '{"eventId":"u",' + TS + ',"request":{"latency_ms":"abc"}}',
+        "used_type_error": '{"eventId":"a",' + TS + ',"amount":"abc"}',
+        "missing_not_null": '{"amount":2.0,' + TS + "}",
+        "nested_not_null": '{"eventId":"n",' + TS + ',"user":{"country":"FR"}}',
+        "in_array_not_null": '{"eventId":"e",' + TS + ',"errors":[{"severity":"x"}]}',
+        "invalid_json_in_unused": '{"eventId":"j",' + TS + ',"note":[1,}',
+        "trailing": '{"eventId":"t",' + TS + "} x",
+    }
+    raw = spark.createDataFrame(list(((v, k) for k, v in cases.items())),
+                                "value STRING, _case STRING")
+    parsed = parse_batch(raw, schema_ddl=SCHEMA, batch_id=1, metadata_columns=["_case"],
+                         fields=["amount"])
+    # eventId, timestamp: NOT NULL; user, errors: hold a NOT NULL field; amount: used
+    assert parsed.valid.columns == ["eventId", "timestamp", "user", "errors", "amount",
+                                    "_batch_id", "_case"]
+    valid = {r["_case"]: r for r in parsed.valid.collect()}
+    dead = {r["_case"]: r["reason"] for r in parsed.dead.collect()}
+    assert set(valid) == {"ok", "unused_type_error"}
+    assert valid["ok"]["amount"] == 1.5
+    assert dead == {
+        "used_type_error": 'field amount: expected DOUBLE, got "abc"',
+        "missing_not_null": "missing NOT NULL field eventId",
+        "nested_not_null": "missing NOT NULL field user.userId",
+        "in_array_not_null": "missing NOT NULL field errors[0].errorCode",
+        "invalid_json_in_unused": "invalid JSON",
+        "trailing": "invalid JSON: unexpected content after the closing '}'",
+    }
+
+
+def test_pruned_parse_none_and_unknown_names(spark: SparkSession) -> None:
+    raw = spark.createDataFrame([('{"eventId":"a",' + TS + "}", "f")],
+                                "value STRING, _source_file STRING")
+    full = parse_batch(raw, schema_ddl=SCHEMA, batch_id=0, metadata_columns=["_source_file"],
+                       fields=None)
+    assert full.valid.columns[:9] == ["eventId", "timestamp", "user", "request", "errors",
+                                      "tags", "amount", "price", "note"]
+    only = parse_batch(raw, schema_ddl="eventId STRING, note STRING, n INT", batch_id=0,
+                       metadata_columns=["_source_file"], fields=["n", "not_in_schema"])
+    assert only.valid.columns == ["n", "_batch_id", "_source_file"]
+    assert only.valid.count() == 1
+
+
+def test_prune_schema_unit() -> None:
+    from pyspark.sql import types as T
+
+    from runner.engine.parse import prune_schema
+
+    schema = T.StructType([
+        T.StructField("a", T.IntegerType(), nullable=False),
+        T.StructField("b", T.StringType()),
+        T.StructField("c", T.StructType([T.StructField("x", T.IntegerType(), False)])),
+        T.StructField("d", T.ArrayType(T.StringType(), containsNull=False)),
+        T.StructField("e", T.MapType(T.StringType(), T.IntegerType())),
+        T.StructField("f", T.IntegerType()),
+    ])
+    assert prune_schema(schema, ["f"]).fieldNames() == ["a", "c", "d", "f"]
+    assert prune_schema(schema, []).fieldNames() == ["a", "c", "d"]
+    assert prune_schema(schema, None) is schema

@@ -281,6 +281,18 @@ def test_merge_still_goes_through_arrow(spark: SparkSession, writer: RsWriter, t
         {"k": "a", "n": 3}, {"k": "b", "n": 5}]
 
 
+@pytest.mark.spark
+def test_tiny_batches_go_through_arrow(spark: SparkSession, tmp_path: Path):
+    w = RsWriter(arrow_max_rows=100)
+    s = spec(tmp_path)
+    assert w.write(s, events(spark, 0, 5), 0, rows_hint=5).rows == 5
+    assert not Path(s.path, STAGING_DIR).exists()  # write_deltalake wrote it
+    assert w.write(s, events(spark, 5, 10), 1, rows_hint=101).rows == 5
+    assert Path(staging_path(s.path, s.app_id, 1)).is_dir()  # Spark wrote it
+    assert w.write(s, events(spark, 10, 12), 2).version == 2  # size unknown: Spark
+    assert ids(s.path) == list(range(12))
+
+
 # -- other readers ---------------------------------------------------------------------------
 
 

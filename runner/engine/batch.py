@@ -15,11 +15,13 @@ No avoidable passes over the batch:
   dead count as it goes (``DataFrame.observe``), and the rows each sink wrote come from the
   sink (Parquet footers, or the Arrow table of a merge). Only when the dead-letter sink is
   skipped (a replay after it committed) is the batch counted with an action of its own.
-- All sinks of a batch are written in parallel (a bounded thread pool of ``parallelism``
-  threads), the dead-letter write first: under Spark's FIFO scheduling its tasks fill the
-  cache while the model writes queue behind it, instead of tasks of several jobs waiting on
-  the same cache block. With no dead rows that write reads one boolean column of the cache
-  and commits nothing.
+- The dead-letter write runs first, alone: its job is the one that parses the batch (and
+  fills the cache), in parallel tasks, and it counts the batch. With no dead rows it writes
+  nothing and commits nothing. Then the models are written in parallel (a bounded thread
+  pool of ``parallelism`` threads), from the cache, with the batch's size as a hint to the
+  writer (the ``rs`` engine sends tiny batches through Arrow, see :mod:`runner.sinks.rs`).
+  Starting every write at once instead made tasks of several jobs wait on the same cache
+  blocks while the parse ran, and the batch size would be unknown to the writers.
 """
 
 from __future__ import annotations
@@ -119,9 +121,12 @@ def _should_persist(plan: Plan) -> bool:
     return readers + 1 >= 2
 
 
-def _write(writer: DeltaWriter, spec: SinkSpec, df: "DataFrame", batch_id: int) -> WriteResult:
+def _write(writer: DeltaWriter, spec: SinkSpec, df: "DataFrame", batch_id: int,
+           rows_hint: int | None = None) -> WriteResult:
     try:
-        return writer.write(spec, df, batch_id)
+        # Names this thread's Spark jobs (UI, event log): "runner: <model> batch <id>".
+        df.sparkSession.sparkContext.setJobDescription(f"runner: {spec.model} batch {batch_id}")
+        return writer.write(spec, df, batch_id, rows_hint=rows_hint)
     except RunnerError:
         raise
     except Exception as e:  # a model's runtime failure surfaces at its write (Spark is lazy)
@@ -175,12 +180,19 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
             df.createOrReplaceTempView(step.name)
             frames[step.name] = df
 
+        # The dead letters first: that job parses the batch (filling the cache) and counts
+        # it; then every model in parallel, from the cache, knowing the batch's size.
+        _write(bp.writer, bp.dead_letter, parsed.dead, batch_id)
+        observed = _observed(counts)
+        if observed is None:  # the dead-letter sink was skipped (a replay): count here,
+            parsed.dead.count()  # through the observed branch, which fills the observation
+            observed = counts.get
+        rows_hint = int(observed["rows"]) - int(observed["dead"])
         with ThreadPoolExecutor(max_workers=bp.parallelism,
                                 thread_name_prefix=f"batch{batch_id}") as pool:
-            futures = {_DEAD: pool.submit(_write, bp.writer, bp.dead_letter, parsed.dead,
-                                          batch_id)}
-            futures.update({name: pool.submit(_write, bp.writer, bp.sinks[name], df, batch_id)
-                            for name, df in frames.items()})
+            futures = {name: pool.submit(_write, bp.writer, bp.sinks[name], df, batch_id,
+                                         rows_hint)
+                       for name, df in frames.items()}
             results: dict[str, WriteResult] = {}
             errors: list[BaseException] = []
             for name, future in futures.items():
@@ -191,11 +203,6 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
         if errors:
             raise errors[0]
         hit("batch.after_sinks", batch_id=batch_id)
-        results.pop(_DEAD)  # its rows are counted by the observation
-        observed = _observed(counts)
-        if observed is None:  # the dead-letter sink was skipped (a replay): count here,
-            parsed.dead.count()  # through the observed branch, which fills the observation
-            observed = counts.get
     finally:
         for df in cached:
             df.unpersist()

@@ -90,13 +90,18 @@ class DeltaWriter(ABC):
 
     engine: ClassVar[str]
 
-    def write(self, spec: SinkSpec, df: DataFrame, batch_id: int) -> WriteResult:
+    def write(self, spec: SinkSpec, df: DataFrame, batch_id: int, *,
+              rows_hint: int | None = None) -> WriteResult:
         """Write ``df`` as batch ``batch_id`` of ``spec``, or skip it if already committed.
+
+        Args:
+            rows_hint: about how many rows the batch's input had, when known (an engine may
+                pick its way of writing by size); None when unknown.
 
         Raises:
             SinkError: the table could not be written (names the model).
         """
-        return self._write(spec, df, batch_id)
+        return self._write(spec, df, batch_id, rows_hint=rows_hint)
 
     @abstractmethod
     def committed_version(self, spec: SinkSpec) -> int | None:
@@ -114,21 +119,22 @@ class DeltaWriter(ABC):
 
     # -- the protocol ----------------------------------------------------------------------
 
-    def _write(self, spec: SinkSpec, data: Any, batch_id: int) -> WriteResult:
+    def _write(self, spec: SinkSpec, data: Any, batch_id: int, *,
+               rows_hint: int | None = None) -> WriteResult:
         started = time.perf_counter()
         if batch_id < 0:
             raise SinkError(f"model {spec.model}: negative batch id {batch_id}")
         committed = self.committed_version(spec)
         if committed is not None and committed >= batch_id:
             return WriteResult(spec.model, 0, True, None, time.perf_counter() - started)
-        data = self._prepare(spec, data)
+        data = self._prepare(spec, data, rows_hint)
         if spec.materialized == "merge":
             rows, version = self._merge(spec, data, batch_id)
         else:
             rows, version = self._append(spec, data, batch_id)
         return WriteResult(spec.model, rows, False, version, time.perf_counter() - started)
 
-    def _prepare(self, spec: SinkSpec, data: Any) -> Any:
+    def _prepare(self, spec: SinkSpec, data: Any, rows_hint: int | None = None) -> Any:
         """Turn the caller's data into what the engine writes (called only when not skipped)."""
         return data
 

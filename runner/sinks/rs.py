@@ -46,7 +46,12 @@ from runner.sinks.base import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["RsWriter", "as_nullable"]
+__all__ = ["ARROW_MAX_ROWS", "RsWriter", "as_nullable"]
+
+#: Appends of batches up to this many input rows go through Arrow: a Spark write job costs
+#: about 0.25 s more than ``toArrow()`` + ``write_deltalake`` whatever the size (measured,
+#: docs/PERFORMANCE.md), and that many rows are a few MB in the driver at most.
+ARROW_MAX_ROWS = 10_000
 
 #: Errors delta-rs and pyarrow raise for bad data, schemas or expressions.
 _ENGINE_ERRORS = (DeltaError, pa.ArrowException, ValueError, TypeError)
@@ -57,10 +62,15 @@ class RsWriter(DeltaWriter):
 
     engine: ClassVar[str] = "rs"
 
-    def write(self, spec: SinkSpec, df: DataFrame, batch_id: int) -> WriteResult:
+    def __init__(self, *, arrow_max_rows: int = ARROW_MAX_ROWS) -> None:
+        self.arrow_max_rows = arrow_max_rows
+
+    def write(self, spec: SinkSpec, df: DataFrame, batch_id: int, *,
+              rows_hint: int | None = None) -> WriteResult:
         """Write a Spark DataFrame: appends Spark-native (staged Parquet, then one delta-rs
-        commit), merges through ``toArrow()`` (only when not skipped)."""
-        return self._write(spec, df, batch_id)
+        commit), except tiny batches (``rows_hint <= arrow_max_rows``), which, like merges,
+        go through ``toArrow()`` (only when not skipped)."""
+        return self._write(spec, df, batch_id, rows_hint=rows_hint)
 
     def write_arrow(self, spec: SinkSpec, table: pa.Table, batch_id: int) -> WriteResult:
         """Write an Arrow table as batch ``batch_id`` of ``spec`` (the engine's core)."""
@@ -79,10 +89,11 @@ class RsWriter(DeltaWriter):
 
     # -- engine steps ---------------------------------------------------------------------
 
-    def _prepare(self, spec: SinkSpec, data: Any) -> Any:
+    def _prepare(self, spec: SinkSpec, data: Any, rows_hint: int | None = None) -> Any:
         if isinstance(data, pa.Table):
             return as_nullable(data)
-        if spec.materialized == "append":
+        tiny = rows_hint is not None and rows_hint <= self.arrow_max_rows
+        if spec.materialized == "append" and not tiny:
             return data  # a pyspark DataFrame, written by Spark itself
         return as_nullable(data.toArrow())
 

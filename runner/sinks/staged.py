@@ -140,7 +140,11 @@ def write_staged(df: DataFrame, *, table_path: str, app_id: str, batch_id: int,
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     remove_staged(table_path, app_id, batch_id)
     target = staging_path(table_path, app_id, batch_id)
-    writer = df.write.mode("overwrite").format("parquet")
+    writer = (df.write.mode("overwrite").format("parquet")
+              # Tasks move their files straight into the folder (no second rename at job
+              # commit), no _SUCCESS marker: the Delta commit is what makes files visible.
+              .option("mapreduce.fileoutputcommitter.algorithm.version", "2")
+              .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false"))
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     writer.save(target)
