@@ -13,6 +13,7 @@ from runner.config import ModelConfig
 from runner.engine.batch import BatchPlan, _should_persist, parsed_event_reads, run_batch
 from runner.plan import Plan, Step
 from runner.sinks import RsWriter, SinkSpec
+from runner.sinks.staged import STAGING_DIR
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -94,7 +95,7 @@ def test_one_job_per_sink_counts_observed_and_pruned_parse(spark: SparkSession,
     assert dead == {LINES[2]: 'field request.latency_ms: expected INT, got "slow"',
                     "not json": "invalid JSON"}
     assert not spark.catalog.isCached("parsed_events")  # unpersisted at the end
-    assert (tmp_path / "slow" / "_staging").is_dir() == (arrow_max_rows == 0)
+    assert (tmp_path / "slow" / STAGING_DIR).is_dir() == (arrow_max_rows == 0)
 
 
 @pytest.mark.spark

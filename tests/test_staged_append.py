@@ -403,3 +403,27 @@ def test_delta_schema_from_spark_json():
     with pytest.raises(SinkError, match="column x has type VOID"):
         delta_schema_json({"type": "struct", "fields": [
             {"name": "x", "type": "void", "nullable": True, "metadata": {}}]})
+
+
+def test_vacuum_reclaims_batch_files_after_optimize(tmp_path: Path):
+    """Batch folders are not hidden (no leading ``_``): VACUUM sees what OPTIMIZE removed."""
+    from deltalake import CommitProperties, Transaction
+
+    from runner.sinks.staged import collect_staged, commit_staged
+
+    path = str(tmp_path / "t")
+    schema = {"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+    for batch in range(3):
+        folder = Path(staging_path(path, "app.m.q", batch))
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"id": pa.array([batch], pa.int64())}), folder / "part-0.parquet")
+        table = DeltaTable(path) if DeltaTable.is_deltatable(path) else None
+        commit_staged(path, collect_staged(path, "app.m.q", batch), schema_json=schema,
+                      table=table, partition_by=(),
+                      commit_properties=CommitProperties(
+                          app_transactions=[Transaction("app.m.q", batch)]))
+    DeltaTable(path).optimize.compact()
+    doomed = DeltaTable(path).vacuum(retention_hours=0, enforce_retention_duration=False,
+                                     dry_run=True)
+    assert sorted(doomed) == [f"{STAGING_DIR}/app.m.q/{b}/part-0.parquet" for b in range(3)]

@@ -24,14 +24,6 @@ from deltalake.exceptions import DeltaError
 
 from runner.errors import SinkError
 from runner.failpoints import hit
-from runner.sinks.staged import (
-    check_table_schema,
-    collect_staged,
-    commit_staged,
-    delta_schema_json,
-    remove_staged,
-    write_staged,
-)
 from runner.sinks.base import (
     DeltaWriter,
     SinkSpec,
@@ -41,6 +33,14 @@ from runner.sinks.base import (
     duplicate_key_error,
     merge_predicate,
     quote_column,
+)
+from runner.sinks.staged import (
+    check_table_schema,
+    collect_staged,
+    commit_staged,
+    delta_schema_json,
+    remove_staged,
+    write_staged,
 )
 
 if TYPE_CHECKING:

@@ -4,18 +4,21 @@ Spark writes a model's batch as Parquet files with its own writer (on the execut
 parallel, no rows through the driver) into a folder of the table directory that belongs to one
 (app id, batch id)::
 
-    <table>/_staging/<app id>/<batch id>/[<col>=<value>/...]part-*.parquet
+    <table>/batches/<app id>/<batch id>/[<col>=<value>/...]part-*.parquet
 
 The driver then lists those files, reads their Parquet footers (row counts, min/max/null
 counts) and commits them to the Delta log through delta-rs as add actions, together with the
 application transaction, in ONE commit. Until that commit the files are invisible: Delta
 readers read only the files the log names. A batch that crashed before its commit left files
 that no commit names; the replay (same app id, same batch id) deletes the batch's folder before
-Spark writes again, so they never pile up. Committed files stay where they were written: the
-folder name is only a namespace, never moved (a rename is a copy on object stores).
+Spark writes again, so they never pile up. Committed files stay where they were written (a
+rename is a copy on object stores): the folder is a namespace, and its files are ordinary table
+files from then on.
 
-``_staging`` starts with ``_``, which Spark and Hive treat as hidden: a plain
-``spark.read.parquet(<table>)`` of the directory skips it, as it skips ``_delta_log``.
+The folder name deliberately does not start with ``_``: Delta's VACUUM (delta-rs and
+delta-spark) skips ``_``-prefixed folders, so files there that a later OPTIMIZE removes from the
+table would never be reclaimed (checked with delta-rs 1.6.6: files under ``_staging/`` were not
+vacuumed, under ``batches/`` they were).
 
 This module imports no pyspark at import time; the Spark DataFrame is duck-typed.
 """
@@ -58,7 +61,7 @@ __all__ = [
 ]
 
 #: Top-level folder, inside the table directory, of the files Spark writes for a batch.
-STAGING_DIR = "_staging"
+STAGING_DIR = "batches"
 
 _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _DEFAULT_INDEXED_COLS = 32  # Delta's default delta.dataSkippingNumIndexedCols

@@ -1,0 +1,623 @@
+"""Scale evidence for ``runner stream`` (issue 7, item 4): models, batch sizes, executors.
+
+One command runs four parts, each run of the runner AS A WHOLE PROCESS (interpreter, JVM and
+SparkSession start included) through ``runner.load_project``/``compile_project``/``run_stream``
+in a worker subprocess, on seed-shaped events from ``runner.demo.write_demo_files`` (no poison
+lines, so every variant writes the same rows):
+
+models
+    The runner with 1, 3, 10 and 30 projection models on the same events (``--events``,
+    default 1M in 40 files, 10 files per trigger = 4 batches), interleaved over ``--rounds``
+    rounds, order rotated. events/s of the whole process and of the batches alone; the plot
+    ``docs/scale_models.png``.
+memory
+    The driver's peak memory (``VmHWM`` from ``/proc``: the Python process and its JVM child,
+    separately) with the three example models at batch sizes of 100k, 1M and 5M events (one
+    batch each), for the runner as it is (Spark-native appends) and, for contrast, with
+    appends forced through Arrow (``toArrow`` + ``write_deltalake``, the seed pattern's way;
+    ``--arrow-sizes``, default 100k and 1M).
+cluster
+    The runner on ``local-cluster[2,1,1024]`` (two executor JVMs) with ``spark.eventLog``
+    on; from the event log, the tasks that wrote output records and the executor that ran
+    each: appends are written by executors, not the driver.
+wide
+    Parse only what is used: a 60-field event, two models reading 5 fields, the runner as it
+    is (schema pruned to the used fields) against the same runner parsing every field.
+
+``--profile`` adds one in-process profile run (3 example models) with timers around the
+Spark-native append's steps, the streaming query's own progress durations and per-job
+durations from the event log: where a batch's time goes.
+
+Usage::
+
+    /work/venv/bin/python bench/scale_bench.py                          # everything
+    /work/venv/bin/python bench/scale_bench.py --parts models --rounds 1 --events 200000
+    /work/venv/bin/python bench/scale_bench.py --parts memory --sizes 100000,1000000
+
+Raw results go to ``bench/results/scale-<time>.json``; a Markdown summary is printed.
+Needs matplotlib for the plot (skipped with a note when missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+DOCS = REPO / "docs"
+PARTS = ("models", "memory", "cluster", "wide")
+PREFIX = "SCALE "
+
+PROJECTION = """\
+-- projection model {i} of {n} (bench/scale_bench.py)
+SELECT eventId, `timestamp`, user.userId AS userId, user.country AS country,
+       request.endpoint AS endpoint, request.status_code AS status_code,
+       request.latency_ms + {i} AS latency_ms
+FROM parsed_events
+"""
+
+
+# -- the worker: one runner process -----------------------------------------------------------
+
+
+def _vmhwm_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _jvm_pids(root: int) -> list[int]:
+    """``java`` processes under ``root`` (the driver JVM; executors in local-cluster)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == "java":
+                    out.append(pid)
+        except OSError:
+            pass
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def worker(cfg: dict[str, Any]) -> None:
+    """Run the runner once in this process; print one ``SCALE {json}`` line."""
+    import dataclasses
+
+    t_start = time.perf_counter()
+    from runner.compile import compile_project
+    from runner.engine.stream import run_stream
+    from runner.project import load_project
+
+    if cfg.get("arrow_appends"):  # contrast: every append through toArrow + write_deltalake
+        import runner.sinks.rs as rs
+
+        original = rs.RsWriter._prepare
+
+        def via_arrow(self, spec, data, rows_hint=None):  # type: ignore[no-untyped-def]
+            if spec.materialized == "append" and not isinstance(data, rs.pa.Table):
+                return rs.as_nullable(data.toArrow())
+            return original(self, spec, data, rows_hint)
+
+        rs.RsWriter._prepare = via_arrow  # type: ignore[method-assign]
+
+    timers: dict[str, list[float]] = {}
+    if cfg.get("profile"):
+        import runner.sinks.rs as rs
+
+        def timed(name: str, fn: Any) -> Any:
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                t0 = time.perf_counter()
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    timers.setdefault(name, []).append(time.perf_counter() - t0)
+            return wrapper
+
+        for name in ("write_staged", "collect_staged", "commit_staged", "check_table_schema"):
+            setattr(rs, name, timed(name, getattr(rs, name)))
+        rs.RsWriter.committed_version = timed(  # type: ignore[method-assign]
+            "committed_version", rs.RsWriter.committed_version)
+
+    project = load_project(Path(cfg["project"]))
+    plan = compile_project(project).plan
+    if cfg.get("no_prune"):
+        plan = dataclasses.replace(plan, used_fields=None)
+
+    progress: list[dict[str, Any]] = []
+    if cfg.get("profile"):
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        from runner.engine.session import build_session
+
+        spark = build_session(master=project.config.spark.master,
+                              conf=dict(project.config.spark.conf),
+                              app_name=f"runner:{project.config.name}",
+                              log_dir=str(project.root / "logs"))
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None: ...
+            def onQueryIdle(self, event: Any) -> None: ...
+            def onQueryTerminated(self, event: Any) -> None: ...
+
+            def onQueryProgress(self, event: Any) -> None:
+                p = event.progress
+                progress.append({"batch": p.batchId, "rows": p.numInputRows,
+                                 "durations_ms": dict(p.durationMs)})
+
+        spark.streams.addListener(Listener())
+
+    batches: list[dict[str, Any]] = []
+    t_compiled = time.perf_counter()
+    summary = run_stream(project, plan, mode="available_now", trigger="1 second",
+                         on_batch=lambda r: batches.append(
+                             {"batch": r.batch_id, "rows": r.input_rows,
+                              "seconds": r.seconds,
+                              "writes": {w.model: round(w.seconds, 3) for w in r.writes}}))
+    t_end = time.perf_counter()
+    time.sleep(0.5)  # the listener's last progress event arrives asynchronously
+    jvms = _jvm_pids(os.getpid())
+    from runner.engine.session import session_info
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    print(PREFIX + json.dumps({
+        "input_rows": summary.input_rows,
+        "batches": batches,
+        "stream_seconds": summary.seconds,
+        "in_process_seconds": t_end - t_start,
+        "compile_seconds": t_compiled - t_start,
+        "session_seconds": session_info(active).start_seconds if active else None,
+        "py_vmhwm_mb": _vmhwm_kb(os.getpid()) / 1024,
+        "jvm_vmhwm_mb": [_vmhwm_kb(p) / 1024 for p in jvms],
+        "timers": {k: {"n": len(v), "sum": sum(v), "max": max(v)} for k, v in timers.items()},
+        "progress": progress,
+    }), flush=True)
+
+
+# -- the parent: data, projects, runs --------------------------------------------------------
+
+
+def generate(data: Path, events: int, files: int) -> Path:
+    """Seed-shaped events (no poison), reused when already there."""
+    from runner.demo import write_demo_files
+
+    marker = data.with_suffix(".json")
+    want = {"events": events, "files": files}
+    if marker.is_file() and json.loads(marker.read_text()) == want:
+        return data
+    shutil.rmtree(data, ignore_errors=True)
+    t0 = time.perf_counter()
+    write_demo_files(data, events=events, files=files, seed=42, poison_every=0)
+    marker.write_text(json.dumps(want))
+    print(f"  generated {events:,} events in {files} files ({time.perf_counter() - t0:.0f} s)",
+          flush=True)
+    return data
+
+
+def make_project(dest: Path, *, data: Path, models: dict[str, str] | None, max_files: int,
+                 master: str, conf: dict[str, str] | None = None, schema: str | None = None,
+                 parallelism: int | None = None) -> Path:
+    """A project reading ``data``: the example models (``models=None``) or the given ones."""
+    import yaml
+
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    shutil.copytree(REPO / "macros", dest / "macros")
+    if models is None:
+        shutil.copytree(REPO / "models", dest / "models")
+    else:
+        (dest / "models").mkdir()
+        for name, sql in models.items():
+            (dest / "models" / f"{name}.sql").write_text(sql)
+    config = yaml.safe_load((REPO / "project.yml").read_text(encoding="utf-8"))
+    config["source"] = {"type": "files", "path": str(data), "max_files_per_trigger": max_files}
+    config["spark"] = {"master": master, "conf": dict(conf or {})}
+    config["delta"] = {"engine": "rs"}
+    config["warehouse"], config["checkpoint"] = "_warehouse", "_checkpoint"
+    if schema is not None:
+        config["schema"] = schema
+    if parallelism is not None:
+        config["parallelism"] = parallelism
+    (dest / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return dest
+
+
+def run(label: str, project: Path, *, timeout: float, **flags: Any) -> dict[str, Any]:
+    """One worker process; its wall time, its report, and its tables' row counts."""
+    cfg_path = project / "bench-worker.json"
+    cfg_path.write_text(json.dumps({"project": str(project), **flags}))
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    load = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, __file__, "--worker", str(cfg_path)],
+                              capture_output=True, text=True, timeout=timeout, env=env,
+                              cwd=str(project))
+        rc, out, err = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, out, err = -9, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else "", "timeout"
+    wall = time.perf_counter() - t0
+    report = next((json.loads(line[len(PREFIX):]) for line in out.splitlines()
+                   if line.startswith(PREFIX)), None)
+    result = {"label": label, "rc": rc, "wall_seconds": wall, "load_before": load,
+              "report": report, "tables": _count_tables(project / "_warehouse")}
+    if rc != 0 or report is None:
+        result["stderr_tail"] = err[-3000:]
+    batch_s = sum(b["seconds"] for b in report["batches"]) if report else float("nan")
+    print(f"  {label}: rc {rc}, wall {wall:.1f} s, batches {batch_s:.1f} s"
+          + (f", py {report['py_vmhwm_mb']:.0f} MB, jvm {max(report['jvm_vmhwm_mb'] or [0]):.0f}"
+             " MB" if report else ""), flush=True)
+    return result
+
+
+def _count_tables(warehouse: Path) -> dict[str, int]:
+    from deltalake import DeltaTable
+
+    counts = {}
+    if warehouse.is_dir():
+        for table in sorted(warehouse.iterdir()):
+            if (table / "_delta_log").is_dir():
+                counts[table.name] = DeltaTable(str(table)).to_pyarrow_dataset().count_rows()
+    return counts
+
+
+# -- parts ----------------------------------------------------------------------------------
+
+
+def part_models(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    data = generate(work / "data-models", args.events, 40)
+    counts = [int(n) for n in args.models.split(",")]
+    runs: list[dict[str, Any]] = []
+    for rnd in range(args.rounds):
+        order = counts[rnd % len(counts):] + counts[:rnd % len(counts)]
+        for n in order:
+            models = {f"proj_{i:02d}": PROJECTION.format(i=i, n=n) for i in range(n)}
+            project = make_project(work / f"models-{n}", data=data, models=models,
+                                   max_files=10, master=args.master)
+            r = run(f"{n} models (round {rnd})", project, timeout=args.timeout)
+            r.update(models=n, round=rnd)
+            r["ok"] = r["rc"] == 0 and all(r["tables"].get(m) == args.events for m in models)
+            runs.append(r)
+    summary = {}
+    for n in counts:
+        ok = [r for r in runs if r["models"] == n and r["ok"]]
+        if not ok:
+            summary[n] = None
+            continue
+        wall = statistics.median(r["wall_seconds"] for r in ok)
+        batches = statistics.median(sum(b["seconds"] for b in r["report"]["batches"])
+                                    for r in ok)
+        summary[n] = {"wall_seconds": wall, "batch_seconds": batches,
+                      "events_per_s": args.events / wall,
+                      "batch_events_per_s": args.events / batches, "runs": len(ok)}
+    _plot(summary, args.events)
+    return {"events": args.events, "runs": runs, "summary": summary}
+
+
+def _plot(summary: dict[int, Any], events: int) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("  (matplotlib missing: no plot)")
+        return
+    ns = [n for n, s in summary.items() if s]
+    if not ns:
+        return
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    ax.plot(ns, [summary[n]["events_per_s"] / 1000 for n in ns], "o-",
+            label="whole process (JVM start included)")
+    ax.plot(ns, [summary[n]["batch_events_per_s"] / 1000 for n in ns], "s--",
+            label="batches only")
+    ax.set_xscale("log")
+    ax.set_xticks(ns, [str(n) for n in ns])
+    ax.set_xlabel("projection models on the same events")
+    ax.set_ylabel("thousand events / s")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"runner stream, {events / 1e6:g}M events, local[2], rs engine")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    DOCS.mkdir(exist_ok=True)
+    fig.savefig(DOCS / "scale_models.png")
+    print(f"  plot: {DOCS / 'scale_models.png'}")
+
+
+def part_memory(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    sizes = [int(s) for s in args.sizes.split(",")]
+    arrow_sizes = {int(s) for s in args.arrow_sizes.split(",") if s}
+    runs = []
+    for size in sizes:
+        files = max(1, size // 25_000)
+        data = generate(work / f"data-{size}", size, files)
+        for mode in ("spark-native", "arrow"):
+            if mode == "arrow" and size not in arrow_sizes:
+                continue
+            project = make_project(work / f"memory-{size}-{mode}", data=data, models=None,
+                                   max_files=files, master=args.master)
+            r = run(f"{size:,} events, {mode}", project, timeout=args.timeout,
+                    arrow_appends=mode == "arrow")
+            r.update(size=size, mode=mode)
+            r["ok"] = r["rc"] == 0 and r["tables"].get("request_logs") == size
+            runs.append(r)
+    return {"runs": runs}
+
+
+def part_cluster(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    data = generate(work / "data-models", args.events, 40)
+    events_dir = work / "eventlog"
+    shutil.rmtree(events_dir, ignore_errors=True)
+    events_dir.mkdir(parents=True)
+    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": events_dir.as_uri(),
+            "spark.eventLog.compress": "false"}
+    project = make_project(work / "cluster", data=data, models=None, max_files=10,
+                           master="local-cluster[2,1,1024]", conf=conf)
+    r = run("local-cluster[2,1,1024]", project, timeout=args.timeout)
+    r["ok"] = r["rc"] == 0 and r["tables"].get("request_logs") == args.events
+    r["eventlog"] = _writers_by_executor(events_dir)
+    return r
+
+
+def _writers_by_executor(events_dir: Path) -> dict[str, Any]:
+    """From the event log: per job description, the tasks that wrote records, by executor."""
+    jobs: dict[int, str] = {}
+    stage_job: dict[int, int] = {}
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    durations: dict[str, float] = {}
+    starts: dict[int, int] = {}
+    logs = [p for p in events_dir.rglob("*") if p.is_file()
+            and not p.name.startswith((".", "appstatus"))]
+    for log in sorted(logs):  # Spark 4 rolls event logs: eventlog_v2_<app>/events_<n>_<app>
+        for line in log.read_text().splitlines():
+            e = json.loads(line)
+            kind = e.get("Event")
+            if kind == "SparkListenerJobStart":
+                props = e.get("Properties") or {}
+                desc = props.get("spark.job.description") or "(no description)"
+                jobs[e["Job ID"]] = desc
+                starts[e["Job ID"]] = e["Submission Time"]
+                for sid in e.get("Stage IDs", []):
+                    stage_job[sid] = e["Job ID"]
+            elif kind == "SparkListenerJobEnd":
+                job = e["Job ID"]
+                desc = _model_of(jobs.get(job, "?"))
+                durations[desc] = durations.get(desc, 0.0) + (
+                    e["Completion Time"] - starts.get(job, e["Completion Time"])) / 1000
+            elif kind == "SparkListenerTaskEnd":
+                written = (((e.get("Task Metrics") or {}).get("Output Metrics") or {})
+                           .get("Records Written", 0))
+                if not written:
+                    continue
+                desc = _model_of(jobs.get(stage_job.get(e["Stage ID"], -1), "?"))
+                executor = e["Task Info"]["Executor ID"]
+                slot = out.setdefault(desc, {}).setdefault(executor, {"tasks": 0, "records": 0})
+                slot["tasks"] += 1
+                slot["records"] += written
+    return {"writes": out, "job_seconds": durations}
+
+
+def _model_of(description: str) -> str:
+    """``runner: request_logs batch 3`` -> ``request_logs``."""
+    if description.startswith("runner: "):
+        return description[len("runner: "):].rsplit(" batch ", 1)[0]
+    return description
+
+
+WIDE_FIELDS = 60
+
+
+def _wide_schema() -> str:
+    kinds = ["STRING", "BIGINT", "DOUBLE", "TIMESTAMP", "BOOLEAN",
+             "STRUCT<a: STRING, b: INT>"]
+    cols = ["eventId STRING NOT NULL"]
+    cols += [f"f{i:02d} {kinds[i % len(kinds)]}" for i in range(1, WIDE_FIELDS)]
+    return ", ".join(cols)
+
+
+def _wide_data(path: Path, events: int, files: int) -> Path:
+    import random
+
+    marker = path.with_suffix(".json")
+    want = {"events": events, "files": files, "fields": WIDE_FIELDS}
+    if marker.is_file() and json.loads(marker.read_text()) == want:
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    rng = random.Random(7)
+    per = -(-events // files)
+    n = 0
+    for f in range(files):
+        lines = []
+        for _ in range(min(per, events - n)):
+            e: dict[str, Any] = {"eventId": f"evt_{n:09d}"}
+            for i in range(1, WIDE_FIELDS):
+                k = i % 6
+                e[f"f{i:02d}"] = (
+                    f"value-{rng.randint(0, 99999)}" if k == 0 else rng.randint(0, 10**9)
+                    if k == 1 else rng.random() * 1000 if k == 2
+                    else f"2026-03-12T10:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z"
+                    if k == 3 else rng.random() < 0.5 if k == 4
+                    else {"a": f"x{rng.randint(0, 99)}", "b": rng.randint(0, 999)})
+            lines.append(json.dumps(e, separators=(",", ":")))
+            n += 1
+        (path / f"wide-{f:04d}.json").write_text("\n".join(lines) + "\n")
+    marker.write_text(json.dumps(want))
+    return path
+
+
+def part_wide(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    events = args.wide_events
+    data = _wide_data(work / "data-wide", events, 20)
+    models = {
+        "wide_a": "SELECT eventId, f01, f02, f03 FROM parsed_events",
+        "wide_b": "SELECT eventId, f03 AS t, f04 AS flag, f05.a AS a FROM parsed_events",
+    }
+    runs = []
+    for rnd in range(args.rounds):
+        for mode in (("pruned", "full") if rnd % 2 == 0 else ("full", "pruned")):
+            project = make_project(work / f"wide-{mode}", data=data, models=models,
+                                   max_files=20, master=args.master, schema=_wide_schema())
+            r = run(f"wide, {mode} parse (round {rnd})", project, timeout=args.timeout,
+                    no_prune=mode == "full")
+            r.update(mode=mode, round=rnd)
+            r["ok"] = r["rc"] == 0 and r["tables"].get("wide_a") == events
+            runs.append(r)
+    return {"events": events, "fields": WIDE_FIELDS, "used": 6, "runs": runs}
+
+
+def part_profile(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    data = generate(work / "data-models", args.events, 40)
+    events_dir = work / "eventlog-profile"
+    shutil.rmtree(events_dir, ignore_errors=True)
+    events_dir.mkdir(parents=True)
+    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": events_dir.as_uri(),
+            "spark.eventLog.compress": "false"}
+    project = make_project(work / "profile", data=data, models=None, max_files=10,
+                           master=args.master, conf=conf)
+    r = run("profile (3 example models)", project, timeout=args.timeout, profile=True)
+    r["eventlog"] = _writers_by_executor(events_dir)
+    return r
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def report(results: dict[str, Any]) -> str:
+    lines = [f"# scale_bench {results['meta']['started']}", ""]
+    if "models" in results:
+        m = results["models"]
+        lines += [f"## models ({m['events']:,} events)", "",
+                  "| models | wall s | events/s | batches s | batch events/s | x 1 model |",
+                  "|---:|---:|---:|---:|---:|---:|"]
+        base = m["summary"].get(1) or m["summary"].get("1")
+        for n, s in m["summary"].items():
+            if not s:
+                lines.append(f"| {n} | failed | | | | |")
+                continue
+            ratio = s["wall_seconds"] / base["wall_seconds"] if base else float("nan")
+            lines.append(f"| {n} | {s['wall_seconds']:.1f} | {s['events_per_s']:,.0f} | "
+                         f"{s['batch_seconds']:.1f} | {s['batch_events_per_s']:,.0f} | "
+                         f"{ratio:.2f} |")
+        lines.append("")
+    if "memory" in results:
+        lines += ["## memory (3 example models, one batch)", "",
+                  "| events | appends | wall s | Python VmHWM MB | JVM VmHWM MB | ok |",
+                  "|---:|---|---:|---:|---:|---|"]
+        for r in results["memory"]["runs"]:
+            rep = r["report"] or {}
+            jvm = max(rep.get("jvm_vmhwm_mb") or [0])
+            lines.append(f"| {r['size']:,} | {r['mode']} | {r['wall_seconds']:.1f} | "
+                         f"{rep.get('py_vmhwm_mb', float('nan')):.0f} | {jvm:.0f} | "
+                         f"{'yes' if r['ok'] else 'NO (rc %s)' % r['rc']} |")
+        lines.append("")
+    if "cluster" in results:
+        c = results["cluster"]
+        lines += ["## local-cluster[2,1,1024]", "",
+                  f"rc {c['rc']}, wall {c['wall_seconds']:.1f} s, tables {c['tables']}", "",
+                  "| job (model) | executor | tasks writing | records written |",
+                  "|---|---|---:|---:|"]
+        for model, by_exec in sorted(c["eventlog"]["writes"].items()):
+            for executor, v in sorted(by_exec.items()):
+                lines.append(f"| {model} | {executor} | {v['tasks']} | {v['records']:,} |")
+        lines.append("")
+    if "wide" in results:
+        w = results["wide"]
+        lines += [f"## wide event ({w['fields']} fields, models read {w['used']}, "
+                  f"{w['events']:,} events)", "",
+                  "| parse | wall s (median) | batches s (median) |", "|---|---:|---:|"]
+        for mode in ("full", "pruned"):
+            ok = [r for r in w["runs"] if r["mode"] == mode and r["ok"]]
+            if ok:
+                wall = statistics.median(r["wall_seconds"] for r in ok)
+                bs = statistics.median(sum(b["seconds"] for b in r["report"]["batches"])
+                                       for r in ok)
+                lines.append(f"| {mode} | {wall:.1f} | {bs:.1f} |")
+        lines.append("")
+    if "profile" in results:
+        p = results["profile"]
+        rep = p["report"] or {}
+        lines += ["## profile (3 example models)", "", "```",
+                  json.dumps({"batches": rep.get("batches"), "timers": rep.get("timers"),
+                              "progress": rep.get("progress"),
+                              "job_seconds": p["eventlog"]["job_seconds"]}, indent=1),
+                  "```", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--parts", default=",".join(PARTS))
+    ap.add_argument("--profile", action="store_true", help="add the profile run")
+    ap.add_argument("--events", type=int, default=1_000_000, help="models/cluster/profile")
+    ap.add_argument("--models", default="1,3,10,30")
+    ap.add_argument("--sizes", default="100000,1000000,5000000")
+    ap.add_argument("--arrow-sizes", default="100000,1000000")
+    ap.add_argument("--wide-events", type=int, default=500_000)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        worker(json.loads(args.worker.read_text()))
+        return 0
+    work = args.workdir or Path(tempfile.gettempdir()) / f"scale_bench-{os.getuid()}"
+    work.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"meta": {
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": platform.machine(),
+        "cpus": os.cpu_count(), "python": platform.python_version(), "argv": sys.argv[1:],
+        "commit": subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                                 capture_output=True, text=True).stdout.strip()}}
+    parts = [p for p in args.parts.split(",") if p]
+    fns = {"models": part_models, "memory": part_memory, "cluster": part_cluster,
+           "wide": part_wide}
+    for part in parts:
+        print(f"== {part}", flush=True)
+        results[part] = fns[part](args, work)
+    if args.profile:
+        print("== profile", flush=True)
+        results["profile"] = part_profile(args, work)
+    RESULTS.mkdir(exist_ok=True)
+    out = args.json or RESULTS / f"scale-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps(results, indent=1, default=str))
+    print()
+    print(report(results))
+    print(f"\nraw results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
