@@ -13,6 +13,7 @@ from .lint.base import Violation
 if TYPE_CHECKING:
     from .engine.batch import BatchResult
     from .engine.stream import StreamSummary
+    from .sinks import WriteResult
     from .tables import TableInfo
 
 __all__ = ["Console", "Format", "batch_doc", "summary_doc"]
@@ -72,8 +73,14 @@ class Console:
     # -- stream ----------------------------------------------------------------------
     def batch(self, r: "BatchResult") -> None:
         """One progress line per batch."""
-        models = "  ".join(f"{w.model} {'skipped' if w.skipped else f'{w.rows:,}'}"
-                           for w in r.writes)
+        def model(w: "WriteResult") -> str:
+            text = f"{w.model} {'skipped' if w.skipped else f'{w.rows:,}'}"
+            hits = {n: c for n, c in r.expectations.get(w.model, {}).items() if c}
+            if hits:  # rows that broke an expectation (dropped, quarantined)
+                text += " [" + ", ".join(f"{n} {c:,}" for n, c in hits.items()) + "]"
+            return text
+
+        models = "  ".join(model(w) for w in r.writes)
         self._echo(f"batch {r.batch_id}: in {r.input_rows:,}  dead {r.dead_letters:,}  "
                    f"{models}  ({r.seconds:.2f}s)")
 
@@ -113,6 +120,7 @@ def batch_doc(r: "BatchResult") -> dict[str, Any]:
     """A batch as a JSON-lines progress record."""
     return {"batch_id": r.batch_id, "input_rows": r.input_rows, "dead_letters": r.dead_letters,
             "rows": r.rows_by_model, "skipped": list(r.skipped),
+            "expectations": {m: dict(c) for m, c in r.expectations.items()},
             "seconds": round(r.seconds, 3)}
 
 

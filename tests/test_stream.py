@@ -172,3 +172,34 @@ def test_merge_with_duplicate_keys_names_model_and_key(tmp_path) -> None:
     write_demo_files(project.root / "incoming", events=200, files=1, poison_every=0)
     with pytest.raises(ExecutionError, match="bad_merge.*unique_key.*endpoint"):
         _run(project)
+
+
+def test_expectations_drop_quarantine_and_fail_in_the_stream(tmp_path) -> None:
+    project = _project(tmp_path, {"models/checked.sql": """
+        {{ config(expectations=[
+            {'name': 'not_search', 'expr': "endpoint <> '/search'", 'on_violation': 'quarantine'},
+            {'name': 'fast', 'expr': 'latency_ms < 2000', 'on_violation': 'drop'}]) }}
+        SELECT eventId, request.endpoint AS endpoint, request.latency_ms AS latency_ms
+        FROM parsed_events
+    """})
+    write_demo_files(project.root / "incoming", events=1500, files=1, poison_every=0)
+    results = []
+    _run(project, on_batch=results.append)
+    events = [json.loads(line) for line in _lines(project)]
+    search = {e["eventId"] for e in events if e["request"]["endpoint"] == "/search"}
+    slow = {e["eventId"] for e in events if e["request"]["latency_ms"] >= 2000} - search
+    kept = {e["eventId"] for e in events} - search - slow
+    assert search and slow
+    assert set(_table(project, "checked").column("eventId").to_pylist()) == kept
+    dead = _table(project, "_dead_letter").to_pylist()
+    assert {json.loads(d["raw"])["eventId"] for d in dead} == search
+    assert all("not_search" in d["reason"] and "checked" in d["reason"] for d in dead)
+    assert results[0].expectations["checked"]["not_search"] == len(search)
+    # A 'fail' expectation fails the batch, naming the model and the expectation.
+    failing = _project(tmp_path / "f", {"models/checked.sql": """
+        {{ config(expectations=[{'name': 'no_checkout', 'expr': "endpoint <> '/checkout'"}]) }}
+        SELECT eventId, request.endpoint AS endpoint FROM parsed_events
+    """})
+    write_demo_files(failing.root / "incoming", events=300, files=1, poison_every=0)
+    with pytest.raises(ExecutionError, match="checked.*no_checkout"):
+        _run(failing)

@@ -29,14 +29,16 @@ from __future__ import annotations
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import ExecutionError, RunnerError
 from ..failpoints import hit
 from ..plan import Plan
+from ..schema import source_metadata_columns
 from ..sinks import DeltaWriter, SinkSpec, WriteResult
+from .expectations import apply_expectations, expectation_failure
 from .parse import parse_batch
 
 if TYPE_CHECKING:
@@ -68,6 +70,8 @@ class BatchResult:
     dead_letters: int
     writes: tuple[WriteResult, ...]
     seconds: float
+    # model -> expectation name -> rows that violated it (models whose counts are known)
+    expectations: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     @property
     def skipped(self) -> tuple[str, ...]:
@@ -168,21 +172,30 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
         parsed.valid.createOrReplaceTempView(PARSED_EVENTS)
         has_children = {d for s in bp.plan.steps for d in s.depends_on}
         frames: dict[str, DataFrame] = {}
+        outcomes = {}
+        dead = parsed.dead
+        metadata_types = source_metadata_columns(bp.plan.source_type)  # type: ignore[arg-type]
         for step in bp.plan.steps:  # dependency order: a ref'd view exists before its reader
             try:
                 df = spark.sql(step.sql)
             except Exception as e:  # analysis errors (the plan was linted, but be explicit)
                 raise ExecutionError(f"model {step.name} failed in batch {batch_id}: "
                                      f"{_first_line(e)}", path=step.path) from e
-            if step.name in has_children:
+            quarantines = any(e.on_violation == "quarantine" for e in step.config.expectations)
+            if step.name in has_children or quarantines:  # read twice: compute once
                 df = df.persist()
                 cached.append(df)
-            df.createOrReplaceTempView(step.name)
-            frames[step.name] = df
+            outcome = apply_expectations(df, step, batch_id=batch_id,
+                                         metadata_columns=metadata_types)
+            if outcome.quarantined is not None:  # same commit as the parse's dead letters
+                dead = dead.unionByName(outcome.quarantined)
+            outcomes[step.name] = outcome
+            outcome.kept.createOrReplaceTempView(step.name)  # refs see the kept rows only
+            frames[step.name] = outcome.kept
 
         # The dead letters first: that job parses the batch (filling the cache) and counts
         # it; then every model in parallel, from the cache, knowing the batch's size.
-        _write(bp.writer, bp.dead_letter, parsed.dead, batch_id)
+        _write(bp.writer, bp.dead_letter, dead, batch_id)
         observed = _observed(counts)
         if observed is None:  # the dead-letter sink was skipped (a replay): count here,
             parsed.dead.count()  # through the observed branch, which fills the observation
@@ -201,11 +214,16 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
                 except BaseException as e:  # noqa: BLE001 - collected, the first is raised
                     errors.append(e)
         if errors:
+            failed = next((f for f in map(expectation_failure, errors) if f is not None), None)
+            if failed is not None:  # a 'fail' expectation: name the model and expectation
+                raise failed from errors[0]
             raise errors[0]
         hit("batch.after_sinks", batch_id=batch_id)
     finally:
         for df in cached:
             df.unpersist()
+    counts = {name: o.counts() for name, o in outcomes.items() if o.expectations}
     return BatchResult(batch_id=batch_id, input_rows=int(observed["rows"]),
                        dead_letters=int(observed["dead"]), writes=tuple(results.values()),
-                       seconds=time.perf_counter() - started)
+                       seconds=time.perf_counter() - started,
+                       expectations={m: c for m, c in counts.items() if c is not None})
