@@ -146,7 +146,7 @@ def demo(project_dir: str, events: int, files: int, poison_every: int, seed: int
     source = project.config.source
     if source.type != "files":
         raise ConfigError("runner demo writes files: this project's source is kafka",
-                          hint="see README 'Kafka demo' for producing to a topic")
+                          hint="see docs/KAFKA.md (bash scripts/kafka_demo.sh)")
     result = write_demo_files(project.resolve(source.path), events=events, files=files,
                               seed=seed, poison_every=poison_every)
     Console().info(f"wrote {result.events:,} events ({result.poison} poison lines) in "

@@ -33,6 +33,14 @@ __all__ = [
 Severity = Literal["error", "warn", "off"]
 
 
+def _stringify(value: Any) -> Any:
+    """YAML scalars of a settings map as the strings Spark/Kafka expect (true, not True)."""
+    if isinstance(value, dict):
+        return {str(k): str(v).lower() if isinstance(v, bool) else
+                v if isinstance(v, str) else str(v) for k, v in value.items()}
+    return value
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -56,6 +64,11 @@ class KafkaSource(_Strict):
     fail_on_data_loss: bool = True
     options: dict[str, SecretStr] = Field(default_factory=dict)
 
+    @field_validator("options", mode="before")
+    @classmethod
+    def _stringify_options(cls, value: Any) -> Any:
+        return _stringify(value)
+
     @property
     def topics(self) -> tuple[str, ...]:
         return (self.topic,) if isinstance(self.topic, str) else tuple(self.topic)
@@ -71,11 +84,8 @@ class SparkConfig(_Strict):
 
     @field_validator("conf", mode="before")
     @classmethod
-    def _stringify(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {str(k): str(v).lower() if isinstance(v, bool) else str(v)
-                    for k, v in value.items()}
-        return value
+    def _stringify_conf(cls, value: Any) -> Any:
+        return _stringify(value)
 
 
 class LintConfig(_Strict):

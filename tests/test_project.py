@@ -69,11 +69,15 @@ def test_kafka_options_are_secret(tmp_path, monkeypatch) -> None:
   topic: [a, b]
   options:
     sasl.password: "{{ env_var('KAFKA_PASSWORD') }}"
+    timeout_ms: 2000
+    enable.ssl.certificate.verification: false
 """)
     write_project(tmp_path, {}, project_yml=yml)
     config = load_project(tmp_path).config
     assert config.source.topics == ("a", "b")
     assert config.source.options["sasl.password"].get_secret_value() == "hunter2"
+    assert config.source.options["timeout_ms"].get_secret_value() == "2000"
+    assert config.source.options["enable.ssl.certificate.verification"].get_secret_value() == "false"
     assert "hunter2" not in repr(config) and "hunter2" not in str(config)
 
 
