@@ -242,3 +242,15 @@ def test_prune_schema_unit() -> None:
     assert prune_schema(schema, ["f"]).fieldNames() == ["a", "c", "d", "f"]
     assert prune_schema(schema, []).fieldNames() == ["a", "c", "d"]
     assert prune_schema(schema, None) is schema
+
+
+@pytest.mark.spark
+def test_schema_of_strings_only(spark) -> None:
+    """No field can hold a wrong type: only shape and NOT NULL problems are dead."""
+    raw = spark.createDataFrame([('{"a": "x", "b": 1}',), ('[1]',), ('{"b": "y"}',)],
+                                "value STRING").selectExpr("value", "'f' AS _source_file")
+    parsed = parse_batch(raw, schema_ddl="a STRING NOT NULL, b STRING", batch_id=0,
+                         metadata_columns=["_source_file"])
+    assert [r.b for r in parsed.valid.collect()] == ["1"]
+    assert sorted(r.reason for r in parsed.dead.collect()) == [
+        "missing NOT NULL field a", "not a JSON object (array)"]

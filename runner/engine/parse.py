@@ -343,7 +343,7 @@ def _reason(raw: Column, v: Column, corrupt: Column, schema: T.StructType) -> Co
         .when(~F.endswith(F.rtrim(raw, F.lit(_JSON_WS)), F.lit("}")),
               F.lit("invalid JSON: unexpected content after the closing '}'"))
         .otherwise(F.coalesce(
-            _fields_reason(v, schema, None),
+            *[r for r in [_fields_reason(v, schema, None)] if r is not None],  # None: STRINGs only
             F.lit("does not match the schema (no single field identified)")))
     )
 
