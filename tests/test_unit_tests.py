@@ -57,12 +57,12 @@ def test_collect_selects_like_compile_and_checks_names(tmp_path: Path) -> None:
     project, plan = _shop(tmp_path)
     names = lambda suite: [f"{s.model}.{t.name}" for s, t in suite.unit_cases]  # noqa: E731
     assert names(collect_suite(project, plan)) == [
-        "requests.copies_fields", "requests.dead_letters_in_input_order",
-        "endpoint_stats.accumulates_onto_prior_rows"]
+        "requests.copies_fields", "requests.expectations_quarantine_and_drop",
+        "requests.dead_letters_in_input_order", "endpoint_stats.accumulates_onto_prior_rows"]
     assert names(collect_suite(project, plan, select=["endpoint_stats"])) == [
         "endpoint_stats.accumulates_onto_prior_rows"]
-    assert len(names(collect_suite(project, plan, select=["+endpoint_stats"]))) == 3
-    assert len(names(collect_suite(project, plan, select=["requests+"]))) == 3
+    assert len(names(collect_suite(project, plan, select=["+endpoint_stats"]))) == 4
+    assert len(names(collect_suite(project, plan, select=["requests+"]))) == 4
     assert names(collect_suite(project, plan, select=["tag:stats"], kind="data")) == []
     data = collect_suite(project, plan, select=["tag:stats"], kind="data").data_cases
     assert [(t.kind, t.column) for _, t in data] == [
@@ -103,11 +103,12 @@ def test_cli_exit_codes_without_spark(tmp_path: Path) -> None:
 @pytest.mark.spark
 def test_fixture_unit_tests_pass(tmp_path: Path, spark) -> None:
     """Offsets to UTC, blank lines skipped, unquoted YAML timestamps, dead letters in input
-    order, a ref chain, and an accumulating merge onto prior rows."""
+    order, expectations (quarantine, drop), a ref chain, and an accumulating merge onto prior
+    rows."""
     project, plan = _shop(tmp_path)
     summary = run_suite(collect_suite(project, plan, kind="unit"), spark=spark)
     report = "\n".join(line for r in summary.results for line in result_lines(r))
-    assert summary.ok and summary.count("pass") == 3, report
+    assert summary.ok and summary.count("pass") == 4, report
 
 
 FAILING = {"models/endpoint_stats.yml": """
@@ -116,7 +117,7 @@ FAILING = {"models/endpoint_stats.yml": """
         given:
           prior_rows: [{endpoint: /cart, requests: 10, errors: 1}]
           events:
-            - {eventId: e1, timestamp: "2026-01-02T00:00:00Z", request: {endpoint: /cart}}
+            - {eventId: e1, timestamp: "2026-01-02T00:00:00Z", request: {endpoint: /cart, status_code: 200}}
         expect:
           rows: [{endpoint: /cart, requests: 12}]
       - name: bad_prior_row

@@ -293,7 +293,7 @@ def _typed_frame(session: "SparkSession", rows: Sequence[Mapping[str, Any]], sch
     positional = T.StructType([
         *(T.StructField(f"c{i}", _nullable(schema[name].dataType), True)
           for i, name in enumerate(columns)),
-        # never set; keeps parse_batch's reason expression non-empty for all-STRING rows
+        # never set; keeps the schema non-empty when the rows list no columns
         T.StructField(_PROBE, T.BooleanType(), True)])
     raw = session.createDataFrame([(line,) for line in lines], "value STRING")
     parsed = parse_batch(raw, schema_ddl=positional.toDDL(), batch_id=BATCH_ID,
