@@ -161,13 +161,6 @@ def test_every_hostile_kind_in_one_file(tmp_path) -> None:
     assert merged["dup"] == 3 and len(merged) == len(expected_ids)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "parse.py: invalid UTF-8 is not checked. Inside a JSON string the bad bytes become U+FFFD "
-    "and the record is accepted, silently altered; outside, the record is dead-lettered as "
-    "'invalid JSON' but its raw bytes go into the dead-letter table's STRING column as they "
-    "are, and strict UTF-8 readers (pyarrow's to_pylist here) then fail on the whole "
-    "table. Fix in parse_batch: dead-flag ~is_valid_utf8(value), reason 'invalid UTF-8 ...', "
-    "raw = make_valid_utf8(value)"))
 def test_invalid_utf8_is_dead_lettered_readably(tmp_path) -> None:
     project, dead, logs = _run_cases(tmp_path, UTF8_CASES)
     assert [r["userId"] for r in logs] == ["Zoë 東京 \U0001F600"]

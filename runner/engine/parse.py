@@ -20,6 +20,8 @@ A record is dead when
       parent struct is present (a missing/null parent is fine unless it is NOT NULL itself);
       inside arrays it is checked in every non-null element;
     - the value itself is null (a Kafka tombstone) or whitespace only.
+    - it holds bytes that are not UTF-8 (reason ``invalid UTF-8 ...``; ``raw`` keeps the
+      record with the bad bytes replaced by U+FFFD, so every reader can read the table).
 
 Undeclared fields are ignored (and never inspected). Keys match field names case-sensitively
 (``EventId`` is not ``eventId``). Duplicate keys: the last one wins.
@@ -109,6 +111,8 @@ _PARSED = "__runner_parsed"
 _DEAD = "__runner_dead"
 _RAW = "__runner_raw"
 _CORRUPT_FLAG = "__runner_corrupt"
+_BAD_UTF8 = "__runner_bad_utf8"
+BAD_UTF8_REASON = "invalid UTF-8 (bad bytes replaced by U+FFFD in raw)"
 _VARIANT = "__runner_variant"
 _BARRIER = "__runner_partition"
 _GOT_CHARS = 80
@@ -232,7 +236,9 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
     corrupt = parsed.getField(_CORRUPT).isNotNull()
     violation = _not_null_violation(parsed, schema)
     trailing = ~F.endswith(F.rtrim(value, F.lit(_JSON_WS)), F.lit("}"))
-    dead_flag = parsed.isNull() | corrupt | trailing
+    # Bytes that are not UTF-8 would otherwise become U+FFFD inside a value, silently.
+    bad_utf8 = F.coalesce(~F.is_valid_utf8(value), F.lit(False))
+    dead_flag = parsed.isNull() | corrupt | trailing | bad_utf8
     if violation is not None:
         dead_flag = dead_flag | violation
     # An optimizer barrier: Spark pushes a Filter below a deterministic Project by inlining
@@ -251,10 +257,12 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
             *[_col(c) for c in meta],
             dead_flag.alias(_DEAD),
             corrupt.alias(_CORRUPT_FLAG),
+            bad_utf8.alias(_BAD_UTF8),
             value,
         )
-        # The raw text is kept for dead rows only (a cached frame holds it once per dead row).
-        .select("*", F.when(F.col(_DEAD), value).alias(_RAW)).drop("value")
+        # The raw text is kept for dead rows only (a cached frame holds it once per dead row),
+        # as valid UTF-8 so that every reader can read the dead-letter table.
+        .select("*", F.when(F.col(_DEAD), F.make_valid_utf8(value)).alias(_RAW)).drop("value")
     )
     valid = frame.filter(~F.col(_DEAD)).select(
         *[_col(f.name) for f in schema.fields], F.col(BATCH_ID_COLUMN), *[_col(c) for c in meta])
@@ -262,12 +270,14 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
         observation, F.count(F.lit(1)).alias("rows"), F.count_if(F.col(_DEAD)).alias("dead"))
     dead = (
         observed.filter(F.col(_DEAD))
-        .select(F.col(_RAW), F.col(_CORRUPT_FLAG), F.col(BATCH_ID_COLUMN),
+        .select(F.col(_RAW), F.col(_CORRUPT_FLAG), F.col(_BAD_UTF8), F.col(BATCH_ID_COLUMN),
                 *[_col(c) for c in meta],
                 F.try_parse_json(F.col(_RAW)).alias(_VARIANT))
         .select(
             F.col(_RAW).alias("raw"),
-            _reason(F.col(_RAW), F.col(_VARIANT), F.col(_CORRUPT_FLAG), schema).alias("reason"),
+            F.when(F.col(_BAD_UTF8), F.lit(BAD_UTF8_REASON))
+            .otherwise(_reason(F.col(_RAW), F.col(_VARIANT), F.col(_CORRUPT_FLAG), schema))
+            .alias("reason"),
             F.col(BATCH_ID_COLUMN),
             *[_col(c) for c in meta],
         )
