@@ -105,6 +105,7 @@ class ProjectConfig(_Strict):
     dead_letter: str = Field(default="_dead_letter", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     trigger: str = "10 seconds"
     parallelism: int = Field(default=4, ge=1, le=64)
+    parse_only_used_fields: bool = False
     delta: DeltaConfig = Field(default_factory=DeltaConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     lint: LintConfig = Field(default_factory=LintConfig)

@@ -43,7 +43,8 @@ def batch_plan(tmp_path: Path, steps: list[Step], used: tuple[str, ...] | None,
              for s in steps}
     dead = SinkSpec(model="_dead", path=str(tmp_path / "_dead"), app_id="p._dead.q")
     return BatchPlan(plan=plan, sinks=sinks, dead_letter=dead,
-                     metadata_columns=("_source_file",), writer=writer or RsWriter())
+                     metadata_columns=("_source_file",), writer=writer or RsWriter(),
+                     parse_only_used_fields=used is not None)
 
 
 def raw(spark: SparkSession, lines: list[str]) -> Any:

@@ -6,8 +6,9 @@ sink is (see :mod:`runner.sinks`): a replayed batch skips the sinks that already
 
 No avoidable passes over the batch:
 
-- The parse reads only the event fields the models use (``Plan.used_fields``, see
-  :mod:`runner.engine.parse`).
+- With ``parse_only_used_fields: true`` in project.yml, the parse reads only the event fields
+  the models use (``Plan.used_fields``, see :mod:`runner.engine.parse`). Off by default: then
+  every declared field is type-checked on every record, as the dead-letter contract says.
 - The parsed frame is persisted only when two or more consumers read it: every read of
   ``parsed_events`` in a model's SQL counts, and so does the dead-letter write (it scans every
   record to find the dead ones). A model read by other models (``ref``) is persisted too.
@@ -59,6 +60,7 @@ class BatchPlan:
     metadata_columns: tuple[str, ...]
     writer: DeltaWriter
     parallelism: int = 4
+    parse_only_used_fields: bool = False  # project.yml: prune the parse to Plan.used_fields
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,8 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
     spark = raw.sparkSession  # the batch's own session: its temp views are private to it
     counts = Observation(f"runner_batch_{batch_id}_{uuid.uuid4().hex}")
     parsed = parse_batch(raw, schema_ddl=bp.plan.schema_ddl, batch_id=batch_id,
-                         metadata_columns=bp.metadata_columns, fields=bp.plan.used_fields,
+                         metadata_columns=bp.metadata_columns,
+                         fields=bp.plan.used_fields if bp.parse_only_used_fields else None,
                          observation=counts)
     cached = []
     if _should_persist(bp.plan):

@@ -53,8 +53,9 @@ computed only for dead rows (after the filter) by walking the record as a VARIAN
 (``try_parse_json``) against the schema; each leaf is checked with the same ``from_json`` on
 the single value, so the reason follows Spark's own conversion rules.
 
-Parse only what is used: given ``fields`` (the top-level event fields the models read, known at
-compile time as ``Plan.used_fields``), the schema handed to ``from_json`` is pruned to those
+Parse only what is used (opt-in, ``parse_only_used_fields: true`` in project.yml): given
+``fields`` (the top-level event fields the models read, known at compile time as
+``Plan.used_fields``), the schema handed to ``from_json`` is pruned to those
 fields plus every field that is NOT NULL or holds a NOT NULL field inside (so the NOT NULL
 dead-lettering rules still apply in full). Jackson still tokenises the whole record, so invalid
 JSON, non-objects, trailing text and over-deep nesting are still dead letters; but a type error

@@ -162,7 +162,8 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
 
         bp = BatchPlan(plan=plan, sinks=sinks, dead_letter=dead,
                        metadata_columns=tuple(source_metadata_columns(project.config.source.type)),
-                       writer=writer, parallelism=project.config.parallelism)
+                       writer=writer, parallelism=project.config.parallelism,
+                       parse_only_used_fields=project.config.parse_only_used_fields)
         on_event(f"pipeline {plan.project}: {len(plan.steps)} models "
                  f"({', '.join(s.name for s in plan.steps)}), engine {writer.engine}, "
                  f"source {project.config.source.type}, checkpoint {checkpoint}")
