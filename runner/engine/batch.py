@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..errors import ExecutionError, RunnerError
+from ..errors import ExecutionError, RunnerError, SinkError
 from ..failpoints import hit
 from ..plan import Plan
 from ..schema import source_metadata_columns
@@ -127,16 +127,53 @@ def _should_persist(plan: Plan) -> bool:
     return readers + 1 >= 2
 
 
+def _java_root_cause(error: BaseException) -> str | None:
+    """The innermost Java exception behind a py4j error in ``error``'s chain, as text."""
+    from py4j.protocol import Py4JJavaError
+
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, Py4JJavaError):
+            try:
+                java = e.java_exception
+                while java.getCause() is not None:
+                    java = java.getCause()
+                return str(java.toString()).strip().splitlines()[0]
+            except Exception:  # noqa: BLE001 - the JVM may be gone; keep the first message
+                return None
+        e = e.__cause__ or e.__context__
+    return None
+
+
+_STORAGE_SIGNS = ("java.io.IOException", "Read-only file system", "No space left",
+                  "Permission denied", "os error", "FileAlreadyExistsException")
+
+
 def _write(writer: DeltaWriter, spec: SinkSpec, df: "DataFrame", batch_id: int,
-           rows_hint: int | None = None) -> WriteResult:
+           rows_hint: int | None = None, *, is_model: bool = True) -> WriteResult:
     try:
         # Names this thread's Spark jobs (UI, event log): "runner: <model> batch <id>".
         df.sparkSession.sparkContext.setJobDescription(f"runner: {spec.model} batch {batch_id}")
         return writer.write(spec, df, batch_id, rows_hint=rows_hint)
     except RunnerError:
         raise
-    except Exception as e:  # a model's runtime failure surfaces at its write (Spark is lazy)
-        raise ExecutionError(f"model {spec.model} failed in batch {batch_id}: {_first_line(e)}",
+    except Exception as e:  # a runtime failure surfaces at the write (Spark is lazy)
+        # py4j's own line ("An error occurred while calling o123.save.") says nothing: the
+        # innermost Java exception is the useful part.
+        cause = _java_root_cause(e) or _first_line(e)
+        if isinstance(e, OSError) or any(s in cause for s in _STORAGE_SIGNS):
+            raise SinkError(f"table {spec.path} could not be written in batch {batch_id}: "
+                            f"{cause}",
+                            hint="fix the storage (mount, permissions, space), then restart: "
+                                 "the batch is replayed, committed tables are skipped") from e
+        if not is_model:
+            raise ExecutionError(
+                f"the dead-letter table {spec.path} failed in batch {batch_id}: {cause}",
+                hint="this write also computes the rows that models quarantine by expectation: "
+                     "check those models, then restart (the batch is replayed)") from e
+        raise ExecutionError(f"model {spec.model} failed in batch {batch_id}: {cause}",
                              hint=f"fix models/{spec.model}.sql (or its input), then restart: "
                                   "the batch is replayed, committed sinks are skipped") from e
 
@@ -198,7 +235,7 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
 
         # The dead letters first: that job parses the batch (filling the cache) and counts
         # it; then every model in parallel, from the cache, knowing the batch's size.
-        _write(bp.writer, bp.dead_letter, dead, batch_id)
+        _write(bp.writer, bp.dead_letter, dead, batch_id, is_model=False)
         observed = _observed(counts)
         if observed is None:  # the dead-letter sink was skipped (a replay): count here,
             parsed.dead.count()  # through the observed branch, which fills the observation

@@ -208,41 +208,6 @@ def _check_warehouse(warehouse) -> None:  # type: ignore[no-untyped-def]
                                   "way all stop it); nothing was written") from e
 
 
-def _java_root_cause(error: BaseException) -> str | None:
-    """The innermost Java exception behind a py4j error in ``error``'s chain, as text."""
-    from py4j.protocol import Py4JJavaError
-
-    seen: set[int] = set()
-    e: BaseException | None = error
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if isinstance(e, Py4JJavaError):
-            try:
-                java = e.java_exception
-                while java.getCause() is not None:
-                    java = java.getCause()
-                return str(java.toString()).strip().splitlines()[0]
-            except Exception:  # noqa: BLE001 - the JVM may be gone; keep the first message
-                return None
-        e = e.__cause__ or e.__context__
-    return None
-
-
-def _with_root_cause(error: RunnerError) -> RunnerError:
-    """``error``, with the root Java cause appended when its message only says that py4j
-    failed (``An error occurred while calling o123.save.``): the cause is the useful part
-    (``java.io.IOException: ... Read-only file system``)."""
-    if "An error occurred while calling" not in error.message:
-        return error
-    root = _java_root_cause(error)
-    if not root or root in error.message:
-        return error
-    clearer = type(error)(f"{error.message} caused by {root}", path=error.path,
-                          line=error.line, column=error.column, hint=error.hint)
-    clearer.__cause__ = error.__cause__
-    return clearer
-
-
 def session_log(spark: "SparkSession") -> str:
     return session_info(spark).log_file or "(not recorded)"
 
@@ -294,7 +259,7 @@ def _run_query(spark: "SparkSession", project: Project, bp: BatchPlan, *,
     if failure:
         cause = failure[0]
         if isinstance(cause, RunnerError):
-            raise _with_root_cause(cause)
+            raise cause
         raise ExecutionError(f"batch failed: {type(cause).__name__}: {cause}") from cause
     if error is not None and not summary.stopped_by_signal:
         from .kafka_reader import extract_source_error
