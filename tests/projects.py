@@ -32,6 +32,21 @@ vars:
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+#: The repository's example project (models and macros) as a dict of files.
+EXAMPLE_FILES = {f"{d}/{p.name}": p.read_text()
+                 for d in ("models", "macros") for p in sorted((REPO_ROOT / d).glob("*.sql"))}
+
+#: An accumulating merge: replaying a batch into it twice would double its counts.
+ENDPOINT_COUNTS = """
+{{ config(materialized='merge', unique_key='endpoint',
+          merge_update={'requests': 'target.requests + source.requests',
+                        'errors': 'target.errors + source.errors'}) }}
+SELECT request.endpoint AS endpoint, count(*) AS requests,
+       count_if(request.status_code >= 500) AS errors
+FROM parsed_events
+GROUP BY request.endpoint
+"""
+
 
 def write_project(root: Path, files: Mapping[str, str], *, project_yml: str | None = None) -> Path:
     """Write ``project.yml`` (BASE_YML unless given) and ``files`` (path -> text) under root."""

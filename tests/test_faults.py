@@ -29,22 +29,11 @@ from runner.errors import ConfigError, ExecutionError
 from runner.project import load_project
 from runner.tables import read_table
 
-from .projects import BASE_YML, REPO_ROOT, write_project
+from .projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, REPO_ROOT, write_project
 
 pytestmark = pytest.mark.spark
 
-MODELS = {f"models/{p.name}": p.read_text() for p in (REPO_ROOT / "models").glob("*.sql")}
-MODELS.update({f"macros/{p.name}": p.read_text() for p in (REPO_ROOT / "macros").glob("*.sql")})
-# An accumulating merge: replaying a batch into it twice would double its counts.
-MODELS["models/endpoint_counts.sql"] = """
-{{ config(materialized='merge', unique_key='endpoint',
-          merge_update={'requests': 'target.requests + source.requests',
-                        'errors': 'target.errors + source.errors'}) }}
-SELECT request.endpoint AS endpoint, count(*) AS requests,
-       count_if(request.status_code >= 500) AS errors
-FROM parsed_events
-GROUP BY request.endpoint
-"""
+MODELS = {**EXAMPLE_FILES, "models/endpoint_counts.sql": ENDPOINT_COUNTS}
 SINKS = ("request_logs", "error_events", "performance_metrics", "endpoint_counts")
 DEAD = "_dead_letter"
 YML = (BASE_YML.replace("vars:\n  slow_ms: 1000\n", "vars:\n  slow_request_ms: 1000\n")

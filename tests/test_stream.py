@@ -18,26 +18,15 @@ from runner.errors import ConfigError, ExecutionError
 from runner.project import load_project
 from runner.tables import read_table
 
-from .projects import BASE_YML, REPO_ROOT, write_project
+from .projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, write_project
 
 pytestmark = pytest.mark.spark
 
-EXAMPLE_MODELS = {f"models/{p.name}": p.read_text() for p in (REPO_ROOT / "models").glob("*.sql")}
-EXAMPLE_MODELS.update({f"macros/{p.name}": p.read_text() for p in (REPO_ROOT / "macros").glob("*.sql")})
-ENDPOINT_COUNTS = """
-{{ config(materialized='merge', unique_key='endpoint',
-          merge_update={'requests': 'target.requests + source.requests',
-                        'errors': 'target.errors + source.errors'}) }}
-SELECT request.endpoint AS endpoint, count(*) AS requests,
-       count_if(request.status_code >= 500) AS errors
-FROM parsed_events
-GROUP BY request.endpoint
-"""
 
 
 def _project(tmp_path: Path, extra: dict[str, str] | None = None):
     yml = BASE_YML + "parallelism: 4\n"
-    root = write_project(tmp_path / "proj", {**EXAMPLE_MODELS, **(extra or {})},
+    root = write_project(tmp_path / "proj", {**EXAMPLE_FILES, **(extra or {})},
                          project_yml=yml.replace("vars:\n  slow_ms: 1000\n",
                                                  "vars:\n  slow_request_ms: 1000\n"))
     (root / "incoming").mkdir()

@@ -16,12 +16,11 @@ import pytest
 from runner.demo import write_demo_files
 from runner.tables import read_table
 
-from .projects import BASE_YML, REPO_ROOT, write_project
+from .projects import BASE_YML, EXAMPLE_FILES, write_project
 
 pytestmark = pytest.mark.spark
 
-MODELS = {f"models/{p.name}": p.read_text() for p in (REPO_ROOT / "models").glob("*.sql")}
-MODELS.update({f"macros/{p.name}": p.read_text() for p in (REPO_ROOT / "macros").glob("*.sql")})
+MODELS = EXAMPLE_FILES
 
 
 def _project(tmp_path: Path, spark_block: str = "spark:\n  master: local[2]\n") -> Path:

@@ -28,7 +28,7 @@ from runner.errors import ExecutionError
 from runner.project import Project, load_project
 from runner.tables import read_table
 
-from .projects import EVENT_SCHEMA, REPO_ROOT, write_project
+from .projects import ENDPOINT_COUNTS, EVENT_SCHEMA, EXAMPLE_FILES, write_project
 
 try:  # tests/ as a plain folder (pytest puts it on sys.path) or as a package
     from kafka_broker import create_topic, kafka_broker, produce  # noqa: F401
@@ -37,22 +37,11 @@ except ImportError:  # pragma: no cover
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
-EXAMPLE_FILES = {f"{d}/{p.name}": p.read_text()
-                 for d in ("models", "macros") for p in (REPO_ROOT / d).glob("*.sql")}
 # Not an example model: exposes the Kafka metadata of parsed_events, so the checks can see
 # exactly which offsets each batch read.
 EVENT_OFFSETS = """
 SELECT eventId, _topic, _partition, _offset, _kafka_timestamp, _key, _batch_id
 FROM parsed_events
-"""
-ENDPOINT_COUNTS = """
-{{ config(materialized='merge', unique_key='endpoint',
-          merge_update={'requests': 'target.requests + source.requests',
-                        'errors': 'target.errors + source.errors'}) }}
-SELECT request.endpoint AS endpoint, count(*) AS requests,
-       count_if(request.status_code >= 500) AS errors
-FROM parsed_events
-GROUP BY request.endpoint
 """
 SECRET = "hunter2-not-for-logs"
 
