@@ -235,6 +235,15 @@ def test_partition_by_hive_folders_and_partition_values(spark: SparkSession,
 
 
 @pytest.mark.spark
+def test_partition_column_starting_with_underscore(spark: SparkSession, writer: RsWriter,
+                                                   tmp_path: Path):
+    s = spec(tmp_path, partition_by=["_day"])
+    writer.write(s, spark.sql("SELECT id, CAST(id % 2 AS STRING) AS _day FROM range(4)"), 0)
+    assert sorted(read(s.path).column("id").to_pylist()) == [0, 1, 2, 3]
+    assert {a["partitionValues"]["_day"] for a in log_actions(s.path, "add")} == {"0", "1"}
+
+
+@pytest.mark.spark
 def test_empty_batch_commits_nothing_and_leaves_nothing(spark: SparkSession,
                                                         writer: RsWriter, tmp_path: Path):
     s = spec(tmp_path)

@@ -174,8 +174,9 @@ def collect_staged(table_path: str, app_id: str, batch_id: int, *,
             continue
         inside = info.path[len(base):].lstrip("/")
         parts = inside.split("/")
-        if any(p.startswith(("_", ".")) for p in parts) or not parts[-1].endswith(".parquet"):
-            continue
+        hidden = [p for p in parts[:-1] if p.startswith(("_", ".")) and "=" not in p]
+        if hidden or parts[-1].startswith(("_", ".")) or not parts[-1].endswith(".parquet"):
+            continue  # _temporary/, .crc, _SUCCESS; partition folders (col=...) are kept
         files += 1
         with fs.open_input_file(info.path) as f:
             metadata = pq.ParquetFile(f).metadata
