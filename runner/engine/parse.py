@@ -236,7 +236,9 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
     parsed = F.col(_PARSED)
     corrupt = parsed.getField(_CORRUPT).isNotNull()
     violation = _not_null_violation(parsed, schema)
-    trailing = ~F.endswith(F.rtrim(value, F.lit(_JSON_WS)), F.lit("}"))
+    # Most lines end with '}' exactly: only the others pay for a trimmed copy.
+    trailing = (F.when(F.endswith(value, F.lit("}")), F.lit(False))
+                .otherwise(~F.endswith(F.rtrim(value, F.lit(_JSON_WS)), F.lit("}"))))
     # Bytes that are not UTF-8 would otherwise become U+FFFD inside a value, silently.
     bad_utf8 = F.coalesce(~F.is_valid_utf8(value), F.lit(False))
     dead_flag = parsed.isNull() | corrupt | trailing | bad_utf8
