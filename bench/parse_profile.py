@@ -1,0 +1,190 @@
+"""Where a batch's parse time goes: the seeds' ``from_json`` against the runner's parse.
+
+A companion to ``stream_bench.py`` (which times whole processes): here ONE warm SparkSession
+times the pieces of one micro-batch on the same input, so start-up and the noisy machine
+matter less. The raw lines of ``--files`` demo files are cached first (reading them is not
+what is measured); then, after one warm-up round, interleaved over ``--repeat`` rounds, each case runs as a Spark job
+and reports wall seconds and the JVM's CPU seconds (``/proc/<jvm>/stat``; a busy machine
+inflates the first, much less the second):
+
+plain           ``from_json(value, schema)`` -> ``e.*`` -> noop write (the seeds' parse)
+plain+strict    the same with the runner's JSON options and corrupt-record column
+plain+trailing  plus the runner's "text after the closing brace" check (rtrim + endswith)
+plain+notnull   plus a NOT NULL flag (record, eventId or timestamp null)
+plain+barrier   plus ``spark_partition_id()`` in the parsing projection (the runner's
+                optimizer barrier that keeps filters from re-running from_json)
+plain+metadata  plus ``_batch_id`` and ``_source_file`` columns
+runner.valid    ``runner.engine.parse.parse_batch(...).valid`` -> noop (valid rows only)
+runner.frame    ``parse_batch(...).frame`` -> noop (the frame the runner persists: parsed
+                fields, dead flag, corrupt flag, raw text of dead rows, metadata columns)
+runner.pruned   ``parse_batch(..., fields=<fields the example models read>).frame`` (when
+                this runner version has ``fields``)
+fill:plain      persist + count of ``plain`` (the cache fill of the hand-written pattern)
+fill:plain+metadata  the same with ``_batch_id`` and ``_source_file`` in the cached rows
+fill:runner-nometa   persist + count of the runner's frame without metadata columns
+fill:runner     persist + count of ``runner.frame`` (the runner's cache fill)
+dead:runner     after ``fill:runner``: the dead-letter frame -> noop (the runner's extra pass)
+
+Usage::
+
+    /work/venv/bin/python bench/parse_profile.py                 # 250k events, 3 rounds
+    /work/venv/bin/python bench/parse_profile.py --events 100000 --repeat 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _jvm_cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=250_000)
+    ap.add_argument("--files", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+
+    import yaml
+    from pyspark.sql import functions as F
+
+    from runner.demo import write_demo_files
+    from runner.engine.parse import JSON_OPTIONS, parse_batch, parse_schema
+    from runner.engine.session import build_session
+    from runner.engine.source import BLANK_CHARS
+
+    example = yaml.safe_load((REPO / "project.yml").read_text(encoding="utf-8"))
+    ddl = example["schema"]
+    tmp = Path(tempfile.mkdtemp(prefix="runner-parse-profile-"))
+    try:
+        write_demo_files(tmp / "data", events=args.events, files=args.files, poison_every=0)
+        spark = build_session(master=args.master, app_name="parse-profile",
+                              log_dir=str(tmp / "logs"))
+        jvm_pid = spark.sparkContext._gateway.proc.pid  # noqa: SLF001
+        raw = (spark.read.format("text").load(str(tmp / "data"))
+               .select(F.col("value"), F.col("_metadata.file_path").alias("_source_file"))
+               .filter(F.trim(F.col("value"), F.lit(BLANK_CHARS)) != "")
+               .repartition(2 * args.files)  # the files source reads about a task per file
+               .persist())
+        n = raw.count()
+        schema = parse_schema(ddl)
+        plain = raw.select(F.from_json("value", schema).alias("e")).select("e.*")
+        strict_schema = schema.add("__corrupt", "string")
+        strict = raw.select(F.from_json("value", strict_schema, {
+            **JSON_OPTIONS, "columnNameOfCorruptRecord": "__corrupt"}).alias("e")).select("e.*")
+
+        # The runner's additions, one at a time, on top of the plain parse.
+        e = F.from_json("value", schema).alias("e")
+        fields = [F.col("e").getField(f.name).alias(f.name) for f in schema.fields]
+        trailing = raw.select(e, F.col("value")).select(
+            *fields, (~F.endswith(F.rtrim("value", F.lit(" \t\r\n")), F.lit("}")))
+            .alias("trailing"))
+        notnull = raw.select(e).select(
+            *fields, (F.col("e").isNull() | F.col("e.eventId").isNull()
+                      | F.col("e.timestamp").isNull()).alias("dead"))
+        barrier = raw.select(e, F.spark_partition_id().alias("p")).select(
+            *fields, (F.col("p") < 0).alias("dead"))
+        with_meta = raw.select(e, "_source_file").select(
+            *fields, F.lit(0).cast("bigint").alias("_batch_id"), "_source_file")
+
+        def runner_parse(**extra: Any) -> Any:
+            return parse_batch(raw, schema_ddl=ddl, batch_id=0,
+                               metadata_columns=("_source_file",), **extra)
+
+        has_fields = "fields" in inspect.signature(parse_batch).parameters
+        used = ("eventId", "timestamp", "user", "request", "errors")  # the example models' reads
+
+        def noop(df: Any) -> Callable[[], None]:
+            return lambda: df.write.format("noop").mode("overwrite").save()
+
+        def fill(df: Any) -> Callable[[], None]:
+            def run() -> None:
+                df.persist()
+                df.count()
+            return run
+
+        cases: dict[str, Callable[[], None]] = {
+            "plain": noop(plain),
+            "plain+strict": noop(strict),
+            "plain+trailing": noop(trailing),
+            "plain+notnull": noop(notnull),
+            "plain+barrier": noop(barrier),
+            "plain+metadata": noop(with_meta),
+            "runner.valid": noop(runner_parse().valid),
+            "runner.frame": noop(runner_parse().frame),
+        }
+        if has_fields:
+            cases["runner.pruned"] = noop(runner_parse(fields=used).frame)
+        cases["fill:plain"] = fill(plain)
+        cases["fill:plain+metadata"] = fill(with_meta)
+        cases["fill:runner-nometa"] = fill(parse_batch(
+            raw.select("value"), schema_ddl=ddl, batch_id=0, metadata_columns=()).frame)
+        rp = runner_parse()
+        cases["fill:runner"] = fill(rp.frame)
+        cases["dead:runner"] = noop(rp.dead)
+
+        results: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in cases}
+        sizes: dict[str, float] = {}
+        def cached_mb() -> float:
+            infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()  # noqa: SLF001
+            return sum(i.memSize() + i.diskSize() for i in infos) / 1e6
+
+        for rnd in range(args.repeat + 1):  # round 0 warms the JVM up and is not recorded
+            for name, run in cases.items():
+                before = cached_mb()
+                c0, t0 = _jvm_cpu(jvm_pid), time.perf_counter()
+                run()
+                if rnd:
+                    results[name]["wall"].append(time.perf_counter() - t0)
+                    results[name]["cpu"].append(_jvm_cpu(jvm_pid) - c0)
+                if name.startswith("fill:"):
+                    sizes[name] = cached_mb() - before
+                if name == "dead:runner":  # the next round fills again: drop every cache,
+                    spark.catalog.clearCache()  # then cache the raw lines again (unmeasured)
+                    raw.persist().count()
+        spark.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    base = statistics.median(results["plain"]["cpu"])
+    print(f"\n## Parse profile: {n:,} events in one warm session, {args.master}, "
+          f"median of {args.repeat}\n")
+    print("| case | wall s | JVM CPU s | CPU vs plain | cached MB |")
+    print("|---|---:|---:|---:|---:|")
+    for name, r in results.items():
+        cpu = statistics.median(r["cpu"])
+        size = f"{sizes[name]:.0f}" if name in sizes else ""
+        print(f"| {name} | {statistics.median(r['wall']):.2f} | {cpu:.2f} | "
+              f"{cpu / base:.2f}x | {size} |")
+    print(f"\nload average at end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    out = args.json or RESULTS / f"parse-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"bench": "parse_profile", "events": n, "args": {
+        k: str(v) for k, v in vars(args).items()}, "results": results, "cached_mb": sizes,
+        "python": sys.version.split()[0], "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
+        indent=1) + "\n", encoding="utf-8")
+    print(f"raw results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

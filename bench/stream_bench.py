@@ -1,0 +1,937 @@
+"""Throughput of ``runner stream`` against the hand-written pattern it replaces (issue 3, item 9).
+
+One command generates seed-shaped events once (``runner.demo.write_demo_files``: the example
+project's shape, no poison lines) and runs every variant AS A WHOLE PROCESS (interpreter, JVM
+and SparkSession start included), interleaved over ``--rounds`` rounds with the order rotated,
+because the machine is shared and noisy:
+
+floor
+    Spark floor: ``readStream.text`` -> ``from_json`` with every field of the example schema ->
+    ``format("noop")``, ``availableNow``. The cost of reading and parsing, nothing else.
+hand
+    The seeds' hand-written pattern: one query, one ``foreachBatch``: parse once
+    (``from_json``), ``persist``, the three example projections (``request_logs``,
+    ``error_events`` exploded, ``performance_metrics``, same columns as ``models/*.sql``), each
+    ``toArrow()`` and ``deltalake.write_deltalake(mode='append')`` with an application
+    transaction (skipped when ``transaction_version >= batch_id``), sequentially;
+    ``unpersist``.
+naive
+    Three streaming queries, each reading and parsing the source itself, each writing its
+    table the same way (``foreachBatch`` -> ``toArrow`` -> ``write_deltalake`` with an app txn).
+runner
+    ``runner stream --available-now --progress json`` on a copy of the example project
+    (``project.yml``, ``models/``, ``macros/``) whose ``source.path`` is the generated data;
+    fresh warehouse and checkpoint every run.
+
+Diagnostic variants (not run unless named in ``--variants``; see docs/BENCHMARKS.md):
+
+hand-par
+    ``hand`` with the three sinks written from a thread pool (the runner's ``parallelism``).
+hand-rparse
+    ``hand`` on the runner's own parse (``runner.engine.parse.parse_batch``: dead-letter flags,
+    ``_batch_id``/``_source_file`` columns), its ``count()`` to fill the cache and its
+    dead-letter ``toArrow`` - everything the runner adds, without the runner around it.
+runner-prof
+    The runner in-process (``load_project``/``compile_project``/``run_stream``) with timers
+    around ``count()``, ``toArrow()`` and the Delta writes: where a runner batch's time goes.
+runner-arrow
+    ``runner-prof`` with every append taken through the rs engine's Arrow path (``toArrow`` +
+    ``write_deltalake``, as ``hand`` does) instead of Spark-written Parquet committed by
+    delta-rs: isolates the cost of the append path.
+
+The work tree's ``runner/`` is copied once at start and every variant imports that copy
+(``PYTHONPATH``): other engineers edit it while the bench runs. ``runner@REF`` (e.g.
+``runner@HEAD``) runs ``runner stream`` from ``git archive REF runner`` instead, to compare
+versions in one run.
+
+Same for all: ``build_session`` from ``runner.engine.session`` (UTC, loopback, quiet logs, 2 x
+cores shuffle partitions), ``--master`` (default ``local[2]``, also written into the runner
+copy's ``spark.master``), ``SPARK_LOCAL_IP=127.0.0.1``, and ``--max-files`` files per trigger
+(default 10: 40 files -> 4 batches of 250k events). Blank lines (the demo writes one per file)
+are filtered out before parsing in every variant, as the runner's files source does.
+
+Measured per run, from outside: wall time; the peak resident memory (``VmHWM`` from
+``/proc/<pid>/status``, sampled every 0.2 s) of the Python driver, of its JVM child and of any
+Python workers separately; CPU seconds of the process tree. From inside (JSON lines on stdout,
+time-stamped on arrival): session start, per-batch seconds and, for ``hand``/``naive``, per-table
+``toArrow``/write seconds. After each run the tables are counted with
+``deltalake.DeltaTable(p).to_pyarrow_dataset().count_rows()`` and compared with the expected
+counts (from the generated files) and with the runner's column names.
+
+Usage::
+
+    /work/venv/bin/python bench/stream_bench.py                   # 1M events, 3 rounds
+    /work/venv/bin/python bench/stream_bench.py --events 100000 --rounds 1
+    /work/venv/bin/python bench/stream_bench.py --variants hand,hand-par,hand-rparse,runner
+
+Raw results go to ``bench/results/stream-<time>.json`` (or ``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+MAIN_VARIANTS = ("floor", "hand", "naive", "runner")
+DIAG_VARIANTS = ("hand-par", "hand-rparse", "runner-prof", "runner-arrow")
+TABLES = ("request_logs", "error_events", "performance_metrics")
+_EVENT_PREFIX = "BENCH "
+
+
+# ==========================================================================================
+# Workers: each runs in its own process (`--worker VARIANT --config FILE`).
+# ==========================================================================================
+
+def _emit(doc: dict[str, Any]) -> None:
+    """One progress record to the orchestrator (time-stamped there on arrival)."""
+    sys.stdout.write(_EVENT_PREFIX + json.dumps(doc) + "\n")
+    sys.stdout.flush()
+
+
+def _session(cfg: dict[str, Any], name: str):  # type: ignore[no-untyped-def]
+    from runner.engine.session import build_session, session_info
+
+    spark = build_session(master=cfg["master"], app_name=f"bench-{name}",
+                          conf=cfg.get("spark_conf", {}), log_dir=str(Path(cfg["out"]) / "logs"))
+    _emit({"event": "session", "start_seconds": session_info(spark).start_seconds})
+    return spark
+
+
+def _lines(spark, cfg: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """The raw stream, as the runner's files source reads it: text, blank lines dropped."""
+    from pyspark.sql import functions as F
+
+    from runner.engine.source import BLANK_CHARS
+
+    raw = (spark.readStream.format("text")
+           .option("maxFilesPerTrigger", str(cfg["max_files"])).load(cfg["data"]))
+    return raw.filter(F.trim(F.col("value"), F.lit(BLANK_CHARS)) != "")
+
+
+def _parse(lines, cfg: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """from_json with every field of the project schema, flattened (the seeds' parse)."""
+    from pyspark.sql import functions as F
+
+    from runner.engine.parse import parse_schema
+
+    schema = parse_schema(cfg["schema_ddl"])
+    return lines.select(F.from_json(F.col("value"), schema).alias("e")).select("e.*")
+
+
+def _projections(parsed, slow_ms: int) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """The example models as DataFrame code (same columns, names and types as models/*.sql)."""
+    from pyspark.sql import functions as F
+
+    status = F.col("request.status_code")
+    latency = F.col("request.latency_ms")
+    return {
+        "request_logs": parsed.select(
+            "eventId", "timestamp", F.col("user.userId").alias("userId"),
+            F.col("request.endpoint").alias("endpoint"), status.alias("status_code"),
+            F.when(status >= 500, "server_error").when(status >= 400, "client_error")
+            .otherwise("ok").alias("status_class")),
+        "error_events": parsed.select(
+            "eventId", "timestamp", F.col("user.userId").alias("userId"),
+            F.explode("errors").alias("err"))
+            .select("eventId", "timestamp", "userId", F.col("err.errorCode").alias("errorCode"),
+                    F.col("err.severity").alias("severity")),
+        "performance_metrics": parsed.select(
+            "eventId", "timestamp", F.col("request.endpoint").alias("endpoint"),
+            latency.alias("latency_ms"), (latency >= slow_ms).alias("is_slow")),
+    }
+
+
+def _write_arrow(path: str, app_id: str, df, batch_id: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """toArrow, then an idempotent delta-rs append (the hand-written sink); timings."""
+    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+    t0 = time.perf_counter()
+    if DeltaTable.is_deltatable(path):
+        done = DeltaTable(path).transaction_version(app_id)
+        if done is not None and done >= batch_id:
+            return {"skipped": 1.0}
+    t1 = time.perf_counter()
+    table = df.toArrow()
+    t2 = time.perf_counter()
+    if table.num_rows:
+        write_deltalake(path, table, mode="append", commit_properties=CommitProperties(
+            app_transactions=[Transaction(app_id=app_id, version=batch_id)]))
+    t3 = time.perf_counter()
+    return {"check": t1 - t0, "to_arrow": t2 - t1, "write": t3 - t2, "rows": table.num_rows}
+
+
+def _await(queries: list[Any]) -> list[dict[str, Any]]:
+    for q in queries:
+        q.awaitTermination()
+        if q.exception() is not None:
+            raise RuntimeError(f"query {q.name} failed: {q.exception()}")
+    return [{"query": q.name, "batches": len(q.recentProgress),
+             "input_rows": sum(p["numInputRows"] for p in q.recentProgress),
+             "duration_ms": [p["durationMs"] for p in q.recentProgress]} for q in queries]
+
+
+def worker_floor(cfg: dict[str, Any]) -> None:
+    spark = _session(cfg, "floor")
+    parsed = _parse(_lines(spark, cfg), cfg)
+    started = time.perf_counter()
+    q = (parsed.writeStream.format("noop").queryName("floor").trigger(availableNow=True)
+         .option("checkpointLocation", str(Path(cfg["out"]) / "checkpoint")).start())
+    progress = _await([q])
+    _emit({"summary": {"query_seconds": time.perf_counter() - started, "queries": progress}})
+    spark.stop()
+
+
+def worker_hand(cfg: dict[str, Any], *, parallel: bool = False, runner_parse: bool = False) -> None:
+    """The seeds' pattern; ``parallel``/``runner_parse`` are the diagnostic variations."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    spark = _session(cfg, "hand")
+    out = Path(cfg["out"])
+    warehouse = out / "warehouse"
+    batches: list[dict[str, Any]] = []
+    if runner_parse:
+        from runner.engine.parse import parse_batch
+        from runner.engine.source import read_files_stream
+
+        source = read_files_stream(spark, path=cfg["data"], max_files_per_trigger=cfg["max_files"])
+    else:
+        source = _lines(spark, cfg)
+
+    def process(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        doc: dict[str, Any] = {"batch_id": batch_id, "sinks": {}}
+        if runner_parse:
+            pb = parse_batch(df, schema_ddl=cfg["schema_ddl"], batch_id=batch_id,
+                             metadata_columns=("_source_file",))
+            pb.persist()
+            c0 = time.perf_counter()
+            doc["input_rows"] = pb.frame.count()
+            doc["count"] = time.perf_counter() - c0
+            parsed, cached = pb.valid, pb.frame
+        else:
+            parsed = _parse(df, cfg).persist()
+            cached = parsed
+        frames = dict(_projections(parsed, cfg["slow_ms"]))
+        if runner_parse:
+            frames["_dead_letter"] = pb.dead
+        jobs = {name: (str(warehouse / name), f"bench.{name}", df_) for name, df_ in frames.items()}
+        if parallel:
+            with ThreadPoolExecutor(max_workers=cfg["parallelism"]) as pool:
+                futs = {n: pool.submit(_write_arrow, *j[:2], j[2], batch_id) for n, j in jobs.items()}
+                doc["sinks"] = {n: f.result() for n, f in futs.items()}
+        else:
+            for name, (path, app_id, df_) in jobs.items():
+                doc["sinks"][name] = _write_arrow(path, app_id, df_, batch_id)
+        cached.unpersist()
+        doc["seconds"] = time.perf_counter() - t0
+        batches.append(doc)
+        _emit({"batch": doc})
+
+    started = time.perf_counter()
+    q = (source.writeStream.queryName("hand").foreachBatch(process).trigger(availableNow=True)
+         .option("checkpointLocation", str(out / "checkpoint")).start())
+    progress = _await([q])
+    _emit({"summary": {"query_seconds": time.perf_counter() - started, "queries": progress}})
+    spark.stop()
+
+
+def worker_naive(cfg: dict[str, Any]) -> None:
+    spark = _session(cfg, "naive")
+    out = Path(cfg["out"])
+    parsed = _parse(_lines(spark, cfg), cfg)
+
+    def sink(name: str) -> Callable[[Any, int], None]:
+        path, app_id = str(out / "warehouse" / name), f"bench.{name}"
+
+        def process(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]
+            t0 = time.perf_counter()
+            doc = _write_arrow(path, app_id, df, batch_id)
+            _emit({"batch": {"query": name, "batch_id": batch_id, "sinks": {name: doc},
+                             "seconds": time.perf_counter() - t0}})
+        return process
+
+    started = time.perf_counter()
+    queries = [df.writeStream.queryName(f"naive_{name}").foreachBatch(sink(name))
+               .trigger(availableNow=True)
+               .option("checkpointLocation", str(out / "checkpoint" / name)).start()
+               for name, df in _projections(parsed, cfg["slow_ms"]).items()]
+    progress = _await(queries)
+    _emit({"summary": {"query_seconds": time.perf_counter() - started, "queries": progress}})
+    spark.stop()
+
+
+def worker_runner_prof(cfg: dict[str, Any], *, arrow: bool = False) -> None:
+    """The runner in-process, with timers around its Spark actions and Delta writes;
+    ``arrow``: every append through ``toArrow()`` + ``write_deltalake`` (the rs engine's
+    path for tiny batches) instead of Spark-written Parquet."""
+    import pyspark.sql.classic.dataframe as classic
+
+    import runner.engine.batch as batch_mod
+    import runner.sinks.rs as rs
+    from runner.compile import compile_project
+    from runner.engine.stream import run_stream
+    from runner.project import load_project
+
+    timings: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    def timed(kind: str, fn: Callable[..., Any], label: Callable[..., str]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                try:
+                    what = label(*args, **kwargs)
+                except Exception:  # noqa: BLE001 - a label must never break the runner
+                    what = "?"
+                with lock:
+                    timings.append({"kind": kind, "what": what,
+                                    "start": t0, "seconds": time.perf_counter() - t0,
+                                    "thread": threading.current_thread().name})
+        return wrapper
+
+    classic.DataFrame.count = timed("count", classic.DataFrame.count, lambda *a, **k: "")
+
+    def model(self: Any, spec: Any, *a: Any, **k: Any) -> str:
+        return str(spec.model)
+
+    rs.RsWriter._prepare = timed("prepare (toArrow if any)", rs.RsWriter._prepare, model)
+    rs.RsWriter._append = timed("append", rs.RsWriter._append, model)
+    rs.RsWriter.committed_version = timed("txn_check", rs.RsWriter.committed_version, model)
+    # One sink's whole write as the batch sees it (the dead letters included).
+    batch_mod._write = timed("sink (batch._write)", batch_mod._write,
+                             lambda writer, spec, *a, **k: str(spec.model))
+    # The Spark-native append path (runner.sinks.staged), when this runner version has it.
+    for name, label in (("write_staged", lambda df, **k: Path(k["table_path"]).name),
+                        ("collect_staged", lambda path, *a, **k: Path(path).name),
+                        ("commit_staged", lambda path, *a, **k: Path(path).name)):
+        if hasattr(rs, name):
+            setattr(rs, name, timed(name, getattr(rs, name), label))
+    if arrow:
+        init = rs.RsWriter.__init__
+
+        def arrow_init(self: Any, *a: Any, **k: Any) -> None:
+            init(self, *a, **k)
+            if not hasattr(self, "arrow_max_rows"):
+                raise RuntimeError("this runner version has no RsWriter.arrow_max_rows")
+            self.arrow_max_rows = 1 << 62  # every batch is "tiny": appends through Arrow
+
+        rs.RsWriter.__init__ = arrow_init
+    project = load_project(cfg["project"])
+    plan = compile_project(project).plan
+
+    def on_batch(result: Any) -> None:  # batches run one after another: all timers since
+        with lock:                        # the previous batch belong to this one
+            mine = list(timings)
+            timings.clear()
+        _emit({"batch": {"batch_id": result.batch_id, "input_rows": result.input_rows,
+                         "seconds": result.seconds,
+                         "writes": {w.model: w.seconds for w in result.writes},
+                         "timers": mine}})
+
+    started = time.perf_counter()
+    summary = run_stream(project, plan, mode="available_now", trigger="1 second",
+                         on_batch=on_batch,
+                         on_event=lambda m: _emit({"event": m}))
+    _emit({"summary": {"query_seconds": time.perf_counter() - started,
+                       "runner_seconds": summary.seconds}})
+
+
+WORKERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "floor": worker_floor,
+    "hand": worker_hand,
+    "hand-par": lambda cfg: worker_hand(cfg, parallel=True),
+    "hand-rparse": lambda cfg: worker_hand(cfg, runner_parse=True),
+    "naive": worker_naive,
+    "runner-prof": worker_runner_prof,
+    "runner-arrow": lambda cfg: worker_runner_prof(cfg, arrow=True),
+}
+
+
+# ==========================================================================================
+# Orchestrator: data, processes, memory sampling, verification, report.
+# ==========================================================================================
+
+@dataclass
+class Proc:
+    """What the sampler saw of one process of a run's tree."""
+
+    pid: int
+    role: str
+    hwm_kb: int = 0
+    cpu_ticks: int = 0
+
+
+class TreeSampler(threading.Thread):
+    """Samples a process tree from /proc every ``interval`` s: per-process VmHWM, CPU ticks,
+    and the peak of the tree's summed VmRSS."""
+
+    def __init__(self, root: int, interval: float = 0.2) -> None:
+        super().__init__(daemon=True)
+        self.root, self.interval = root, interval
+        self.procs: dict[int, Proc] = {}
+        self.other_names: dict[str, int] = {}
+        self.tree_rss_peak_kb = 0
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            self.sample()
+            self._halt.wait(self.interval)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+
+    def _tree(self) -> list[int]:
+        children: dict[int, list[int]] = {}
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+        tree, todo = [], [self.root]
+        while todo:
+            pid = todo.pop()
+            tree.append(pid)
+            todo.extend(children.get(pid, []))
+        return tree
+
+    def _role(self, pid: int) -> str:
+        if pid == self.root:
+            return "driver"
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            return "other"
+        if comm == "java":
+            return "jvm"
+        return "py_workers" if comm.startswith("python") else "other"
+
+    def sample(self) -> None:
+        rss_total = 0
+        for pid in self._tree():
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    status = f.read()
+                with open(f"/proc/{pid}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            ticks = int(fields[11]) + int(fields[12])  # utime + stime
+            values = {line.split(":")[0]: line.split()[1] for line in status.splitlines()
+                      if line.startswith(("VmHWM", "VmRSS"))}
+            proc = self.procs.get(pid)
+            if proc is None:
+                proc = self.procs[pid] = Proc(pid, self._role(pid))
+                if proc.role == "other":  # count processes by name (a forked child shows
+                    try:                  # its parent thread's name until it exec()s)
+                        with open(f"/proc/{pid}/comm") as f:
+                            comm = f.read().strip()
+                    except OSError:
+                        comm = "?"
+                    self.other_names[comm] = self.other_names.get(comm, 0) + 1
+            elif proc.role == "other":  # spark-submit's shell exec()s into the JVM later
+                proc.role = self._role(pid)
+            proc.hwm_kb = max(proc.hwm_kb, int(values.get("VmHWM", 0)))
+            proc.cpu_ticks = max(proc.cpu_ticks, ticks)
+            # Not "other": a process the JVM spawns (chmod, jspawnhelper...) shares or copies
+            # the JVM's pages until it exec()s, which would count the JVM twice.
+            if proc.role != "other":
+                rss_total += int(values.get("VmRSS", 0))
+        self.tree_rss_peak_kb = max(self.tree_rss_peak_kb, rss_total)
+
+    def summary(self) -> dict[str, Any]:
+        by_role: dict[str, dict[str, float]] = {}
+        hz = os.sysconf("SC_CLK_TCK")
+        for p in self.procs.values():
+            r = by_role.setdefault(p.role, {"peak_mb": 0.0, "cpu_s": 0.0, "processes": 0})
+            r["peak_mb"] = max(r["peak_mb"], p.hwm_kb / 1024)  # largest single process
+            r["cpu_s"] += p.cpu_ticks / hz
+            r["processes"] += 1
+        return {"roles": by_role, "tree_rss_peak_mb": self.tree_rss_peak_kb / 1024,
+                "other_process_names": self.other_names,
+                "cpu_s": sum(r["cpu_s"] for r in by_role.values())}
+
+
+@dataclass
+class Run:
+    variant: str
+    round: int
+    wall: float
+    rc: int
+    events: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    memory: dict[str, Any] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    columns: dict[str, list[str]] = field(default_factory=dict)
+    stderr_tail: str = ""
+    load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average before and after
+
+    def to_json(self) -> dict[str, Any]:
+        return {"variant": self.variant, "round": self.round, "wall_seconds": self.wall,
+                "rc": self.rc, "events": [{"t": t, **d} for t, d in self.events],
+                "memory": self.memory, "counts": self.counts, "columns": self.columns,
+                "stderr_tail": self.stderr_tail, "loadavg_before_after": self.load}
+
+
+def generate_data(workdir: Path, events: int, files: int) -> dict[str, Any]:
+    """Write (or reuse) the demo events; return expected table counts."""
+    from runner.demo import write_demo_files
+
+    data = workdir / "data"
+    marker = workdir / "data.json"
+    want = {"events": events, "files": files, "seed": 42, "poison_every": 0}
+    if marker.is_file():
+        meta = json.loads(marker.read_text())
+        if meta.get("params") == want:
+            print(f"reusing {meta['events']:,} events in {data}", flush=True)
+            return meta
+    shutil.rmtree(data, ignore_errors=True)
+    t0 = time.perf_counter()
+    result = write_demo_files(data, events=events, files=files, seed=42, poison_every=0)
+    errors = blanks = 0
+    size = 0
+    for path in sorted(data.glob("events-*.json")):
+        text = path.read_text(encoding="utf-8")
+        size += len(text.encode())
+        errors += text.count('"errorCode"')
+        blanks += sum(1 for line in text.split("\n")[:-1] if not line.strip())
+    meta = {"params": want, "events": result.events, "files": result.files, "bytes": size,
+            "blank_lines": blanks,
+            "expected": {"request_logs": result.events, "performance_metrics": result.events,
+                         "error_events": errors},
+            "seconds": time.perf_counter() - t0}
+    marker.write_text(json.dumps(meta, indent=2))
+    print(f"generated {result.events:,} events ({size / 1e6:.0f} MB, {result.files} files, "
+          f"{errors:,} errors) in {meta['seconds']:.0f} s", flush=True)
+    return meta
+
+
+def runner_project(dest: Path, *, data: Path, max_files: int, master: str,
+                   spark_conf: dict[str, str]) -> Path:
+    """A copy of the example project reading ``data`` (fresh warehouse and checkpoint)."""
+    import yaml
+
+    dest.mkdir(parents=True)
+    shutil.copytree(REPO / "models", dest / "models")
+    shutil.copytree(REPO / "macros", dest / "macros")
+    config = yaml.safe_load((REPO / "project.yml").read_text(encoding="utf-8"))
+    config["source"]["path"] = str(data)
+    config["source"]["max_files_per_trigger"] = max_files
+    config.setdefault("spark", {})["master"] = master
+    if spark_conf:
+        config["spark"]["conf"] = {**config["spark"].get("conf", {}), **spark_conf}
+    (dest / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return dest
+
+
+def snapshot_runner(workdir: Path) -> Path:
+    """Copy the work tree's ``runner/`` once: other engineers edit it while the bench runs,
+    and every round must run the same code. Every variant imports from this copy."""
+    dest = workdir / "src" / "worktree"
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(REPO / "runner", dest / "runner",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
+
+
+def tree_digest(root: Path) -> str:
+    """A short hash of the ``.py`` files under ``root`` (which runner code a run used)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def run_variant(variant: str, rnd: int, *, workdir: Path, base_cfg: dict[str, Any],
+                timeout: float) -> Run:
+    out = workdir / "runs" / f"{variant}-r{rnd}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+           "PYTHONUNBUFFERED": "1", "PYTHONPATH": base_cfg["runner_src"]}
+    if variant.startswith("runner"):
+        project = runner_project(out / "project", data=Path(base_cfg["data"]),
+                                 max_files=base_cfg["max_files"], master=base_cfg["master"],
+                                 spark_conf=base_cfg["spark_conf"])
+        warehouse = project / "_warehouse"
+        cfg = {**base_cfg, "out": str(out), "project": str(project)}
+        stream_args = ["stream", "--available-now", "--progress", "json",
+                       "--project-dir", str(project)]
+        if variant == "runner":  # `runner stream ...`, from the snapshot
+            cmd = [sys.executable, "-m", "runner", *stream_args]
+        elif variant.startswith("runner@"):
+            src = export_runner(variant.split("@", 1)[1], workdir)
+            env["PYTHONPATH"] = str(src)  # ahead of the editable install of the work tree
+            cmd = [sys.executable, "-m", "runner", *stream_args]
+        else:
+            cmd = [sys.executable, __file__, "--worker", variant, "--config", str(out / "cfg.json")]
+    else:
+        warehouse = out / "warehouse"
+        cfg = {**base_cfg, "out": str(out)}
+        cmd = [sys.executable, __file__, "--worker", variant, "--config", str(out / "cfg.json")]
+    (out / "cfg.json").write_text(json.dumps(cfg))
+
+    events: list[tuple[float, dict[str, Any]]] = []
+    load_before = os.getloadavg()[0]
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=str(out), start_new_session=True)
+    sampler = TreeSampler(proc.pid)
+    sampler.start()
+    stderr: list[str] = []
+    err_thread = threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True)
+    err_thread.start()
+
+    def read_stdout() -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            line = line.strip()
+            if line.startswith(_EVENT_PREFIX):
+                line = line[len(_EVENT_PREFIX):]
+            if line.startswith("{"):
+                try:
+                    events.append((time.perf_counter() - started, json.loads(line)))
+                except ValueError:
+                    pass
+    out_thread = threading.Thread(target=read_stdout, daemon=True)
+    out_thread.start()
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)  # our own child's process group
+        rc = proc.wait()
+    wall = time.perf_counter() - started
+    sampler.stop()
+    out_thread.join(5)
+    err_thread.join(5)
+    run = Run(variant, rnd, wall, rc, events, sampler.summary(),
+              stderr_tail="".join(stderr)[-2000:], load=(load_before, os.getloadavg()[0]))
+    if variant != "floor":
+        run.counts, run.columns = count_tables(warehouse)
+    return run
+
+
+def export_runner(ref: str, workdir: Path) -> Path:
+    """``runner/`` as of git ``ref`` (``git archive``; the work tree is not touched)."""
+    dest = workdir / "src" / "".join(c if c.isalnum() else "_" for c in ref)
+    if not (dest / "runner").is_dir():
+        dest.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "runner"],
+                                 capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return dest
+
+
+def git_state() -> dict[str, Any]:
+    """HEAD and the runner files that differ from it: what `runner` ran."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *a], capture_output=True,
+                              text=True).stdout.strip()
+    return {"head": git("rev-parse", "--short", "HEAD"),
+            "head_subject": git("log", "-1", "--format=%s"),
+            "runner_uncommitted": git("status", "--porcelain", "runner").splitlines()}
+
+
+def count_tables(warehouse: Path) -> tuple[dict[str, int], dict[str, list[str]]]:
+    from deltalake import DeltaTable
+
+    counts, columns = {}, {}
+    for name in TABLES:
+        path = warehouse / name
+        if not DeltaTable.is_deltatable(str(path)):
+            counts[name] = -1
+            continue
+        dataset = DeltaTable(str(path)).to_pyarrow_dataset()  # never to_pyarrow_table()
+        counts[name] = dataset.count_rows()
+        columns[name] = list(dataset.schema.names)
+    return counts, columns
+
+
+# ---- report --------------------------------------------------------------------------------
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def _session_at(run: Run) -> float | None:
+    """Seconds from process start until the session was up (runner: its 'pipeline' line)."""
+    for t, doc in run.events:
+        if doc.get("event") == "session" or str(doc.get("event", "")).startswith("pipeline"):
+            return t
+    return None
+
+
+def _batches(run: Run) -> list[dict[str, Any]]:
+    return [doc.get("batch", doc) for _, doc in run.events
+            if "batch" in doc or "batch_id" in doc]
+
+
+def _batch_seconds(run: Run) -> list[float]:
+    return [float(b["seconds"]) for b in _batches(run) if "seconds" in b]
+
+
+def report(runs: list[Run], meta: dict[str, Any], args: argparse.Namespace) -> str:
+    variants = [v for v in dict.fromkeys(r.variant for r in runs)]
+    ok_runs = [r for r in runs if r.rc == 0]
+    by_v = {v: [r for r in ok_runs if r.variant == v] for v in variants}
+    events = meta["events"]
+    hand = {r.round: r.wall for r in by_v.get("hand", [])}
+    lines = []
+    lines.append(f"\n## Stream benchmark: {events:,} events, {meta['files']} files "
+                 f"({meta['bytes'] / 1e6:.0f} MB), {args.max_files} files per trigger, "
+                 f"master {args.master}, {args.rounds} round(s)\n")
+    lines.append("| variant | wall s (median) | min-max s | events/s | vs hand (wall) | "
+                 "CPU s (tree) | vs hand (CPU) | driver peak MB | JVM peak MB | "
+                 "tree RSS peak MB | rows ok |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    hand_cpu = {r.round: r.memory["cpu_s"] for r in by_v.get("hand", [])}
+    for v in variants:
+        rs = by_v[v]
+        if not rs:
+            lines.append(f"| {v} | failed | | | | | | | | | |")
+            continue
+        walls = [r.wall for r in rs]
+        ratios = [r.wall / hand[r.round] for r in rs if r.round in hand]
+        ratio = f"{_median(ratios):.2f}x" if ratios else "-"
+        if len(ratios) > 1:
+            ratio += f" ({min(ratios):.2f}-{max(ratios):.2f})"
+        mem = lambda role: _median([r.memory["roles"].get(role, {}).get("peak_mb", 0) for r in rs])
+        cpu = _median([r.memory["cpu_s"] for r in rs])
+        cpu_ratios = [r.memory["cpu_s"] / hand_cpu[r.round] for r in rs if r.round in hand_cpu]
+        cpu_ratio = f"{_median(cpu_ratios):.2f}x" if cpu_ratios else "-"
+        tree = _median([r.memory["tree_rss_peak_mb"] for r in rs])
+        ok = "n/a (noop)" if v == "floor" else (
+            "yes" if all(r.counts == meta["expected"] for r in rs) else "NO")
+        lines.append(f"| {v} | {_median(walls):.1f} | {min(walls):.1f}-{max(walls):.1f} | "
+                     f"{events / _median(walls):,.0f} | {ratio} | {cpu:.0f} | {cpu_ratio} | "
+                     f"{mem('driver'):,.0f} | {mem('jvm'):,.0f} | {tree:,.0f} | {ok} |")
+    lines.append("")
+    lines.append("Where the wall time goes (medians): start = process start until the session "
+                 "is up (runner: until its 'pipeline' line, i.e. imports + compile + session); "
+                 "batches = sum of per-batch seconds reported from inside foreachBatch.\n")
+    lines.append("| variant | start s | batches s | batch count | per-batch s | rest s |")
+    lines.append("|---|---:|---:|---:|---|---:|")
+    for v in variants:
+        rs = by_v[v]
+        if not rs:
+            continue
+        starts = [s for s in (_session_at(r) for r in rs) if s is not None]
+        bsum = [sum(_batch_seconds(r)) for r in rs]
+        counts = [len(_batch_seconds(r)) for r in rs]
+        per = [" ".join(f"{s:.1f}" for s in _batch_seconds(r)) for r in rs]
+        rest = [r.wall - (_session_at(r) or 0) - sum(_batch_seconds(r)) for r in rs]
+        if v in ("floor", "naive"):  # no batch lines / three queries overlapping in time
+            bsum_s, per_s, rest_s = "-", "-" if v == "floor" else "3 queries, concurrent", "-"
+        else:
+            bsum_s, per_s = f"{_median(bsum):.1f}", "; ".join(per[:3])
+            rest_s = f"{_median(rest):.1f}"
+        lines.append(f"| {v} | {_median(starts):.1f} | {bsum_s} | {_median(counts):.0f} | "
+                     f"{per_s} | {rest_s} |")
+    sinks = _sink_breakdown(by_v)
+    if sinks:
+        lines.append("")
+        lines.append("Per-table seconds inside the batches (sum over batches, median over "
+                     "rounds; the first toArrow of `hand` also fills the cache):\n")
+        lines.append("| variant | table | toArrow s | delta-rs write s | txn check s |")
+        lines.append("|---|---|---:|---:|---:|")
+        lines.extend(sinks)
+    for pv in ("runner-prof", "runner-arrow"):
+        prof = _runner_prof_breakdown(by_v.get(pv, []))
+        if prof:
+            lines.append("")
+            lines.append(f"{pv}: timers inside the runner (sum over batches, median over "
+                         "rounds; sinks run in parallel threads, so per-sink seconds "
+                         "overlap):\n")
+            lines.append("| timer | sink | seconds |")
+            lines.append("|---|---|---:|")
+            lines.extend(prof)
+    lines.append("")
+    lines.append("Wall seconds per round (order rotated each round):\n")
+    lines.append("| round | " + " | ".join(variants) + " | load avg (1 min) |")
+    lines.append("|---" * (len(variants) + 2) + "|")
+    for rnd in sorted({r.round for r in runs}):
+        cells = []
+        for v in variants:
+            r = next((x for x in runs if x.variant == v and x.round == rnd), None)
+            cells.append("-" if r is None else (f"{r.wall:.1f}" if r.rc == 0 else f"rc={r.rc}"))
+        loads = [x.load[0] for x in runs if x.round == rnd]
+        lines.append(f"| {rnd} | " + " | ".join(cells) +
+                     f" | {min(loads):.1f}-{max(loads):.1f} |")
+    return "\n".join(lines)
+
+
+def _sink_breakdown(by_v: dict[str, list[Run]]) -> list[str]:
+    rows = []
+    for v, rs in by_v.items():
+        if v.startswith(("floor", "runner")) or not rs:
+            continue
+        per_table: dict[str, dict[str, list[float]]] = {}
+        for r in rs:
+            sums: dict[str, dict[str, float]] = {}
+            for b in _batches(r):
+                for name, s in b.get("sinks", {}).items():
+                    acc = sums.setdefault(name, {"to_arrow": 0.0, "write": 0.0, "check": 0.0})
+                    for k in acc:
+                        acc[k] += float(s.get(k, 0.0))
+            for name, acc in sums.items():
+                for k, val in acc.items():
+                    per_table.setdefault(name, {}).setdefault(k, []).append(val)
+        for name, acc in per_table.items():
+            rows.append(f"| {v} | {name} | {_median(acc['to_arrow']):.1f} | "
+                        f"{_median(acc['write']):.1f} | {_median(acc['check']):.2f} |")
+    return rows
+
+
+def _runner_prof_breakdown(rs: list[Run]) -> list[str]:
+    acc: dict[tuple[str, str], list[float]] = {}
+    for r in rs:
+        sums: dict[tuple[str, str], float] = {}
+        for b in _batches(r):
+            key = ("batch (run_batch)", "")
+            sums[key] = sums.get(key, 0.0) + float(b.get("seconds", 0.0))
+            for model, sec in b.get("writes", {}).items():
+                key = ("sink write (WriteResult.seconds)", model)
+                sums[key] = sums.get(key, 0.0) + float(sec)
+            for t in b.get("timers", []):
+                key = (t["kind"], t["what"])
+                sums[key] = sums.get(key, 0.0) + float(t["seconds"])
+        for key, val in sums.items():
+            acc.setdefault(key, []).append(val)
+    return [f"| {kind} | {what or '-'} | {_median(vals):.2f} |"
+            for (kind, what), vals in sorted(acc.items())]
+
+
+def _machine() -> dict[str, Any]:
+    import pyspark
+
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    return {"cpus": os.cpu_count(), "python": platform.python_version(),
+            "pyspark": pyspark.__version__, "java": java.splitlines()[0] if java else None,
+            "platform": platform.platform()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--files", type=int, default=40)
+    ap.add_argument("--max-files", type=int, default=10, help="files per trigger, all variants")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra Spark setting for every variant (the runner's via project.yml "
+                         "spark.conf), e.g. spark.eventLog.enabled=true; repeatable")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--variants", default=",".join(MAIN_VARIANTS),
+                    help=f"comma list of {', '.join(MAIN_VARIANTS + DIAG_VARIANTS)}")
+    ap.add_argument("--workdir", type=Path, default=None,
+                    help="keep data and outputs here (data reused when the parameters match)")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds per run")
+    ap.add_argument("--runner-ref", default=None, metavar="REF",
+                    help="run every variant on runner/ as of git REF (default: a copy of the "
+                         "work tree taken at start)")
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--config", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args.worker:
+        WORKERS[args.worker](json.loads(args.config.read_text()))
+        return 0
+
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in variants
+               if v not in WORKERS and v != "runner" and not v.startswith("runner@")]
+    if unknown:
+        ap.error(f"unknown variant(s) {unknown}")
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="runner-stream-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    import yaml
+
+    example = yaml.safe_load((REPO / "project.yml").read_text(encoding="utf-8"))
+    meta = generate_data(workdir, args.events, args.files)
+    gs = git_state()
+    src = export_runner(args.runner_ref, workdir) if args.runner_ref else snapshot_runner(workdir)
+    if args.runner_ref:
+        gs.update(head=args.runner_ref, head_subject="--runner-ref", runner_uncommitted=[])
+    base_cfg = {"runner_src": str(src), "data": str(workdir / "data"),
+                "max_files": args.max_files,
+                "spark_conf": dict(kv.split("=", 1) for kv in args.conf),
+                "master": args.master, "schema_ddl": example["schema"],
+                "slow_ms": int(example.get("vars", {}).get("slow_request_ms", 1000)),
+                "parallelism": int(example.get("parallelism", 4))}
+    gs["runner_snapshot_digest"] = tree_digest(Path(base_cfg["runner_src"]))
+    runs: list[Run] = []
+    bench_started = time.perf_counter()
+    try:
+        for rnd in range(args.rounds):
+            k = rnd % len(variants)
+            for v in variants[k:] + variants[:k]:
+                print(f"round {rnd}: {v} ...", end=" ", flush=True)
+                run = run_variant(v, rnd, workdir=workdir, base_cfg=base_cfg,
+                                  timeout=args.timeout)
+                runs.append(run)
+                status = "ok" if run.rc == 0 else f"FAILED rc={run.rc}: {run.stderr_tail[-600:]}"
+                if run.counts and run.counts != meta["expected"]:
+                    status += f" WRONG COUNTS {run.counts} != {meta['expected']}"
+                print(f"{run.wall:.1f} s, {status} (load {run.load[0]:.1f} -> {run.load[1]:.1f})",
+                      flush=True)
+                if args.workdir is None:
+                    shutil.rmtree(workdir / "runs" / f"{v}-r{rnd}", ignore_errors=True)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    text = report(runs, meta, args)
+    cols = {r.variant: r.columns for r in runs if r.columns}
+    ref_cols = cols.get("runner")
+    mismatched = [v for v, c in cols.items() if ref_cols and c != ref_cols]
+    text += ("\n\ncolumns: every variant's tables have the runner's column names"
+             if ref_cols and not mismatched else
+             f"\n\ncolumns differ from the runner's in: {mismatched}" if ref_cols else "")
+    text += (f"\nrunner (snapshot at start): HEAD {gs['head']} ({gs['head_subject']}); "
+             f"snapshot digest {gs['runner_snapshot_digest']}; uncommitted runner files: "
+             f"{len(gs['runner_uncommitted'])}" + (
+                 f" ({', '.join(x.split()[-1] for x in gs['runner_uncommitted'])})"
+                 if gs["runner_uncommitted"] else ""))
+    text += (f"\nbench wall time {time.perf_counter() - bench_started:.0f} s; load average at "
+             f"end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a shared machine: "
+             "compare ratios within one run)")
+    print(text)
+    out = args.json or RESULTS / f"stream-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "bench": "stream", "args": {k: (str(v) if isinstance(v, Path) else v)
+                                    for k, v in vars(args).items()},
+        "data": meta, "machine": _machine(), "git": gs, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "runs": [r.to_json() for r in runs], "report": text,
+    }, separators=(",", ":")) + "\n", encoding="utf-8")
+    print(f"raw results: {out}")
+    failed = [r for r in runs if r.rc != 0 or (r.counts and r.counts != meta["expected"])]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
