@@ -152,7 +152,9 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
             on_event("full refresh: checkpoint reset, tables dropped")
         elif fresh:
             _refuse_foreign_tables(writer, [*sinks.values(), dead])
-        if not full_refresh:
+        tables_exist = any((project.table_path(s.name) / "_delta_log").is_dir()
+                           for s in plan.steps)
+        if not full_refresh and tables_exist:  # nothing to compare on a first run
             outputs = model_output_schemas(spark, plan.steps,
                                            parsed_events_ddl=_parsed_events_ddl(project, plan))
             check_schema_changes(plan.steps, lambda name: str(project.table_path(name)),
