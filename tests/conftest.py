@@ -7,7 +7,7 @@ use it carry ``@pytest.mark.spark``. Spark's log goes to a file under the run's 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
@@ -27,3 +27,18 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         yield session
     finally:
         stop_session(session)
+
+
+@pytest.fixture
+def armed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Arm failpoints for one test: ``armed("sink.after_commit:m@1")`` (see runner/failpoints.py;
+    the variable is read once per process, so the cache is cleared on arming and after)."""
+    from runner import failpoints
+
+    def arm(value: str) -> None:
+        monkeypatch.setenv("RUNNER_FAILPOINTS", value)
+        failpoints._armed.cache_clear()
+
+    yield arm
+    monkeypatch.delenv("RUNNER_FAILPOINTS", raising=False)
+    failpoints._armed.cache_clear()

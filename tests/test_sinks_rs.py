@@ -15,7 +15,6 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from runner import failpoints
 from runner.errors import ConfigError, SinkError
 from runner.failpoints import FailpointError
 from runner.sinks import RsWriter, SinkSpec, WriteResult, make_writer
@@ -58,15 +57,6 @@ def counts(keys: list[str], ns: list[int], ts_minutes: list[int] | None = None) 
     return pa.table(cols)
 
 
-@pytest.fixture
-def armed(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Arm failpoints for one test (the env var is read once per process: clear the cache)."""
-    def arm(value: str) -> None:
-        monkeypatch.setenv("RUNNER_FAILPOINTS", value)
-        failpoints._armed.cache_clear()
-    yield arm
-    monkeypatch.delenv("RUNNER_FAILPOINTS", raising=False)
-    failpoints._armed.cache_clear()
 
 
 # -- append ---------------------------------------------------------------------------------

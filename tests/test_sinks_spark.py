@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from deltalake import DeltaTable
 
-from runner import failpoints
 from runner.errors import ConfigError, SinkError
 from runner.failpoints import FailpointError
 from runner.sinks import (
@@ -94,14 +93,6 @@ def writer(spark: SparkSession) -> DeltaWriter:
     return SparkWriter(spark)
 
 
-@pytest.fixture
-def armed(monkeypatch: pytest.MonkeyPatch) -> Any:
-    def arm(value: str) -> None:
-        monkeypatch.setenv("RUNNER_FAILPOINTS", value)
-        failpoints._armed.cache_clear()
-    yield arm
-    monkeypatch.delenv("RUNNER_FAILPOINTS", raising=False)
-    failpoints._armed.cache_clear()
 
 
 def test_append_replay_is_skipped(writer: DeltaWriter, spark: SparkSession, tmp_path: Path):

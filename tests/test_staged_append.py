@@ -18,7 +18,6 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from runner import failpoints
 from runner.errors import SinkError
 from runner.failpoints import FailpointError
 from runner.sinks import RsWriter, SinkSpec
@@ -47,14 +46,6 @@ def writer() -> RsWriter:
     return RsWriter()
 
 
-@pytest.fixture
-def armed(monkeypatch: pytest.MonkeyPatch) -> Any:
-    def arm(value: str) -> None:
-        monkeypatch.setenv("RUNNER_FAILPOINTS", value)
-        failpoints._armed.cache_clear()
-    yield arm
-    monkeypatch.delenv("RUNNER_FAILPOINTS", raising=False)
-    failpoints._armed.cache_clear()
 
 
 def events(spark: SparkSession, start: int, stop: int, partitions: int = 2) -> DataFrame:
