@@ -1,4 +1,5 @@
-"""run_batch does no avoidable pass: one Spark job per sink write, counts without ``count()``,
+"""run_batch does no avoidable pass: one Spark job for the parse (it fills the cache and counts
+the batch), one per sink write, no ``count()``, no dead-letter job without dead letters,
 persist only for two or more consumers, the parse pruned to the fields the models read."""
 
 from __future__ import annotations
@@ -86,8 +87,9 @@ def test_one_job_per_sink_counts_observed_and_pruned_parse(spark: SparkSession,
     before = jobs(spark)
     result = run_batch(bp, raw(spark, LINES), 0)
     ran = jobs(spark) - before
-    # one write job per sink (two models, the dead letters), no count() and no other action
-    assert len(ran) == 3, ran
+    # the parse (cache fill + counts), then one write job per sink (two models, the dead
+    # letters): no count() and no other action
+    assert len(ran) == 4, ran
     assert (result.input_rows, result.dead_letters) == (5, 2)
     assert result.rows_by_model == {"slow": 3, "ends": 3}
     # "amount": "abc" is in a field no model reads: the record is valid (pruned parse)
@@ -102,8 +104,11 @@ def test_one_job_per_sink_counts_observed_and_pruned_parse(spark: SparkSession,
 @pytest.mark.spark
 def test_no_dead_rows_commits_no_dead_letter_table(spark: SparkSession,
                                                    tmp_path: Path) -> None:
-    bp = batch_plan(tmp_path, [step("m", "SELECT eventId FROM parsed_events")], ("eventId",))
+    bp = batch_plan(tmp_path, [step("m", "SELECT eventId FROM parsed_events")], ("eventId",),
+                    writer=RsWriter(arrow_max_rows=0))
+    before = jobs(spark)
     result = run_batch(bp, raw(spark, [LINES[0], LINES[4]]), 0)
+    assert len(jobs(spark) - before) == 2  # the parse, the model: no dead-letter write job
     assert (result.input_rows, result.dead_letters) == (2, 0)
     assert not (tmp_path / "_dead").exists()
 

@@ -12,17 +12,19 @@ No avoidable passes over the batch:
 - The parsed frame is persisted only when two or more consumers read it: every read of
   ``parsed_events`` in a model's SQL counts, and so does the dead-letter write (it scans every
   record to find the dead ones). A model read by other models (``ref``) is persisted too.
-- No Spark action runs just to count: the dead-letter write observes the record count and the
-  dead count as it goes (``DataFrame.observe``), and the rows each sink wrote come from the
-  sink (Parquet footers, or the Arrow table of a merge). Only when the dead-letter sink is
-  skipped (a replay after it committed) is the batch counted with an action of its own.
-- The dead-letter write runs first, alone: its job is the one that parses the batch (and
-  fills the cache), in parallel tasks, and it counts the batch. With no dead rows it writes
-  nothing and commits nothing. Then the models are written in parallel (a bounded thread
-  pool of ``parallelism`` threads), from the cache, with the batch's size as a hint to the
-  writer (the ``rs`` engine sends tiny batches through Arrow, see :mod:`runner.sinks.rs`).
-  Starting every write at once instead made tasks of several jobs wait on the same cache
-  blocks while the parse ran, and the batch size would be unknown to the writers.
+- No Spark action runs just to count: the job that parses the batch observes the record
+  count and the dead count as it goes (``DataFrame.observe``), and the rows each sink wrote
+  come from the sink (Parquet footers, or the Arrow table of a merge).
+- The parse runs first, alone, as one job: a ``noop`` write of the persisted frame fills the
+  cache in parallel tasks and counts the batch. Dead letters are written only when there are
+  some (they are few: the writer sends them through Arrow); a batch without any pays neither
+  for a write job nor for building the dead-letter reasons. Then the models are written in
+  parallel (a bounded thread pool of ``parallelism`` threads), from the cache, with the
+  batch's size as a hint to the writer (the ``rs`` engine sends tiny batches through Arrow,
+  see :mod:`runner.sinks.rs`). Starting every write at once instead made tasks of several
+  jobs wait on the same cache blocks while the parse ran, and the batch size would be unknown
+  to the writers. (Without a persist, i.e. no model reads ``parsed_events``, the dead-letter
+  write is the one pass and counts instead; on a replay that skips it, a ``count()`` does.)
 """
 
 from __future__ import annotations
@@ -187,6 +189,18 @@ def _observed(observation: "Observation") -> dict[str, Any] | None:
     return observation.get if done else None
 
 
+def _fill(frame: "DataFrame", batch_id: int) -> None:
+    """Compute ``frame`` (persisted: this fills the cache) with no output but its metrics."""
+    frame.sparkSession.sparkContext.setJobDescription(f"runner: parse batch {batch_id}")
+    try:
+        frame.write.format("noop").mode("overwrite").save()
+    except Exception as e:  # a runtime failure of the parse itself (Spark is lazy)
+        raise ExecutionError(f"parsing batch {batch_id} failed: "
+                             f"{_java_root_cause(e) or _first_line(e)}",
+                             hint="check the source's records and the schema in project.yml, "
+                                  "then restart (the batch is replayed)") from e
+
+
 def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
     """Process one micro-batch (``raw``: ``value`` plus source metadata columns).
 
@@ -202,10 +216,10 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
     counts = Observation(f"runner_batch_{batch_id}_{uuid.uuid4().hex}")
     parsed = parse_batch(raw, schema_ddl=bp.plan.schema_ddl, batch_id=batch_id,
                          metadata_columns=bp.metadata_columns,
-                         fields=bp.plan.used_fields if bp.parse_only_used_fields else None,
-                         observation=counts)
+                         fields=bp.plan.used_fields if bp.parse_only_used_fields else None)
     cached = []
-    if _should_persist(bp.plan):
+    persist = _should_persist(bp.plan)
+    if persist:
         parsed.persist()  # valid rows and dead letters are both filters of this one frame
         cached.append(parsed.frame)
     try:
@@ -213,7 +227,7 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
         has_children = {d for s in bp.plan.steps for d in s.depends_on}
         frames: dict[str, DataFrame] = {}
         outcomes = {}
-        dead = parsed.dead
+        quarantined: list[DataFrame] = []
         metadata_types = source_metadata_columns(bp.plan.source_type)  # type: ignore[arg-type]
         for step in bp.plan.steps:  # dependency order: a ref'd view exists before its reader
             try:
@@ -228,18 +242,29 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
             outcome = apply_expectations(df, step, batch_id=batch_id,
                                          metadata_columns=metadata_types)
             if outcome.quarantined is not None:  # same commit as the parse's dead letters
-                dead = dead.unionByName(outcome.quarantined)
+                quarantined.append(outcome.quarantined)
             outcomes[step.name] = outcome
             outcome.kept.createOrReplaceTempView(step.name)  # refs see the kept rows only
             frames[step.name] = outcome.kept
 
-        # The dead letters first: that job parses the batch (filling the cache) and counts
-        # it; then every model in parallel, from the cache, knowing the batch's size.
-        _write(bp.writer, bp.dead_letter, dead, batch_id, is_model=False)
-        observed = _observed(counts)
-        if observed is None:  # the dead-letter sink was skipped (a replay): count here,
-            parsed.dead.count()  # through the observed branch, which fills the observation
+        # First the job that parses the batch (filling the cache) and counts it; then the
+        # dead letters, if any; then every model in parallel, from the cache.
+        if persist:
+            _fill(parsed.counting(counts), batch_id)
             observed = counts.get
+            dead, dead_hint = (parsed.dead if observed["dead"] else None), observed["dead"]
+        else:  # one reader: the dead-letter write is the parse, and it counts
+            counted_dead = parsed.dead_of(parsed.counting(counts))
+            dead, dead_hint = counted_dead, None
+        for q in quarantined:
+            dead, dead_hint = (q if dead is None else dead.unionByName(q)), None
+        if dead is not None:
+            _write(bp.writer, bp.dead_letter, dead, batch_id, dead_hint, is_model=False)
+        if not persist:
+            observed = _observed(counts)
+            if observed is None:  # the dead-letter sink was skipped (a replay): count here,
+                counted_dead.count()  # through the observed branch: fills the observation
+                observed = counts.get
         rows_hint = int(observed["rows"]) - int(observed["dead"])
         with ThreadPoolExecutor(max_workers=bp.parallelism,
                                 thread_name_prefix=f"batch{batch_id}") as pool:

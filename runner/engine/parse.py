@@ -127,13 +127,36 @@ class ParsedBatch:
 
     Attributes:
         valid: the schema's top-level fields, ``_batch_id`` (BIGINT), then the metadata columns.
-        dead: ``raw`` STRING, ``reason`` STRING, ``_batch_id`` BIGINT, then the metadata columns.
-        frame: the one parsed frame both are filtered from; persist it to parse once.
+        frame: the one parsed frame that valid rows and dead letters are filtered from;
+            persist it to parse once. It holds no ``_batch_id`` (a constant, added after).
+        batch_id: the micro-batch id.
     """
 
     valid: DataFrame
-    dead: DataFrame
     frame: DataFrame
+    batch_id: int
+    _exprs: _Expressions
+
+    @property
+    def dead(self) -> DataFrame:
+        """``raw`` STRING, ``reason`` STRING, ``_batch_id`` BIGINT, then the metadata columns.
+
+        Built on first use: its reason expression is large and costs the driver about 0.1 s
+        of analysis, which a batch without dead letters need not pay."""
+        return self.dead_of(self.frame)
+
+    def dead_of(self, frame: DataFrame) -> DataFrame:
+        """The dead letters of ``frame``: :attr:`frame` itself or :meth:`counting`'s frame."""
+        x = self._exprs
+        return (frame.filter(F.col(_DEAD)).select(*x.dead_inputs)
+                .select(F.col(_RAW).alias("raw"), x.reason,
+                        F.lit(self.batch_id).cast("bigint").alias(BATCH_ID_COLUMN), *x.meta))
+
+    def counting(self, observation: Observation) -> DataFrame:
+        """:attr:`frame` observing ``rows`` (every record) and ``dead`` (dead letters) into
+        ``observation`` as any action computes it: counts without an action of their own."""
+        return self.frame.observe(observation, F.count(F.lit(1)).alias("rows"),
+                                  F.count_if(F.col(_DEAD)).alias("dead"))
 
     def persist(self, storage_level: StorageLevel | None = None) -> ParsedBatch:
         """Persist :attr:`frame` (``MEMORY_AND_DISK`` by default); returns ``self``."""
@@ -196,8 +219,7 @@ def _has_not_null(dtype: T.DataType) -> bool:
 
 def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
                 metadata_columns: Sequence[str],
-                fields: Collection[str] | None = None,
-                observation: Observation | None = None) -> ParsedBatch:
+                fields: Collection[str] | None = None) -> ParsedBatch:
     """Parse ``raw.value`` with the project schema; split into valid rows and dead letters.
 
     Args:
@@ -207,9 +229,6 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
         metadata_columns: source columns carried through to both outputs, in this order.
         fields: parse only these top-level fields (plus the NOT NULL ones, see the module
             docstring); None parses every field.
-        observation: when given, :attr:`ParsedBatch.dead` observes ``rows`` (every record)
-            and ``dead`` (dead letters) on its way: the dead-letter write, which reads every
-            record once, counts the batch without an action of its own.
 
     Returns:
         The lazily evaluated :class:`ParsedBatch` (nothing is computed or cached here).
@@ -218,11 +237,44 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
         ConfigError: bad DDL, or a schema field that clashes with a metadata column.
         ValueError: ``raw`` lacks ``value`` or a metadata column.
     """
-    schema = parse_schema(schema_ddl)
-    meta = list(metadata_columns)
+    meta = tuple(metadata_columns)
     missing = [c for c in ["value", *meta] if c not in raw.columns]
     if missing:
         raise ValueError(f"raw batch lacks column(s) {missing}; has {raw.columns}")
+    x = _expressions(schema_ddl, None if fields is None else frozenset(fields), meta,
+                     _gateway_token())
+    batch = F.lit(batch_id).cast("bigint").alias(BATCH_ID_COLUMN)
+    frame = raw.select(*x.parse).select(*x.split).select(*x.keep_raw)
+    valid = frame.filter(~F.col(_DEAD)).select(*x.fields, batch, *x.meta)
+    return ParsedBatch(valid=valid, frame=frame, batch_id=batch_id, _exprs=x)
+
+
+@dataclass(frozen=True)
+class _Expressions:
+    """The select lists of :func:`parse_batch`: they depend on the schema, the pruning and the
+    metadata columns only, so they are built once (through py4j, a few tenths of a second for
+    a nested schema) and reused by every batch; only ``_batch_id`` is added per batch."""
+
+    parse: tuple[Column, ...]  # raw -> value, metadata, from_json struct, partition id
+    split: tuple[Column, ...]  # -> fields, metadata, dead/corrupt/UTF-8 flags, value
+    keep_raw: tuple[Column, ...]  # -> the same with the raw text of dead rows only
+    fields: tuple[Column, ...]
+    meta: tuple[Column, ...]
+    dead_inputs: tuple[Column, ...]  # what the reason reads, for dead rows
+    reason: Column
+
+
+def _gateway_token() -> int:
+    """Identifies the JVM gateway the cached Columns live in (a new one after a restart)."""
+    from pyspark import SparkContext
+
+    return id(getattr(SparkContext, "_gateway", None))
+
+
+@lru_cache(maxsize=16)
+def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str, ...],
+                 gateway: int) -> _Expressions:  # noqa: ARG001 - part of the cache key
+    schema = parse_schema(schema_ddl)
     reserved = {BATCH_ID_COLUMN, *meta}
     clash = [f.name for f in schema.fields if f.name in reserved]
     if clash:
@@ -249,43 +301,27 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
     # nondeterministic column in the parsing Project (spark_partition_id, never negative,
     # referenced by the dead flag so it is not pruned) keeps filters above it: one parse.
     dead_flag = dead_flag | (F.col(_BARRIER) < 0)
-
-    frame = (
-        raw.select(value, *[_col(c) for c in meta],
-                   F.from_json(value, parse_schema_, options).alias(_PARSED),
-                   F.spark_partition_id().alias(_BARRIER))
-        .select(
-            *[parsed.getField(f.name).alias(f.name) for f in schema.fields],
-            F.lit(batch_id).cast("bigint").alias(BATCH_ID_COLUMN),
-            *[_col(c) for c in meta],
-            dead_flag.alias(_DEAD),
-            corrupt.alias(_CORRUPT_FLAG),
-            bad_utf8.alias(_BAD_UTF8),
-            value,
-        )
+    metadata = tuple(_col(c) for c in meta)
+    field_cols = tuple(_col(f.name) for f in schema.fields)
+    return _Expressions(
+        parse=(value, *metadata, F.from_json(value, parse_schema_, options).alias(_PARSED),
+               F.spark_partition_id().alias(_BARRIER)),
+        split=(*[parsed.getField(f.name).alias(f.name) for f in schema.fields], *metadata,
+               dead_flag.alias(_DEAD), corrupt.alias(_CORRUPT_FLAG), bad_utf8.alias(_BAD_UTF8),
+               value),
         # The raw text is kept for dead rows only (a cached frame holds it once per dead row),
-        # as valid UTF-8 so that every reader can read the dead-letter table.
-        .select("*", F.when(F.col(_DEAD), F.make_valid_utf8(value)).alias(_RAW)).drop("value")
+        # as valid UTF-8 so that every reader can read the dead-letter table. ``_batch_id``
+        # is not in the frame: a constant, it is added after the cache.
+        keep_raw=(*field_cols, *metadata, F.col(_DEAD), F.col(_CORRUPT_FLAG),
+                  F.col(_BAD_UTF8), F.when(F.col(_DEAD), F.make_valid_utf8(value)).alias(_RAW)),
+        fields=field_cols,
+        meta=metadata,
+        dead_inputs=(F.col(_RAW), F.col(_CORRUPT_FLAG), F.col(_BAD_UTF8), *metadata,
+                     F.try_parse_json(F.col(_RAW)).alias(_VARIANT)),
+        reason=F.when(F.col(_BAD_UTF8), F.lit(BAD_UTF8_REASON))
+        .otherwise(_reason(F.col(_RAW), F.col(_VARIANT), F.col(_CORRUPT_FLAG), schema))
+        .alias("reason"),
     )
-    valid = frame.filter(~F.col(_DEAD)).select(
-        *[_col(f.name) for f in schema.fields], F.col(BATCH_ID_COLUMN), *[_col(c) for c in meta])
-    observed = frame if observation is None else frame.observe(
-        observation, F.count(F.lit(1)).alias("rows"), F.count_if(F.col(_DEAD)).alias("dead"))
-    dead = (
-        observed.filter(F.col(_DEAD))
-        .select(F.col(_RAW), F.col(_CORRUPT_FLAG), F.col(_BAD_UTF8), F.col(BATCH_ID_COLUMN),
-                *[_col(c) for c in meta],
-                F.try_parse_json(F.col(_RAW)).alias(_VARIANT))
-        .select(
-            F.col(_RAW).alias("raw"),
-            F.when(F.col(_BAD_UTF8), F.lit(BAD_UTF8_REASON))
-            .otherwise(_reason(F.col(_RAW), F.col(_VARIANT), F.col(_CORRUPT_FLAG), schema))
-            .alias("reason"),
-            F.col(BATCH_ID_COLUMN),
-            *[_col(c) for c in meta],
-        )
-    )
-    return ParsedBatch(valid=valid, dead=dead, frame=frame)
 
 
 def _col(name: str) -> Column:
