@@ -316,6 +316,12 @@ def worker_runner_prof(cfg: dict[str, Any], *, arrow: bool = False) -> None:
     # One sink's whole write as the batch sees it (the dead letters included).
     batch_mod._write = timed("sink (batch._write)", batch_mod._write,
                              lambda writer, spec, *a, **k: str(spec.model))
+    batch_mod.parse_batch = timed("parse_batch (driver)", batch_mod.parse_batch,
+                                  lambda *a, **k: "")
+    batch_mod.apply_expectations = timed("spark.sql done -> expectations", batch_mod.apply_expectations,
+                                         lambda df, step, **k: step.name)
+    if hasattr(batch_mod, "_fill"):  # the parse job (cache fill + counts), when it has one
+        batch_mod._fill = timed("parse (batch._fill)", batch_mod._fill, lambda *a, **k: "")
     # The Spark-native append path (runner.sinks.staged), when this runner version has it.
     for name, label in (("write_staged", lambda df, **k: Path(k["table_path"]).name),
                         ("collect_staged", lambda path, *a, **k: Path(path).name),

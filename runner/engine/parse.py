@@ -75,7 +75,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
@@ -261,7 +261,15 @@ class _Expressions:
     fields: tuple[Column, ...]
     meta: tuple[Column, ...]
     dead_inputs: tuple[Column, ...]  # what the reason reads, for dead rows
-    reason: Column
+    schema: T.StructType  # the (pruned) schema parsed
+
+    @cached_property
+    def reason(self) -> Column:
+        """Why a dead row is dead; the largest expression here, so built on first need."""
+        return (F.when(F.col(_BAD_UTF8), F.lit(BAD_UTF8_REASON))
+                .otherwise(_reason(F.col(_RAW), F.col(_VARIANT), F.col(_CORRUPT_FLAG),
+                                   self.schema))
+                .alias("reason"))
 
 
 def _gateway_token() -> int:
@@ -318,9 +326,7 @@ def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str
         meta=metadata,
         dead_inputs=(F.col(_RAW), F.col(_CORRUPT_FLAG), F.col(_BAD_UTF8), *metadata,
                      F.try_parse_json(F.col(_RAW)).alias(_VARIANT)),
-        reason=F.when(F.col(_BAD_UTF8), F.lit(BAD_UTF8_REASON))
-        .otherwise(_reason(F.col(_RAW), F.col(_VARIANT), F.col(_CORRUPT_FLAG), schema))
-        .alias("reason"),
+        schema=schema,
     )
 
 
