@@ -23,7 +23,7 @@ from ..plan import Plan
 from ..project import Project
 from ..schema import source_metadata_columns
 from ..sinks import SinkSpec, make_writer
-from .batch import BatchPlan, BatchResult, run_batch
+from .batch import BatchPlan, BatchResult, prepare, run_batch
 from .evolution import check_schema_changes, model_output_schemas
 from .session import session_info
 from .checkpoint import (CheckpointLock, app_id, new_query_id, read_query_id, reset_checkpoint,
@@ -243,6 +243,11 @@ def _run_query(spark: "SparkSession", project: Project, bp: BatchPlan, *,
         query = writer.start()
     except Exception as e:  # noqa: BLE001 - Spark reports bad triggers/sources here
         raise ExecutionError(f"could not start the streaming query: {str(e).splitlines()[0]}") from e
+    try:
+        prepare(bp, spark)  # overlaps the query's start-up (see its docstring)
+    except BaseException:
+        query.stop()
+        raise
     try:
         while query.isActive:
             try:
