@@ -13,9 +13,11 @@ models
 memory
     The driver's peak memory (``VmHWM`` from ``/proc``: the Python process and its JVM child,
     separately) with the three example models at batch sizes of 100k, 1M and 5M events (one
-    batch each), for the runner as it is (Spark-native appends) and, for contrast, with
-    appends forced through Arrow (``toArrow`` + ``write_deltalake``, the seed pattern's way;
-    ``--arrow-sizes``, default 100k and 1M).
+    batch each): the runner as configured by default (on a local master, appends of batches
+    up to 500,000 rows through Arrow, bigger ones Spark-native), with every append
+    Spark-native (``delta.arrow_max_rows: 0``), and, for contrast, with every append forced
+    through Arrow (``toArrow`` + ``write_deltalake``, the seed pattern's way; ``--arrow-sizes``,
+    default 100k and 1M).
 cluster
     The runner on ``local-cluster[2,1,1024]`` (two executor JVMs) with ``spark.eventLog``
     on; from the event log, the tasks that wrote output records and the executor that ran
@@ -222,7 +224,8 @@ def generate(data: Path, events: int, files: int) -> Path:
 
 def make_project(dest: Path, *, data: Path, models: dict[str, str] | None, max_files: int,
                  master: str, conf: dict[str, str] | None = None, schema: str | None = None,
-                 parallelism: int | None = None, prune: bool = False) -> Path:
+                 parallelism: int | None = None, prune: bool = False,
+                 arrow_max_rows: int | None = None) -> Path:
     """A project reading ``data``: the example models (``models=None``) or the given ones."""
     import yaml
 
@@ -239,6 +242,8 @@ def make_project(dest: Path, *, data: Path, models: dict[str, str] | None, max_f
     config["source"] = {"type": "files", "path": str(data), "max_files_per_trigger": max_files}
     config["spark"] = {"master": master, "conf": dict(conf or {})}
     config["delta"] = {"engine": "rs"}
+    if arrow_max_rows is not None:
+        config["delta"]["arrow_max_rows"] = arrow_max_rows
     config["warehouse"], config["checkpoint"] = "_warehouse", "_checkpoint"
     if schema is not None:
         config["schema"] = schema
@@ -360,11 +365,12 @@ def part_memory(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     for size in sizes:
         files = max(1, size // 25_000)
         data = generate(work / f"data-{size}", size, files)
-        for mode in ("spark-native", "arrow"):
+        for mode in ("default", "spark-native", "arrow"):
             if mode == "arrow" and size not in arrow_sizes:
                 continue
             project = make_project(work / f"memory-{size}-{mode}", data=data, models=None,
-                                   max_files=files, master=args.master)
+                                   max_files=files, master=args.master,
+                                   arrow_max_rows=0 if mode == "spark-native" else None)
             r = run(f"{size:,} events, {mode}", project, timeout=args.timeout,
                     arrow_appends=mode == "arrow")
             r.update(size=size, mode=mode)

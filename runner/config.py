@@ -75,7 +75,12 @@ class KafkaSource(_Strict):
 
 
 class DeltaConfig(_Strict):
+    """Which Delta engine writes, and (``rs``) which appends go through Arrow: batches of up
+    to ``arrow_max_rows`` input rows; bigger ones are written by Spark's Parquet writer. Unset:
+    500,000 on local masters, 10,000 elsewhere (``runner.sinks.rs.default_arrow_max_rows``)."""
+
     engine: Literal["auto", "spark", "rs"] = "auto"
+    arrow_max_rows: int | None = Field(default=None, ge=0)
 
 
 class SparkConfig(_Strict):

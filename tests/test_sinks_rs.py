@@ -279,3 +279,15 @@ def test_make_writer_engines():
         make_writer("spark", None)
     with pytest.raises(ConfigError, match="unknown delta.engine"):
         make_writer("duckdb", None)  # type: ignore[arg-type]
+
+
+def test_arrow_max_rows_by_master_and_setting():
+    from runner.sinks.rs import ARROW_MAX_ROWS, LOCAL_ARROW_MAX_ROWS, default_arrow_max_rows
+
+    for master in ("local", "local[2]", "local[*]", " local[4] "):
+        assert default_arrow_max_rows(master) == LOCAL_ARROW_MAX_ROWS
+    for master in ("local-cluster[2,1,1024]", "spark://h:7077", "yarn", "k8s://x", None):
+        assert default_arrow_max_rows(master) == ARROW_MAX_ROWS
+    assert make_writer("rs", None).arrow_max_rows == ARROW_MAX_ROWS  # no session: cluster-safe
+    assert make_writer("rs", None, arrow_max_rows=0).arrow_max_rows == 0  # project.yml wins
+    assert make_writer("auto", None, arrow_max_rows=7).arrow_max_rows == 7

@@ -139,7 +139,8 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         spark = build_session(master=conf.master, conf=spark_conf,
                               app_name=f"runner:{project.config.name}",
                               log_dir=str(project.root / "logs"))
-        writer = make_writer(project.config.delta.engine, spark)
+        writer = make_writer(project.config.delta.engine, spark,
+                             arrow_max_rows=project.config.delta.arrow_max_rows)
         if full_refresh:
             reset_checkpoint(checkpoint)
         query_id = read_query_id(checkpoint)

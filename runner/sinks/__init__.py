@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 from runner.errors import ConfigError
 from runner.sinks.base import DeltaWriter, SinkSpec, WriteResult
-from runner.sinks.rs import RsWriter
+from runner.sinks.rs import RsWriter, default_arrow_max_rows
 from runner.sinks.spark import SparkWriter, delta_spark_available
 
 if TYPE_CHECKING:
@@ -30,17 +30,28 @@ __all__ = [
 Engine = Literal["auto", "spark", "rs"]
 
 
-def make_writer(engine: Engine, spark: SparkSession | None) -> DeltaWriter:
+def make_writer(engine: Engine, spark: SparkSession | None, *,
+                arrow_max_rows: int | None = None) -> DeltaWriter:
     """The Delta writer for ``delta.engine``: ``auto`` picks ``spark`` when the io.delta
     classes are on the session's JVM classpath, else ``rs``.
+
+    Args:
+        arrow_max_rows: ``delta.arrow_max_rows`` for the ``rs`` engine (appends of batches up
+            to that many rows go through Arrow); None: by the session's master
+            (:func:`runner.sinks.rs.default_arrow_max_rows`).
 
     Raises:
         ConfigError: unknown engine, or ``spark`` asked for without the delta-spark jars.
     """
+    def rs() -> RsWriter:
+        limit = arrow_max_rows if arrow_max_rows is not None else \
+            default_arrow_max_rows(_master(spark))
+        return RsWriter(arrow_max_rows=limit)
+
     if engine == "rs":
-        return RsWriter()
+        return rs()
     if engine == "auto":
-        return SparkWriter(spark) if delta_spark_available(spark) else RsWriter()
+        return SparkWriter(spark) if delta_spark_available(spark) else rs()
     if engine == "spark":
         if spark is None or not delta_spark_available(spark):
             raise ConfigError(
@@ -49,3 +60,12 @@ def make_writer(engine: Engine, spark: SparkSession | None) -> DeltaWriter:
                 hint="use delta.engine: auto or rs, or start Spark with the delta-spark jars")
         return SparkWriter(spark)
     raise ConfigError(f"unknown delta.engine {engine!r}", hint="use one of: auto, spark, rs")
+
+
+def _master(spark: SparkSession | None) -> str | None:
+    if spark is None:
+        return None
+    try:
+        return spark.sparkContext.master
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext: ask the conf
+        return spark.conf.get("spark.master", None)

@@ -46,12 +46,31 @@ from runner.sinks.staged import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["ARROW_MAX_ROWS", "RsWriter", "as_nullable"]
+__all__ = ["ARROW_MAX_ROWS", "LOCAL_ARROW_MAX_ROWS", "RsWriter", "as_nullable",
+           "default_arrow_max_rows"]
 
-#: Appends of batches up to this many input rows go through Arrow: a Spark write job costs
-#: about 0.25 s more than ``toArrow()`` + ``write_deltalake`` whatever the size (measured,
-#: docs/PERFORMANCE.md), and that many rows are a few MB in the driver at most.
+#: Appends of batches up to this many input rows go through Arrow on a cluster: a Spark write
+#: job costs about 0.25 s more than ``toArrow()`` + ``write_deltalake`` whatever the size
+#: (measured, docs/PERFORMANCE.md), and that many rows are a few MB in the driver at most.
 ARROW_MAX_ROWS = 10_000
+
+#: The same bound on a local master (``local``, ``local[N]``, ``local[*]``): there the driver's
+#: JVM is the only executor, so Spark's Parquet writer distributes nothing, and on this
+#: project's machines it cost more than ``toArrow()`` + ``write_deltalake`` (1.23x against
+#: 1.10x the hand-written pattern, docs/BENCHMARKS.md). Bigger batches still go Spark-native,
+#: so the driver's memory stays bounded: at most ``parallelism`` Arrow tables of this many
+#: rows (each model row is typically under 200 bytes: about 100 MB a table).
+LOCAL_ARROW_MAX_ROWS = 500_000
+
+
+def default_arrow_max_rows(master: str | None) -> int:
+    """``delta.arrow_max_rows`` when project.yml leaves it out, for a Spark master URL.
+
+    >>> default_arrow_max_rows("local[*]"), default_arrow_max_rows("local-cluster[2,1,1024]")
+    (500000, 10000)
+    """
+    m = (master or "").strip()
+    return LOCAL_ARROW_MAX_ROWS if m == "local" or m.startswith("local[") else ARROW_MAX_ROWS
 
 #: Errors delta-rs and pyarrow raise for bad data, schemas or expressions.
 _ENGINE_ERRORS = (DeltaError, pa.ArrowException, ValueError, TypeError)
