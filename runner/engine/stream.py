@@ -234,6 +234,7 @@ def _run_query(spark: "SparkSession", project: Project, bp: BatchPlan, *,
         on_batch(result)
 
     started = time.perf_counter()
+    prepare(bp, spark)  # the per-run parse expressions, once, before batch 0
     writer = (_source_stream(spark, project).writeStream
               .queryName(f"runner_{project.config.name}")
               .option("checkpointLocation", str(project.checkpoint))
@@ -244,11 +245,6 @@ def _run_query(spark: "SparkSession", project: Project, bp: BatchPlan, *,
         query = writer.start()
     except Exception as e:  # noqa: BLE001 - Spark reports bad triggers/sources here
         raise ExecutionError(f"could not start the streaming query: {str(e).splitlines()[0]}") from e
-    try:
-        prepare(bp, spark)  # overlaps the query's start-up (see its docstring)
-    except BaseException:
-        query.stop()
-        raise
     try:
         while query.isActive:
             try:
