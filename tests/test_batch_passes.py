@@ -11,7 +11,13 @@ import pytest
 from deltalake import DeltaTable
 
 from runner.config import ModelConfig
-from runner.engine.batch import BatchPlan, _should_persist, parsed_event_reads, run_batch
+from runner.engine.batch import (
+    BatchPlan,
+    _should_persist,
+    parsed_event_reads,
+    reads_any_column,
+    run_batch,
+)
 from runner.plan import Plan, Step
 from runner.sinks import RsWriter, SinkSpec
 from runner.sinks.staged import STAGING_DIR
@@ -97,6 +103,8 @@ def test_one_job_per_sink_counts_observed_and_pruned_parse(spark: SparkSession,
     dead = {r["raw"]: r["reason"] for r in rows(tmp_path / "_dead")}
     assert dead == {LINES[2]: 'field request.latency_ms: expected INT, got "slow"',
                     "not json": "invalid JSON"}
+    # no model reads _source_file: the cache keeps it for dead rows only, and they have it
+    assert {r["_source_file"] for r in rows(tmp_path / "_dead")} == {"f.json"}
     assert not spark.catalog.isCached("parsed_events")  # unpersisted at the end
     assert (tmp_path / "slow" / STAGING_DIR).is_dir() == (arrow_max_rows == 0)
 
@@ -132,3 +140,20 @@ def test_select_star_parses_every_field(spark: SparkSession, tmp_path: Path) -> 
     result = run_batch(bp, raw(spark, LINES), 0)
     assert (result.input_rows, result.dead_letters) == (5, 3)  # "amount": "abc" is dead now
     assert {"amount", "note", "_batch_id"} <= set(rows(tmp_path / "m")[0])
+
+
+def test_reads_any_column_is_conservative() -> None:
+    meta = frozenset({"_source_file"})
+    assert not reads_any_column(("SELECT eventId, request.endpoint FROM parsed_events",), meta)
+    assert reads_any_column(("SELECT eventId FROM parsed_events",
+                             "SELECT upper(_Source_File) AS f FROM parsed_events"), meta)
+    assert reads_any_column(("SELECT p.* FROM parsed_events p",), meta)
+    assert reads_any_column(("SELECT to_json(struct(*)) AS j FROM parsed_events",), meta)
+    assert reads_any_column(("SELECT FROM WHERE (((",), meta)  # unparseable: assume a read
+
+
+@pytest.mark.spark
+def test_metadata_reaches_a_model_that_reads_it(spark: SparkSession, tmp_path: Path) -> None:
+    steps = [step("files", "SELECT eventId, _source_file AS f FROM parsed_events")]
+    run_batch(batch_plan(tmp_path, steps, None), raw(spark, [LINES[0], LINES[4]]), 0)
+    assert [r["f"] for r in rows(tmp_path / "files")] == ["f.json", "f.json"]

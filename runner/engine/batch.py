@@ -9,6 +9,9 @@ No avoidable passes over the batch:
 - With ``parse_only_used_fields: true`` in project.yml, the parse reads only the event fields
   the models use (``Plan.used_fields``, see :mod:`runner.engine.parse`). Off by default: then
   every declared field is type-checked on every record, as the dead-letter contract says.
+- The source's metadata columns (``_source_file``, or the Kafka ones) are cached for dead rows
+  only when no model can read them (no model SQL names one or uses ``*``,
+  :func:`reads_any_column`): the dead-letter table needs them, no model would see them.
 - The parsed frame is persisted only when two or more consumers read it: every read of
   ``parsed_events`` in a model's SQL counts, and so does the dead-letter write (it scans every
   record to find the dead ones). A model read by other models (``ref``) is persisted too.
@@ -123,6 +126,36 @@ def parsed_event_reads(sql: str) -> int:
                if t.name.lower() == PARSED_EVENTS and not t.db)
 
 
+@lru_cache(maxsize=64)
+def reads_any_column(sqls: tuple[str, ...], names: frozenset[str]) -> bool:
+    """True unless it is certain that no statement reads a column named in ``names``: any
+    ``*``, any column reference with one of the names (case-insensitive), or SQL that does
+    not parse counts as a read.
+
+    >>> reads_any_column(("SELECT a, b FROM parsed_events",), frozenset({"_source_file"}))
+    False
+    >>> reads_any_column(("SELECT a, _SOURCE_FILE AS f FROM parsed_events",),
+    ...                  frozenset({"_source_file"}))
+    True
+    >>> reads_any_column(("SELECT * FROM parsed_events",), frozenset({"_source_file"}))
+    True
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    wanted = {n.lower() for n in names}
+    for sql in sqls:
+        try:
+            tree = sqlglot.parse_one(sql, read="spark")
+        except sqlglot.errors.SqlglotError:
+            return True
+        if any(True for _ in tree.find_all(exp.Star)):
+            return True
+        if any(c.name.lower() in wanted for c in tree.find_all(exp.Column)):
+            return True
+    return False
+
+
 def _should_persist(plan: Plan) -> bool:
     """Two or more consumers: the reads of parsed_events, plus the dead-letter write."""
     readers = sum(parsed_event_reads(s.sql) for s in plan.steps)
@@ -189,6 +222,10 @@ def _observed(observation: "Observation") -> dict[str, Any] | None:
     return observation.get if done else None
 
 
+def _models_read_metadata(bp: BatchPlan) -> bool:
+    return reads_any_column(tuple(s.sql for s in bp.plan.steps), frozenset(bp.metadata_columns))
+
+
 def prepare(bp: BatchPlan, spark: "SparkSession") -> None:
     """Build the run's parse expressions, and have Spark analyse them once, on an empty batch.
 
@@ -206,7 +243,8 @@ def prepare(bp: BatchPlan, spark: "SparkSession") -> None:
     empty = spark.createDataFrame([], ddl)
     parse_batch(empty, schema_ddl=bp.plan.schema_ddl,
                 batch_id=0, metadata_columns=bp.metadata_columns,
-                fields=bp.plan.used_fields if bp.parse_only_used_fields else None)
+                fields=bp.plan.used_fields if bp.parse_only_used_fields else None,
+                valid_metadata=_models_read_metadata(bp))
 
 
 def _fill(frame: "DataFrame", batch_id: int) -> None:
@@ -236,7 +274,8 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
     counts = Observation(f"runner_batch_{batch_id}_{uuid.uuid4().hex}")
     parsed = parse_batch(raw, schema_ddl=bp.plan.schema_ddl, batch_id=batch_id,
                          metadata_columns=bp.metadata_columns,
-                         fields=bp.plan.used_fields if bp.parse_only_used_fields else None)
+                         fields=bp.plan.used_fields if bp.parse_only_used_fields else None,
+                         valid_metadata=_models_read_metadata(bp))
     cached = []
     persist = _should_persist(bp.plan)
     if persist:

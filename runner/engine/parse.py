@@ -219,7 +219,8 @@ def _has_not_null(dtype: T.DataType) -> bool:
 
 def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
                 metadata_columns: Sequence[str],
-                fields: Collection[str] | None = None) -> ParsedBatch:
+                fields: Collection[str] | None = None,
+                valid_metadata: bool = True) -> ParsedBatch:
     """Parse ``raw.value`` with the project schema; split into valid rows and dead letters.
 
     Args:
@@ -229,6 +230,10 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
         metadata_columns: source columns carried through to both outputs, in this order.
         fields: parse only these top-level fields (plus the NOT NULL ones, see the module
             docstring); None parses every field.
+        valid_metadata: False when no model reads the metadata columns: then :attr:`ParsedBatch.
+            frame` keeps them for dead rows only (the dead-letter table needs them) and they
+            are null in ``valid`` (same columns and types). A cached frame is smaller by a
+            file path (or the Kafka columns) per row.
 
     Returns:
         The lazily evaluated :class:`ParsedBatch` (nothing is computed or cached here).
@@ -242,7 +247,7 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
     if missing:
         raise ValueError(f"raw batch lacks column(s) {missing}; has {raw.columns}")
     x = _expressions(schema_ddl, None if fields is None else frozenset(fields), meta,
-                     _gateway_token())
+                     valid_metadata, _gateway_token())
     batch = F.lit(batch_id).cast("bigint").alias(BATCH_ID_COLUMN)
     frame = raw.select(*x.parse).select(*x.split).select(*x.keep_raw)
     valid = frame.filter(~F.col(_DEAD)).select(*x.fields, batch, *x.meta)
@@ -281,6 +286,7 @@ def _gateway_token() -> int:
 
 @lru_cache(maxsize=16)
 def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str, ...],
+                 valid_metadata: bool,
                  gateway: int) -> _Expressions:  # noqa: ARG001 - part of the cache key
     schema = parse_schema(schema_ddl)
     reserved = {BATCH_ID_COLUMN, *meta}
@@ -320,7 +326,10 @@ def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str
         # The raw text is kept for dead rows only (a cached frame holds it once per dead row),
         # as valid UTF-8 so that every reader can read the dead-letter table. ``_batch_id``
         # is not in the frame: a constant, it is added after the cache.
-        keep_raw=(*field_cols, *metadata, F.col(_DEAD), F.col(_CORRUPT_FLAG),
+        keep_raw=(*field_cols,
+                  *(metadata if valid_metadata else
+                    [F.when(F.col(_DEAD), _col(c)).alias(c) for c in meta]),
+                  F.col(_DEAD), F.col(_CORRUPT_FLAG),
                   F.col(_BAD_UTF8), F.when(F.col(_DEAD), F.make_valid_utf8(value)).alias(_RAW)),
         fields=field_cols,
         meta=metadata,
