@@ -36,7 +36,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from runner.demo import write_demo_files  # noqa: E402
-from runner.tables import read_table  # noqa: E402
+from tests.reference import actual_tables, compare, expected_tables  # noqa: E402
 
 ENDPOINT_COUNTS = """\
 -- Requests and server errors per endpoint, accumulated across batches (merge_update).
@@ -58,7 +57,6 @@ SELECT request.endpoint AS endpoint, count(*) AS requests,
 FROM parsed_events
 GROUP BY request.endpoint
 """
-DEAD = "_dead_letter"
 
 
 def make_project(root: Path) -> Path:
@@ -94,75 +92,6 @@ class Feeder(threading.Thread):
             self.files += result.files
             self.events += result.events
             self.stop.wait(self.rng.uniform(1.0, 3.0))
-
-
-# -- the reference ------------------------------------------------------------------------------
-
-def valid_event(line: str) -> dict[str, Any] | None:
-    """The event when the project schema accepts the line (parse.py's rules), else None."""
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(event, dict) or event.get("eventId") is None \
-            or event.get("timestamp") is None:
-        return None
-    request = event.get("request") or {}
-    for key in ("latency_ms", "status_code"):
-        value = request.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            return None
-    return event
-
-
-def expected_tables(incoming: Path) -> dict[str, Counter]:
-    lines = [line for f in sorted(incoming.glob("*.json"))
-             for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
-    good = [e for e in map(valid_event, lines) if e is not None]
-    per_endpoint: dict[str, list[int]] = {}
-    for e in good:
-        counts = per_endpoint.setdefault(e["request"]["endpoint"], [0, 0])
-        counts[0] += 1
-        counts[1] += e["request"]["status_code"] >= 500
-    return {
-        "request_logs": Counter((e["eventId"], e["user"]["userId"], e["request"]["endpoint"],
-                                 e["request"]["status_code"]) for e in good),
-        "error_events": Counter((e["eventId"], x["errorCode"], x["severity"])
-                                for e in good for x in e["errors"] or []),
-        "performance_metrics": Counter((e["eventId"], e["request"]["endpoint"],
-                                        e["request"]["latency_ms"]) for e in good),
-        "endpoint_counts": Counter((k, n, errors) for k, (n, errors) in per_endpoint.items()),
-        DEAD: Counter(line for line in lines if valid_event(line) is None),
-    }
-
-
-def actual_tables(warehouse: Path) -> dict[str, Counter]:
-    def rows(name: str) -> list[dict[str, Any]]:
-        path = warehouse / name
-        return read_table(str(path)).to_pylist() if path.exists() else []
-
-    return {
-        "request_logs": Counter((r["eventId"], r["userId"], r["endpoint"], r["status_code"])
-                                for r in rows("request_logs")),
-        "error_events": Counter((r["eventId"], r["errorCode"], r["severity"])
-                                for r in rows("error_events")),
-        "performance_metrics": Counter((r["eventId"], r["endpoint"], r["latency_ms"])
-                                       for r in rows("performance_metrics")),
-        "endpoint_counts": Counter((r["endpoint"], r["requests"], r["errors"])
-                                   for r in rows("endpoint_counts")),
-        DEAD: Counter(r["raw"] for r in rows(DEAD)),
-    }
-
-
-def compare(expected: dict[str, Counter], actual: dict[str, Counter]) -> dict[str, Any]:
-    out = {}
-    for name, want in expected.items():
-        got = actual[name]
-        lost, extra = want - got, got - want
-        out[name] = {"expected_rows": sum(want.values()), "actual_rows": sum(got.values()),
-                     "lost": sum(lost.values()), "duplicated_or_extra": sum(extra.values()),
-                     "examples": [repr(k)[:160] for k in list(lost)[:3] + list(extra)[:3]]}
-    return out
 
 
 # -- running and killing ------------------------------------------------------------------------

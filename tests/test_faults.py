@@ -30,12 +30,12 @@ from runner.project import load_project
 from runner.tables import read_table
 
 from .projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, REPO_ROOT, write_project
+from .reference import DEAD, actual_tables, expected_tables
 
 pytestmark = pytest.mark.spark
 
 MODELS = {**EXAMPLE_FILES, "models/endpoint_counts.sql": ENDPOINT_COUNTS}
 SINKS = ("request_logs", "error_events", "performance_metrics", "endpoint_counts")
-DEAD = "_dead_letter"
 YML = (BASE_YML.replace("vars:\n  slow_ms: 1000\n", "vars:\n  slow_request_ms: 1000\n")
        .replace("  path: incoming\n", "  path: incoming\n  max_files_per_trigger: 1\n"))
 PYTHON = sys.executable
@@ -64,62 +64,9 @@ def _arm(monkeypatch, spec: str | None) -> None:
     failpoints._armed.cache_clear()
 
 
-# -- the reference, from the input files alone ------------------------------------------------
-
-def _valid(line: str) -> dict | None:
-    """The event if the schema accepts the line, else None (rules of runner.engine.parse)."""
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(event, dict) or event.get("eventId") is None \
-            or event.get("timestamp") is None:
-        return None
-    request = event.get("request") or {}
-    for key in ("latency_ms", "status_code"):
-        value = request.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            return None
-    return event
-
-
-def expected_tables(incoming: Path) -> dict[str, Counter]:
-    """What every table must hold, as multisets: a lost row or a duplicate both show."""
-    lines = [line for f in sorted(incoming.glob("*.json"))
-             for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
-    good = [e for e in map(_valid, lines) if e is not None]
-    endpoints: Counter = Counter()
-    errors: Counter = Counter()
-    for e in good:
-        endpoints[e["request"]["endpoint"]] += 1
-        errors[e["request"]["endpoint"]] += e["request"]["status_code"] >= 500
-    return {
-        "request_logs": Counter(e["eventId"] for e in good),
-        "error_events": Counter((e["eventId"], x["errorCode"]) for e in good
-                                for x in e["errors"] or []),
-        "performance_metrics": Counter(e["eventId"] for e in good),
-        "endpoint_counts": Counter({(k, n, errors[k]): 1 for k, n in endpoints.items()}),
-        DEAD: Counter(line for line in lines if _valid(line) is None),
-    }
-
-
-def actual_tables(project) -> dict[str, Counter]:
-    def rows(name: str) -> list[dict]:
-        path = project.table_path(name)
-        return read_table(str(path)).to_pylist() if path.exists() else []
-
-    return {
-        "request_logs": Counter(r["eventId"] for r in rows("request_logs")),
-        "error_events": Counter((r["eventId"], r["errorCode"]) for r in rows("error_events")),
-        "performance_metrics": Counter(r["eventId"] for r in rows("performance_metrics")),
-        "endpoint_counts": Counter((r["endpoint"], r["requests"], r["errors"])
-                                   for r in rows("endpoint_counts")),
-        DEAD: Counter(r["raw"] for r in rows(DEAD)),
-    }
-
-
 def assert_exactly_once(project) -> None:
-    expected, actual = expected_tables(project.root / "incoming"), actual_tables(project)
+    expected = expected_tables(project.root / "incoming")
+    actual = actual_tables(project.warehouse)
     for name in expected:
         lost, extra = expected[name] - actual[name], actual[name] - expected[name]
         assert not lost and not extra, (f"{name}: {sum(lost.values())} rows lost, "
@@ -283,7 +230,8 @@ def test_model_failing_at_runtime_then_fixed(tmp_path) -> None:
     assert_exactly_once(project)
     ratios = Counter(r["eventId"] for r in
                      read_table(str(project.table_path("latency_ratio"))).to_pylist())
-    assert ratios == expected_tables(project.root / "incoming")["request_logs"]
+    expected = expected_tables(project.root / "incoming")["request_logs"]
+    assert ratios == Counter(event_id for event_id, *_ in expected.elements())
 
 
 def committed_models(project, batch_id: int) -> set[str]:
