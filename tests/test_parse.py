@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from runner.engine.parse import DEAD_COLUMNS, parse_batch
+from runner.engine.parse import DEAD_COLUMNS, parse_batch, prepare_parse
 from runner.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -161,6 +161,9 @@ def test_schema_errors(spark: SparkSession) -> None:
     with pytest.raises(ConfigError, match="_batch_id"):
         parse_batch(raw, schema_ddl="_batch_id BIGINT", batch_id=0,
                     metadata_columns=["_source_file"])
+    # prepared before the query starts (runner.engine.batch.prepare): the same errors, no batch
+    with pytest.raises(ConfigError, match="_source_file"):
+        prepare_parse("eventId STRING, _source_file STRING", metadata_columns=["_source_file"])
 
 
 def test_odd_field_names_and_case(spark: SparkSession) -> None:

@@ -88,8 +88,8 @@ if TYPE_CHECKING:
     from pyspark import StorageLevel
     from pyspark.sql import Observation
 
-__all__ = ["ParsedBatch", "parse_batch", "parse_schema", "prune_schema", "JSON_OPTIONS",
-           "BATCH_ID_COLUMN", "DEAD_COLUMNS"]
+__all__ = ["ParsedBatch", "parse_batch", "parse_schema", "prepare_parse", "prune_schema",
+           "JSON_OPTIONS", "BATCH_ID_COLUMN", "DEAD_COLUMNS"]
 
 BATCH_ID_COLUMN = "_batch_id"
 DEAD_COLUMNS = ("raw", "reason", BATCH_ID_COLUMN)
@@ -252,6 +252,19 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
     frame = raw.select(*x.parse).select(*x.split).select(*x.keep_raw)
     valid = frame.filter(~F.col(_DEAD)).select(*x.fields, batch, *x.meta)
     return ParsedBatch(valid=valid, frame=frame, batch_id=batch_id, _exprs=x)
+
+
+def prepare_parse(schema_ddl: str, *, metadata_columns: Sequence[str],
+                  fields: Collection[str] | None = None, valid_metadata: bool = True) -> None:
+    """Build (and cache) the expressions :func:`parse_batch` will use with these arguments,
+    before any batch exists: a cold JVM takes a few tenths of a second for them. Needs an
+    active SparkSession.
+
+    Raises:
+        ConfigError: bad DDL, or a schema field that clashes with a metadata column.
+    """
+    _expressions(schema_ddl, None if fields is None else frozenset(fields),
+                 tuple(metadata_columns), valid_metadata, _gateway_token())
 
 
 @dataclass(frozen=True)

@@ -234,7 +234,7 @@ def _run_query(spark: "SparkSession", project: Project, bp: BatchPlan, *,
         on_batch(result)
 
     started = time.perf_counter()
-    prepare(bp, spark)  # the per-run parse expressions, once, before batch 0
+    prepare(bp)  # the per-run parse expressions, once, before batch 0
     writer = (_source_stream(spark, project).writeStream
               .queryName(f"runner_{project.config.name}")
               .option("checkpointLocation", str(project.checkpoint))
