@@ -318,7 +318,8 @@ def worker_runner_prof(cfg: dict[str, Any], *, arrow: bool = False) -> None:
                              lambda writer, spec, *a, **k: str(spec.model))
     batch_mod.parse_batch = timed("parse_batch (driver)", batch_mod.parse_batch,
                                   lambda *a, **k: "")
-    batch_mod.apply_expectations = timed("spark.sql done -> expectations", batch_mod.apply_expectations,
+    batch_mod.apply_expectations = timed("spark.sql done -> expectations",
+                                         batch_mod.apply_expectations,
                                          lambda df, step, **k: step.name)
     if hasattr(batch_mod, "_fill"):  # the parse job (cache fill + counts), when it has one
         batch_mod._fill = timed("parse (batch._fill)", batch_mod._fill, lambda *a, **k: "")
