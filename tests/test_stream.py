@@ -178,3 +178,21 @@ def test_expectations_drop_quarantine_and_fail_in_the_stream(tmp_path) -> None:
     write_demo_files(failing.root / "incoming", events=300, files=1, poison_every=0)
     with pytest.raises(ExecutionError, match="checked.*no_checkout"):
         _run(failing)
+
+
+def test_append_path_follows_delta_arrow_max_rows(tmp_path) -> None:
+    """On a local master appends go through Arrow by default; `delta.arrow_max_rows: 0` makes
+    Spark write them (files under <table>/batches/). Same rows either way."""
+    from runner.sinks.staged import STAGING_DIR
+
+    for name, setting in (("arrow", ""), ("spark", "  arrow_max_rows: 0\n")):
+        project = _project(tmp_path / name)
+        if setting:
+            yml = project.root / "project.yml"
+            yml.write_text(yml.read_text().replace("  engine: rs\n", "  engine: rs\n" + setting))
+            project = load_project(project.root)
+        write_demo_files(project.root / "incoming", events=1000, files=1, poison_every=250)
+        _run(project)
+        _check_tables(project)
+        staged = (project.table_path("request_logs") / STAGING_DIR).is_dir()
+        assert staged == bool(setting), (name, staged)
