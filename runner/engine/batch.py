@@ -13,8 +13,8 @@ No avoidable passes over the batch:
   only when no model can read them (no model SQL names one or uses ``*``,
   :func:`reads_any_column`): the dead-letter table needs them, no model would see them.
 - The parsed frame is persisted only when two or more consumers read it: every read of
-  ``parsed_events`` in a model's SQL counts, and so does the dead-letter write (it scans every
-  record to find the dead ones). A model read by other models (``ref``) is persisted too.
+  ``parsed_events`` in a model's SQL counts, and so does the search for dead letters (it scans
+  every record). A model read by other models (``ref``) is persisted too.
 - No Spark action runs just to count: the job that parses the batch observes the record
   count and the dead count as it goes (``DataFrame.observe``), and the rows each sink wrote
   come from the sink (Parquet footers, or the Arrow table of a merge).
@@ -157,7 +157,7 @@ def reads_any_column(sqls: tuple[str, ...], names: frozenset[str]) -> bool:
 
 
 def _should_persist(plan: Plan) -> bool:
-    """Two or more consumers: the reads of parsed_events, plus the dead-letter write."""
+    """Two or more consumers: the reads of parsed_events, plus the dead-letter scan."""
     readers = sum(parsed_event_reads(s.sql) for s in plan.steps)
     return readers + 1 >= 2
 
