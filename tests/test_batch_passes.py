@@ -148,6 +148,8 @@ def test_reads_any_column_is_conservative() -> None:
     assert reads_any_column(("SELECT eventId FROM parsed_events",
                              "SELECT upper(_Source_File) AS f FROM parsed_events"), meta)
     assert reads_any_column(("SELECT p.* FROM parsed_events p",), meta)
+    assert reads_any_column(("SELECT a.eventId FROM parsed_events a "
+                             "JOIN parsed_events b USING (_source_file)",), meta)
     assert reads_any_column(("SELECT to_json(struct(*)) AS j FROM parsed_events",), meta)
     assert reads_any_column(("SELECT FROM WHERE (((",), meta)  # unparseable: assume a read
 

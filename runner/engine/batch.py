@@ -129,8 +129,8 @@ def parsed_event_reads(sql: str) -> int:
 @lru_cache(maxsize=64)
 def reads_any_column(sqls: tuple[str, ...], names: frozenset[str]) -> bool:
     """True unless it is certain that no statement reads a column named in ``names``: any
-    ``*``, any column reference with one of the names (case-insensitive), or SQL that does
-    not parse counts as a read.
+    ``*``, any identifier with one of the names (case-insensitive: a column, a ``USING``
+    list, an alias), or SQL that does not parse counts as a read.
 
     >>> reads_any_column(("SELECT a, b FROM parsed_events",), frozenset({"_source_file"}))
     False
@@ -151,7 +151,7 @@ def reads_any_column(sqls: tuple[str, ...], names: frozenset[str]) -> bool:
             return True
         if any(True for _ in tree.find_all(exp.Star)):
             return True
-        if any(c.name.lower() in wanted for c in tree.find_all(exp.Column)):
+        if any(i.name.lower() in wanted for i in tree.find_all(exp.Identifier)):
             return True
     return False
 
