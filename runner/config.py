@@ -13,7 +13,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator,
                       model_validator)
 
-from .errors import ConfigError
+from .errors import ConfigError, RunnerError
 
 __all__ = [
     "DeltaConfig",
@@ -201,24 +201,37 @@ def validation_message(error: ValidationError, model: type[BaseModel]) -> list[t
     return out
 
 
-def _line_of(text: str, key_path: str) -> int | None:
-    """1-based line of a dotted key in a YAML document, when it can be found."""
+def yaml_line(text: str, loc: tuple[str | int, ...]) -> int | None:
+    """1-based line of the node at ``loc`` (mapping keys and sequence indices) in YAML text,
+    or of the deepest part of it that exists; None when not even the first part does."""
     try:
         node = yaml.compose(text)
     except yaml.YAMLError:
         return None
     line = None
-    for part in key_path.split("."):
-        if not isinstance(node, yaml.MappingNode):
-            break
-        for key_node, value_node in node.value:
-            if key_node.value == part:
-                line = key_node.start_mark.line + 1
-                node = value_node
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if k.value == str(part)), None)
+            if match is None:
                 break
+            line, node = match[0].start_mark.line + 1, match[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
+                and 0 <= part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
         else:
             break
     return line
+
+
+def load_yaml(text: str, *, path: str, error: type[RunnerError] = ConfigError) -> Any:
+    """``yaml.safe_load(text)``; invalid YAML raises ``error`` naming the file and the line."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise error(f"invalid YAML: {getattr(e, 'problem', e)}", path=path,
+                    line=mark.line + 1 if mark else None) from e
 
 
 def parse_project_config(text: str, *, path: str) -> ProjectConfig:
@@ -227,12 +240,7 @@ def parse_project_config(text: str, *, path: str) -> ProjectConfig:
     Raises:
         ConfigError: naming the file, the line and the offending key.
     """
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise ConfigError(f"invalid YAML: {getattr(e, 'problem', e)}", path=path,
-                          line=mark.line + 1 if mark else None) from e
+    data = load_yaml(text, path=path)
     if not isinstance(data, Mapping):
         raise ConfigError("project.yml must be a mapping of keys to values", path=path)
     try:
@@ -241,4 +249,4 @@ def parse_project_config(text: str, *, path: str) -> ProjectConfig:
         problems = validation_message(e, ProjectConfig)
         first_key = problems[0][0]
         raise ConfigError("; ".join(m for _, m in problems), path=path,
-                          line=_line_of(text, first_key)) from e
+                          line=yaml_line(text, tuple(first_key.split(".")))) from e

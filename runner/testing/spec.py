@@ -34,10 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Union
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..config import did_you_mean, validation_message
+from ..config import did_you_mean, load_yaml, validation_message, yaml_line
 from ..errors import RunnerError
 from ..project import Project
 
@@ -223,29 +222,7 @@ class ModelSpec(_Strict):
 
     def line_of(self, *loc: str | int) -> int | None:
         """1-based line of a key path (``unit_tests, 0, expect``) in this file."""
-        return line_of(self.text, loc)
-
-
-def line_of(text: str, loc: tuple[str | int, ...]) -> int | None:
-    """1-based line of the node at ``loc`` (mapping keys and sequence indices) in YAML text."""
-    try:
-        node = yaml.compose(text)
-    except yaml.YAMLError:
-        return None
-    line = None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            match = next(((k, v) for k, v in node.value if k.value == str(part)), None)
-            if match is None:
-                break
-            line, node = match[0].start_mark.line + 1, match[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
-                and 0 <= part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
+        return yaml_line(self.text, loc)
 
 
 def parse_model_spec(text: str, *, model: str, path: str) -> ModelSpec:
@@ -255,12 +232,7 @@ def parse_model_spec(text: str, *, model: str, path: str) -> ModelSpec:
         SpecError: invalid YAML, an unknown key or data test, a wrong shape; names the file,
             the line and the key.
     """
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise SpecError(f"invalid YAML: {getattr(e, 'problem', e)}", path=path,
-                        line=mark.line + 1 if mark else None) from e
+    data = load_yaml(text, path=path, error=SpecError)
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -268,7 +240,7 @@ def parse_model_spec(text: str, *, model: str, path: str) -> ModelSpec:
                         "unit_tests)", path=path)
     for key in ("model", "path", "text"):
         if key in data:
-            raise SpecError(f"unknown key '{key}'", path=path, line=line_of(text, (key,)),
+            raise SpecError(f"unknown key '{key}'", path=path, line=yaml_line(text, (key,)),
                             hint="keys: description, columns, data_tests, unit_tests")
     try:
         spec = ModelSpec.model_validate(data)
@@ -277,7 +249,7 @@ def parse_model_spec(text: str, *, model: str, path: str) -> ModelSpec:
         loc, message = _explain(errors[0])
         if len(errors) > 1:
             message += f" (and {len(errors) - 1} more problem{'s' * (len(errors) > 2)})"
-        raise SpecError(message, path=path, line=line_of(text, loc)) from e
+        raise SpecError(message, path=path, line=yaml_line(text, loc)) from e
     return spec.model_copy(update={"model": model, "path": path, "text": text})
 
 
