@@ -45,18 +45,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from runner.demo import write_demo_files  # noqa: E402
+from tests.projects import ENDPOINT_COUNTS  # noqa: E402
 from tests.reference import actual_tables, compare, expected_tables  # noqa: E402
-
-ENDPOINT_COUNTS = """\
--- Requests and server errors per endpoint, accumulated across batches (merge_update).
-{{ config(materialized='merge', unique_key='endpoint',
-          merge_update={'requests': 'target.requests + source.requests',
-                        'errors': 'target.errors + source.errors'}) }}
-SELECT request.endpoint AS endpoint, count(*) AS requests,
-       count_if(request.status_code >= 500) AS errors
-FROM parsed_events
-GROUP BY request.endpoint
-"""
 
 
 def make_project(root: Path) -> Path:

@@ -56,6 +56,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from proctree import command_name, descendants
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 DOCS = REPO / "docs"
@@ -87,28 +89,7 @@ def _vmhwm_kb(pid: int) -> int:
 
 def _jvm_pids(root: int) -> list[int]:
     """``java`` processes under ``root`` (the driver JVM; executors in local-cluster)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() == "java":
-                    out.append(pid)
-        except OSError:
-            pass
-        todo.extend(children.get(pid, []))
-    return out
+    return [pid for pid in descendants(root) if command_name(pid) == "java"]
 
 
 def worker(cfg: dict[str, Any]) -> None:

@@ -84,6 +84,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from proctree import command_name, descendants
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 MAIN_VARIANTS = ("floor", "hand", "naive", "runner")
@@ -405,32 +407,11 @@ class TreeSampler(threading.Thread):
         self._halt.set()
         self.join()
 
-    def _tree(self) -> list[int]:
-        children: dict[int, list[int]] = {}
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-            children.setdefault(ppid, []).append(int(entry.name))
-        tree, todo = [], [self.root]
-        while todo:
-            pid = todo.pop()
-            tree.append(pid)
-            todo.extend(children.get(pid, []))
-        return tree
-
     def _role(self, pid: int) -> str:
         if pid == self.root:
             return "driver"
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                comm = f.read().strip()
-        except OSError:
+        comm = command_name(pid)
+        if comm is None:
             return "other"
         if comm == "java":
             return "jvm"
@@ -438,7 +419,7 @@ class TreeSampler(threading.Thread):
 
     def sample(self) -> None:
         rss_total = 0
-        for pid in self._tree():
+        for pid in descendants(self.root, include_root=True):
             try:
                 with open(f"/proc/{pid}/status") as f:
                     status = f.read()
