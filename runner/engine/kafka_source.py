@@ -40,7 +40,7 @@ decoded as UTF-8; invalid bytes become U+FFFD.
 
 The planning (offset resolution, admission control, data-loss checks, range splitting) and
 the options live in :mod:`runner.engine.kafka_plan`, pure functions over plain values,
-unit-tested without Kafka or Spark; their names are re-exported here. The classes below are
+unit-tested without Kafka or Spark; import them from there. The classes below are
 importable in Spark's Python workers; confluent-kafka and pyarrow are imported where used.
 """
 
