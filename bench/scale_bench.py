@@ -360,13 +360,18 @@ def part_memory(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return {"runs": runs}
 
 
-def part_cluster(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    data = generate(work / "data-models", args.events, 40)
-    events_dir = work / "eventlog"
+def _event_log(events_dir: Path) -> tuple[Path, dict[str, str]]:
+    """An empty folder and the Spark settings that write an (uncompressed) event log to it."""
     shutil.rmtree(events_dir, ignore_errors=True)
     events_dir.mkdir(parents=True)
-    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": events_dir.as_uri(),
-            "spark.eventLog.compress": "false"}
+    return events_dir, {"spark.eventLog.enabled": "true",
+                        "spark.eventLog.dir": events_dir.as_uri(),
+                        "spark.eventLog.compress": "false"}
+
+
+def part_cluster(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    data = generate(work / "data-models", args.events, 40)
+    events_dir, conf = _event_log(work / "eventlog")
     project = make_project(work / "cluster", data=data, models=None, max_files=10,
                            master="local-cluster[2,1,1024]", conf=conf)
     r = run("local-cluster[2,1,1024]", project, timeout=args.timeout)
@@ -484,11 +489,7 @@ def part_wide(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 def part_profile(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     data = generate(work / "data-models", args.events, 40)
-    events_dir = work / "eventlog-profile"
-    shutil.rmtree(events_dir, ignore_errors=True)
-    events_dir.mkdir(parents=True)
-    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": events_dir.as_uri(),
-            "spark.eventLog.compress": "false"}
+    events_dir, conf = _event_log(work / "eventlog-profile")
     project = make_project(work / "profile", data=data, models=None, max_files=10,
                            master=args.master, conf=conf)
     r = run("profile (3 example models)", project, timeout=args.timeout, profile=True)
