@@ -67,6 +67,17 @@ class BatchPlan:
     parallelism: int = 4
     parse_only_used_fields: bool = False  # project.yml: prune the parse to Plan.used_fields
 
+    @property
+    def parse_fields(self) -> tuple[str, ...] | None:
+        """The event fields to parse: the models' (pruned parse) or None (every field)."""
+        return self.plan.used_fields if self.parse_only_used_fields else None
+
+    @property
+    def models_read_metadata(self) -> bool:
+        """False only when no model can read a source metadata column (:func:`reads_any_column`)."""
+        return reads_any_column(tuple(s.sql for s in self.plan.steps),
+                                frozenset(self.metadata_columns))
+
 
 @dataclass(frozen=True)
 class BatchResult:
@@ -222,10 +233,6 @@ def _observed(observation: "Observation") -> dict[str, Any] | None:
     return observation.get if done else None
 
 
-def _models_read_metadata(bp: BatchPlan) -> bool:
-    return reads_any_column(tuple(s.sql for s in bp.plan.steps), frozenset(bp.metadata_columns))
-
-
 def prepare(bp: BatchPlan) -> None:
     """Build the run's parse expressions once, before the streaming query starts.
 
@@ -239,8 +246,7 @@ def prepare(bp: BatchPlan) -> None:
         ConfigError: the schema is invalid or clashes with a metadata column (as batch 0 would).
     """
     prepare_parse(bp.plan.schema_ddl, metadata_columns=bp.metadata_columns,
-                  fields=bp.plan.used_fields if bp.parse_only_used_fields else None,
-                  valid_metadata=_models_read_metadata(bp))
+                  fields=bp.parse_fields, valid_metadata=bp.models_read_metadata)
 
 
 def _fill(frame: "DataFrame", batch_id: int) -> None:
@@ -269,9 +275,8 @@ def run_batch(bp: BatchPlan, raw: "DataFrame", batch_id: int) -> BatchResult:
     spark = raw.sparkSession  # the batch's own session: its temp views are private to it
     counts = Observation(f"runner_batch_{batch_id}_{uuid.uuid4().hex}")
     parsed = parse_batch(raw, schema_ddl=bp.plan.schema_ddl, batch_id=batch_id,
-                         metadata_columns=bp.metadata_columns,
-                         fields=bp.plan.used_fields if bp.parse_only_used_fields else None,
-                         valid_metadata=_models_read_metadata(bp))
+                         metadata_columns=bp.metadata_columns, fields=bp.parse_fields,
+                         valid_metadata=bp.models_read_metadata)
     cached = []
     persist = _should_persist(bp.plan)
     if persist:
