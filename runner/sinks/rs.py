@@ -124,15 +124,16 @@ class RsWriter(DeltaWriter):
         if data.num_rows == 0:
             return 0, None
         hit(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        table = _open(spec)  # written through this object, its version is the new one: no reload
         try:
-            write_deltalake(spec.path, data, mode="append",
+            write_deltalake(spec.path if table is None else table, data, mode="append",
                             partition_by=list(spec.partition_by) or None,
                             commit_properties=_commit_properties(spec, batch_id))
         except _ENGINE_ERRORS as e:
             raise SinkError(f"model {spec.model}: appending batch {batch_id} to "
                             f"{spec.path} failed: {e}") from e
         hit(f"sink.after_commit:{spec.model}", batch_id=batch_id)
-        return data.num_rows, DeltaTable(spec.path).version()
+        return data.num_rows, (DeltaTable(spec.path) if table is None else table).version()
 
     def _append_staged(self, spec: SinkSpec, df: DataFrame,
                        batch_id: int) -> tuple[int, int | None]:
