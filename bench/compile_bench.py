@@ -19,8 +19,8 @@ Every generated model compiles clean (0 errors; the run fails otherwise).
 
 Usage::
 
-    /work/venv/bin/python bench/compile_bench.py                 # 1000 models, 5 repetitions
-    /work/venv/bin/python bench/compile_bench.py --models 200 --repeat 3 --json out.json
+    .venv/bin/python bench/compile_bench.py                 # 1000 models, 5 repetitions
+    .venv/bin/python bench/compile_bench.py --models 200 --repeat 3 --json out.json
 """
 
 from __future__ import annotations
@@ -181,9 +181,9 @@ def time_process(project: Path, repeat: int) -> tuple[list[float], list[float], 
 
 def time_in_process(project: Path, repeat: int) -> dict[str, list[float]]:
     """load + compile + write in this interpreter; render alone timed separately."""
-    from runner.compile import compile_project, write_target
-    from runner.project import load_project
-    from runner.render import render_models
+    from runner.compile.build import compile_project, write_target
+    from runner.compile.render import render_models
+    from runner.project.loader import load_project
 
     stages: dict[str, list[float]] = {"load": [], "compile": [], "write": [], "total": [],
                                       "render_only": [], "total_cpu": []}
@@ -218,8 +218,8 @@ def profile(project: Path, top: int = 25) -> None:
     import io
     import pstats
 
-    from runner.compile import compile_project, write_target
-    from runner.project import load_project
+    from runner.compile.build import compile_project, write_target
+    from runner.project.loader import load_project
 
     prof = cProfile.Profile()
     prof.enable()

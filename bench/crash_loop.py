@@ -1,6 +1,6 @@
 """Crash loop: SIGKILL a running ``runner stream`` N times, then check every table exactly once.
 
-    /work/venv/bin/python bench/crash_loop.py --kills 20 [--seed 1] [--keep DIR] [--json OUT]
+    .venv/bin/python bench/crash_loop.py --kills 20 [--seed 1] [--keep DIR] [--json OUT]
 
 What it does, on a copy of the example project (its three models plus ``endpoint_counts``, an
 accumulating merge: ``requests = target.requests + source.requests``, which a replayed batch
@@ -19,6 +19,12 @@ would double):
 4. every table (request_logs, error_events, performance_metrics, endpoint_counts and the
    dead-letter table) is compared, as a multiset of rows, with a reference computed here in
    plain Python from the input files: no lost row, no duplicated row, merge totals exact.
+
+With ``--add-models``, ``endpoint_counts`` is not there at first: halfway through the runs it
+is added together with ``slow_requests`` (an append model that refs performance_metrics),
+so the next start-up backfills both from the checkpoint's history; the runs after that are
+killed during the backfill (after 1-3 backfill batches, up to 2 s later) whenever one is under
+way, and the final tables must hold the whole history for both.
 
 Exit code 0 when every table matches, 1 on any discrepancy (printed, and in ``--json``).
 """
@@ -45,16 +51,25 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from runner.demo import write_demo_files  # noqa: E402
-from tests.projects import ENDPOINT_COUNTS  # noqa: E402
-from tests.reference import actual_tables, compare, expected_tables  # noqa: E402
+from tests.support.projects import ENDPOINT_COUNTS, SLOW_REQUESTS  # noqa: E402
+from tests.support.reference import (  # noqa: E402
+    DEFAULT_TABLES,
+    actual_tables,
+    compare,
+    expected_tables,
+)
+
+LATE_MODELS = {"endpoint_counts": ENDPOINT_COUNTS, "slow_requests": SLOW_REQUESTS}
 
 
-def make_project(root: Path) -> Path:
-    """A copy of the example project: rs engine, 1 s trigger, plus the merge model."""
+def make_project(root: Path, *, late: bool = False) -> Path:
+    """A copy of the example project: rs engine, 1 s trigger, plus the merge model (unless
+    ``late``: then :func:`add_models` brings it, with slow_requests, later)."""
     root.mkdir(parents=True)
     for folder in ("models", "macros"):
         shutil.copytree(REPO / folder, root / folder)
-    (root / "models" / "endpoint_counts.sql").write_text(ENDPOINT_COUNTS)
+    if not late:
+        (root / "models" / "endpoint_counts.sql").write_text(ENDPOINT_COUNTS)
     config = yaml.safe_load((REPO / "project.yml").read_text())
     config["source"] = {"type": "files", "path": "data/incoming", "max_files_per_trigger": 8}
     config["trigger"] = "1 second"
@@ -63,6 +78,11 @@ def make_project(root: Path) -> Path:
     (root / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     (root / "data" / "incoming").mkdir(parents=True)
     return root
+
+
+def add_models(root: Path) -> None:
+    for name, text in LATE_MODELS.items():
+        (root / "models" / f"{name}.sql").write_text(text)
 
 
 class Feeder(threading.Thread):
@@ -100,7 +120,7 @@ def spawn(project: Path, log: Path, *args: str) -> subprocess.Popen:
 
 
 def read_progress(log: Path) -> dict[str, Any]:
-    batches, started, summary = [], False, None
+    batches, backfill, started, summary = [], [], False, None
     for line in log.read_text(errors="replace").splitlines():
         try:
             doc = json.loads(line)
@@ -108,11 +128,15 @@ def read_progress(log: Path) -> dict[str, Any]:
             continue
         if "batch_id" in doc:
             batches.append(doc)
+        elif "backfill" in doc:
+            backfill.append(doc["backfill"])
         elif str(doc.get("event", "")).startswith("pipeline "):
             started = True
         elif "summary" in doc:
             summary = doc["summary"]
-    return {"batches": batches, "query_started": started, "summary": summary}
+    return {"batches": batches, "query_started": started, "summary": summary,
+            "backfill": [b for b in backfill if not b["done"]],
+            "backfill_done": any(b["done"] for b in backfill)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,11 +151,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, default=None,
                         help="work in this (new) directory and keep it")
     parser.add_argument("--json", type=Path, default=None, help="write the record here")
+    parser.add_argument("--add-models", action="store_true",
+                        help="add endpoint_counts and slow_requests halfway (backfilled), and "
+                             "kill during their backfill")
     args = parser.parse_args(argv)
 
     rng = random.Random(args.seed)
     work = args.keep or Path(tempfile.mkdtemp(prefix="crash-loop-"))
-    project = make_project(work / "project")
+    project = make_project(work / "project", late=args.add_models)
+    added_at = args.kills // 2 if args.add_models else None
     checkpoint, warehouse = project / "_checkpoint", project / "_warehouse"
     logs = work / "logs"
     logs.mkdir()
@@ -142,6 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for k in range(args.kills):
             log = logs / f"run-{k:02d}.log"
+            if k == added_at:
+                add_models(project)
+                print(f"run {k:2d}: models added: {', '.join(LATE_MODELS)}", flush=True)
+            backfill_kill = rng.choice([1, 2, 3]) if added_at is not None and k >= added_at \
+                else None
             commits_before = _batches_in_checkpoint(checkpoint, "commits")
             proc = spawn(project, log)
             t0 = time.monotonic()
@@ -161,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
                     progress = read_progress(log)
                     if time.monotonic() - t0 > 600:
                         deadline = time.monotonic()
+                    elif backfill_kill and not progress["backfill_done"] and \
+                            len(progress["backfill"]) >= backfill_kill:
+                        deadline = time.monotonic() + rng.uniform(0.0, 2.0)
                     elif progress["query_started"] and after_batches == 0:
                         deadline = time.monotonic() + rng.uniform(0.5, args.max_run)
                     elif after_batches and len(progress["batches"]) >= after_batches:
@@ -179,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
                 "exited_by_itself": died,
                 "query_started": progress["query_started"],
                 "batches_done": [b["batch_id"] for b in progress["batches"]],
+                "backfill_batches": [b["batch_id"] for b in progress["backfill"]],
+                "killed_during_backfill": bool(progress["backfill"])
+                and not progress["backfill_done"],
                 "replayed_with_skips": [b["batch_id"] for b in progress["batches"] if b["skipped"]],
                 "sinks_skipped": sum(len(b["skipped"]) for b in progress["batches"]),
                 "new_commits": len(commits - commits_before),
@@ -191,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{runs[-1]['batches_done']}, replays with skipped sinks "
                   f"{runs[-1]['replayed_with_skips']}, uncommitted batch at kill: "
                   f"{runs[-1]['uncommitted_batch_at_kill']}"
+                  + (f", backfill batches {runs[-1]['backfill_batches']}"
+                     + (" (KILLED DURING BACKFILL)" if runs[-1]["killed_during_backfill"]
+                        else "") if runs[-1]["backfill_batches"] else "")
                   + (f", EXITED BY ITSELF ({died})" if died is not None else ""), flush=True)
     finally:
         feeder.stop.set()
@@ -200,7 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     proc = spawn(project, log, "--available-now")
     final_code = proc.wait(timeout=1800)
     final = read_progress(log)
-    result = compare(expected_tables(project / "data" / "incoming"), actual_tables(warehouse))
+    tables = DEFAULT_TABLES + (tuple(LATE_MODELS) if args.add_models else ())
+    result = compare(expected_tables(project / "data" / "incoming", tables),
+                     actual_tables(warehouse))
     ok = final_code == 0 and not any(r["exited_by_itself"] for r in runs) and all(r["lost"] == 0 and r["duplicated_or_extra"] == 0
                                  for r in result.values())
     all_batches = [b for r in runs for b in r["batches_done"]] + \
@@ -212,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
         "batches_committed": len(_batches_in_checkpoint(checkpoint, "commits")),
         "batch_runs": len(all_batches),
         "kills_before_query_started": sum(not r["query_started"] for r in runs),
+        "models_added_before_run": added_at,
+        "kills_during_backfill": sum(r["killed_during_backfill"] for r in runs),
+        "backfill_batches_run": sum(len(r["backfill_batches"]) for r in runs)
+        + len(final["backfill"]),
         "kills_with_uncommitted_batch": sum(r["uncommitted_batch_at_kill"] for r in runs),
         "replays_with_skipped_sinks": sum(len(r["replayed_with_skips"]) for r in runs)
         + sum(1 for b in final["batches"] if b["skipped"]),

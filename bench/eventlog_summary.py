@@ -4,10 +4,10 @@ run, CPU and GC seconds, and its description (the runner names its jobs
 
 Record event logs with the stream bench (same settings for every variant)::
 
-    /work/venv/bin/python bench/stream_bench.py --rounds 1 --variants hand,runner \\
+    .venv/bin/python bench/stream_bench.py --rounds 1 --variants hand,runner \\
         --conf spark.eventLog.enabled=true --conf spark.eventLog.dir=/tmp/ev \\
         --conf spark.eventLog.compress=false
-    /work/venv/bin/python bench/eventlog_summary.py /tmp/ev/*
+    .venv/bin/python bench/eventlog_summary.py /tmp/ev/*
 
 Each argument is an event-log directory (``eventlog_v2_*``) or file (uncompressed).
 """

@@ -29,10 +29,10 @@ rate
 
 Usage::
 
-    /work/venv/bin/python bench/kafka_bench.py                     # 200k backlog, 2 rounds;
+    .venv/bin/python bench/kafka_bench.py                     # 200k backlog, 2 rounds;
                                                                    # 2000 ev/s for 60 s
-    /work/venv/bin/python bench/kafka_bench.py --only backlog --events 50000 --rounds 1
-    /work/venv/bin/python bench/kafka_bench.py --only rate --rate 5000 --duration 30
+    .venv/bin/python bench/kafka_bench.py --only backlog --events 50000 --rounds 1
+    .venv/bin/python bench/kafka_bench.py --only rate --rate 5000 --duration 30
 
 Raw results go to ``bench/results/kafka-<time>.json`` (or ``--json``).
 """
@@ -64,7 +64,6 @@ sys.path.insert(0, str(REPO / "tests"))
 from kafka_broker import RecordProducer, TansuBroker, create_topic, tansu_binary  # noqa: E402
 
 from runner.demo import POISON, event_lines  # noqa: E402
-
 
 # ---- projects and processes ----------------------------------------------------------------
 

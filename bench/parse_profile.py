@@ -14,7 +14,7 @@ plain+notnull   plus a NOT NULL flag (record, eventId or timestamp null)
 plain+barrier   plus ``spark_partition_id()`` in the parsing projection (the runner's
                 optimizer barrier that keeps filters from re-running from_json)
 plain+metadata  plus ``_batch_id`` and ``_source_file`` columns
-runner.valid    ``runner.engine.parse.parse_batch(...).valid`` -> noop (valid rows only)
+runner.valid    ``runner.runtime.parse.parse_batch(...).valid`` -> noop (valid rows only)
 runner.frame    ``parse_batch(...).frame`` -> noop (the frame the runner persists: parsed
                 fields, dead flag, corrupt flag, raw text of dead rows, metadata columns)
 runner.pruned   ``parse_batch(..., fields=<fields the example models read>).frame`` (when
@@ -27,8 +27,8 @@ dead:runner     after ``fill:runner``: the dead-letter frame -> noop (the runner
 
 Usage::
 
-    /work/venv/bin/python bench/parse_profile.py                 # 250k events, 3 rounds
-    /work/venv/bin/python bench/parse_profile.py --events 100000 --repeat 2
+    .venv/bin/python bench/parse_profile.py                 # 250k events, 3 rounds
+    .venv/bin/python bench/parse_profile.py --events 100000 --repeat 2
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -68,9 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import functions as F
 
     from runner.demo import write_demo_files
-    from runner.engine.parse import JSON_OPTIONS, parse_batch, parse_schema
-    from runner.engine.session import build_session
-    from runner.engine.source import BLANK_CHARS
+    from runner.runtime.parse import JSON_OPTIONS, parse_batch, parse_schema
+    from runner.runtime.session import build_session
+    from runner.sources.files import BLANK_CHARS
 
     example = yaml.safe_load((REPO / "project.yml").read_text(encoding="utf-8"))
     ddl = example["schema"]

@@ -33,9 +33,9 @@ durations from the event log: where a batch's time goes.
 
 Usage::
 
-    /work/venv/bin/python bench/scale_bench.py                          # everything
-    /work/venv/bin/python bench/scale_bench.py --parts models --rounds 1 --events 200000
-    /work/venv/bin/python bench/scale_bench.py --parts memory --sizes 100000,1000000
+    .venv/bin/python bench/scale_bench.py                          # everything
+    .venv/bin/python bench/scale_bench.py --parts models --rounds 1 --events 200000
+    .venv/bin/python bench/scale_bench.py --parts memory --sizes 100000,1000000
 
 Raw results go to ``bench/results/scale-<time>.json``; a Markdown summary is printed.
 Needs matplotlib for the plot (skipped with a note when missing).
@@ -95,9 +95,9 @@ def _jvm_pids(root: int) -> list[int]:
 def worker(cfg: dict[str, Any]) -> None:
     """Run the runner once in this process; print one ``SCALE {json}`` line."""
     t_start = time.perf_counter()
-    from runner.compile import compile_project
-    from runner.engine.stream import run_stream
-    from runner.project import load_project
+    from runner.compile.build import compile_project
+    from runner.project.loader import load_project
+    from runner.runtime.stream import run_stream
 
     if cfg.get("arrow_appends"):  # contrast: every append through toArrow + write_deltalake
         import runner.sinks.rs as rs
@@ -136,7 +136,7 @@ def worker(cfg: dict[str, Any]) -> None:
     if cfg.get("profile"):
         from pyspark.sql.streaming import StreamingQueryListener
 
-        from runner.engine.session import build_session
+        from runner.runtime.session import build_session
 
         spark = build_session(master=project.config.spark.master,
                               conf=dict(project.config.spark.conf),
@@ -165,8 +165,9 @@ def worker(cfg: dict[str, Any]) -> None:
     t_end = time.perf_counter()
     time.sleep(0.5)  # the listener's last progress event arrives asynchronously
     jvms = _jvm_pids(os.getpid())
-    from runner.engine.session import session_info
     from pyspark.sql import SparkSession
+
+    from runner.runtime.session import session_info
 
     active = SparkSession.getActiveSession()
     print(PREFIX + json.dumps({
@@ -526,7 +527,7 @@ def report(results: dict[str, Any]) -> str:
             jvm = max(rep.get("jvm_vmhwm_mb") or [0])
             lines.append(f"| {r['size']:,} | {r['mode']} | {r['wall_seconds']:.1f} | "
                          f"{rep.get('py_vmhwm_mb', float('nan')):.0f} | {jvm:.0f} | "
-                         f"{'yes' if r['ok'] else 'NO (rc %s)' % r['rc']} |")
+                         f"{'yes' if r['ok'] else 'NO (rc {})'.format(r['rc'])} |")
         lines.append("")
     if "cluster" in results:
         c = results["cluster"]

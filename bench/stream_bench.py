@@ -28,7 +28,7 @@ Diagnostic variants (not run unless named in ``--variants``; see docs/BENCHMARKS
 hand-par
     ``hand`` with the three sinks written from a thread pool (the runner's ``parallelism``).
 hand-rparse
-    ``hand`` on the runner's own parse (``runner.engine.parse.parse_batch``: dead-letter flags,
+    ``hand`` on the runner's own parse (``runner.runtime.parse.parse_batch``: dead-letter flags,
     ``_batch_id``/``_source_file`` columns), its ``count()`` to fill the cache and its
     dead-letter ``toArrow`` - everything the runner adds, without the runner around it.
 runner-prof
@@ -44,7 +44,7 @@ The work tree's ``runner/`` is copied once at start and every variant imports th
 ``runner@HEAD``) runs ``runner stream`` from ``git archive REF runner`` instead, to compare
 versions in one run.
 
-Same for all: ``build_session`` from ``runner.engine.session`` (UTC, loopback, quiet logs, 2 x
+Same for all: ``build_session`` from ``runner.runtime.session`` (UTC, loopback, quiet logs, 2 x
 cores shuffle partitions), ``--master`` (default ``local[2]``, also written into the runner
 copy's ``spark.master``), ``SPARK_LOCAL_IP=127.0.0.1``, and ``--max-files`` files per trigger
 (default 10: 40 files -> 4 batches of 250k events). Blank lines (the demo writes one per file)
@@ -60,9 +60,9 @@ counts (from the generated files) and with the runner's column names.
 
 Usage::
 
-    /work/venv/bin/python bench/stream_bench.py                   # 1M events, 3 rounds
-    /work/venv/bin/python bench/stream_bench.py --events 100000 --rounds 1
-    /work/venv/bin/python bench/stream_bench.py --variants hand,hand-par,hand-rparse,runner
+    .venv/bin/python bench/stream_bench.py                   # 1M events, 3 rounds
+    .venv/bin/python bench/stream_bench.py --events 100000 --rounds 1
+    .venv/bin/python bench/stream_bench.py --variants hand,hand-par,hand-rparse,runner
 
 Raw results go to ``bench/results/stream-<time>.json`` (or ``--json``).
 """
@@ -80,9 +80,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from proctree import command_name, descendants
 
@@ -105,7 +106,7 @@ def _emit(doc: dict[str, Any]) -> None:
 
 
 def _session(cfg: dict[str, Any], name: str):  # type: ignore[no-untyped-def]
-    from runner.engine.session import build_session, session_info
+    from runner.runtime.session import build_session, session_info
 
     spark = build_session(master=cfg["master"], app_name=f"bench-{name}",
                           conf=cfg.get("spark_conf", {}), log_dir=str(Path(cfg["out"]) / "logs"))
@@ -117,7 +118,7 @@ def _lines(spark, cfg: dict[str, Any]):  # type: ignore[no-untyped-def]
     """The raw stream, as the runner's files source reads it: text, blank lines dropped."""
     from pyspark.sql import functions as F
 
-    from runner.engine.source import BLANK_CHARS
+    from runner.sources.files import BLANK_CHARS
 
     raw = (spark.readStream.format("text")
            .option("maxFilesPerTrigger", str(cfg["max_files"])).load(cfg["data"]))
@@ -128,7 +129,7 @@ def _parse(lines, cfg: dict[str, Any]):  # type: ignore[no-untyped-def]
     """from_json with every field of the project schema, flattened (the seeds' parse)."""
     from pyspark.sql import functions as F
 
-    from runner.engine.parse import parse_schema
+    from runner.runtime.parse import parse_schema
 
     schema = parse_schema(cfg["schema_ddl"])
     return lines.select(F.from_json(F.col("value"), schema).alias("e")).select("e.*")
@@ -206,8 +207,8 @@ def worker_hand(cfg: dict[str, Any], *, parallel: bool = False, runner_parse: bo
     warehouse = out / "warehouse"
     batches: list[dict[str, Any]] = []
     if runner_parse:
-        from runner.engine.parse import parse_batch
-        from runner.engine.source import read_files_stream
+        from runner.runtime.parse import parse_batch
+        from runner.sources.files import read_files_stream
 
         source = read_files_stream(spark, path=cfg["data"], max_files_per_trigger=cfg["max_files"])
     else:
@@ -282,11 +283,11 @@ def worker_runner_prof(cfg: dict[str, Any], *, arrow: bool = False) -> None:
     path for tiny batches) instead of Spark-written Parquet."""
     import pyspark.sql.classic.dataframe as classic
 
-    import runner.engine.batch as batch_mod
+    import runner.runtime.batch as batch_mod
     import runner.sinks.rs as rs
-    from runner.compile import compile_project
-    from runner.engine.stream import run_stream
-    from runner.project import load_project
+    from runner.compile.build import compile_project
+    from runner.project.loader import load_project
+    from runner.runtime.stream import run_stream
 
     timings: list[dict[str, Any]] = []
     lock = threading.Lock()
@@ -708,7 +709,8 @@ def report(runs: list[Run], meta: dict[str, Any], args: argparse.Namespace) -> s
         ratio = f"{_median(ratios):.2f}x" if ratios else "-"
         if len(ratios) > 1:
             ratio += f" ({min(ratios):.2f}-{max(ratios):.2f})"
-        mem = lambda role: _median([r.memory["roles"].get(role, {}).get("peak_mb", 0) for r in rs])
+        def mem(role: str, rs: list = rs) -> float:  # type: ignore[type-arg]
+            return _median([r.memory["roles"].get(role, {}).get("peak_mb", 0) for r in rs])
         cpu = _median([r.memory["cpu_s"] for r in rs])
         cpu_ratios = [r.memory["cpu_s"] / hand_cpu[r.round] for r in rs if r.round in hand_cpu]
         cpu_ratio = f"{_median(cpu_ratios):.2f}x" if cpu_ratios else "-"

@@ -1,5 +1,5 @@
 """``python -m runner``."""
 
-from .cli import main
+from runner.cli import main
 
 main()

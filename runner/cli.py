@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import sys
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from .compile import compile_project, write_target
-from .console import Console, batch_doc, summary_doc
-from .triggers import validate_interval
-from .errors import ConfigError, RunnerError
-from .project import load_project
+from runner.compile.build import compile_project, write_target
+from runner.compile.plan import Plan
+from runner.console import Console, Format, backfill_doc, batch_doc, plural, summary_doc
+from runner.errors import ConfigError, RunnerError
+from runner.project.loader import Project, load_project
+from runner.project.triggers import validate_interval
+
+if TYPE_CHECKING:
+    from runner.model_tests import Kind, TestResult
 
 __all__ = ["cli", "main"]
 
@@ -45,7 +51,15 @@ class _Group(click.Group):
             ctx.exit(3)
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("sql-fanout-runner")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "unknown"
+
+
 @click.group(cls=_Group)
+@click.version_option(_version(), prog_name="runner", message="%(prog)s %(version)s")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
@@ -58,26 +72,32 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @_select
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
               show_default=True, help="Findings as text, JSON, or GitHub workflow annotations.")
-def compile(project_dir: str, select: tuple[str, ...], fmt: str) -> None:
+def compile(project_dir: str, select: tuple[str, ...], fmt: Format) -> None:
     """Render and lint every model; write target/compiled/*.sql and target/manifest.json.
 
     Exit codes: 0 clean (warnings allowed), 1 model errors, 2 configuration or usage errors.
     """
-    project = load_project(project_dir)
-    result = compile_project(project, select=select)
+    try:
+        project = load_project(project_dir)
+        result = compile_project(project, select=select)
+    except ConfigError as e:
+        if fmt == "text":
+            raise
+        Console().config_errors(e.violations("config"), fmt=fmt)
+        raise click.exceptions.Exit(e.exit_code) from e
     target = write_target(project, result)
-    Console().violations(result.violations, fmt=fmt,  # type: ignore[arg-type]
-                         models=len(result.plan.steps), target=str(target))
+    Console().violations(result.violations, fmt=fmt, models=result.models,
+                         target=str(target))
     if not result.ok:
         raise click.exceptions.Exit(1)
 
 
-def _plan_or_exit(project, select: tuple[str, ...]):  # type: ignore[no-untyped-def]
+def _plan_or_exit(project: Project, select: tuple[str, ...]) -> Plan:
     """Compile; on model errors print them and exit 1 (stream never runs a broken plan)."""
     result = compile_project(project, select=select)
     if not result.ok:
         Console(out=sys.stderr).violations(
-            result.violations, fmt="text", models=len(result.plan.steps), target=None)
+            result.violations, fmt="text", models=result.models, target=None)
         raise click.exceptions.Exit(1)
     selected = {s.name for s in result.plan.steps}
     for step in result.plan.steps:
@@ -98,33 +118,38 @@ def _plan_or_exit(project, select: tuple[str, ...]):  # type: ignore[no-untyped-
               help="Processing-time trigger, e.g. '5 seconds' (default: project.yml trigger).")
 @click.option("--full-refresh", is_flag=True,
               help="Reset the checkpoint and drop every model table, then rebuild from the "
-                   "source.")
+                   "source. With --select: drop and rebuild only the selected models' tables "
+                   "from the checkpoint's history, keeping the checkpoint and every other table.")
 @click.option("--progress", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="One line per batch as text, or as JSON lines.")
 def stream(project_dir: str, select: tuple[str, ...], available_now: bool, trigger: str | None,
            full_refresh: bool, progress: str) -> None:
     """Run the pipeline: one streaming query, one checkpoint, every model written exactly once.
 
-    SIGINT/SIGTERM stop it after the batch in flight (exit 0).
+    Models new to the checkpoint are first backfilled from the input it has already
+    processed (unless their config says backfill=false). SIGINT/SIGTERM stop it after the
+    batch in flight (exit 0).
     """
     if available_now and trigger:
         raise ConfigError("--available-now and --trigger exclude each other")
-    if full_refresh and select:
-        raise ConfigError("--full-refresh resets the pipeline's one checkpoint: it cannot be "
-                          "combined with --select")
     project = load_project(project_dir)
     interval = trigger or project.config.trigger
     validate_interval(interval)
+    rebuild: tuple[str, ...] = ()
+    if full_refresh and select:  # rebuild the selected tables; the stream runs every model
+        rebuild = tuple(s.name for s in compile_project(project, select=select).plan.steps)
+        full_refresh, select = False, ()
     plan = _plan_or_exit(project, select)
     console = Console()
     printer = console.json_line if progress == "json" else None
-    from .engine.stream import run_stream
+    from runner.runtime.stream import run_stream
 
     summary = run_stream(
         project, plan, mode="available_now" if available_now else "processing_time",
-        trigger=interval, full_refresh=full_refresh,
+        trigger=interval, full_refresh=full_refresh, rebuild=rebuild,
         on_batch=(lambda r: printer(batch_doc(r))) if printer else console.batch,
-        on_event=(lambda m: printer({"event": m})) if printer else console.event)
+        on_event=(lambda m: printer({"event": m})) if printer else console.event,
+        on_backfill=(lambda p: printer(backfill_doc(p))) if printer else console.backfill)
     if printer:
         printer({"summary": summary_doc(summary)})
     else:
@@ -140,7 +165,7 @@ def stream(project_dir: str, select: tuple[str, ...], available_now: bool, trigg
 @click.option("--seed", default=42, show_default=True)
 def demo(project_dir: str, events: int, files: int, poison_every: int, seed: int) -> None:
     """Write realistic app events (and a few poison lines) into the files source directory."""
-    from .demo import write_demo_files
+    from runner.demo import write_demo_files
 
     project = load_project(project_dir)
     source = project.config.source
@@ -149,8 +174,9 @@ def demo(project_dir: str, events: int, files: int, poison_every: int, seed: int
                           hint="see docs/KAFKA.md (bash scripts/kafka_demo.sh)")
     result = write_demo_files(project.resolve(source.path), events=events, files=files,
                               seed=seed, poison_every=poison_every)
-    Console().info(f"wrote {result.events:,} events ({result.poison} poison lines) in "
-                   f"{result.files} files to {result.directory}")
+    Console().info(f"wrote {plural(result.events, 'event')} "
+                   f"({plural(result.poison, 'poison line')}) in {plural(result.files, 'file')} "
+                   f"to {result.directory}")
 
 
 @cli.command()
@@ -158,7 +184,7 @@ def demo(project_dir: str, events: int, files: int, poison_every: int, seed: int
 @click.option("--limit", default=3, show_default=True, help="Sample rows per table.")
 def show(project_dir: str, limit: int) -> None:
     """Show what landed: each model table and the dead-letter table (read with delta-rs)."""
-    from .tables import describe_tables
+    from runner.sinks.tables import describe_tables
 
     project = load_project(project_dir)
     Console().tables(describe_tables(project, limit=limit))
@@ -170,21 +196,25 @@ def show(project_dir: str, limit: int) -> None:
 @click.option("--kind", type=click.Choice(["all", "unit", "data"]), default="all",
               show_default=True, help="Unit tests (Spark, scratch tables), data tests "
                                       "(warehouse tables), or both.")
-def test_command(project_dir: str, select: tuple[str, ...], kind: str) -> None:
+def test_command(project_dir: str, select: tuple[str, ...], kind: Kind) -> None:
     """Run the tests declared in models/<model>.yml: unit tests through the real batch path
     on scratch tables, data tests on the warehouse tables.
 
     Exit codes: 0 all passed (warnings allowed), 1 a test failed or could not run, 2
     configuration or usage errors.
     """
-    from .testing import collect_suite, result_lines, run_suite, summary_line
+    from runner.model_tests import collect_suite, result_lines, run_suite, summary_line
 
     project = load_project(project_dir)
     plan = _plan_or_exit(project, ())
-    suite = collect_suite(project, plan, select=select, kind=kind)  # type: ignore[arg-type]
+    suite = collect_suite(project, plan, select=select, kind=kind)
     console = Console()
-    summary = run_suite(suite, on_result=lambda r: [console.info(line)
-                                                    for line in result_lines(r)])
+
+    def report(result: TestResult) -> None:
+        for line in result_lines(result):
+            console.info(line)
+
+    summary = run_suite(suite, on_result=report)
     console.info(summary_line(summary))
     if not summary.ok:
         raise click.exceptions.Exit(1)
@@ -199,12 +229,68 @@ def docs(project_dir: str, select: tuple[str, ...]) -> None:
 
     Open target/docs/index.html in a browser (no server needed).
     """
-    from .docs_site import build_site
+    from runner.docs_site import build_site
 
     project = load_project(project_dir)
     plan = _plan_or_exit(project, ())
     site = build_site(project, plan, select=select)
-    Console().info(f"wrote {len(site.pages) + 1} pages -> {site.index}")
+    Console().info(f"wrote {plural(len(site.pages) + 1, 'page')} -> {site.index}")
+
+
+@cli.command()
+@_project_dir
+@click.option("--batch", type=int, default=None,
+              help="The snapshot of this batch (default: the latest batch complete in every "
+                   "table).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def snapshot(project_dir: str, batch: int | None, fmt: str) -> None:
+    """The Delta version of every table that holds exactly the batches up to one batch:
+    read them all at those versions for a consistent cut (docs/SNAPSHOTS.md)."""
+    from runner.ops.snapshot import snapshot_lines, snapshot_of
+
+    snap = snapshot_of(load_project(project_dir), batch=batch)
+    _print(snap.to_dict() if fmt == "json" else snapshot_lines(snap))
+
+
+@cli.command()
+@_project_dir
+@click.option("--batches", default=10, show_default=True,
+              help="Dead letters of this many latest batches.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def status(project_dir: str, batches: int, fmt: str) -> None:
+    """Tables (last batch, version, files, size), source backlog, dead letters of the last
+    batches, the runner holding the checkpoint, and the last run's error. No Spark."""
+    from runner.ops.status import collect_status, status_lines
+
+    report = collect_status(load_project(project_dir), batches=batches)
+    _print(report.to_dict() if fmt == "json" else status_lines(report))
+
+
+@cli.command()
+@_project_dir
+@_select
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def maintain(project_dir: str, select: tuple[str, ...], fmt: str) -> None:
+    """Compact small files, vacuum what no retained snapshot needs, write log checkpoints,
+    expire old log files and remove empty staging folders. Safe while the stream runs."""
+    from runner.ops.maintain import maintain as run_maintenance
+    from runner.ops.maintain import report_lines
+
+    report = run_maintenance(load_project(project_dir), select=select)
+    _print(report.to_dict() if fmt == "json" else report_lines(report))
+
+
+def _print(doc: dict[str, Any] | list[str]) -> None:
+    """A JSON document (indented) or text lines, to stdout."""
+    console = Console()
+    if isinstance(doc, dict):
+        console.info(json.dumps(doc, indent=2, default=str))
+    else:
+        for line in doc:
+            console.info(line)
 
 
 def main() -> None:

@@ -4,21 +4,32 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import IO, TYPE_CHECKING, Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import click
 
-from .lint.base import Violation
+from runner.errors import Violation
 
 if TYPE_CHECKING:
-    from .engine.batch import BatchResult
-    from .engine.stream import StreamSummary
-    from .sinks import WriteResult
-    from .tables import TableInfo
+    from runner.runtime.backfill import BackfillProgress
+    from runner.runtime.batch import BatchResult
+    from runner.runtime.stream import StreamSummary
+    from runner.sinks import WriteResult
+    from runner.sinks.tables import TableInfo
 
-__all__ = ["Console", "Format", "batch_doc", "summary_doc"]
+__all__ = ["Console", "Format", "backfill_doc", "batch_doc", "plural", "summary_doc"]
 
 Format = Literal["text", "json", "github"]
+
+
+def plural(count: int, singular: str, many: str | None = None) -> str:
+    """``"1 row"``, ``"2 rows"``, ``"1,500 rows"`` (``many``: an irregular plural).
+
+    >>> plural(1, "batch", "batches"), plural(2, "batch", "batches")
+    ('1 batch', '2 batches')
+    """
+    return f"{count:,} {singular if count == 1 else many or singular + 's'}"
 
 
 def _github_escape(text: str, *, prop: bool = False) -> str:
@@ -70,10 +81,23 @@ class Console:
         self._echo(f"compiled {models} model{'s' * (models != 1)}: {errors} error"
                    f"{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}{where}")
 
+    def config_errors(self, violations: Sequence[Violation], *, fmt: Format) -> None:
+        """Configuration errors (project.yml, the command line) as ``fmt``: the JSON document
+        compile prints, or one annotation each (with a file only when there is one)."""
+        if fmt != "github":
+            self.violations(violations, fmt=fmt, models=0, target=None)
+            return
+        for v in violations:
+            props = [f"file={_github_escape(v.path, prop=True)}"] if v.path else []
+            props += [f"line={v.line}"] if v.path and v.line else []
+            props.append(f"title={_github_escape(v.rule, prop=True)}")
+            message = v.message + (f"\n{v.hint}" if v.hint else "")
+            self._echo(f"::error {','.join(props)}::{_github_escape(message)}")
+
     # -- stream ----------------------------------------------------------------------
-    def batch(self, r: "BatchResult") -> None:
+    def batch(self, r: BatchResult) -> None:
         """One progress line per batch."""
-        def model(w: "WriteResult") -> str:
+        def model(w: WriteResult) -> str:
             text = f"{w.model} {'skipped' if w.skipped else f'{w.rows:,}'}"
             hits = {n: c for n, c in r.expectations.get(w.model, {}).items() if c}
             if hits:  # rows that broke an expectation (dropped, quarantined)
@@ -84,24 +108,38 @@ class Console:
         self._echo(f"batch {r.batch_id}: in {r.input_rows:,}  dead {r.dead_letters:,}  "
                    f"{models}  ({r.seconds:.2f}s)")
 
+    def backfill(self, p: BackfillProgress) -> None:
+        """One line per backfill batch, and one for the whole backfill."""
+        rows = "  ".join(f"{m} {n:,}" for m, n in p.rows_by_model.items())
+        if p.done:
+            self._echo(f"backfill done: {', '.join(p.models)}: {p.batches} batch"
+                       f"{'es' * (p.batches != 1)} through {p.through}, {p.input_rows:,} "
+                       f"records read, rows written: {rows or 'none'} ({p.seconds:.1f}s)")
+            return
+        skipped = f"  skipped {', '.join(p.skipped)}" if p.skipped else ""
+        self._echo(f"backfill batch {p.batch_id}/{p.through}: in {p.input_rows:,}  {rows}"
+                   f"{skipped}  ({p.seconds:.2f}s)")
+
     def event(self, message: str) -> None:
         self._echo(click.style(message, dim=True))
 
-    def summary(self, s: "StreamSummary") -> None:
+    def summary(self, s: StreamSummary) -> None:
         models = ", ".join(f"{m} {n:,}" for m, n in sorted(s.rows_by_model.items()))
         why = " (stopped by signal)" if s.stopped_by_signal else ""
-        self._echo(f"done{why}: {s.batches} batch{'es' * (s.batches != 1)}, "
-                   f"{s.input_rows:,} records in, {s.dead_letters:,} dead letters, "
-                   f"rows written: {models or 'none'}; {s.skipped_sinks} sink writes skipped "
-                   f"as already committed; {s.seconds:.1f}s")
+        self._echo(f"done{why}: {plural(s.batches, 'batch', 'batches')}, "
+                   f"{plural(s.input_rows, 'record')} in, "
+                   f"{plural(s.dead_letters, 'dead letter')}, "
+                   f"rows written: {models or 'none'}; "
+                   f"{plural(s.skipped_sinks, 'sink write')} skipped as already committed; "
+                   f"{s.seconds:.1f}s")
 
-    def tables(self, infos: Sequence["TableInfo"]) -> None:
+    def tables(self, infos: Sequence[TableInfo]) -> None:
         for t in infos:
             if not t.exists:
                 self._echo(f"{t.name}: no table yet at {t.path}")
                 continue
             self._echo(click.style(f"{t.name}", bold=True) +
-                       f": {t.rows:,} rows, version {t.version}  ({t.path})")
+                       f": {plural(t.rows, 'row')}, version {t.version}  ({t.path})")
             for row in t.sample:
                 self._echo("    " + json.dumps(row, default=str, ensure_ascii=False)[:300])
 
@@ -116,7 +154,7 @@ class Console:
         self._echo(json.dumps(doc, separators=(",", ":"), default=str))
 
 
-def batch_doc(r: "BatchResult") -> dict[str, Any]:
+def batch_doc(r: BatchResult) -> dict[str, Any]:
     """A batch as a JSON-lines progress record."""
     return {"batch_id": r.batch_id, "input_rows": r.input_rows, "dead_letters": r.dead_letters,
             "rows": r.rows_by_model, "skipped": list(r.skipped),
@@ -124,7 +162,15 @@ def batch_doc(r: "BatchResult") -> dict[str, Any]:
             "seconds": round(r.seconds, 3)}
 
 
-def summary_doc(s: "StreamSummary") -> dict[str, Any]:
+def backfill_doc(p: BackfillProgress) -> dict[str, Any]:
+    """A backfill batch (or, ``done``, the backfill's totals) as a JSON-lines record."""
+    return {"backfill": {"models": list(p.models), "batch_id": p.batch_id, "through": p.through,
+                         "input_rows": p.input_rows, "rows": dict(p.rows_by_model),
+                         "skipped": list(p.skipped), "batches": p.batches, "done": p.done,
+                         "seconds": round(p.seconds, 3)}}
+
+
+def summary_doc(s: StreamSummary) -> dict[str, Any]:
     return {"batches": s.batches, "input_rows": s.input_rows, "dead_letters": s.dead_letters,
             "rows": s.rows_by_model, "skipped_sinks": s.skipped_sinks,
             "seconds": round(s.seconds, 3), "stopped_by_signal": s.stopped_by_signal}

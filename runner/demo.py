@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Iterator
 
 __all__ = ["DemoResult", "event_lines", "write_demo_files"]
 
@@ -54,7 +54,7 @@ def event_lines(count: int, *, seed: int = 42, start_id: int = 0,
                 poison_every: int = 2000) -> Iterator[str]:
     """``count`` JSON lines; every ``poison_every``-th line is a poison line instead (0: none)."""
     rng = random.Random(seed + start_id)
-    start = datetime(2026, 3, 12, 10, 0, tzinfo=timezone.utc)
+    start = datetime(2026, 3, 12, 10, 0, tzinfo=UTC)
     for i in range(count):
         n = start_id + i
         if poison_every and n % poison_every == poison_every - 1:

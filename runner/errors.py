@@ -6,13 +6,22 @@ and an exit code (``exit_code``), never a traceback (``--debug`` shows one).
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
 __all__ = [
+    "Level",
+    "Violation",
+    "did_you_mean",
     "RunnerError",
     "ConfigError",
     "TemplateError",
     "SqlError",
     "LintError",
     "ExecutionError",
+    "CheckpointBusyError",
     "SinkError",
     "SourceError",
 ]
@@ -24,15 +33,31 @@ class RunnerError(Exception):
     exit_code: int = 1
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 column: int | None = None, hint: str | None = None) -> None:
+                 column: int | None = None, hint: str | None = None,
+                 also: Sequence[RunnerError] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.path = path
         self.line = line
         self.column = column
         self.hint = hint
+        self.also = tuple(also)
+
+    def each(self) -> tuple[RunnerError, ...]:
+        """This error and the ones found with it (``also``: e.g. every bad key of a file,
+        each at its own line)."""
+        return (self, *self.also)
+
+    def violations(self, rule: str) -> list[Violation]:
+        """Every error of :meth:`each` as a diagnostic, for ``--format json|github``."""
+        return [Violation(rule, "error", e.path or "", e.line, e.column, e.message, e.hint)
+                for e in self.each()]
 
     def __str__(self) -> str:
+        if self.also:
+            return "\n".join(RunnerError.__str__(e) for e in
+                             (RunnerError(self.message, path=self.path, line=self.line,
+                                          column=self.column, hint=self.hint), *self.also))
         where = ""
         if self.path:
             where = self.path
@@ -69,9 +94,62 @@ class ExecutionError(RunnerError):
     """A micro-batch failed at run time (a model, a source or a sink)."""
 
 
+class CheckpointBusyError(ExecutionError):
+    """Another runner holds the pipeline's checkpoint (exit code 75, sysexits' EX_TEMPFAIL:
+    nothing is wrong with the project or the data; try again when that runner stops)."""
+
+    exit_code = 75
+
+
 class SinkError(ExecutionError):
     """A Delta sink could not be written (names the model and table)."""
 
 
 class SourceError(ExecutionError):
     """The source could not be read (bad path, unreachable broker...)."""
+
+
+Level = Literal["error", "warn"]
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One finding: rule id, severity, where, what, and how to fix it."""
+
+    rule: str
+    severity: Level
+    path: str
+    line: int | None
+    column: int | None
+    message: str
+    hint: str | None = None
+
+    def location(self) -> str:
+        where = self.path
+        if self.line:
+            where += f":{self.line}"
+            if self.column:
+                where += f":{self.column}"
+        return where
+
+    def to_dict(self) -> dict[str, object]:
+        return {"rule": self.rule, "severity": self.severity, "path": self.path,
+                "line": self.line, "column": self.column, "message": self.message,
+                "hint": self.hint}
+
+
+def did_you_mean(name: str, candidates: Any) -> str:
+    """``" (did you mean 'x'?)"`` for the closest candidate, or ``""``.
+
+    Close spellings first; else the shortest candidate that the name begins (``perf`` ->
+    ``performance``), for abbreviations, which spelling distance misses.
+
+    >>> did_you_mean("perf", ["requests", "performance"])
+    " (did you mean 'performance'?)"
+    """
+    names = [str(c) for c in candidates]
+    close = difflib.get_close_matches(str(name), names, n=1, cutoff=0.6)
+    if not close and len(str(name)) >= 3:
+        low = str(name).lower()
+        close = sorted((c for c in names if c.lower().startswith(low)), key=len)[:1]
+    return f" (did you mean '{close[0]}'?)" if close else ""

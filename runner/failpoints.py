@@ -7,18 +7,25 @@ Set ``RUNNER_FAILPOINTS`` to a comma-separated list of ``point[@batch][=action]`
 - ``point`` is a name passed to :func:`hit`; a point may carry a qualifier after ``:``
   (here the model name) so one sink can be targeted.
 - ``@batch`` limits the failpoint to one batch id (default: every batch).
-- ``action`` is ``raise`` (default: raise :class:`FailpointError`) or ``exit`` (``os._exit(137)``,
-  a crash with no cleanup, as a SIGKILL would leave things).
+- ``action`` is ``raise`` (default: raise :class:`FailpointError`), ``exit`` (``os._exit(137)``,
+  a crash with no cleanup, as a SIGKILL would leave things) or ``sleep:S`` (announce
+  ``failpoint <point> sleeping`` on stderr, then sleep S seconds: a batch held in flight, for
+  the stop-on-signal tests).
 
 Known points: ``batch.start`` (Spark has written the previous batch's commit log entry),
 ``sink.before_commit:<model>``, ``sink.after_commit:<model>``, ``batch.after_sinks`` (all sinks
-done, before Spark's commit log entry).
+done), ``batch.after_ledger`` (the batch's ledger entry written, before Spark's commit log
+entry); during a backfill (:mod:`runner.runtime.backfill`) ``backfill.start``,
+``backfill.after_commit:<model>``, ``backfill.before_live`` and ``backfill.after_live`` (the
+batch and sink points fire there too, with the original batch ids).
 The variable is read once per process; production never sets it.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -53,4 +60,8 @@ def hit(point: str, *, batch_id: int | None = None) -> None:
         if fp.point == point and (fp.batch_id is None or fp.batch_id == batch_id):
             if fp.action == "exit":
                 os._exit(137)
+            if fp.action.startswith("sleep:"):
+                print(f"failpoint {point} sleeping", file=sys.stderr, flush=True)
+                time.sleep(float(fp.action.removeprefix("sleep:")))
+                continue
             raise FailpointError(f"failpoint {point} hit at batch {batch_id}")

@@ -11,11 +11,8 @@ import argparse
 import signal
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from kafka_broker import TansuBroker, create_topic, tansu_binary  # noqa: E402
+from brokers import TansuBroker, create_topic, tansu_binary  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

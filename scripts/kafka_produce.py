@@ -16,11 +16,8 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from kafka_broker import RecordProducer  # noqa: E402
+from brokers import RecordProducer  # noqa: E402
 
 from runner.demo import POISON, event_lines  # noqa: E402
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Create .venv (if needed) and install the runner with its test dependencies. Idempotent.
+# Create .venv (if needed), install the runner with its test dependencies, and fetch the JVM
+# jars (delta-spark, Spark's Kafka source, an Apache Kafka broker for tests) with Maven into
+# .jars/. Idempotent: a second run installs and downloads nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -13,6 +15,8 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 if ! command -v java >/dev/null 2>&1; then
-  echo "error: Java (17 or newer) is needed by Spark and was not found on PATH" >&2
+  echo "error: Java (17 or newer) is needed by Spark and Maven and was not found on PATH" >&2
   exit 1
 fi
+# Stamped per pom (.jars/<group>/.stamp-<hash>): Maven runs only when a pom changed.
+.venv/bin/python scripts/jars.py

@@ -1,12 +1,16 @@
 """Shared pytest fixtures.
 
 ``spark``: one local SparkSession (``local[2]``) for the whole test run, built with the
-runner's own :func:`runner.engine.session.build_session` and stopped at the end. Tests that
+runner's own :func:`runner.runtime.session.build_session` and stopped at the end. Tests that
 use it carry ``@pytest.mark.spark``. Spark's log goes to a file under the run's base temp dir.
+The session gets the JVM jars ``scripts/setup.sh`` fetched (delta-spark, Spark's Kafka source)
+the way every runner session does; with ``RUNNER_REQUIRE_JARS=1`` (CI) a session without
+delta-spark or Spark's Kafka source is an error, so no test is skipped for missing jars.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -19,14 +23,52 @@ if TYPE_CHECKING:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     """The test run's shared SparkSession (``local[2]``, UTC, loopback, quiet)."""
-    from runner.engine.session import build_session, stop_session
+    from runner.runtime.session import build_session, stop_session
 
     log_dir = tmp_path_factory.mktemp("spark-logs")
     session = build_session(master="local[2]", app_name="runner-tests", log_dir=str(log_dir))
+    if os.environ.get("RUNNER_REQUIRE_JARS") == "1":
+        _require_jars(session)
     try:
         yield session
     finally:
         stop_session(session)
+
+
+def _require_jars(session: SparkSession) -> None:
+    from runner.runtime.session import missing_jars_note, stop_session
+    from runner.sinks import delta_spark_available
+    from runner.sources.kafka import builtin_kafka_available
+
+    missing = [name for name, ok in (("delta-spark", delta_spark_available(session)),
+                                     ("spark-sql-kafka", builtin_kafka_available(session)))
+               if not ok]
+    if missing:
+        stop_session(session)
+        pytest.fail(f"RUNNER_REQUIRE_JARS=1 but {', '.join(missing)} did not load: "
+                    f"{missing_jars_note()}", pytrace=False)
+
+
+#: The Delta engines every exactly-once test runs on (DESIGN.md "Delta engines").
+ENGINES = ("rs", "spark")
+
+
+@pytest.fixture(params=ENGINES)
+def delta_engine(request: pytest.FixtureRequest) -> str:
+    """The ``delta.engine`` a test's project uses: each test that takes it runs once per engine.
+
+    The ``spark`` run needs delta-spark's jars (``scripts/setup.sh`` fetches them): without
+    them it is skipped with the reason, and it fails under ``RUNNER_REQUIRE_JARS=1`` (CI).
+    """
+    if request.param == "spark":
+        from runner.sinks import delta_spark_available
+
+        session = request.getfixturevalue("spark")
+        if not delta_spark_available(session):
+            from runner.runtime.session import missing_jars_note
+
+            pytest.skip(f"delta-spark did not load: {missing_jars_note()}")
+    return str(request.param)
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ inline (no CDN, no server): open ``target/docs/index.html`` from disk."""
 
 from __future__ import annotations
 
-from .lineage import ColumnLineage, column_lineage, plan_lineage
-from .site import DocsSite, build_site, dag_svg
+from runner.docs_site.lineage import ColumnLineage, column_lineage, plan_lineage
+from runner.docs_site.site import DocsSite, build_site, dag_svg
 
 __all__ = ["ColumnLineage", "DocsSite", "build_site", "column_lineage", "dag_svg",
            "plan_lineage"]

@@ -3,7 +3,8 @@
 Nodes sit in columns by layer (left to right); within a column they are ordered by the mean
 position of their parents (one barycentre sweep), ties by label, unless every node of the
 column has a fixed ``order``. Edges are cubic curves from a node's right side to its child's
-left side; an edge that skips a column is routed underneath the nodes instead.
+left side; an edge that skips a column runs down the gap after its source's column, along a
+lane under every node and up the gap before its target's column instead (never through a box).
 
 >>> svg = layered_svg([GraphNode("a", "a", 0), GraphNode("b", "b", 1)], [GraphEdge("a", "b")])
 >>> svg.startswith("<svg") and 'data-node="b"' in svg and "<path" in svg
@@ -12,9 +13,10 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Literal, Sequence
+from typing import Literal
 
 __all__ = ["GraphEdge", "GraphNode", "layered_svg"]
 
@@ -73,6 +75,21 @@ def _order(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) -> dict[int, 
     return layers
 
 
+def _under(x1: float, y1: float, x2: float, y2: float, floor: float, r: float = 8.0) -> str:
+    """A path from a node's right side to another's left side that runs down the gap after
+    the first node's column, along the lane under every node, and up the gap before the
+    target's column: gaps and lane hold no node, so the path crosses none."""
+    g1, g2 = x1 + _H_GAP / 2, x2 + 2 - _H_GAP / 2
+    if g2 < g1:  # adjacent columns: one gap
+        g1 = g2 = (x1 + x2) / 2
+    r = min(r, (g2 - g1) / 2)
+    return (f"M {x1:.1f} {y1:.1f} L {g1 - r:.1f} {y1:.1f} Q {g1:.1f} {y1:.1f} {g1:.1f} "
+            f"{y1 + r:.1f} L {g1:.1f} {floor - r:.1f} Q {g1:.1f} {floor:.1f} {g1 + r:.1f} "
+            f"{floor:.1f} L {g2 - r:.1f} {floor:.1f} Q {g2:.1f} {floor:.1f} {g2:.1f} "
+            f"{floor - r:.1f} L {g2:.1f} {y2 + r:.1f} Q {g2:.1f} {y2:.1f} {g2 + r:.1f} "
+            f"{y2:.1f} L {x2:.1f} {y2:.1f}")
+
+
 def layered_svg(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge], *,
                 css_class: str = "graph", label: str = "graph",
                 align: Literal["centre", "top"] = "centre") -> str:
@@ -115,11 +132,7 @@ def layered_svg(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge], *,
         sx, sy, sw = boxes[e.source]
         tx, ty, tw = boxes[e.target]
         if i in under:
-            x1, y1 = sx + sw / 2, sy + _NODE_H
-            x2, y2 = tx + tw / 2, ty + _NODE_H + 2
-            floor = height - 8
-            d = (f"M {x1:.1f} {y1:.1f} C {x1:.1f} {floor:.1f}, {x2:.1f} {floor:.1f}, "
-                 f"{x2:.1f} {y2:.1f}")
+            d = _under(sx + sw, sy + _NODE_H / 2, tx - 2, ty + _NODE_H / 2, height - 12)
         else:
             x1, y1 = sx + sw, sy + _NODE_H / 2
             x2, y2 = tx - 2, ty + _NODE_H / 2

@@ -6,7 +6,7 @@ every model's compiled SQL as a source, so lineage runs through ``ref``'d models
 struct accesses and ``explode``s on the way up, to give paths such as ``request.status_code``
 and ``errors[].errorCode``.
 
->>> from runner.schema import EventSchema
+>>> from runner.project.schema import EventSchema
 >>> schema = EventSchema.parse("id STRING, req STRUCT<code: INT>, errs ARRAY<STRUCT<c: STRING>>")
 >>> sql = ("SELECT id, req.code >= 500 AS bad, e.c AS c "
 ...        "FROM parsed_events LATERAL VIEW explode(errs) x AS e")
@@ -17,17 +17,17 @@ and ``errors[].errorCode``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.lineage import Node, lineage
 
-from ..plan import Plan
-from ..project import Project
-from ..schema import EventSchema, Field
+from runner.compile.plan import Plan
+from runner.project.loader import Project
+from runner.project.schema import EventSchema, Field
 
 __all__ = ["ColumnLineage", "column_lineage", "plan_lineage"]
 
@@ -78,14 +78,14 @@ def _canonical(path: list[str], schema: EventSchema) -> str:
     return ".".join(out)
 
 
-def _dots(node: exp.Expression, name: str) -> list[list[str]]:
+def _dots(node: exp.Expr, name: str) -> list[list[str]]:
     """For each reference to column ``name`` inside ``node``: the struct fields accessed on it."""
     found = []
     for col in node.find_all(exp.Column):
         if col.name.lower() != name.lower():
             continue
         suffix = []
-        current: exp.Expression = col
+        current: exp.Expr = col
         while isinstance(current.parent, exp.Dot) and current.parent.this is current:
             suffix.append(current.parent.expression.name)
             current = current.parent
@@ -93,7 +93,7 @@ def _dots(node: exp.Expression, name: str) -> list[list[str]]:
     return found
 
 
-def _is_copy(body: exp.Expression) -> bool:
+def _is_copy(body: exp.Expr) -> bool:
     """A column or a chain of struct accesses on one (no computation)."""
     while isinstance(body, exp.Dot):
         body = body.this
@@ -140,7 +140,7 @@ def _select_expressions(sql: str) -> dict[str, str]:
         return {}
     if not isinstance(query, exp.Query):
         return {}
-    out = {}
+    out: dict[str, str] = {}
     for projection in query.selects:
         body = projection.this if isinstance(projection, exp.Alias) else projection
         if not isinstance(projection, exp.Star):

@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import jinja2
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from ..plan import Plan, Step
-from ..project import Project
-from ..schema import Field
-from ..selection import select_names
-from ..testing.data_tests import data_test_name
-from ..testing.spec import ModelSpec, load_specs
-from .graph_svg import GraphEdge, GraphNode, layered_svg
-from .lineage import PARSED_EVENTS, ColumnLineage, plan_lineage
-from .templates import CSS, INDEX, JS, MODEL
+from runner.compile.plan import Plan, Step
+from runner.compile.selection import select_names
+from runner.docs_site.graph_svg import GraphEdge, GraphNode, layered_svg
+from runner.docs_site.lineage import PARSED_EVENTS, ColumnLineage, plan_lineage
+from runner.docs_site.templates import CSS, INDEX, JS, MODEL
+from runner.model_tests.data_tests import data_test_name
+from runner.model_tests.spec import ModelSpec, load_specs
+from runner.project.loader import Project
+from runner.project.schema import Field
 
 __all__ = ["DocsSite", "build_site", "dag_svg"]
 
@@ -93,7 +94,7 @@ def _lineage_svg(model: str, lineage: Sequence[ColumnLineage]) -> str:
 
 def _config_rows(step: Step) -> list[tuple[str, str]]:
     c = step.config
-    rows = [("materialized", c.materialized)]
+    rows: list[tuple[str, str]] = [("materialized", c.materialized)]
     if c.materialized == "merge":
         rows.append(("unique_key", ", ".join(c.unique_key)))
         rows.append(("merge_update", ", ".join(f"{k} = {v}" for k, v in c.merge_update.items())
@@ -136,7 +137,7 @@ def _source_text(project: Project) -> str:
     s = project.config.source
     if s.type == "files":
         return f"files: {project.resolve(s.path)}"
-    return f"kafka: {', '.join(s.topics)} @ {s.bootstrap_servers}"  # type: ignore[union-attr]
+    return f"kafka: {', '.join(s.topics)} @ {s.bootstrap_servers}"
 
 
 def build_site(project: Project, plan: Plan, *, select: Sequence[str] = (),

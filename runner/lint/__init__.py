@@ -6,9 +6,16 @@
 
 from __future__ import annotations
 
-from .base import Level, Rule, Violation
-from .context import ModelContext
-from .linter import BUILTIN_RULES, LintResult, check_lint_config, lint_models, rules_table
+from runner.errors import Level, Violation
+from runner.lint.base import Rule
+from runner.lint.context import ModelContext
+from runner.lint.linter import (
+    BUILTIN_RULES,
+    LintResult,
+    check_lint_config,
+    lint_models,
+    rules_table,
+)
 
 __all__ = [
     "BUILTIN_RULES",

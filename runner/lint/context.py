@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
+from functools import cached_property
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import ParseError, TokenError
+from sqlglot.errors import OptimizeError, ParseError, TokenError
+from sqlglot.optimizer.scope import Scope, build_scope
 
-from ..project import Project
-from ..render import RenderedModel
-from .shapes import Analysis, Shape
+from runner.compile.render import RenderedModel
+from runner.lint.shapes import Analysis, Shape
+from runner.project.loader import Project
 
 __all__ = ["ModelContext", "SyntaxProblem", "parse_sql"]
 
@@ -42,7 +44,7 @@ def _readable(message: str) -> str:
     return _CLASS.sub(lambda m: m.group(1).upper(), message)
 
 
-def parse_sql(sql: str) -> tuple[tuple[exp.Expression, ...], SyntaxProblem | None]:
+def parse_sql(sql: str) -> tuple[tuple[exp.Expr, ...], SyntaxProblem | None]:
     """Parse Spark SQL into its statements (empty ones dropped), or say why it does not parse."""
     dialect = Dialect.get_or_raise("spark")
     tokenizer = dialect.tokenizer()
@@ -76,13 +78,14 @@ class ModelContext:
         model: the rendered model (name, path, SQL, config, refs).
         statements: the parsed statements (empty when the SQL does not parse).
         syntax: why the SQL does not parse, or None.
+        scope: sqlglot's scope tree of the query (see the property).
         analysis: name resolution of the model's query (None unless it is one query).
         upstream: lower-cased model name -> inferred shape of models linted before this one.
     """
 
     project: Project
     model: RenderedModel
-    statements: tuple[exp.Expression, ...]
+    statements: tuple[exp.Expr, ...]
     syntax: SyntaxProblem | None
     analysis: Analysis | None = None
     upstream: Mapping[str, Shape | None] | None = None
@@ -94,6 +97,18 @@ class ModelContext:
             return self.statements[0]
         return None
 
+    @cached_property
+    def scope(self) -> Scope | None:
+        """sqlglot's scope tree of the query (None when it is not one query, or when sqlglot
+        cannot build the tree)."""
+        query = self.query
+        if query is None:
+            return None
+        try:
+            return build_scope(query.unnest())
+        except OptimizeError:
+            return None
+
     @property
     def output_names(self) -> dict[str, str] | None:
         """Lower-cased -> declared output column names; None when not fully known."""
@@ -101,7 +116,28 @@ class ModelContext:
             return None
         return {n.lower(): n for n in self.analysis.shape.names}
 
-    def position(self, node: exp.Expression | None) -> tuple[int | None, int | None]:
+    def position(self, node: exp.Expr | None) -> tuple[int | None, int | None]:
+        """1-based line and column of ``node`` (its first token) in the model's file."""
+        line, column, _ = self.locate(node)
+        return line, column
+
+    def locate(self, node: exp.Expr | None) -> tuple[int | None, int | None, str]:
+        """Where ``node`` is in the model's file (see :meth:`source_position`), and a note
+        naming the macro it comes from, if any."""
+        line, column = self._rendered_position(node)
+        text = node.name if isinstance(node, (exp.Identifier, exp.Column)) else None
+        return self.source_position(line, column, text)
+
+    def source_position(self, line: int | None, column: int | None, text: str | None = None
+                        ) -> tuple[int | None, int | None, str]:
+        """The file's line and column of a rendered SQL position: after Jinja loops, macros
+        and multi-line tags the rendered text's lines are not the file's."""
+        source_map = self.model.source_map
+        if source_map is None:
+            return line, column, ""
+        return source_map.locate(line, column, text)
+
+    def _rendered_position(self, node: exp.Expr | None) -> tuple[int | None, int | None]:
         """1-based line and column of ``node`` (its first token) in the rendered SQL."""
         if node is None:
             return None, None

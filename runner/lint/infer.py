@@ -14,7 +14,8 @@ types sqlglot does not know (or gets wrong) are overridden here.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, TypeGuard
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
@@ -53,12 +54,12 @@ def parse_type(sql: str) -> exp.DataType:
         return UNKNOWN.copy()
 
 
-def is_(dtype: exp.DataType | None, *types: exp.DType) -> bool:
+def is_(dtype: exp.DataType | None, *types: exp.DType) -> TypeGuard[exp.DataType]:
     """``dtype`` is one of ``types`` (cheaper than ``DataType.is_type``, which builds types)."""
     return dtype is not None and dtype.this in types
 
 
-def is_known(dtype: exp.DataType | None) -> bool:
+def is_known(dtype: exp.DataType | None) -> TypeGuard[exp.DataType]:
     return dtype is not None and dtype.this is not T.UNKNOWN
 
 
@@ -66,7 +67,6 @@ def type_string(dtype: exp.DataType | None) -> str:
     """Spark type string: ``'STRING'``, ``'ARRAY<STRUCT<a: INT>>'``; ``'UNKNOWN'``; NULL is VOID."""
     if not is_known(dtype):
         return "UNKNOWN"
-    assert dtype is not None
     if dtype.this is T.NULL:
         return "VOID"
     if not dtype.expressions:  # a plain type: skip the generator
@@ -111,7 +111,6 @@ def field_type(dtype: exp.DataType | None, name: str
     """
     if not is_known(dtype):
         return None, None, None
-    assert dtype is not None
     if is_(dtype, T.STRUCT):
         fields = struct_fields(dtype)
         lowered = name.lower()
@@ -133,19 +132,18 @@ def field_type(dtype: exp.DataType | None, name: str
 _EXPLODE = (exp.Explode, exp.ExplodeOuter)
 
 
-def is_generator(node: exp.Expression) -> bool:
+def is_generator(node: exp.Expr) -> bool:
     """explode / posexplode / inline (and their _outer forms): they yield rows of columns."""
     return isinstance(node, (*_EXPLODE, exp.Inline)) or (
         isinstance(node, exp.Anonymous) and node.name.lower() == "inline_outer")
 
 
-def generator_columns(node: exp.Expression) -> list[tuple[str, exp.DataType]] | None:
+def generator_columns(node: exp.Expr) -> list[tuple[str, exp.DataType]] | None:
     """Spark's default output columns of a generator whose argument is typed; None if unknown."""
     arg = node.this if not isinstance(node, exp.Anonymous) else (node.expressions or [None])[0]
     arg_type = arg.type if isinstance(arg, exp.Expression) else None
     if not is_known(arg_type):
         return None
-    assert arg_type is not None
     pos: list[tuple[str, exp.DataType]] = []
     if isinstance(node, exp.Posexplode):
         pos = [("pos", _build("INT"))]
@@ -162,22 +160,22 @@ def generator_columns(node: exp.Expression) -> list[tuple[str, exp.DataType]] | 
 
 # -- expression typing: Spark return types sqlglot lacks ------------------------------------
 
-def _returns(type_sql: str) -> Callable[[TypeAnnotator, exp.Expression], Any]:
+def _returns(type_sql: str) -> Callable[[TypeAnnotator, exp.Expr], Any]:
     return lambda self, e: self._set_type(e, _build(type_sql))
 
 
-def _same_as_this(self: TypeAnnotator, e: exp.Expression) -> Any:
+def _same_as_this(self: TypeAnnotator, e: exp.Expr) -> Any:
     return self._set_type(e, e.this.type if isinstance(e.this, exp.Expression) else None)
 
 
-def _transform(self: TypeAnnotator, e: exp.Expression) -> Any:
+def _transform(self: TypeAnnotator, e: exp.Expr) -> Any:
     body = e.expression.this if isinstance(e.expression, exp.Lambda) else None
     if isinstance(body, exp.Expression) and is_known(body.type):
         return self._set_type(e, exp.DataType(this=T.ARRAY, expressions=[body.type], nested=True))
     return self._set_type(e, None)
 
 
-def _bracket(self: TypeAnnotator, e: exp.Expression) -> Any:
+def _bracket(self: TypeAnnotator, e: exp.Bracket) -> Any:
     """``map[key]`` is the value type, ``struct['field']`` the field's; arrays as sqlglot does."""
     this_type = e.this.type
     keys = e.expressions
@@ -189,7 +187,7 @@ def _bracket(self: TypeAnnotator, e: exp.Expression) -> Any:
     return self._annotate_bracket(e)
 
 
-def _reduce(self: TypeAnnotator, e: exp.Expression) -> Any:
+def _reduce(self: TypeAnnotator, e: exp.Expr) -> Any:
     for arg in ("finish", "merge"):
         lam = e.args.get(arg)
         body = lam.this if isinstance(lam, exp.Lambda) else None
@@ -198,7 +196,7 @@ def _reduce(self: TypeAnnotator, e: exp.Expression) -> Any:
     return self._set_type(e, e.args["initial"].type)
 
 
-def _from_json(self: TypeAnnotator, e: exp.Expression) -> Any:
+def _from_json(self: TypeAnnotator, e: exp.Expr) -> Any:
     schema = e.expression
     if isinstance(schema, exp.Literal) and schema.is_string:
         for text in (f"STRUCT<{schema.name}>", schema.name):
@@ -226,13 +224,13 @@ _ANONYMOUS: dict[str, str] = {
 }
 
 
-def _lambda_body(e: exp.Expression) -> exp.DataType | None:
+def _lambda_body(e: exp.Expr) -> exp.DataType | None:
     lam = next((a for a in e.expressions if isinstance(a, exp.Lambda)), None)
     body = lam.this if lam is not None else None
     return body.type if isinstance(body, exp.Expression) and is_known(body.type) else None
 
 
-def _anonymous(self: TypeAnnotator, e: exp.Expression) -> Any:
+def _anonymous(self: TypeAnnotator, e: exp.Expr) -> Any:
     name = e.name.lower()
     known = _ANONYMOUS.get(name)
     if known:
@@ -250,8 +248,8 @@ def _anonymous(self: TypeAnnotator, e: exp.Expression) -> Any:
     return self._set_type(e, None)
 
 
-def _overrides() -> dict[type[exp.Expression], dict[str, Any]]:
-    out: dict[type[exp.Expression], dict[str, Any]] = {
+def _overrides() -> dict[type[exp.Expr], dict[str, Any]]:
+    out: dict[type[exp.Expr], dict[str, Any]] = {
         exp.TimestampTrunc: {"annotator": _returns("TIMESTAMP")},
         exp.Uuid: {"annotator": _returns("STRING")},
         exp.ArgMax: {"annotator": _same_as_this},
@@ -275,7 +273,7 @@ def _overrides() -> dict[type[exp.Expression], dict[str, Any]]:
 
 
 @functools.lru_cache(maxsize=1)
-def _metadata() -> dict[type[exp.Expression], dict[str, Any]]:
+def _metadata() -> dict[type[exp.Expr], dict[str, Any]]:
     return {**Dialect.get_or_raise("spark").EXPRESSION_METADATA, **_overrides()}
 
 

@@ -2,25 +2,42 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from ..config import LintConfig, did_you_mean
-from ..errors import ConfigError
-from ..plan import Column
-from ..project import Project
-from ..render import RenderedModel
-from .base import Rule, Violation
-from .context import ModelContext, parse_sql
-from .infer import parse_type, type_string
-from .resolve import Resolver
-from .rules import (DuplicateOutputColumn, Expectations, MergeKey, MergeUpdate, PartitionBy,
-                    SingleSelect, SyntaxRule, UnknownColumn, UnknownTable, UnnamedOutputColumn)
-from .shapes import Shape
-from .streaming import AppendAggregate, MergeKeyNotUnique, NondeterministicMerge
+from runner.compile.plan import Column
+from runner.compile.render import RenderedModel
+from runner.errors import ConfigError, Level, Violation, did_you_mean
+from runner.lint.analysis import (
+    AmbiguousColumn,
+    MisplacedAggregate,
+    MissingAggregation,
+    TypeMismatch,
+    WindowOrder,
+)
+from runner.lint.base import Rule
+from runner.lint.context import ModelContext, parse_sql
+from runner.lint.infer import parse_type, type_string
+from runner.lint.resolve import Resolver
+from runner.lint.rules import (
+    DuplicateOutputColumn,
+    Expectations,
+    MergeKey,
+    MergeUpdate,
+    PartitionBy,
+    SingleSelect,
+    SyntaxRule,
+    UnknownColumn,
+    UnknownTable,
+    UnnamedOutputColumn,
+)
+from runner.lint.shapes import Shape
+from runner.lint.streaming import AppendAggregate, MergeKeyNotUnique, NondeterministicMerge
+from runner.project.config import LintConfig
+from runner.project.loader import Project
 
 __all__ = ["BUILTIN_RULES", "LintResult", "check_lint_config", "lint_models", "rules_table"]
 
@@ -28,6 +45,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     SyntaxRule(), SingleSelect(), UnknownTable(), UnknownColumn(), DuplicateOutputColumn(),
     UnnamedOutputColumn(), MergeKey(), MergeUpdate(), PartitionBy(), Expectations(),
     NondeterministicMerge(), AppendAggregate(), MergeKeyNotUnique(),
+    MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
 )
 
 
@@ -47,7 +65,7 @@ class LintResult:
     violations: tuple[Violation, ...]
     columns: Mapping[str, tuple[Column, ...]]
     used_fields: tuple[str, ...] | None
-    ast: Mapping[str, exp.Expression]
+    ast: Mapping[str, exp.Expr]
 
 
 def rules_table() -> list[tuple[str, str, str]]:
@@ -81,8 +99,11 @@ def lint_models(project: Project, models: Sequence[RenderedModel]) -> LintResult
     output columns inferred for the models it refs (earlier in ``models``).
     """
     severities = project.config.lint.rules
-    active = [(rule, severities.get(rule.id, rule.default_severity)) for rule in BUILTIN_RULES]
-    active = [(rule, level) for rule, level in active if level != "off"]
+    active: list[tuple[Rule, Level]] = []
+    for rule in BUILTIN_RULES:
+        level = severities.get(rule.id, rule.default_severity)
+        if level != "off":
+            active.append((rule, level))
     events = _events_shape(project)
     event_fields = {f.name.lower(): f.name for f in project.schema.fields}
     all_models = {m.name.lower(): m.name for m in project.models}
@@ -90,8 +111,9 @@ def lint_models(project: Project, models: Sequence[RenderedModel]) -> LintResult
 
     shapes: dict[str, Shape | None] = {}
     violations: list[Violation] = []
+    seen: set[Violation] = set()
     columns: dict[str, tuple[Column, ...]] = {}
-    ast: dict[str, exp.Expression] = {}
+    ast: dict[str, exp.Expr] = {}
     used: set[str] | None = set()
     for model in models:
         statements, syntax = parse_sql(model.sql)
@@ -106,11 +128,12 @@ def lint_models(project: Project, models: Sequence[RenderedModel]) -> LintResult
             resolver = Resolver(events=events, event_fields=event_fields, refs=refs,
                                 models=all_models)
             try:
-                ctx.analysis = resolver.run(query)
+                ctx.analysis = resolver.run(ctx.scope) if ctx.scope is not None else None
             except SqlglotError:  # a construct sqlglot cannot type: lint the rest, infer nothing
                 ctx.analysis = None
+            if ctx.analysis is None:
                 used = None  # which fields it reads is unknown: the engine must parse them all
-            if ctx.analysis is not None:
+            else:
                 shape = ctx.analysis.shape
                 shapes[model.name.lower()] = shape
                 columns[model.name] = tuple(Column(n, type_string(t)) for n, t in shape.columns)
@@ -119,7 +142,11 @@ def lint_models(project: Project, models: Sequence[RenderedModel]) -> LintResult
                 elif used is not None:
                     used |= ctx.analysis.used_fields
         for rule, level in active:
-            violations.extend(replace(v, severity=level) for v in rule.check(ctx))
+            for v in rule.check(ctx):  # one finding per place: a macro expanded twice is one
+                v = replace(v, severity=level)
+                if v not in seen:
+                    seen.add(v)
+                    violations.append(v)
     used_fields = None if used is None else tuple(
         f.name for f in project.schema.fields if f.name in used)
     return LintResult(tuple(violations), columns, used_fields, ast)

@@ -1,8 +1,8 @@
-"""Resolving one name in a scope, the way Spark does.
+"""Resolving one name in a frame (the relations one SELECT reads), the way Spark does.
 
-A column reference is tried as ``alias.column[.field...]`` against the scope's relations, then
+A column reference is tried as ``alias.column[.field...]`` against the frame's relations, then
 as ``column[.field...]`` (struct access: ``user.userId``), then as a select-list alias where
-Spark allows one, then in the enclosing scopes (correlated subqueries). Lambda parameters of
+Spark allows one, then in the enclosing frames (correlated subqueries). Lambda parameters of
 higher-order functions are typed from the array (or map) they range over, so ``x.errorCode``
 in ``transform(errors, x -> x.errorCode)`` is checked too.
 
@@ -12,18 +12,25 @@ from has a fully known set of columns.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import zip_longest
-from typing import Mapping
 
 from sqlglot import exp
 
-from ..config import did_you_mean
-from .infer import (element_type, field_type, is_, is_known, make_annotator, parse_type,
-                    type_string)
-from .shapes import OPEN, Analysis, Finding, Shape
+from runner.errors import did_you_mean
+from runner.lint.infer import (
+    element_type,
+    field_type,
+    is_,
+    is_known,
+    make_annotator,
+    parse_type,
+    type_string,
+)
+from runner.lint.shapes import OPEN, Analysis, Finding, Shape
 
-__all__ = ["NILADIC", "NameResolver", "Scope", "listing"]
+__all__ = ["NILADIC", "Frame", "NameResolver", "listing"]
 
 _Lambdas = Mapping[str, "exp.DataType | None"]
 _NO_LAMBDAS: _Lambdas = {}
@@ -37,11 +44,12 @@ NILADIC = {"current_date": "DATE", "current_timestamp": "TIMESTAMP", "localtimes
 
 
 @dataclass
-class Scope:
-    """The relations one SELECT reads, its select-list aliases, and its enclosing scope."""
+class Frame:
+    """What the column references of one scope resolve against: the relations it reads
+    (lower-cased alias, shape; in FROM/JOIN/LATERAL VIEW order), its select-list aliases, and
+    the frame of the query it is correlated with (None at the top or for a derived table)."""
 
-    parent: "Scope | None"
-    ctes: dict[str, Shape]
+    parent: Frame | None
     sources: list[tuple[str, Shape]] = field(default_factory=list)
     aliases: dict[str, exp.DataType] = field(default_factory=dict)
     alias_ok: bool = False
@@ -53,7 +61,8 @@ class Scope:
 
 
 class NameResolver:
-    """Resolves and types the column references of expressions; subclasses walk relations.
+    """Resolves and types the column references of expressions in a :class:`Frame`
+    (:class:`runner.lint.resolve.Resolver` builds the frames from sqlglot's scopes).
 
     Args:
         events: the shape of ``parsed_events``.
@@ -68,25 +77,23 @@ class NameResolver:
         self.refs_of: dict[int, tuple[Shape, str]] = {}  # plain column node -> (source, column)
         self.names: dict[int, str] = {}  # resolved reference node -> Spark's name for it
 
-    def query(self, node: exp.Expression, ctes: dict[str, Shape], outer: Scope | None) -> Shape:
-        raise NotImplementedError  # pragma: no cover - the subclass walks relations
-
     # -- expressions --------------------------------------------------------------------------
-    def walk(self, root: exp.Expression | list | None, scope: Scope,
+    def walk(self, root: exp.Expr | list | None, frame: Frame,
              lambdas: _Lambdas = _NO_LAMBDAS) -> None:
-        """Resolve every reference under ``root`` (pre-order, siblings in argument order)."""
+        """Resolve every reference under ``root`` (pre-order, siblings in argument order).
+
+        Queries under ``root`` are child scopes, resolved before this one: skipped here.
+        """
         if root is None:
             return
         roots = root if isinstance(root, list) else [root]
-        stack: list[tuple[exp.Expression, _Lambdas]] = [(r, lambdas) for r in reversed(roots)]
+        stack: list[tuple[exp.Expr, _Lambdas]] = [(r, lambdas) for r in reversed(roots)]
         while stack:
             node, lams = stack.pop()
             if isinstance(node, exp.Column):
-                self.resolve_column(node, scope, lams)
-            elif isinstance(node, exp.Query):
-                self.query(node, scope.ctes, scope)
-            elif isinstance(node, exp.Subquery):
-                self.query(node.this, scope.ctes, scope)
+                self.resolve_column(node, frame, lams)
+            elif isinstance(node, exp.Query):  # Subquery too
+                continue
             elif isinstance(node, exp.Dot):
                 root_ = node
                 fields: list[exp.Identifier] = []
@@ -129,13 +136,13 @@ class NameResolver:
             bound[param.name.lower()] = dtype
         return bound
 
-    def resolve_column(self, node: exp.Column, scope: Scope,
+    def resolve_column(self, node: exp.Column, frame: Frame,
                        lams: _Lambdas = _NO_LAMBDAS) -> None:
         """Resolve, type and check one column reference (and the struct fields after it)."""
         if node.is_star:
             return  # t.* / struct.* are expanded (and checked) as outputs
-        idents: list[exp.Identifier] = list(node.parts)
-        top: exp.Expression = node
+        idents = [p for p in node.parts if isinstance(p, exp.Identifier)]
+        top: exp.Expr = node
         while (isinstance(top.parent, exp.Dot) and top.parent.this is top
                and isinstance(top.parent.expression, exp.Identifier)):
             top = top.parent
@@ -145,7 +152,7 @@ class NameResolver:
             self._descend(top, lams[first], idents[1:], idents[0].name)
             return
         missed: tuple[Shape, exp.Identifier, str] | None = None
-        sc: Scope | None = scope
+        sc: Frame | None = frame  # then the frames it is correlated with
         while sc is not None:
             if len(idents) > 1 and (src := sc.source(first)) is not None:
                 col = src.find(idents[1].name)
@@ -159,8 +166,9 @@ class NameResolver:
                 col = src.find(first)
                 if col is not None:
                     self._resolved(top, src, col, idents, 1)
+                    self._ambiguous(idents[0], sc)
                     return
-            if sc is scope and sc.alias_ok and first in sc.aliases:
+            if sc is frame and sc.alias_ok and first in sc.aliases:
                 self._descend(top, sc.aliases[first], idents[1:], idents[0].name)
                 return
             if any(src.open for _, src in sc.sources):
@@ -175,13 +183,25 @@ class NameResolver:
                           + did_you_mean(ident.name, src.names),
                           f"columns of '{alias}': {listing(src.names)}")
             return
-        candidates = [n for _, src in scope.sources for n in src.names]
-        if scope.alias_ok:
-            candidates += list(scope.aliases)
+        candidates = [n for _, src in frame.sources for n in src.names]
+        if frame.alias_ok:
+            candidates += list(frame.aliases)
         self._unknown(idents[0], f"unknown column '{idents[0].name}'"
                       + did_you_mean(idents[0].name, candidates))
 
-    def _resolved(self, top: exp.Expression, src: Shape, col: tuple[str, exp.DataType],
+    def _ambiguous(self, ident: exp.Identifier, scope: Frame) -> None:
+        """Record an unqualified name that two of the scope's relations have (Spark's
+        [AMBIGUOUS_REFERENCE]); JOIN ... USING columns are one column."""
+        low = ident.name.lower()
+        having = [alias for i, (alias, src) in enumerate(scope.sources)
+                  if (i, low) not in scope.hidden and src.find(low) is not None]
+        if len(having) > 1:
+            self.analysis.ambiguous_columns.append(Finding(
+                ident, f"column '{ident.name}' is ambiguous: "
+                + " and ".join(f"'{a}'" for a in having) + " both have it",
+                f"qualify it: {having[0]}.{ident.name}"))
+
+    def _resolved(self, top: exp.Expr, src: Shape, col: tuple[str, exp.DataType],
                   idents: list[exp.Identifier], used: int) -> None:
         name, dtype = col
         if src is self.events and name.lower() in self.event_fields:
@@ -190,7 +210,7 @@ class NameResolver:
             self.refs_of[id(top)] = (src, name)
         self._descend(top, dtype, idents[used:], name)
 
-    def _descend(self, top: exp.Expression, dtype: exp.DataType | None,
+    def _descend(self, top: exp.Expr, dtype: exp.DataType | None,
                  fields: list[exp.Identifier], name: str) -> None:
         """Follow struct field access from a value of ``dtype``; type ``top`` with the result."""
         path = name
@@ -211,7 +231,7 @@ class NameResolver:
             top.type = dtype
         self.names[id(top)] = name
 
-    def _unknown(self, node: exp.Expression, message: str, hint: str | None = None) -> None:
+    def _unknown(self, node: exp.Expr, message: str, hint: str | None = None) -> None:
         self.analysis.unknown_columns.append(Finding(node, message, hint))
 
 

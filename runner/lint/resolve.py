@@ -1,25 +1,46 @@
 """Name resolution over one parsed query: relations, scopes and output columns.
 
-Walks the query scope by scope (CTEs, derived tables, subqueries, lateral views), resolves
-every table reference against ``parsed_events``, the ref'd models' inferred columns and the
-CTEs, resolves every column reference (see :mod:`.names`), and infers the output columns of
-each SELECT: names as Spark gives them and types from sqlglot's annotator.
+The scope tree (CTEs, derived tables, subqueries, UNION branches, lateral views) is sqlglot's
+(:func:`sqlglot.optimizer.scope.build_scope`), resolved children first, so a scope's relations
+have their shapes when it is reached. Per scope, every table reference is resolved against
+``parsed_events``, the ref'd models' inferred columns and the CTEs; every column reference is
+resolved (see :mod:`.names`); and the output columns of each SELECT are inferred: names as Spark
+gives them, types from sqlglot's annotator.
+
+Why not sqlglot's ``qualify`` for the column part (checked on sqlglot 30.30):
+
+- it lower-cases every identifier (``normalize_identifiers``), losing the spelling Spark keeps
+  for output columns (``userId``); lookups here are case-insensitive instead.
+- it raises on the first unresolved column, without candidates; lint reports every unknown
+  name with "did you mean" and the relation's columns.
+- it accepts any struct field once the column resolves (``user.contry``); fields are checked
+  here against the schema's struct types (:mod:`.infer`), arrays of structs included.
+- it types LATERAL VIEW columns as UNKNOWN (``explode``) or wrongly (``posexplode``'s ``pos``
+  as the array); here they are the element type, ``INT``, a map's key and value.
+- it leaves lambda parameters untyped (``x -> x.errorCode``); here they are typed from the
+  array or map the higher-order function ranges over, so their fields are checked.
+- it expands select-list aliases in WHERE, which Spark rejects; Spark's own rules (aliases in
+  the select list, GROUP BY, HAVING, ORDER BY only) are applied here.
+- it rewrites the tree (qualified, quoted, stars expanded) while rules point at the user's nodes.
 """
 
 from __future__ import annotations
 
-from itertools import zip_longest
-from typing import Mapping
+from collections.abc import Iterator, Mapping
+from itertools import takewhile
 
 from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, ScopeType
 
-from ..config import did_you_mean
-from .infer import UNKNOWN, generator_columns, is_, is_generator, is_known, struct_fields
-from .names import NameResolver, Scope
-from .shapes import OPEN, Analysis, Finding, Output, Shape
-from .unique import unique_sets
+from runner.errors import did_you_mean
+from runner.lint.infer import UNKNOWN, generator_columns, is_, is_generator, is_known, struct_fields
+from runner.lint.names import Frame, NameResolver
+from runner.lint.shapes import OPEN, Analysis, Finding, Output, Shape
+from runner.lint.unique import unique_sets
 
-__all__ = ["Resolver"]
+__all__ = ["Resolver", "relation_selects"]
+
+_RENAMED_BY_ALIAS = (ScopeType.CTE, ScopeType.DERIVED_TABLE)  # WITH c(a, b) / (...) AS t(a, b)
 
 
 class Resolver(NameResolver):
@@ -37,105 +58,86 @@ class Resolver(NameResolver):
         super().__init__(events=events, event_fields=event_fields)
         self.refs = refs
         self.models = models
-        self._outputs: dict[int, list[Output]] = {}
+        self._outputs: dict[int, list[Output]] = {}  # id(SELECT) -> its output columns
+        self._shapes: dict[int, Shape] = {}  # id(sqlglot scope) -> the relation it yields
+        self._frames: dict[int, Frame] = {}  # id(sqlglot scope) -> what its names resolve in
+        self._sources: dict[int, tuple[str, Shape]] = {}  # id(FROM/JOIN/LATERAL node) -> source
 
-    def run(self, query: exp.Expression) -> Analysis:
-        self.analysis.shape = self.query(query, {}, None)
-        leftmost = query
+    def run(self, root: Scope) -> Analysis:
+        """Resolve every scope of the query whose root scope is ``root``."""
+        for scope in root.traverse():  # children first
+            shape = self._scope(scope)
+            if scope.scope_type in _RENAMED_BY_ALIAS and scope.outer_columns:
+                shape = shape.renamed(scope.outer_columns)
+            self._shapes[id(scope)] = shape
+        self.analysis.shape = self._shapes[id(root)]
+        leftmost = root.expression
         while isinstance(leftmost, (exp.Subquery, exp.SetOperation)):
             leftmost = leftmost.this
         self.analysis.outputs = self._outputs.get(id(leftmost), [])
         return self.analysis
 
-    # -- relations ----------------------------------------------------------------------------
-    def query(self, node: exp.Expression, ctes: dict[str, Shape], outer: Scope | None) -> Shape:
-        while isinstance(node, exp.Subquery):
-            node = node.this
-        if not isinstance(node, exp.Query):
-            return OPEN
-        ctes = self._ctes(node, ctes, outer)
+    # -- scopes and their relations -----------------------------------------------------------
+    def _scope(self, scope: Scope) -> Shape:
+        node = scope.expression
         if isinstance(node, exp.Select):
-            return self.select(node, ctes, outer)
-        if isinstance(node, exp.SetOperation):
-            left = self.query(node.this, ctes, outer)
-            right = self.query(node.expression, ctes, outer)
+            return self.select(node, scope)
+        if isinstance(node, exp.SetOperation) and len(scope.set_operation_scopes) == 2:
+            left, right = (self._shapes.get(id(s), OPEN) for s in scope.set_operation_scopes)
             cols = tuple((n, t if is_known(t) and not is_(t, exp.DType.NULL) else rt)
                          for (n, t), (_, rt) in zip(left.columns, right.columns))
             distinct = isinstance(node, exp.Union) and bool(node.args.get("distinct"))
             unique = (frozenset(n.lower() for n, _ in cols),) if distinct else ()
             return Shape(cols, open=left.open or right.open, unique=unique)
-        return OPEN
+        if isinstance(node, exp.Lateral):
+            return self._lateral(node, scope)
+        return OPEN  # VALUES, a table function in FROM: named by their alias columns, if any
 
-    def _ctes(self, node: exp.Expression, ctes: dict[str, Shape], outer: Scope | None
-              ) -> dict[str, Shape]:
-        with_ = node.args.get("with_")
-        if not with_:
-            return ctes
-        ctes = dict(ctes)
-        if with_.args.get("recursive"):
-            ctes.update({cte.alias.lower(): OPEN for cte in with_.expressions})
-        for cte in with_.expressions:
-            shape = self.query(cte.this, ctes, outer)
-            names = cte.alias_column_names
-            ctes[cte.alias.lower()] = shape.renamed(names) if names else shape
-        return ctes
+    def _frame(self, scope: Scope) -> Frame:
+        """The frame of ``scope``, made on first use (a correlated subquery, resolved before
+        its enclosing query, needs that query's frame)."""
+        frame = self._frames.get(id(scope))
+        if frame is None:
+            node = scope.expression
+            if isinstance(node, exp.Lateral) and scope.parent is not None:
+                # a lateral view sees the relations before it in the enclosing FROM
+                owner = scope.parent
+                refs = list(takewhile(lambda r: r[1] is not node, owner.references))
+            else:
+                owner, refs = scope, scope.references
+            sources = [self._source(owner, name, ref) for name, ref in refs]
+            frame = self._frames[id(scope)] = Frame(self._outer(scope), sources)
+        return frame
 
-    def select(self, node: exp.Select, ctes: dict[str, Shape], outer: Scope | None) -> Shape:
-        scope = Scope(outer, ctes)
-        from_ = node.args.get("from_")
-        if from_ is not None:
-            self._add_source(from_.this, scope)
-        joins = node.args.get("joins") or []
-        for join in joins:
-            self._add_source(join.this, scope)
-            for ident in join.args.get("using") or []:
-                scope.hidden.add((len(scope.sources) - 1, ident.name.lower()))
-                scope.using.append(ident.name.lower())
-        for lateral in node.args.get("laterals") or []:
-            self._add_source(lateral, scope)
-        for join in joins:
-            self.walk(join.args.get("on"), scope)
+    def _outer(self, scope: Scope) -> Frame | None:
+        """The frame a scope is correlated with: a subquery's enclosing query; a derived table,
+        CTE, UNION branch or lateral view sees what its enclosing query sees from outside."""
+        while scope.parent is not None and scope.scope_type is not ScopeType.SUBQUERY:
+            scope = scope.parent
+        return self._frame(scope.parent) if scope.parent is not None else None
 
-        scope.alias_ok = True
-        outputs: list[Output] = []
-        open_ = False
-        for projection in node.expressions:
-            self.walk(projection, scope)
-            self.annotator.annotate_expression(projection)
-            outs, more = self._outputs_of(projection, scope)
-            open_ = open_ or more
-            outputs.extend(outs)
-            for out in outs:
-                scope.aliases.setdefault(out.name.lower(), out.type)
-        scope.alias_ok = False
-        self.walk(node.args.get("where"), scope)
-        scope.alias_ok = True
-        for key in ("group", "having", "qualify", "order", "windows", "distribute", "sort",
-                    "cluster"):
-            self.walk(node.args.get(key), scope)
-        self._outputs[id(node)] = outputs
-        single = scope.sources[0][1] if len(scope.sources) == 1 else None
-        unique, rownums = unique_sets(node, outputs, single, self.refs_of)
-        return Shape(tuple((o.name, o.type) for o in outputs), open=open_, unique=unique,
-                     rownums=rownums)
-
-    def _add_source(self, node: exp.Expression, scope: Scope) -> None:
+    def _source(self, scope: Scope, name: str, node: exp.Expr) -> tuple[str, Shape]:
+        """(lower-cased alias, shape) of one relation of ``scope``'s FROM/JOIN/LATERAL VIEW
+        (``name``, ``node``: one of sqlglot's ``scope.references``)."""
+        known = self._sources.get(id(node))
+        if known is not None:
+            return known
         if isinstance(node, exp.Table):
             shape = self._table(node, scope) if isinstance(node.this, exp.Identifier) else OPEN
-        elif isinstance(node, exp.Subquery):
-            shape = self.query(node.this, scope.ctes, scope.parent)
-        elif isinstance(node, exp.Lateral):
-            shape = self._lateral(node, scope)
         else:
-            shape = OPEN
+            inner = node.unnest()
+            child = next((s for s in scope.table_scopes if s.expression is inner), None)
+            shape = self._shapes.get(id(child), OPEN) if child is not None else OPEN
         if node.args.get("pivots"):
             if shape is self.events:  # a PIVOT groups by every other column: all are read
                 self.analysis.star_over_events = True
             shape = OPEN  # PIVOT / UNPIVOT reshape the columns: not inferred
-        names = node.alias_column_names
-        if names and not isinstance(node, exp.Lateral):
-            shape = shape.renamed(names)
-        scope.sources.append((node.alias_or_name.lower(), shape))
+        columns = node.alias_column_names
+        if columns and isinstance(node, (exp.Table, exp.Values, exp.Func)):
+            shape = shape.renamed(columns)  # derived tables and CTEs: see _RENAMED_BY_ALIAS
+        alias = node.alias if isinstance(node, exp.Lateral) else name  # not AS e(column)
+        source = self._sources[id(node)] = (alias.lower(), shape)
+        return source
 
     def _table(self, node: exp.Table, scope: Scope) -> Shape:
         ident = node.this
@@ -143,8 +145,10 @@ class Resolver(NameResolver):
         if node.args.get("db") or node.args.get("catalog"):
             self._table_finding(node, node.sql(dialect="spark"), scope)
             return OPEN
-        if low in scope.ctes:
-            return scope.ctes[low]
+        # Spark names are case-insensitive: sqlglot's own CTE lookup is not.
+        ctes = {name.lower(): cte for name, cte in scope.cte_sources.items()}
+        if low in ctes:
+            return self._shapes.get(id(ctes[low]), OPEN)  # a recursive CTE is not traversed
         if low == "parsed_events":
             return self.events
         if low in self.refs:
@@ -158,8 +162,8 @@ class Resolver(NameResolver):
         self._table_finding(ident, ident.name, scope)
         return OPEN
 
-    def _table_finding(self, node: exp.Expression, name: str, scope: Scope) -> None:
-        candidates = ["parsed_events", *self.refs, *scope.ctes, *self.models.values()]
+    def _table_finding(self, node: exp.Expr, name: str, scope: Scope) -> None:
+        candidates = ["parsed_events", *self.refs, *scope.cte_sources, *self.models.values()]
         self.analysis.unknown_tables.append(Finding(
             node, f"unknown table '{name}'" + did_you_mean(name, candidates),
             "a model reads parsed_events, {{ ref('model') }} or a CTE"))
@@ -167,19 +171,57 @@ class Resolver(NameResolver):
     def _lateral(self, node: exp.Lateral, scope: Scope) -> Shape:
         func = node.this
         names = node.alias_column_names
-        if isinstance(func, (exp.Subquery, exp.Query)):
-            shape = self.query(func, scope.ctes, scope)
+        if isinstance(func, exp.Query):  # LATERAL (SELECT ...): its subquery scope
+            inner = func.unnest()
+            child = next((s for s in scope.subquery_scopes if s.expression is inner), None)
+            shape = self._shapes.get(id(child), OPEN) if child is not None else OPEN
             return shape.renamed(names) if names else shape
-        self.walk(func, scope)
+        self.walk(func, self._frame(scope))
         self.annotator.annotate_expression(func)
         cols = generator_columns(func) if is_generator(func) else None
         if names:
-            types = [t for _, t in cols] if cols and len(cols) == len(names) else []
-            return Shape(tuple((n, t) for n, t in zip_longest(names, types, fillvalue=UNKNOWN)))
+            types = [t for _, t in cols] if cols and len(cols) == len(names) else None
+            return Shape(tuple(zip(names, types or [UNKNOWN] * len(names))))
         return Shape(tuple(cols)) if cols else OPEN
 
+    def select(self, node: exp.Select, scope: Scope) -> Shape:
+        frame = self._frame(scope)
+        joins = node.args.get("joins") or []
+        position = {id(ref): i for i, (_, ref) in enumerate(scope.references)}
+        for join in joins:
+            index = position.get(id(join.this), position.get(id(join.this.unnest())))
+            for ident in join.args.get("using") or []:
+                if index is not None:
+                    frame.hidden.add((index, ident.name.lower()))
+                frame.using.append(ident.name.lower())
+        for join in joins:
+            self.walk(join.args.get("on"), frame)
+
+        frame.alias_ok = True
+        outputs: list[Output] = []
+        open_ = False
+        for projection in node.expressions:
+            self.walk(projection, frame)
+            self.annotator.annotate_expression(projection)
+            outs, more = self._outputs_of(projection, frame)
+            open_ = open_ or more
+            outputs.extend(outs)
+            for out in outs:
+                frame.aliases.setdefault(out.name.lower(), out.type)
+        frame.alias_ok = False
+        self.walk(node.args.get("where"), frame)
+        frame.alias_ok = True
+        for key in ("group", "having", "qualify", "order", "windows", "distribute", "sort",
+                    "cluster"):
+            self.walk(node.args.get(key), frame)
+        self._outputs[id(node)] = outputs
+        single = frame.sources[0][1] if len(frame.sources) == 1 else None
+        unique, rownums = unique_sets(node, outputs, single, self.refs_of)
+        return Shape(tuple((o.name, o.type) for o in outputs), open=open_, unique=unique,
+                     rownums=rownums)
+
     # -- outputs ------------------------------------------------------------------------------
-    def _outputs_of(self, proj: exp.Expression, scope: Scope) -> tuple[list[Output], bool]:
+    def _outputs_of(self, proj: exp.Expr, frame: Frame) -> tuple[list[Output], bool]:
         """The output columns of one projection, and whether there may be more than we know."""
         if isinstance(proj, exp.Alias):
             inner = proj.this
@@ -191,13 +233,14 @@ class Resolver(NameResolver):
                            self._origin(inner))], False
         if isinstance(proj, exp.Aliases):
             cols = generator_columns(proj.this) if is_generator(proj.this) else None
-            types = [t for _, t in cols] if cols and len(cols) == len(proj.expressions) else []
-            return [Output(i.name, t, i, True, proj.this) for i, t in
-                    zip_longest(proj.expressions, types, fillvalue=UNKNOWN)], False
+            idents = proj.expressions
+            types = [t for _, t in cols] if cols and len(cols) == len(idents) else None
+            return [Output(i.name, t, i, True, proj.this)
+                    for i, t in zip(idents, types or [UNKNOWN] * len(idents))], False
         if isinstance(proj, exp.Star):
-            return self._expand_all(proj, scope)
+            return self._expand_all(proj, frame)
         if isinstance(proj, exp.Column) and proj.is_star:
-            return self._expand_one(proj, scope)
+            return self._expand_one(proj, frame)
         if isinstance(proj, (exp.Column, exp.Dot)):
             name = self.names.get(id(proj)) or proj.output_name
             return [Output(name, proj.type or UNKNOWN, proj, True, proj,
@@ -208,28 +251,28 @@ class Resolver(NameResolver):
         text = proj.sql(dialect="spark", comments=False)
         return [Output(text, proj.type or UNKNOWN, proj, False, proj)], False
 
-    def _origin(self, node: exp.Expression) -> tuple[int, str] | None:
+    def _origin(self, node: exp.Expr) -> tuple[int, str] | None:
         ref = self.refs_of.get(id(node))
         return (id(ref[0]), ref[1].lower()) if ref else None
 
-    def _expand_all(self, star: exp.Star, scope: Scope) -> tuple[list[Output], bool]:
+    def _expand_all(self, star: exp.Star, frame: Frame) -> tuple[list[Output], bool]:
         skip = {c.name.lower() for c in star.args.get("except_") or []}
         outs: list[Output] = []
-        for i, (_, src) in enumerate(scope.sources):
+        for i, (_, src) in enumerate(frame.sources):
             if src is self.events:
                 self.analysis.star_over_events = True
             outs += [Output(n, t, star, origin=(id(src), n.lower())) for n, t in src.columns
-                     if (i, n.lower()) not in scope.hidden and n.lower() not in skip]
-        if scope.using:  # JOIN ... USING (k): Spark puts the USING columns first, once
-            using = list(dict.fromkeys(scope.using))
+                     if (i, n.lower()) not in frame.hidden and n.lower() not in skip]
+        if frame.using:  # JOIN ... USING (k): Spark puts the USING columns first, once
+            using = list(dict.fromkeys(frame.using))
             first = [next((o for o in outs if o.name.lower() == u), None) for u in using]
             front = [o for o in first if o is not None]
             outs = front + [o for o in outs if all(o is not f for f in front)]
-        return outs, any(src.open for _, src in scope.sources) or not scope.sources
+        return outs, any(src.open for _, src in frame.sources) or not frame.sources
 
-    def _expand_one(self, col: exp.Column, scope: Scope) -> tuple[list[Output], bool]:
+    def _expand_one(self, col: exp.Column, frame: Frame) -> tuple[list[Output], bool]:
         prefix = [p for p in col.parts if isinstance(p, exp.Identifier)]
-        src = scope.source(prefix[0].name.lower()) if len(prefix) == 1 else None
+        src = frame.source(prefix[0].name.lower()) if len(prefix) == 1 else None
         if src is not None:
             if src is self.events:
                 self.analysis.star_over_events = True
@@ -238,6 +281,18 @@ class Resolver(NameResolver):
         # ``s.*`` of a struct column: resolve the prefix as a column (copies keep positions)
         parts = dict(zip(("this", "table", "db", "catalog"), (p.copy() for p in reversed(prefix))))
         probe = exp.Column(**parts)
-        self.resolve_column(probe, scope)
+        self.resolve_column(probe, frame)
         fields = struct_fields(probe.type)
         return [Output(n, t, col) for n, t in fields], not fields
+
+
+def relation_selects(scope: Scope) -> Iterator[exp.Select]:
+    """The SELECTs whose rows make up ``scope``'s rows: its CTEs, itself, its UNION branches
+    and derived tables, outermost first (not scalar/IN/EXISTS subqueries nor lateral
+    subqueries, which only look values up per row)."""
+    for cte in scope.cte_scopes:
+        yield from relation_selects(cte)
+    if isinstance(scope.expression, exp.Select):
+        yield scope.expression
+    for child in (*scope.set_operation_scopes, *scope.derived_table_scopes):
+        yield from relation_selects(child)

@@ -5,17 +5,17 @@ The streaming-aware rules live in :mod:`.streaming`.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from ..config import did_you_mean
-from .base import Rule, Violation
-from .context import ModelContext
-from .infer import field_type
-from .shapes import Finding
+from runner.errors import Level, Violation, did_you_mean
+from runner.lint.base import Rule
+from runner.lint.context import ModelContext
+from runner.lint.infer import field_type
+from runner.lint.shapes import Finding
 
 __all__ = [
     "DuplicateOutputColumn",
@@ -35,10 +35,11 @@ __all__ = [
 class ModelRule(Rule):
     """A rule with helpers: a violation at a node of the SQL, or at the model's config() call."""
 
-    def at(self, ctx: ModelContext, node: exp.Expression | None, message: str,
+    def at(self, ctx: ModelContext, node: exp.Expr | None, message: str,
            hint: str | None = None) -> Violation:
-        line, column = ctx.position(node)
-        return Violation(self.id, _level(self), ctx.model.path, line, column, message, hint)
+        line, column, note = ctx.locate(node)
+        return Violation(self.id, _level(self), ctx.model.path, line, column, message + note,
+                         hint)
 
     def at_config(self, ctx: ModelContext, message: str, hint: str | None = None) -> Violation:
         return Violation(self.id, _level(self), ctx.model.path, ctx.model.config_line, None,
@@ -49,7 +50,7 @@ class ModelRule(Rule):
             yield self.at(ctx, f.node, f.message, f.hint)
 
 
-def _level(rule: Rule) -> "str":
+def _level(rule: Rule) -> Level:
     return "warn" if rule.default_severity == "warn" else "error"
 
 
@@ -61,8 +62,9 @@ class SyntaxRule(ModelRule):
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
         if ctx.syntax is not None:
             s = ctx.syntax
-            yield Violation(self.id, _level(self), ctx.model.path, s.line, s.column,
-                            f"SQL syntax error: {s.message}")
+            line, column, note = ctx.source_position(s.line, s.column)
+            yield Violation(self.id, _level(self), ctx.model.path, line, column,
+                            f"SQL syntax error: {s.message}{note}")
 
 
 class SingleSelect(ModelRule):

@@ -7,12 +7,12 @@ cannot know (an unknown table, ``SELECT *`` over one): names are never flagged a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from sqlglot import exp
 
-from .infer import UNKNOWN
+from runner.lint.infer import UNKNOWN
 
 __all__ = ["Analysis", "Finding", "Output", "Shape", "OPEN"]
 
@@ -33,6 +33,7 @@ class Shape:
     open: bool = False
     unique: tuple[frozenset[str], ...] = ()
     rownums: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    _index: dict[str, tuple[str, exp.DataType]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         index: dict[str, tuple[str, exp.DataType]] = {}
@@ -42,13 +43,13 @@ class Shape:
 
     def find(self, name: str) -> tuple[str, exp.DataType] | None:
         """``(canonical name, type)`` of column ``name`` (case-insensitive), or None."""
-        return self._index.get(name.lower())  # type: ignore[attr-defined, no-any-return]
+        return self._index.get(name.lower())
 
     @property
     def names(self) -> list[str]:
         return [n for n, _ in self.columns]
 
-    def renamed(self, names: list[str]) -> "Shape":
+    def renamed(self, names: list[str]) -> Shape:
         """The shape seen through ``AS t(a, b, ...)`` column aliases."""
         cols = [(new, dtype) for new, (_, dtype) in zip(names, self.columns)]
         cols += [(new, UNKNOWN) for new in names[len(self.columns):]]
@@ -62,7 +63,7 @@ OPEN = Shape(open=True)
 class Finding:
     """A problem at a node of the parsed SQL, before a rule turns it into a Violation."""
 
-    node: exp.Expression
+    node: exp.Expr
     message: str
     hint: str | None = None
 
@@ -83,9 +84,9 @@ class Output:
 
     name: str
     type: exp.DataType
-    node: exp.Expression
+    node: exp.Expr
     named: bool = True
-    expr: exp.Expression | None = None
+    expr: exp.Expr | None = None
     origin: tuple[int, str] | None = None
 
 
@@ -97,5 +98,6 @@ class Analysis:
     outputs: list[Output]
     unknown_tables: list[Finding] = field(default_factory=list)
     unknown_columns: list[Finding] = field(default_factory=list)
+    ambiguous_columns: list[Finding] = field(default_factory=list)
     used_fields: set[str] = field(default_factory=set)
     star_over_events: bool = False

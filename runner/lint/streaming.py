@@ -7,16 +7,17 @@ partials, merge models must be deterministic, and a merge source needs one row p
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from .base import Violation
-from .context import ModelContext
-from .rules import ModelRule
-from .unique import aggregates
+from runner.errors import Violation
+from runner.lint.context import ModelContext
+from runner.lint.resolve import relation_selects
+from runner.lint.rules import ModelRule
+from runner.lint.unique import aggregates
 
 __all__ = ["AppendAggregate", "MergeKeyNotUnique", "NondeterministicMerge"]
 
@@ -30,7 +31,7 @@ _NONDETERMINISTIC_NAMES = frozenset({
     "uniform", "randstr"})
 
 
-def _nondeterministic(node: exp.Expression) -> Iterator[tuple[str, exp.Expression]]:
+def _nondeterministic(node: exp.Expr) -> Iterator[tuple[str, exp.Expr]]:
     for n in node.walk(bfs=False):
         if isinstance(n, exp.Anonymous) and n.name.lower() in _NONDETERMINISTIC_NAMES:
             yield n.name.lower(), n
@@ -75,24 +76,6 @@ class NondeterministicMerge(ModelRule):
                                          "replayed batch would write different values", hint)
 
 
-def _relation_selects(node: exp.Expression) -> Iterator[exp.Select]:
-    """The SELECTs whose rows make up the output: the query, its CTEs, FROM/JOIN subqueries
-    and set operation branches (not scalar/IN/EXISTS subqueries, which only look values up)."""
-    node = node.unnest()
-    with_ = node.args.get("with_")
-    for cte in with_.expressions if with_ else ():
-        yield from _relation_selects(cte.this)
-    if isinstance(node, exp.SetOperation):
-        yield from _relation_selects(node.this)
-        yield from _relation_selects(node.expression)
-    elif isinstance(node, exp.Select):
-        yield node
-        from_ = node.args.get("from_")
-        for source in [from_.this if from_ else None, *(j.this for j in node.args.get("joins") or [])]:
-            if isinstance(source, exp.Subquery):
-                yield from _relation_selects(source.this)
-
-
 class AppendAggregate(ModelRule):
     """An aggregate (or GROUP BY) in an append model aggregates one micro-batch only: each
     batch appends its own partial totals."""
@@ -101,10 +84,9 @@ class AppendAggregate(ModelRule):
     default_severity = "warn"
 
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
-        query = ctx.query
-        if ctx.model.config.materialized != "append" or query is None:
+        if ctx.model.config.materialized != "append" or ctx.scope is None:
             return
-        for select in _relation_selects(query):
+        for select in relation_selects(ctx.scope):
             group = select.args.get("group")
             agg = next((a for p in select.expressions for a in aggregates(p)), None)
             if group is None and agg is None:

@@ -15,24 +15,24 @@ A merge key K is unique when some proven set is a subset of K.
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from sqlglot import exp
 
-from .shapes import Output, Shape
+from runner.lint.shapes import Output, Shape
 
 __all__ = ["aggregates", "is_aggregate", "unique_sets"]
 
 _RANKS = (exp.RowNumber, exp.Rank, exp.DenseRank)
 
 
-def is_aggregate(node: exp.Expression) -> bool:
+def is_aggregate(node: exp.Expr) -> bool:
     """An aggregate function call that aggregates rows of its own SELECT (not a window)."""
     return isinstance(node, exp.AggFunc) and not isinstance(
         node.find_ancestor(exp.Window, exp.Query), exp.Window)
 
 
-def aggregates(expression: exp.Expression) -> Iterator[exp.Expression]:
+def aggregates(expression: exp.Expr) -> Iterator[exp.Expr]:
     """Aggregate calls under ``expression`` that belong to its own SELECT level."""
     for node in expression.walk(prune=lambda n: isinstance(n, (exp.Query, exp.Subquery))
                                 and n is not expression):
@@ -40,7 +40,7 @@ def aggregates(expression: exp.Expression) -> Iterator[exp.Expression]:
             yield node
 
 
-def _conjuncts(condition: exp.Expression | None) -> Iterator[exp.Expression]:
+def _conjuncts(condition: exp.Expr | None) -> Iterator[exp.Expr]:
     if condition is None:
         return
     condition = condition.unnest()
@@ -51,11 +51,11 @@ def _conjuncts(condition: exp.Expression | None) -> Iterator[exp.Expression]:
         yield condition
 
 
-def _is_int(node: exp.Expression, value: int) -> bool:
+def _is_int(node: exp.Expr, value: int) -> bool:
     return isinstance(node, exp.Literal) and node.is_int and int(node.name) == value
 
 
-def _first_row_filter(cond: exp.Expression) -> exp.Expression | None:
+def _first_row_filter(cond: exp.Expr) -> exp.Expr | None:
     """``x = 1``, ``1 = x``, ``x <= 1``, ``x < 2`` -> ``x``."""
     if isinstance(cond, exp.EQ):
         if _is_int(cond.expression, 1):
@@ -69,7 +69,7 @@ def _first_row_filter(cond: exp.Expression) -> exp.Expression | None:
     return None
 
 
-def _ranked_partition(node: exp.Expression | None) -> list[exp.Expression] | None:
+def _ranked_partition(node: exp.Expr | None) -> list[exp.Expr] | None:
     if isinstance(node, exp.Window) and isinstance(node.this, _RANKS):
         return list(node.args.get("partition_by") or [])
     return None
@@ -90,7 +90,7 @@ def unique_sets(select: exp.Select, outputs: list[Output], single: Shape | None,
     by_expr: dict[str, str] = {}  # filled on first use: generating SQL is not free
     by_origin = {o.origin: o.name.lower() for o in outputs if o.origin is not None}
 
-    def output_of(e: exp.Expression) -> str | None:
+    def output_of(e: exp.Expr) -> str | None:
         ref = refs_of.get(id(e))
         if ref is not None and (id(ref[0]), ref[1].lower()) in by_origin:
             return by_origin[(id(ref[0]), ref[1].lower())]
@@ -104,7 +104,7 @@ def unique_sets(select: exp.Select, outputs: list[Output], single: Shape | None,
                            for o in outputs if o.expr is not None)
         return by_expr.get(e.sql().lower())
 
-    def all_mapped(exprs: list[exp.Expression]) -> frozenset[str] | None:
+    def all_mapped(exprs: list[exp.Expr]) -> frozenset[str] | None:
         mapped = [output_of(e) for e in exprs]
         return None if any(m is None for m in mapped) else frozenset(m for m in mapped if m)
 

@@ -1,4 +1,6 @@
-"""Delta writers (``spark`` | ``rs``), idempotent on (app id, batch id).
+"""Everything that knows Delta: the writers (``spark`` | ``rs``), idempotent on (app id,
+batch id) (:mod:`.base`), staged appends (:mod:`.staged`), table schemas and schema changes
+(:mod:`.schema`), reading tables back (:mod:`.tables`).
 
 >>> from runner.sinks import make_writer
 >>> make_writer("rs", None).engine
@@ -7,15 +9,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+import importlib
+from typing import TYPE_CHECKING, Any, Literal
 
 from runner.errors import ConfigError
-from runner.sinks.base import DeltaWriter, SinkSpec, WriteResult
-from runner.sinks.rs import RsWriter, default_arrow_max_rows
-from runner.sinks.spark import SparkWriter, delta_spark_available
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from runner.sinks.base import DeltaWriter, SinkSpec, WriteResult, app_id, sink_specs
+    from runner.sinks.rs import RsWriter
+    from runner.sinks.spark import SparkWriter, delta_spark_available
 
 __all__ = [
     "DeltaWriter",
@@ -23,11 +27,29 @@ __all__ = [
     "SinkSpec",
     "SparkWriter",
     "WriteResult",
+    "app_id",
     "delta_spark_available",
     "make_writer",
+    "sink_specs",
 ]
 
 Engine = Literal["auto", "spark", "rs"]
+
+# Imported on first use: the ledger (runner.sinks.ledger) and `runner snapshot` need neither
+# deltalake nor pyarrow, whose import is most of a short command's start-up.
+_HOME = {"DeltaWriter": "runner.sinks.base", "SinkSpec": "runner.sinks.base",
+         "WriteResult": "runner.sinks.base", "app_id": "runner.sinks.base",
+         "sink_specs": "runner.sinks.base", "RsWriter": "runner.sinks.rs",
+         "SparkWriter": "runner.sinks.spark", "delta_spark_available": "runner.sinks.spark"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'runner.sinks' has no attribute '{name}'")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
 
 
 def make_writer(engine: Engine, spark: SparkSession | None, *,
@@ -43,6 +65,9 @@ def make_writer(engine: Engine, spark: SparkSession | None, *,
     Raises:
         ConfigError: unknown engine, or ``spark`` asked for without the delta-spark jars.
     """
+    from runner.sinks.rs import RsWriter, default_arrow_max_rows
+    from runner.sinks.spark import SparkWriter, delta_spark_available
+
     def rs() -> RsWriter:
         limit = arrow_max_rows if arrow_max_rows is not None else \
             default_arrow_max_rows(_master(spark))
@@ -51,7 +76,7 @@ def make_writer(engine: Engine, spark: SparkSession | None, *,
     if engine == "rs":
         return rs()
     if engine == "auto":
-        return SparkWriter(spark) if delta_spark_available(spark) else rs()
+        return SparkWriter(spark) if spark is not None and delta_spark_available(spark) else rs()
     if engine == "spark":
         if spark is None or not delta_spark_available(spark):
             raise ConfigError(

@@ -14,7 +14,7 @@ import json
 import shutil
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -22,7 +22,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from runner.errors import SinkError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame
+
+    from runner.compile.plan import Plan
 
 __all__ = [
     "APP_ID_KEY",
@@ -30,11 +33,13 @@ __all__ = [
     "SinkSpec",
     "WriteResult",
     "DeltaWriter",
-    "commit_tags",
+    "app_id",
     "app_id_of_commit",
+    "commit_tags",
     "duplicate_key_error",
     "merge_predicate",
     "quote_column",
+    "sink_specs",
 ]
 
 #: Commit-info keys the runner adds to every commit it makes (delta-rs custom metadata).
@@ -70,6 +75,40 @@ class SinkSpec:
             raise SinkError(f"model {self.model}: empty Delta application id")
 
 
+def app_id(pipeline: str, model: str, run_id: str) -> str:
+    """The Delta application id of one table: unique per (pipeline, model, ``run_id``).
+
+    The stream's ``run_id`` is its checkpoint's query id: a new checkpoint restarts batch ids
+    at 0, so it must never reuse the app ids of another.
+
+    >>> app_id("app_events", "request_logs", "0b5c")
+    'app_events.request_logs.0b5c'
+    """
+    return f"{pipeline}.{model}.{run_id}"
+
+
+def sink_specs(plan: Plan, *, table_path: Callable[[str], str],
+               run_id: str) -> tuple[dict[str, SinkSpec], SinkSpec]:
+    """Every model's sink, by model name, and the dead-letter table's.
+
+    Args:
+        plan: the compiled plan: its models' materialization, keys and partitioning.
+        table_path: table name -> where its Delta table lives.
+        run_id: the third part of every :func:`app_id`.
+    """
+    sinks = {}
+    for step in plan.steps:
+        c = step.config
+        sinks[step.name] = SinkSpec(
+            model=step.name, path=table_path(step.name),
+            app_id=app_id(plan.project, step.name, run_id), materialized=c.materialized,
+            unique_key=c.unique_key, merge_update=c.merge_update,
+            merge_condition=c.merge_condition, partition_by=c.partition_by)
+    dead = SinkSpec(model=plan.dead_letter, path=table_path(plan.dead_letter),
+                    app_id=app_id(plan.project, plan.dead_letter, run_id))
+    return sinks, dead
+
+
 @dataclass(frozen=True)
 class WriteResult:
     """What one sink write did in one micro-batch."""
@@ -84,24 +123,37 @@ class WriteResult:
 class DeltaWriter(ABC):
     """Writes micro-batch results to Delta tables, exactly once per (app id, batch id).
 
-    Subclasses implement :meth:`_append`, :meth:`_merge`, :meth:`_prepare` and
-    :meth:`committed_version`; :meth:`write` is the shared skip-then-write protocol.
+    Subclasses implement :meth:`_append`, :meth:`_merge`, :meth:`committed_version` and
+    :meth:`foreign_app_ids`, and may override :meth:`_prepare`; :meth:`write` is the shared
+    skip-then-write protocol.
     """
 
     engine: ClassVar[str]
 
-    def write(self, spec: SinkSpec, df: DataFrame, batch_id: int, *,
+    def write(self, spec: SinkSpec, data: DataFrame | pa.Table, batch_id: int, *,
               rows_hint: int | None = None) -> WriteResult:
-        """Write ``df`` as batch ``batch_id`` of ``spec``, or skip it if already committed.
+        """Write ``data`` as batch ``batch_id`` of ``spec``, or skip it if already committed.
 
         Args:
+            data: the rows: a Spark DataFrame (what the stream writes), or an Arrow table.
             rows_hint: about how many rows the batch's input had, when known (an engine may
                 pick its way of writing by size); None when unknown.
 
         Raises:
             SinkError: the table could not be written (names the model).
         """
-        return self._write(spec, df, batch_id, rows_hint=rows_hint)
+        started = time.perf_counter()
+        if batch_id < 0:
+            raise SinkError(f"model {spec.model}: negative batch id {batch_id}")
+        committed = self.committed_version(spec)
+        if committed is not None and committed >= batch_id:
+            return WriteResult(spec.model, 0, True, None, time.perf_counter() - started)
+        prepared = self._prepare(spec, data, rows_hint)
+        if spec.materialized == "merge":
+            rows, version = self._merge(spec, prepared, batch_id)
+        else:
+            rows, version = self._append(spec, prepared, batch_id)
+        return WriteResult(spec.model, rows, False, version, time.perf_counter() - started)
 
     @abstractmethod
     def committed_version(self, spec: SinkSpec) -> int | None:
@@ -117,24 +169,10 @@ class DeltaWriter(ABC):
         if path.exists():
             shutil.rmtree(path)
 
-    # -- the protocol ----------------------------------------------------------------------
+    # -- engine steps ---------------------------------------------------------------------
 
-    def _write(self, spec: SinkSpec, data: Any, batch_id: int, *,
-               rows_hint: int | None = None) -> WriteResult:
-        started = time.perf_counter()
-        if batch_id < 0:
-            raise SinkError(f"model {spec.model}: negative batch id {batch_id}")
-        committed = self.committed_version(spec)
-        if committed is not None and committed >= batch_id:
-            return WriteResult(spec.model, 0, True, None, time.perf_counter() - started)
-        data = self._prepare(spec, data, rows_hint)
-        if spec.materialized == "merge":
-            rows, version = self._merge(spec, data, batch_id)
-        else:
-            rows, version = self._append(spec, data, batch_id)
-        return WriteResult(spec.model, rows, False, version, time.perf_counter() - started)
-
-    def _prepare(self, spec: SinkSpec, data: Any, rows_hint: int | None = None) -> Any:
+    def _prepare(self, spec: SinkSpec, data: DataFrame | pa.Table,
+                 rows_hint: int | None = None) -> Any:
         """Turn the caller's data into what the engine writes (called only when not skipped)."""
         return data
 
@@ -187,9 +225,22 @@ def quote_column(name: str) -> str:
 
 
 def merge_predicate(unique_key: Iterable[str]) -> str:
-    """``target.k = source.k AND ...`` over every key column."""
-    return " AND ".join(f"target.{quote_column(k)} = source.{quote_column(k)}"
-                        for k in unique_key)
+    """``target.k <=> source.k AND ...`` over every key column, as SQL both engines read.
+
+    Keys match null-safely (``IS NOT DISTINCT FROM``, Spark's ``<=>``): a NULL key is a key
+    like any other, so a row whose key is NULL merges into the NULL row instead of inserting
+    a new one in every batch (``=`` is never true for NULL).
+    """
+    from sqlglot import exp
+
+    def column(table: str, name: str) -> exp.Column:
+        return exp.Column(this=exp.to_identifier(name, quoted=True),
+                          table=exp.to_identifier(table))
+
+    # parenthesised: delta-rs' SQL parser binds IS NOT DISTINCT FROM more loosely than AND
+    matches = [exp.paren(exp.NullSafeEQ(this=column("target", k), expression=column("source", k)))
+               for k in unique_key]
+    return exp.and_(*matches).sql(dialect="spark")
 
 
 def duplicate_key_error(spec: SinkSpec, key_values: tuple[Any, ...], count: int,

@@ -5,14 +5,15 @@ writer writes the data files on the executors and the driver commits them throug
 add actions with footer statistics, plus the application transaction, in one commit. No row
 passes through the driver. Batches of up to ``arrow_max_rows`` input rows go through Arrow
 instead (``toArrow()`` + ``write_deltalake``), where a Spark write job's fixed cost would
-dominate: 10,000 by default, 500,000 on local masters (:func:`default_arrow_max_rows`).
+dominate (:func:`default_arrow_max_rows`).
 
 Merges go through Arrow: the (small) merge source is collected with ``toArrow()`` and merged
 with delta-rs' merge builder, because a MERGE must read and rewrite target files, which only a
-Delta engine can do, and delta-rs' merge takes Arrow. Arrow tables (:meth:`RsWriter.
-write_arrow`) are appended with ``write_deltalake``. The application transaction and the
-runner's commit tags go into the same commit either way. Nothing here imports pyspark at run
-time, so the Arrow paths work (and are tested) without a JVM.
+Delta engine can do, and delta-rs' merge takes Arrow. An Arrow table handed to
+:meth:`~runner.sinks.base.DeltaWriter.write` is appended with ``write_deltalake``. The
+application transaction and the runner's commit tags go into the same commit either way.
+Nothing here imports pyspark at run time, so the Arrow paths work (and are tested) without a
+JVM.
 """
 
 from __future__ import annotations
@@ -29,21 +30,14 @@ from runner.failpoints import hit
 from runner.sinks.base import (
     DeltaWriter,
     SinkSpec,
-    WriteResult,
     app_id_of_commit,
     commit_tags,
     duplicate_key_error,
     merge_predicate,
     quote_column,
 )
-from runner.sinks.staged import (
-    check_table_schema,
-    collect_staged,
-    commit_staged,
-    delta_schema_json,
-    remove_staged,
-    write_staged,
-)
+from runner.sinks.schema import check_table_schema, delta_schema_json
+from runner.sinks.staged import collect_staged, commit_staged, remove_staged, write_staged
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -52,16 +46,15 @@ __all__ = ["ARROW_MAX_ROWS", "LOCAL_ARROW_MAX_ROWS", "RsWriter", "as_nullable",
            "default_arrow_max_rows"]
 
 #: Appends of batches up to this many input rows go through Arrow on a cluster: a Spark write
-#: job costs about 0.25 s more than ``toArrow()`` + ``write_deltalake`` whatever the size
-#: (measured, docs/PERFORMANCE.md), and that many rows are a few MB in the driver at most.
+#: job has a fixed cost that ``toArrow()`` + ``write_deltalake`` does not (docs/PERFORMANCE.md),
+#: and that many rows are a few MB in the driver at most.
 ARROW_MAX_ROWS = 10_000
 
 #: The same bound on a local master (``local``, ``local[N]``, ``local[*]``): there the driver's
-#: JVM is the only executor, so Spark's Parquet writer distributes nothing, and on this
-#: project's machines it cost more than ``toArrow()`` + ``write_deltalake`` (1.23x against
-#: 1.10x the hand-written pattern, docs/BENCHMARKS.md). Bigger batches still go Spark-native,
-#: so the driver's memory stays bounded: at most ``parallelism`` Arrow tables of this many
-#: rows (each model row is typically under 200 bytes: about 100 MB a table).
+#: JVM is the only executor, so Spark's Parquet writer distributes nothing and costs more than
+#: Arrow (docs/PERFORMANCE.md). Bigger batches still go Spark-native, so the driver's memory
+#: stays bounded: at most ``parallelism`` Arrow tables of this many rows (each model row is
+#: typically under 200 bytes: about 100 MB a table).
 LOCAL_ARROW_MAX_ROWS = 500_000
 
 
@@ -86,17 +79,6 @@ class RsWriter(DeltaWriter):
     def __init__(self, *, arrow_max_rows: int = ARROW_MAX_ROWS) -> None:
         self.arrow_max_rows = arrow_max_rows
 
-    def write(self, spec: SinkSpec, df: DataFrame, batch_id: int, *,
-              rows_hint: int | None = None) -> WriteResult:
-        """Write a Spark DataFrame: appends Spark-native (staged Parquet, then one delta-rs
-        commit), except tiny batches (``rows_hint <= arrow_max_rows``), which, like merges,
-        go through ``toArrow()`` (only when not skipped)."""
-        return self._write(spec, df, batch_id, rows_hint=rows_hint)
-
-    def write_arrow(self, spec: SinkSpec, table: pa.Table, batch_id: int) -> WriteResult:
-        """Write an Arrow table as batch ``batch_id`` of ``spec`` (the engine's core)."""
-        return self._write(spec, table, batch_id)
-
     def committed_version(self, spec: SinkSpec) -> int | None:
         table = _open(spec)
         return None if table is None else table.transaction_version(spec.app_id)
@@ -110,7 +92,11 @@ class RsWriter(DeltaWriter):
 
     # -- engine steps ---------------------------------------------------------------------
 
-    def _prepare(self, spec: SinkSpec, data: Any, rows_hint: int | None = None) -> Any:
+    def _prepare(self, spec: SinkSpec, data: DataFrame | pa.Table,
+                 rows_hint: int | None = None) -> DataFrame | pa.Table:
+        """Appends of a DataFrame stay Spark-native (staged Parquet, one delta-rs commit),
+        except tiny batches (``rows_hint <= arrow_max_rows``), which, like merges, go through
+        ``toArrow()``."""
         if isinstance(data, pa.Table):
             return as_nullable(data)
         tiny = rows_hint is not None and rows_hint <= self.arrow_max_rows

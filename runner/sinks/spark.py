@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import pyarrow as pa
 from deltalake.exceptions import DeltaError
 
 from runner.errors import SinkError
@@ -93,6 +94,11 @@ class SparkWriter(DeltaWriter):
 
     # -- engine steps ---------------------------------------------------------------------
 
+    def _prepare(self, spec: SinkSpec, data: DataFrame | pa.Table,
+                 rows_hint: int | None = None) -> DataFrame:
+        """An Arrow table becomes a DataFrame: delta-spark writes DataFrames only."""
+        return self._spark.createDataFrame(data) if isinstance(data, pa.Table) else data
+
     def _append(self, spec: SinkSpec, data: DataFrame, batch_id: int) -> tuple[int, int | None]:
         writer = (data.write.format("delta")
                   .option("txnAppId", spec.app_id)
@@ -161,10 +167,9 @@ class SparkWriter(DeltaWriter):
         return [r.asDict() for r in rows]
 
     def _history_version(self, spec: SinkSpec) -> int | None:
-        versions = [_batch_of(c) for c in self._history(spec)
-                    if app_id_of_commit(c) == spec.app_id]
-        versions = [v for v in versions if v is not None]
-        return max(versions) if versions else None
+        batches = [_batch_of(c) for c in self._history(spec)
+                   if app_id_of_commit(c) == spec.app_id]
+        return max((b for b in batches if b is not None), default=None)
 
 
 def _is_batch_commit(row: Row, app_id: str, batch_id: int) -> bool:

@@ -17,8 +17,8 @@ files from then on.
 
 The folder name deliberately does not start with ``_``: Delta's VACUUM (delta-rs and
 delta-spark) skips ``_``-prefixed folders, so files there that a later OPTIMIZE removes from the
-table would never be reclaimed (checked with delta-rs 1.6.6: files under ``_staging/`` were not
-vacuumed, under ``batches/`` they were).
+table would never be reclaimed (``tests/spark/test_staged_append.py`` checks that VACUUM
+reclaims them).
 
 This module imports no pyspark at import time; the Spark DataFrame is duck-typed.
 """
@@ -50,10 +50,8 @@ if TYPE_CHECKING:
 __all__ = [
     "STAGING_DIR",
     "StagedFiles",
-    "check_table_schema",
     "collect_staged",
     "commit_staged",
-    "delta_schema_json",
     "file_stats",
     "remove_staged",
     "staging_path",
@@ -306,7 +304,7 @@ def _bound(value: Any, dtype: pa.DataType, *, upper: bool) -> Any:
 
 def _millis(value: dt.datetime, *, upper: bool) -> str:
     """An instant as ``YYYY-MM-DDTHH:MM:SS.mmmZ``, rounded down (min) or up (max)."""
-    value = value.astimezone(dt.timezone.utc)
+    value = value.astimezone(dt.UTC)
     micros = value.microsecond
     floor = value.replace(microsecond=micros - micros % 1000)
     if upper and micros % 1000:
@@ -314,71 +312,7 @@ def _millis(value: dt.datetime, *, upper: bool) -> str:
     return floor.strftime("%Y-%m-%dT%H:%M:%S.") + f"{floor.microsecond // 1000:03d}Z"
 
 
-# -- schema ---------------------------------------------------------------------------------
-
-
-def delta_schema_json(spark_schema_json: Mapping[str, Any]) -> dict[str, Any]:
-    """A Delta schema (JSON form) from a Spark ``StructType.jsonValue()``: every field and
-    element nullable, field metadata dropped. Spark's ``timestamp`` is Delta's (UTC)
-    ``timestamp``; the two JSON forms are otherwise the same.
-
-    Raises:
-        SinkError: a type Delta cannot store (``void``: an untyped NULL; intervals).
-    """
-    return _nullable(spark_schema_json, "")  # type: ignore[return-value]
-
-
-def _nullable(t: Any, where: str) -> Any:
-    if isinstance(t, str):
-        if t == "void" or "interval" in t:
-            raise SinkError(f"column {where.lstrip('.')} has type {t.upper()}, which Delta "
-                            "cannot store; CAST it in the model "
-                            "(e.g. CAST(NULL AS STRING))")
-        return t
-    kind = t.get("type")
-    if kind == "struct":
-        return {"type": "struct", "fields": [
-            {"name": f["name"], "type": _nullable(f["type"], f"{where}.{f['name']}"),
-             "nullable": True, "metadata": {}} for f in t["fields"]]}
-    if kind == "array":
-        return {"type": "array", "elementType": _nullable(t["elementType"], f"{where}[]"),
-                "containsNull": True}
-    if kind == "map":
-        return {"type": "map", "keyType": _nullable(t["keyType"], f"{where}.key"),
-                "valueType": _nullable(t["valueType"], f"{where}.value"),
-                "valueContainsNull": True}
-    if kind == "udt":
-        return _nullable(t["sqlType"], where)
-    raise SinkError(f"column {where.lstrip('.')} has a type Delta cannot store: {t}")
-
-
-def _types_by_name(schema_json: Mapping[str, Any]) -> dict[str, str]:
-    """Top-level field name -> canonical JSON of its (all-nullable) type."""
-    normal = _nullable(dict(schema_json), "")
-    return {f["name"]: json.dumps(f["type"], sort_keys=True) for f in normal["fields"]}
-
-
-def check_table_schema(table: DeltaTable, schema_json: Mapping[str, Any], *,
-                       partition_by: Sequence[str], model: str) -> None:
-    """Refuse a batch whose columns or partitioning differ from the existing table's (column
-    order and nullability aside; adding columns is ``on_schema_change``'s job, done before
-    the stream starts). Called before Spark writes anything.
-
-    Raises:
-        SinkError: naming the columns that differ.
-    """
-    mine = _types_by_name(schema_json)
-    theirs = _types_by_name(json.loads(table.schema().to_json()))
-    if mine != theirs:
-        raise SinkError(f"model {model}: the batch's columns differ from the table "
-                        f"{table.table_uri}: {_schema_diff(mine, theirs)}",
-                        hint="keep the model's columns and types as the table has them, or "
-                             "rebuild the table with --full-refresh")
-    if list(table.metadata().partition_columns) != list(partition_by):
-        raise SinkError(f"model {model}: partition_by {list(partition_by)} differs from the "
-                        f"table's partition columns {table.metadata().partition_columns}",
-                        hint="partitioning cannot change in place: rebuild with "
-                             "--full-refresh")
+# -- commit ---------------------------------------------------------------------------------
 
 
 def commit_staged(table_path: str, staged: StagedFiles, *, schema_json: Mapping[str, Any],
@@ -388,9 +322,9 @@ def commit_staged(table_path: str, staged: StagedFiles, *, schema_json: Mapping[
     transaction and the runner's tags); create the table when there is none.
 
     Args:
-        table: the table as opened (and checked with :func:`check_table_schema`) before the
-            write, or None when there was none: then the table is created with
-            ``schema_json``.
+        table: the table as opened (and checked with
+            :func:`runner.sinks.schema.check_table_schema`) before the write, or None when
+            there was none: then the table is created with ``schema_json``.
 
     Returns:
         The committed table version.
@@ -406,18 +340,3 @@ def commit_staged(table_path: str, staged: StagedFiles, *, schema_json: Mapping[
         partition_by=list(partition_by) or None, commit_properties=commit_properties)
     table.update_incremental()  # the object still shows the version it was opened at
     return table.version()
-
-
-def _schema_diff(mine: Mapping[str, str], theirs: Mapping[str, str]) -> str:
-    parts = []
-    added = [c for c in mine if c not in theirs]
-    removed = [c for c in theirs if c not in mine]
-    changed = [c for c in mine if c in theirs and mine[c] != theirs[c]]
-    if added:
-        parts.append("new column(s) " + ", ".join(added))
-    if removed:
-        parts.append("missing column(s) " + ", ".join(removed))
-    if changed:
-        parts.append("; ".join(f"{c}: table {theirs[c]}, batch {mine[c]}" for c in changed))
-    return "; ".join(parts)
-

@@ -1,0 +1,158 @@
+"""What a backfill costs: one model added to a pipeline that has processed N events, against
+the same model in the live pipeline over the same events (issue 13, item 6).
+
+    .venv/bin/python bench/backfill_bench.py                    # 1M events, 40 files, 1 round
+    .venv/bin/python bench/backfill_bench.py --events 200000 --files 8 --rounds 2
+
+Per round, each step a whole ``runner stream --available-now --progress json`` process on a
+copy of the example project (rs engine, ``--master``), ``--max-files`` files per trigger:
+
+history
+    the example's three models over every file (builds the checkpoint: N events, B batches).
+backfill:<model>
+    <model> added to that project; the start-up backfills it over the B batches, then the
+    query finds no new input. Measured: the backfill's own seconds (its ``done`` record) and
+    the process's wall time.
+alone:<model>
+    a fresh project with <model> only, over the same files: the model "in the live pipeline",
+    paying its own read and parse, as the backfill does. Measured: the query's seconds (the
+    summary) and the wall time.
+with:<model>
+    a fresh project with the three models and <model>: the live pipeline's marginal cost of the
+    model is ``with - history`` (read and parse shared).
+
+Models: ``endpoint_counts`` (accumulating merge, one merge per batch) and ``requests_copy``
+(``request_logs``' SQL under another name: an append of every event). Tables are counted after
+each step against the expected counts. Results: ``bench/results/backfill-<time>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from runner.demo import write_demo_files  # noqa: E402
+from tests.support.projects import ENDPOINT_COUNTS  # noqa: E402
+
+MODELS = {"endpoint_counts": ENDPOINT_COUNTS,
+          "requests_copy": (REPO / "models" / "request_logs.sql").read_text()}
+
+
+def make_project(root: Path, data: Path, *, master: str, max_files: int,
+                 example: bool = True, extra: tuple[str, ...] = ()) -> Path:
+    root.mkdir(parents=True)
+    shutil.copytree(REPO / "macros", root / "macros")
+    (root / "models").mkdir()
+    if example:
+        for p in (REPO / "models").glob("*.sql"):
+            shutil.copy(p, root / "models" / p.name)
+    for name in extra:
+        (root / "models" / f"{name}.sql").write_text(MODELS[name])
+    config = yaml.safe_load((REPO / "project.yml").read_text())
+    config["source"] = {"type": "files", "path": str(data), "max_files_per_trigger": max_files}
+    config["delta"] = {"engine": "rs"}
+    config["spark"] = {"master": master}
+    (root / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return root
+
+
+def run(project: Path) -> dict[str, Any]:
+    """One ``runner stream --available-now`` process; its records and wall time."""
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "runner", "stream", "--project-dir",
+                           str(project), "--available-now", "--progress", "json"],
+                          capture_output=True, text=True, cwd=REPO)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"runner failed in {project}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    docs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    summary = next(d["summary"] for d in docs if "summary" in d)
+    done = [d["backfill"] for d in docs if "backfill" in d and d["backfill"]["done"]]
+    return {"wall_s": round(wall, 2), "query_s": summary["seconds"],
+            "batches": summary["batches"], "input_rows": summary["input_rows"],
+            "backfill": done[0] if done else None}
+
+
+def count(project: Path, name: str) -> int:
+    from deltalake import DeltaTable
+
+    return DeltaTable(str(project / "_warehouse" / name)).to_pyarrow_dataset().count_rows()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--files", type=int, default=40)
+    parser.add_argument("--max-files", type=int, default=10)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="backfill-bench-"))
+    data = work / "data"
+    if not data.is_dir():
+        write_demo_files(data, events=args.events, files=args.files, poison_every=0)
+    models = [m for m in args.models.split(",") if m]
+    rounds = []
+    for r in range(args.rounds):
+        base = work / f"round-{r}"
+        shutil.rmtree(base, ignore_errors=True)
+        hist = make_project(base / "history", data, master=args.master, max_files=args.max_files)
+        record: dict[str, Any] = {"history": run(hist)}
+        print(f"round {r}: history {record['history']}", flush=True)
+        for model in models:
+            (hist / "models" / f"{model}.sql").write_text(MODELS[model])
+            step = run(hist)
+            alone = make_project(base / f"alone-{model}", data, master=args.master,
+                                 max_files=args.max_files, example=False, extra=(model,))
+            live = run(alone)
+            both = make_project(base / f"with-{model}", data, master=args.master,
+                                max_files=args.max_files, extra=(model,))
+            with_ = run(both)
+            rows = {"backfilled": count(hist, model), "alone": count(alone, model),
+                    "with": count(both, model)}
+            assert len(set(rows.values())) == 1, (model, rows)
+            assert step["backfill"] is not None and step["batches"] == 0, step
+            record[model] = {
+                "backfill": step, "alone": live, "with": with_, "rows": rows["backfilled"],
+                "ratio_backfill_to_alone_inner": round(step["backfill"]["seconds"]
+                                                       / live["query_s"], 3),
+                "ratio_backfill_to_alone_wall": round(step["wall_s"] / live["wall_s"], 3),
+                "live_marginal_s": round(with_["query_s"] - record["history"]["query_s"], 2),
+            }
+            print(f"round {r}: {model}: backfill {step['backfill']['seconds']:.1f}s "
+                  f"(wall {step['wall_s']:.1f}s), alone {live['query_s']:.1f}s "
+                  f"(wall {live['wall_s']:.1f}s), with {with_['query_s']:.1f}s; "
+                  f"ratio {record[model]['ratio_backfill_to_alone_inner']}", flush=True)
+        rounds.append(record)
+    result = {"events": args.events, "files": args.files, "max_files": args.max_files,
+              "master": args.master, "rounds": rounds,
+              "median_ratio": {m: statistics.median(r[m]["ratio_backfill_to_alone_inner"]
+                                                    for r in rounds) for m in models}}
+    out = args.json or REPO / "bench" / "results" / f"backfill-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    print(json.dumps(result["median_ratio"]), "->", out)
+    if not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""``compile`` = load -> render -> graph -> lint -> plan; then write ``target/``."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.compile.graph import ancestors, sort_models
+from runner.compile.plan import Plan, Step
+from runner.compile.preflight import check_project
+from runner.compile.render import render_models
+from runner.compile.selection import select_names
+from runner.errors import ConfigError, RunnerError, Violation
+from runner.lint import check_lint_config, lint_models
+from runner.project.loader import Project
+
+__all__ = ["CompileResult", "compile_project", "write_target"]
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    plan: Plan
+    violations: tuple[Violation, ...]
+    failed: tuple[str, ...] = ()  # selected models that did not render (template errors)
+
+    @property
+    def models(self) -> int:
+        """How many models were compiled: the plan's, and those that failed to render."""
+        return len(self.plan.steps) + len(self.failed)
+
+    @property
+    def errors(self) -> tuple[Violation, ...]:
+        return tuple(v for v in self.violations if v.severity == "error")
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _template_violation(error: RunnerError, path: str) -> Violation:
+    return Violation("template", "error", error.path or path, error.line, error.column,
+                     error.message, error.hint)
+
+
+def compile_project(project: Project, *, select: Sequence[str] = ()) -> CompileResult:
+    """Render, check and plan the selected models (and lint their ancestors for context).
+
+    Raises:
+        ConfigError: bad lint configuration, a selector that matches nothing, no model to
+            run, or anything else ``runner stream`` would refuse before its first batch.
+    """
+    check_project(project)
+    check_lint_config(project.config.lint)
+    rendered, render_errors = render_models(project)
+    by_path = {m.path: m.name for m in project.models}
+    path_of = {m.name: m.path for m in project.models}
+    enabled = [m for m in rendered if m.config.enabled]
+    disabled = {m.name for m in rendered if not m.config.enabled}
+    if not enabled and not render_errors:
+        raise ConfigError("no models to run: every model is disabled (enabled=false)",
+                          hint="enable at least one model")
+
+    violations: list[tuple[str, Violation]] = [
+        (name, _template_violation(error, path_of[name]))
+        for name, error in render_errors.items()]
+    for m in enabled:
+        for ref in m.refs:
+            if ref in disabled:
+                violations.append((m.name, Violation(
+                    "disabled-ref", "error", m.path, None, None,
+                    f"ref to model '{ref}', which is disabled (enabled=False)",
+                    f"enable '{ref}' or stop reading from it")))
+    ordered, cycles = sort_models(enabled)
+    violations += [(by_path[v.path], v) for v in cycles]
+
+    edges = {m.name: list(m.refs) for m in enabled}
+    edges.update({name: [] for name in render_errors})
+    tags = {m.name: list(m.config.tags) for m in enabled}
+    selected = select_names(select, edges=edges, tags=tags)
+    needed = set(selected)
+    for name in selected:
+        needed |= ancestors(name, edges)
+    to_lint = [m for m in ordered if m.name in needed]
+    lint = lint_models(project, to_lint)
+    violations += [(by_path.get(v.path, ""), v) for v in lint.violations]
+
+    steps = tuple(
+        Step(m.name, m.path, m.sql, m.config, m.refs, tuple(lint.columns.get(m.name, ())))
+        for m in ordered if m.name in selected)
+    chosen = [v for model, v in violations if model in selected]
+    chosen.sort(key=lambda v: (v.path, v.line or 0, v.column or 0, v.rule))
+    plan = Plan(project=project.config.name, source_type=project.config.source.type,
+                schema_ddl=project.schema.ddl, dead_letter=project.config.dead_letter,
+                steps=steps, used_fields=lint.used_fields)
+    failed = tuple(sorted(name for name in render_errors if name in selected))
+    return CompileResult(plan=plan, violations=tuple(chosen), failed=failed)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_target(project: Project, result: CompileResult) -> Path:
+    """Write ``target/compiled/<model>.sql`` and ``target/manifest.json``; return target/."""
+    target = project.root / "target"
+    compiled = target / "compiled"
+    for step in result.plan.steps:
+        _write(compiled / f"{step.name}.sql", step.sql.strip() + "\n")
+    manifest = result.plan.to_manifest()
+    manifest["violations"] = [v.to_dict() for v in result.violations]
+    _write(target / "manifest.json", json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+    return target
+

@@ -1,0 +1,68 @@
+"""The compiled plan: frozen, ordered, serialisable. ``compile`` writes it; ``stream`` runs it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from runner.project.config import ModelConfig
+
+__all__ = ["Column", "Plan", "Step"]
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # Spark SQL type, e.g. 'STRING', 'STRUCT<a: INT>'; 'UNKNOWN' when not inferable
+
+
+@dataclass(frozen=True)
+class Step:
+    """One model, ready to run: compiled SQL, config, dependencies, inferred output columns."""
+
+    name: str
+    path: str
+    sql: str
+    config: ModelConfig
+    depends_on: tuple[str, ...]
+    columns: tuple[Column, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "path": self.path,
+            "compiled_path": f"target/compiled/{self.name}.sql",
+            "config": self.config.model_dump(mode="json"),
+            "depends_on": list(self.depends_on),
+            "columns": [{"name": c.name, "type": c.type} for c in self.columns],
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every selected model in dependency order, plus what the engine needs of the project.
+
+    ``used_fields`` is the union of top-level event fields the steps read, or None when a
+    model selects ``*`` from parsed_events (then every field is needed).
+    """
+
+    project: str
+    source_type: str
+    schema_ddl: str
+    dead_letter: str
+    steps: tuple[Step, ...]
+    used_fields: tuple[str, ...] | None
+
+    def step(self, name: str) -> Step:
+        return next(s for s in self.steps if s.name == name)
+
+    def to_manifest(self) -> dict[str, Any]:
+        return {
+            "project": self.project,
+            "source_type": self.source_type,
+            "schema": self.schema_ddl,
+            "dead_letter": self.dead_letter,
+            "order": [s.name for s in self.steps],
+            "used_fields": list(self.used_fields) if self.used_fields is not None else None,
+            "models": {s.name: s.to_dict() for s in self.steps},
+        }

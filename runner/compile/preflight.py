@@ -1,0 +1,50 @@
+"""What ``runner stream`` would refuse in a project before its first batch, checked by
+``compile`` without Spark: compile is the pull-request gate, so a project it passes must not
+be one the stream turns down at start-up.
+
+project.yml's own values (keys, types, the trigger interval) are checked when it is loaded;
+this adds the checks that need more than one value or the source's own rules.
+"""
+
+from __future__ import annotations
+
+from runner.errors import ConfigError
+from runner.project.loader import Project
+from runner.sources.kafka.options import KafkaSourceOptions
+from runner.sources.kafka.plan import parse_starting_offsets
+
+__all__ = ["check_project"]
+
+#: Keys of a Kafka source's ``options`` that tune the source, not the client (as the reader).
+_TUNING = ("min_partitions", "max_records_per_partition", "timeout_ms", "read_timeout_ms")
+
+
+def check_project(project: Project) -> None:
+    """Refuse a project ``runner stream`` would refuse at start-up.
+
+    Raises:
+        ConfigError: no model files; the event schema declares a metadata column's name;
+            Kafka topics, starting offsets or source options the reader refuses.
+    """
+    if not project.models:
+        raise ConfigError(f"no models: {project.root / 'models'} is missing or holds no .sql "
+                          "files", hint="write one SELECT per table as models/<table>.sql")
+    reserved = {name.lower() for name in project.parsed_events_columns}
+    clash = [f.name for f in project.schema.fields if f.name.lower() in reserved]
+    if clash:
+        raise ConfigError(f"schema: field(s) {clash} clash with the runner's metadata columns "
+                          f"{sorted(project.parsed_events_columns)}", path="project.yml",
+                          hint="rename the field in the schema")
+    source = project.config.source
+    if source.type != "kafka":
+        return
+    topics = [t.strip() for name in source.topics for t in str(name).split(",") if t.strip()]
+    if not topics:
+        raise ConfigError("Kafka source: at least one topic is required", path="project.yml")
+    try:
+        parse_starting_offsets(source.starting_offsets, topics)
+        tuning = {k: v.get_secret_value() for k, v in source.options.items() if k in _TUNING}
+        KafkaSourceOptions.parse({**tuning, "bootstrap_servers": source.bootstrap_servers,
+                                  "topic": ",".join(topics)})
+    except ConfigError as e:
+        raise ConfigError(f"source: {e.message}", path="project.yml", hint=e.hint) from e

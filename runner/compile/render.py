@@ -1,0 +1,259 @@
+"""Render models: a sandboxed Jinja environment with ``ref``, ``config``, ``var``, ``env_var``
+and the project's macros.
+
+``ref('m')`` records a dependency and returns the name of model ``m``'s per-batch view, which is
+the model name itself: the compiled SQL is exactly what the stream runs (rendered once, at
+start). ``config(...)`` records the model's configuration and renders as nothing. Both are
+captured from the Jinja calls themselves, never scraped from the text.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+import jinja2
+from pydantic import ValidationError
+
+from runner.compile.budget import (
+    BudgetedEnvironment,
+    BudgetExceeded,
+    RenderBudget,
+    bounded,
+    time_limit,
+    timer_handler,
+)
+from runner.compile.sourcemap import SourceMap, SourceMarkers, strip_markers
+from runner.errors import RunnerError, TemplateError, did_you_mean
+from runner.project.config import ModelConfig, validation_message
+from runner.project.loader import ModelSource, Project
+
+__all__ = ["RenderBudget", "RenderedModel", "render_models"]
+
+
+@dataclass(frozen=True)
+class RenderedModel:
+    """A model after Jinja: its SQL, its config and the models it refs."""
+
+    name: str
+    path: str
+    sql: str
+    config: ModelConfig
+    refs: tuple[str, ...]
+    config_line: int | None = None
+    source_map: SourceMap | None = field(default=None, compare=False, repr=False)
+
+
+class _Fail(Exception):
+    """Raised by a Jinja function; carries the message, located later from the traceback."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+_MISSING = object()
+
+
+@dataclass
+class _Capture:
+    """What one model's render recorded through its Jinja calls."""
+
+    refs: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+    config_line: int | None = None
+
+
+def _template_line(paths: set[str]) -> tuple[str | None, int | None]:
+    """The innermost frame of the current exception that is inside one of our templates."""
+    tb = sys.exc_info()[2]
+    found: tuple[str | None, int | None] = (None, None)
+    for frame in traceback.extract_tb(tb):
+        if frame.filename in paths:
+            found = (frame.filename, frame.lineno)
+    return found
+
+
+class _Renderer:
+    def __init__(self, project: Project, budget: RenderBudget) -> None:
+        self.project = project
+        self.budget = budget
+        self.model_names = {m.name.lower(): m.name for m in project.models}
+        sources = {m.path: m.text for m in project.models}
+        sources.update({m.path: m.text for m in project.macros})
+        self.paths = set(sources)
+        self.env = BudgetedEnvironment(
+            budget=budget,
+            loader=jinja2.FunctionLoader(lambda name: (sources[name], name, lambda: True)
+                                         if name in sources else None),
+            undefined=jinja2.StrictUndefined,
+            keep_trailing_newline=True,
+            autoescape=False,
+            extensions=[SourceMarkers],
+        )
+        self.env.marked_templates.update(m.path for m in project.models)  # type: ignore[attr-defined]
+        self.macros: dict[str, tuple[str, int, str]] = {}
+        self.macro_templates = []
+        for macro in project.macros:
+            try:
+                self.macro_templates.append(self.env.get_template(macro.path))
+            except jinja2.TemplateSyntaxError as e:
+                raise TemplateError(f"macro syntax error: {e.message}", path=macro.path,
+                                    line=e.lineno) from e
+            self.macros.update(_macro_index(self.env, macro.path, macro.text))
+
+    # -- the Jinja functions -------------------------------------------------------------
+    def _functions(self, capture: _Capture) -> dict[str, Callable[..., Any]]:
+        project_vars = self.project.config.vars
+
+        def ref(name: str) -> str:
+            if not isinstance(name, str) or name.lower() not in self.model_names:
+                raise _Fail(f"ref to unknown model '{name}'"
+                            + did_you_mean(name, self.model_names.values()),
+                            hint="ref() takes the name of a file under models/ without .sql")
+            real = self.model_names[name.lower()]
+            if real not in capture.refs:
+                capture.refs.append(real)
+            return real
+
+        def config(**kwargs: Any) -> str:
+            capture.config.update(kwargs)
+            capture.config_line = self._calling_line() or capture.config_line
+            return ""
+
+        def var(name: str, default: Any = _MISSING) -> Any:
+            if name in project_vars:
+                return project_vars[name]
+            if default is _MISSING:
+                raise _Fail(f"undefined var '{name}'" + did_you_mean(name, project_vars),
+                            hint=f"add it under vars: in project.yml or write "
+                                 f"var('{name}', default)")
+            return default
+
+        def env_var(name: str, default: Any = _MISSING) -> Any:
+            value = os.environ.get(name)
+            if value is not None:
+                return value
+            if default is _MISSING:
+                raise _Fail(f"environment variable '{name}' is not set and has no default",
+                            hint=f"export {name}=... or write env_var('{name}', 'default')")
+            return default
+
+        return {"ref": ref, "config": config, "var": var, "env_var": env_var}
+
+    def _calling_line(self) -> int | None:
+        """Template line of the innermost template frame on the current call stack."""
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename in self.paths:
+                return self.env.get_template(filename).get_corresponding_lineno(frame.f_lineno)
+            frame = frame.f_back
+        return None
+
+    def render(self, model: ModelSource) -> RenderedModel:
+        capture = _Capture()
+        context: dict[str, Any] = self._functions(capture)
+        try:
+            with time_limit(self.budget):
+                for template in self.macro_templates:
+                    module = template.make_module(vars=dict(context))
+                    for name in dir(module):
+                        if not name.startswith("_"):
+                            context.setdefault(name, getattr(module, name))
+                template = self.env.get_template(model.path)
+                chunks = template.generate(context)
+                rendered = bounded(chunks, self.budget)
+        except jinja2.TemplateSyntaxError as e:
+            raise TemplateError(f"template syntax error: {e.message}",
+                                path=e.filename or model.path, line=e.lineno) from e
+        except _Fail as e:
+            path, line = _template_line(self.paths)
+            raise TemplateError(e.message, path=path or model.path, line=line, hint=e.hint) from e
+        except jinja2.UndefinedError as e:
+            path, line = _template_line(self.paths)
+            raise TemplateError(f"undefined name: {e.message}", path=path or model.path,
+                                line=line) from e
+        except BudgetExceeded as e:
+            path, line = _template_line(self.paths)
+            if line is None:  # stopped between two chunks of output: where the model was
+                path, line = model.path, _suspended_line(template, chunks)
+            raise TemplateError(str(e), path=path or model.path, line=line,
+                                hint="compile gives each model a time and size budget; "
+                                     "generate less SQL, or move work into SQL") from e
+        except RecursionError as e:
+            path, line = _template_line(self.paths)
+            raise TemplateError("macro recursion too deep (a macro that calls itself without "
+                                "end?)", path=path or model.path, line=line) from e
+        except jinja2.exceptions.SecurityError as e:
+            path, line = _template_line(self.paths)
+            raise TemplateError(f"refused by the template sandbox: {e}", path=path or model.path,
+                                line=line) from e
+        except (TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as e:
+            path, line = _template_line(self.paths)
+            raise TemplateError(f"template error: {type(e).__name__}: {e}",
+                                path=path or model.path, line=line) from e
+        sql, source_map = strip_markers(rendered, self.env.source_origins,  # type: ignore[attr-defined]
+                                        path=model.path, macros=self.macros)
+        try:
+            config = ModelConfig.model_validate(capture.config)
+        except ValidationError as e:
+            messages = "; ".join(m for _, m in validation_message(e, ModelConfig))
+            raise TemplateError("config: " + messages,
+                                path=model.path, line=capture.config_line) from e
+        return RenderedModel(model.name, model.path, sql, config, tuple(capture.refs),
+                             capture.config_line, source_map)
+
+
+def _suspended_line(template: jinja2.Template, chunks: Any) -> int | None:
+    """The template line a suspended ``template.generate()`` generator stands at."""
+    line = None
+    while chunks is not None and getattr(chunks, "gi_frame", None) is not None:
+        if chunks.gi_frame.f_code.co_filename == template.filename:
+            line = template.get_corresponding_lineno(chunks.gi_frame.f_lineno)
+        chunks = chunks.gi_yieldfrom
+    return line
+
+
+def _macro_index(env: jinja2.Environment, path: str, text: str
+                 ) -> dict[str, tuple[str, int, str]]:
+    """Macro name -> (file, line of its definition, its body's text) for one macros file."""
+    lines = text.splitlines()
+    index = {}
+    for node in env.parse(text).find_all(jinja2.nodes.Macro):
+        body = []
+        for source_line in lines[node.lineno - 1:]:
+            body.append(source_line)
+            if "endmacro" in source_line:
+                break
+        index[node.name] = (path, node.lineno, "\n".join(body))
+    return index
+
+
+def render_models(project: Project, *, budget: RenderBudget = RenderBudget()  # noqa: B008
+                  ) -> tuple[list[RenderedModel], dict[str, RunnerError]]:
+    """Render every model; collect the errors of all models instead of stopping at the first.
+
+    Each model's render has ``budget``'s seconds and output characters (a render past either
+    is that model's error).
+
+    Returns:
+        The models that rendered, and model name -> error for each model that did not (the
+        error's path may be a macro file when the failure is inside a macro).
+    """
+    renderer = _Renderer(project, budget)
+    rendered: list[RenderedModel] = []
+    errors: dict[str, RunnerError] = {}
+    with timer_handler():
+        for model in project.models:
+            try:
+                rendered.append(renderer.render(model))
+            except TemplateError as e:
+                errors[model.name] = e
+    return rendered, errors

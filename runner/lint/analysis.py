@@ -1,0 +1,341 @@
+"""Spark analyzer errors caught offline: what ``spark.sql`` would refuse when the stream starts.
+
+Each rule mirrors one of Spark's analysis error classes, so that a pull request fails at
+``runner compile`` instead of the stream failing at run time:
+
+- ``missing-aggregation``: ``[MISSING_AGGREGATION]`` / ``[MISSING_GROUP_BY]``, a column that
+  is neither grouped nor inside an aggregate in an aggregating SELECT;
+- ``misplaced-aggregate``: aggregates or window functions in WHERE, JOIN ... ON or GROUP BY,
+  and an aggregate nested in another (``[NESTED_AGGREGATE_FUNCTION]``);
+- ``window-order``: ranking and offset window functions without ORDER BY;
+- ``ambiguous-column``: ``[AMBIGUOUS_REFERENCE]``, found by name resolution;
+- ``type-mismatch``: comparing a struct, array or map with a value of another kind.
+
+When in doubt a rule does not flag: a name it cannot place is left to ``unknown-column``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sqlglot import exp
+
+from runner.errors import Violation
+from runner.lint.context import ModelContext
+from runner.lint.infer import is_, is_known, type_string
+from runner.lint.rules import ModelRule
+
+__all__ = ["AmbiguousColumn", "MisplacedAggregate", "MissingAggregation", "TypeMismatch",
+           "WindowOrder"]
+
+#: Spark aggregate functions that sqlglot parses as anonymous calls.
+_AGGREGATE_NAMES = frozenset({
+    "count_min_sketch", "every", "histogram_numeric", "hll_sketch_agg", "hll_union_agg", "mean",
+    "some", "std", "try_avg", "try_sum", "bitmap_construct_agg", "bitmap_or_agg",
+    "approx_top_k", "theta_sketch_agg", "theta_union_agg", "kll_sketch_agg"})
+_NESTED = (exp.Query, exp.Subquery)
+
+
+def _is_aggregate(node: exp.Expr) -> bool:
+    """An aggregate call (window functions included: the caller knows which it walks)."""
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower() in _AGGREGATE_NAMES
+    if isinstance(node, exp.Filter):  # count(*) FILTER (WHERE ...): the filter is inside
+        return _is_aggregate(node.this)
+    return isinstance(node, (exp.AggFunc, exp.WithinGroup))
+
+
+def _window_function(node: exp.Expr) -> bool:
+    """``node`` is the function a window applies (``sum(x)`` in ``sum(x) OVER (...)``)."""
+    parent = node.parent
+    while isinstance(parent, (exp.IgnoreNulls, exp.RespectNulls)):
+        node, parent = parent, parent.parent
+    return isinstance(parent, exp.Window) and parent.this is node
+
+
+def _own(root: exp.Expr | None) -> Iterator[exp.Expr]:
+    """Nodes under ``root`` that belong to its SELECT (nested queries left out)."""
+    if root is None:
+        return
+    yield from root.walk(prune=lambda n: isinstance(n, _NESTED) and n is not root)
+
+
+def _grouping_aggregates(root: exp.Expr | None) -> Iterator[exp.Expr]:
+    """Aggregate calls under ``root`` that aggregate its SELECT's rows (not window functions)."""
+    for node in _own(root):
+        if _is_aggregate(node) and not _window_function(node):
+            yield node
+
+
+def _path(node: exp.Expr) -> tuple[str, ...] | None:
+    """Lower-cased name parts of a column reference with its struct fields, or None."""
+    if isinstance(node, exp.Column) and not node.is_star:
+        return tuple(p.name.lower() for p in node.parts)
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):
+        inner = _path(node.this)
+        return None if inner is None else (*inner, node.expression.name.lower())
+    return None
+
+
+def _key(node: exp.Expr) -> str:
+    """Spark SQL text of ``node`` with identifiers lower-cased (Spark's names are
+    case-insensitive), to compare expressions."""
+    copy = node.copy().transform(
+        lambda n: exp.to_identifier(n.name.lower()) if isinstance(n, exp.Identifier) else n)
+    return copy.sql(dialect="spark", comments=False)
+
+
+def _unalias(node: exp.Expr) -> exp.Expr:
+    return node.this if isinstance(node, exp.Alias) else node
+
+
+class _Grouping:
+    """What a SELECT groups by: expressions (as keys) and column paths, with relation
+    aliases stripped so that ``p.request.endpoint`` and ``request.endpoint`` are one."""
+
+    def __init__(self, select: exp.Select) -> None:
+        self.relations = {s.alias_or_name.lower() for s in _sources(select)}
+        self.keys: set[str] = set()
+        self.paths: set[tuple[str, ...]] = set()
+        projections = select.expressions
+        aliases = {p.alias.lower(): p.this for p in projections if isinstance(p, exp.Alias)}
+        group = select.args.get("group")
+        items: list[exp.Expr] = []
+        for key in ("expressions", "grouping_sets", "cube", "rollup"):
+            items += group.args.get(key) or [] if group else []
+        stack = list(items)
+        while stack:
+            item = stack.pop()
+            if isinstance(item, (exp.GroupingSets, exp.Cube, exp.Rollup, exp.Tuple)):
+                stack += item.expressions
+                continue
+            if isinstance(item, exp.Paren):
+                stack.append(item.this)
+                continue
+            if isinstance(item, exp.Literal) and item.is_int:
+                index = int(item.name) - 1
+                if 0 <= index < len(projections):
+                    self._add(_unalias(projections[index]))
+                continue
+            self._add(item)
+            path = _path(item)
+            if path and len(path) == 1 and path[0] in aliases:  # GROUP BY <select alias>
+                self._add(aliases[path[0]])
+
+    def _add(self, node: exp.Expr) -> None:
+        self.keys.add(_key(node))
+        path = _path(node)
+        if path:
+            self.paths.update(self.forms(path))
+
+    def forms(self, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """``path`` and, when its first part names a relation, the path without it."""
+        if len(path) > 1 and path[0] in self.relations:
+            return [path, path[1:]]
+        return [path]
+
+    def covers(self, path: tuple[str, ...]) -> bool:
+        """The column is grouped, or is a field of a grouped column (``user.country`` when
+        grouping by ``user``)."""
+        return any(form[:i] in self.paths for form in self.forms(path)
+                   for i in range(1, len(form) + 1))
+
+
+def _sources(select: exp.Select) -> list[exp.Expr]:
+    from_ = select.args.get("from_")
+    sources = [from_.this] if from_ else []
+    sources += [j.this for j in select.args.get("joins") or []]
+    return sources + list(select.args.get("laterals") or [])
+
+
+class MissingAggregation(ModelRule):
+    """In a SELECT that aggregates (GROUP BY, or an aggregate function), every column outside
+    an aggregate must be in GROUP BY: Spark refuses the query ([MISSING_AGGREGATION])."""
+
+    id = "missing-aggregation"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        query = ctx.query
+        if query is None:
+            return
+        for select in query.find_all(exp.Select):
+            yield from self._select(ctx, select)
+
+    def _select(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
+        group = select.args.get("group")
+        if group is not None and group.args.get("all"):
+            return
+        clauses = [*select.expressions, select.args.get("having"), select.args.get("order")]
+        if group is None and not any(next(_grouping_aggregates(c), None) for c in clauses):
+            return
+        grouping = _Grouping(select)
+        aliases: set[str] = set()
+        seen: set[str] = set()
+        # a name that does not resolve is unknown-column's finding, not this rule's
+        unknown = {id(f.node) for f in ctx.analysis.unknown_columns} if ctx.analysis else set()
+        for projection in select.expressions:
+            for node in self._ungrouped(projection, grouping, aliases):
+                if any(id(n) in unknown for n in node.walk()):
+                    continue
+                if _key(node) not in seen:
+                    seen.add(_key(node))
+                    yield self._violation(ctx, node, group is not None)
+            if isinstance(projection, exp.Alias):  # lateral column aliases, then HAVING/ORDER
+                aliases.add(projection.alias.lower())
+        for clause in clauses[-2:]:
+            for node in self._ungrouped(clause, grouping, aliases):
+                if any(id(n) in unknown for n in node.walk()):
+                    continue
+                if _key(node) not in seen:
+                    seen.add(_key(node))
+                    yield self._violation(ctx, node, group is not None)
+
+    def _violation(self, ctx: ModelContext, node: exp.Expr, grouped: bool) -> Violation:
+        text = node.sql(dialect="spark", comments=False)
+        where = "in GROUP BY" if grouped else "grouped (the SELECT aggregates all rows)"
+        return self.at(ctx, node, f"'{text}' is neither {where} nor inside an aggregate "
+                       "function", f"add {text} to GROUP BY, or aggregate it, e.g. "
+                       f"any_value({text})")
+
+    def _ungrouped(self, root: exp.Expr | None, grouping: _Grouping,
+                   aliases: set[str]) -> Iterator[exp.Expr]:
+        """Column references under ``root`` that are neither grouped nor aggregated."""
+        stack = [root] if root is not None else []
+        while stack:
+            node = stack.pop()
+            if _key(node) in grouping.keys or isinstance(node, _NESTED):
+                continue
+            path = _path(node)
+            if path is not None:
+                if not grouping.covers(path) and not (len(path) == 1 and path[0] in aliases):
+                    yield node
+                continue
+            if _is_aggregate(node) and not _window_function(node):
+                continue
+            stack.extend(reversed(list(node.iter_expressions())))
+
+
+_CLAUSES = (("where", "WHERE", "filters rows before they are grouped",
+             "filter on the aggregate in HAVING"),
+            ("group", "GROUP BY", "defines the groups the aggregates run over",
+             "group by the column itself"))
+
+
+class MisplacedAggregate(ModelRule):
+    """Aggregate and window functions belong in the select list, HAVING, QUALIFY or ORDER BY:
+    not in WHERE, JOIN ... ON or GROUP BY, and an aggregate cannot contain another."""
+
+    id = "misplaced-aggregate"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        query = ctx.query
+        if query is None:
+            return
+        for select in query.find_all(exp.Select):
+            clauses = [(select.args.get(k), name, why, fix) for k, name, why, fix in _CLAUSES]
+            clauses += [(j.args.get("on"), "JOIN ... ON", "matches rows before they are "
+                         "grouped", "aggregate in a subquery, then join it")
+                        for j in select.args.get("joins") or []]
+            for clause, name, why, fix in clauses:
+                for node in _own(clause):
+                    if isinstance(node, exp.Window):
+                        yield self.at(ctx, node, f"window function in {name}: {name} {why}",
+                                      "compute it in a subquery, or filter with QUALIFY")
+                    elif _is_aggregate(node) and not _window_function(node):
+                        yield self.at(ctx, node, f"aggregate function {_name(node)} in "
+                                      f"{name}: {name} {why}", fix)
+            for node in _grouping_aggregates(select):
+                if isinstance(node, (exp.Filter, exp.WithinGroup)):
+                    continue  # wrappers: the aggregate inside is checked itself
+                inner = next((n for n in _grouping_aggregates(node) if n is not node), None)
+                if inner is not None:
+                    yield self.at(ctx, inner, f"aggregate function {_name(inner)} inside "
+                                  f"{_name(node)}: aggregates cannot be nested",
+                                  "aggregate in a subquery first, or make the outer one a "
+                                  "window function (... OVER ())")
+
+
+def _name(node: exp.Expr) -> str:
+    return node.sql(dialect="spark", comments=False).split("(")[0].lower() + "()"
+
+
+_NEEDS_ORDER = (exp.RowNumber, exp.Rank, exp.DenseRank, exp.PercentRank, exp.CumeDist,
+                exp.Ntile, exp.Lag, exp.Lead)
+
+
+class WindowOrder(ModelRule):
+    """Ranking and offset window functions (row_number, rank, dense_rank, percent_rank,
+    cume_dist, ntile, lag, lead) need ORDER BY in their window."""
+
+    id = "window-order"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        query = ctx.query
+        if query is None:
+            return
+        for select in query.find_all(exp.Select):
+            named = {w.name.lower(): w for w in select.args.get("windows") or []}
+            for window in _own(select):
+                if not isinstance(window, exp.Window) or window.parent is select and (
+                        window in (select.args.get("windows") or [])):
+                    continue
+                func = window.this
+                while isinstance(func, (exp.IgnoreNulls, exp.RespectNulls)):
+                    func = func.this
+                if not isinstance(func, _NEEDS_ORDER) or window.args.get("order"):
+                    continue
+                alias = window.args.get("alias")
+                base = named.get(alias.name.lower()) if alias else None
+                if alias and (base is None or base.args.get("order")):
+                    continue  # ordered by its named window, or one we cannot see
+                name = _name(func)
+                yield self.at(ctx, window, f"window function {name} needs ORDER BY in its "
+                              "window: without one its result is not defined",
+                              f"{name} OVER (PARTITION BY ... ORDER BY `timestamp`)")
+
+
+class AmbiguousColumn(ModelRule):
+    """An unqualified column must name a column of exactly one of the joined relations:
+    qualify it (alias.column) when two have it."""
+
+    id = "ambiguous-column"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        if ctx.analysis is not None:
+            yield from self.findings(ctx, ctx.analysis.ambiguous_columns)
+
+
+_COMPLEX = (exp.DType.STRUCT, exp.DType.ARRAY, exp.DType.MAP)
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ)
+
+
+def _operand_type(node: exp.Expr) -> exp.DataType | None:
+    if isinstance(node, exp.Literal):
+        return exp.DataType.build("STRING" if node.is_string else "DOUBLE")
+    dtype = node.type
+    return dtype if is_known(dtype) and not is_(dtype, exp.DType.NULL) else None
+
+
+class TypeMismatch(ModelRule):
+    """A comparison needs comparable sides: a struct, array or map cannot be compared with a
+    value of another kind, and maps cannot be compared at all."""
+
+    id = "type-mismatch"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        query = ctx.query
+        if query is None or ctx.analysis is None:
+            return
+        for node in query.find_all(*_COMPARISONS):
+            left, right = _operand_type(node.this), _operand_type(node.expression)
+            if left is None or right is None:
+                continue
+            kinds = {t.this for t in (left, right) if t.this in _COMPLEX}
+            if not kinds or (len(kinds) == 1 and left.this == right.this
+                             and exp.DType.MAP not in kinds):
+                continue
+            side = node.this if left.this in _COMPLEX else node.expression
+            text = side.sql(dialect="spark", comments=False)
+            yield self.at(ctx, node, f"cannot compare {type_string(left)} with "
+                          f"{type_string(right)}", f"compare a field or an element of {text} "
+                          f"instead (e.g. {text}.<field>, {text}[0])")

@@ -1,0 +1,35 @@
+"""Tests an analytics engineer declares next to a model, in ``models/<model>.yml``:
+
+- **unit tests**: given input events (and the table's prior rows), expect the rows the model's
+  table holds after one batch through the real batch path (Spark, scratch Delta tables);
+- **data tests**: ``not_null``, ``unique``, ``accepted_values``, ``relationships`` on the
+  warehouse tables (delta-rs and pyarrow; no Spark).
+
+>>> from runner.model_tests import DATA_TESTS
+>>> sorted(DATA_TESTS)
+['accepted_values', 'not_null', 'relationships', 'unique']
+"""
+
+from __future__ import annotations
+
+from runner.model_tests.report import result_lines, summary_line
+from runner.model_tests.result import TestResult, TestSummary
+from runner.model_tests.spec import DATA_TESTS, DataTest, ModelSpec, SpecError, UnitTest, load_specs
+from runner.model_tests.suite import Kind, Suite, collect_suite, run_suite
+
+__all__ = [
+    "DATA_TESTS",
+    "DataTest",
+    "Kind",
+    "ModelSpec",
+    "SpecError",
+    "Suite",
+    "TestResult",
+    "TestSummary",
+    "UnitTest",
+    "collect_suite",
+    "load_specs",
+    "result_lines",
+    "run_suite",
+    "summary_line",
+]

@@ -1,0 +1,168 @@
+"""The source's backlog, from the checkpoint and the source alone (no Spark).
+
+- Files: the files in ``source.path`` that Spark's file source log
+  (``<checkpoint>/sources/0/``: one file per batch, ``v1`` then one JSON line per file read,
+  folded into ``<N>.compact`` every 10 batches) does not list yet. Names Spark skips (starting
+  with ``.`` or ``_``) are not counted.
+- Kafka: per partition, the broker's latest offset minus the next offset to read after the
+  last committed batch (``<checkpoint>/offsets/<N>``: ``v1``, the batch's metadata, then the
+  source's ``{"topic": {"partition": next offset}}``), looked up with a short timeout; an
+  unreachable broker is reported, not raised.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from runner.project.loader import Project
+
+__all__ = ["Backlog", "committed_batch", "files_backlog", "kafka_backlog", "latest_batch_file"]
+
+
+@dataclass(frozen=True)
+class Backlog:
+    kind: str  # files | kafka
+    pending: int | None  # files not yet read, or records behind (None: unknown)
+    detail: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "pending": self.pending, "error": self.error, **self.detail}
+
+
+def _numbered(folder: Path, suffix: str = "") -> list[int]:
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    for n in names:
+        if suffix and n.endswith(suffix):
+            n = n[:-len(suffix)]
+        elif suffix:
+            continue
+        if n.isdigit():
+            out.append(int(n))
+    return sorted(out)
+
+
+def committed_batch(checkpoint: Path) -> int | None:
+    """The newest batch Spark recorded as committed (``<checkpoint>/commits/<N>``)."""
+    ids = _numbered(checkpoint / "commits")
+    return ids[-1] if ids else None
+
+
+def latest_batch_file(checkpoint: Path) -> int | None:
+    """The newest batch Spark planned (``<checkpoint>/offsets/<N>``): committed or in flight."""
+    ids = _numbered(checkpoint / "offsets")
+    return ids[-1] if ids else None
+
+
+def _read_log_paths(path: Path) -> set[str]:
+    out = set()
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            if i == 0 or not line.strip():
+                continue  # the version line ("v1")
+            try:
+                out.add(json.loads(line)["path"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    return out
+
+
+def _seen_files(checkpoint: Path) -> set[str]:
+    """Every file URI in the file source log (the newest compaction plus what follows it)."""
+    log = checkpoint / "sources" / "0"
+    compacts = _numbered(log, ".compact")
+    base = compacts[-1] if compacts else -1
+    seen: set[str] = set()
+    if compacts:
+        seen |= _read_log_paths(log / f"{base}.compact")
+    for n in _numbered(log):
+        if n > base:
+            try:
+                seen |= _read_log_paths(log / str(n))
+            except FileNotFoundError:
+                continue
+    return {_local(p) for p in seen}
+
+
+def _local(uri: str) -> str:
+    parsed = urlparse(uri)
+    return os.path.normpath(unquote(parsed.path)) if parsed.scheme in ("file", "") else uri
+
+
+def files_backlog(project: Project) -> Backlog:
+    source = project.resolve(project.config.source.path)  # type: ignore[union-attr]
+    try:
+        names = [n for n in os.listdir(source) if not n.startswith((".", "_"))]
+    except OSError as e:
+        return Backlog("files", None, {"path": str(source)}, f"cannot list {source}: "
+                                                            f"{e.strerror or e}")
+    seen = _seen_files(project.checkpoint)
+    pending = sorted(n for n in names
+                     if os.path.normpath(str(source / n)) not in seen and (source / n).is_file())
+    return Backlog("files", len(pending), {"path": str(source), "files_read": len(seen),
+                                           "next_files": pending[:5]})
+
+
+def _committed_offsets(checkpoint: Path) -> dict[str, dict[str, int]] | None:
+    """The source offsets after the last committed batch (None: nothing committed yet)."""
+    batch = committed_batch(checkpoint)
+    if batch is None:
+        return None
+    try:
+        lines = (checkpoint / "offsets" / str(batch)).read_text(encoding="utf-8").splitlines()
+        return {t: {str(p): int(o) for p, o in parts.items()}
+                for t, parts in json.loads(lines[2]).items()}
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def kafka_backlog(project: Project, *, timeout: float = 1.5) -> Backlog:
+    source = project.config.source
+    offsets = _committed_offsets(project.checkpoint) or {}
+    servers = source.bootstrap_servers  # type: ignore[union-attr]
+    # Client properties have a dot; the source's own tuning keys (timeout_ms...) have none.
+    conf = {"bootstrap.servers": servers,
+            **{k: v.get_secret_value() for k, v in source.options.items()  # type: ignore
+               if "." in k}}
+    try:
+        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka.admin import AdminClient, OffsetSpec
+    except ImportError as e:
+        return Backlog("kafka", None, {}, f"confluent-kafka is not installed: {e}")
+    partitions: dict[str, dict[str, int | None]] = {}
+    try:
+        admin = AdminClient(conf)
+        # All topics: naming one would make some brokers (Tansu) create it.
+        metadata = admin.list_topics(timeout=timeout)
+        tps = []
+        for topic in source.topics:  # type: ignore[union-attr]
+            info = metadata.topics.get(topic)
+            problem = ("not found" if info is None else
+                       info.error.str() if info.error is not None else None)
+            if info is None or problem is not None:
+                return Backlog("kafka", None, {"partitions": partitions},
+                               f"topic {topic}: {problem}")
+            tps += [TopicPartition(topic, p) for p in sorted(info.partitions)]
+        futures = admin.list_offsets({tp: OffsetSpec.latest() for tp in tps},
+                                     request_timeout=timeout)
+        total = 0
+        for tp, future in futures.items():
+            high = future.result().offset
+            position = offsets.get(tp.topic, {}).get(str(tp.partition))
+            lag = high - position if position is not None else None
+            partitions.setdefault(tp.topic, {})[str(tp.partition)] = lag
+            total += lag or 0
+    except KafkaException as e:
+        return Backlog("kafka", None, {"partitions": partitions},
+                       f"broker {servers} unreachable: {e.args[0] if e.args else e}")
+    return Backlog("kafka", total, {"partitions": partitions,
+                                    "note": "lag = latest offset - next offset to read"})

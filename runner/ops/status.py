@@ -1,0 +1,239 @@
+"""``runner status``: how a pipeline is doing, read from its checkpoint, ledger and tables.
+
+No Spark session: delta-rs reads each table's log (from its latest log checkpoint, so the cost
+does not grow with the number of batches), the rest are small files. Reported:
+
+- per table: the last batch it committed (its application transaction), its version and the
+  version of the latest snapshot, its active files and their size, its log's files and size;
+- the batches: the latest complete in every table (ledger), the last Spark committed, one in
+  flight;
+- the source's backlog (:mod:`runner.ops.backlog`);
+- dead letters of the last batches (count per batch and the latest reasons), read from the
+  files whose statistics say they hold those batches;
+- the process holding the checkpoint now (pid, host, since), and a maintenance in progress;
+- how the last run ended, with its error if it failed (:mod:`runner.ops.runs`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.ops.backlog import (
+    Backlog,
+    committed_batch,
+    files_backlog,
+    kafka_backlog,
+    latest_batch_file,
+)
+from runner.ops.runs import lock_holder, read_last_run
+from runner.project.loader import Project
+from runner.runtime.checkpoint import read_query_id
+from runner.sinks.base import app_id
+from runner.sinks.ledger import Ledger, LedgerEntry
+
+__all__ = ["PipelineStatus", "TableStatus", "collect_status", "status_lines"]
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    name: str
+    path: str
+    exists: bool
+    last_batch: int | None = None
+    version: int | None = None
+    snapshot_version: int | None = None
+    files: int = 0
+    bytes: int = 0
+    log_files: int = 0
+    log_bytes: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class PipelineStatus:
+    pipeline: str
+    checkpoint: str
+    tables: tuple[TableStatus, ...]
+    snapshot_batch: int | None
+    snapshot_at: str | None
+    committed_batch: int | None
+    in_flight_batch: int | None
+    backlog: Backlog
+    dead_letters: dict[str, Any]
+    lock: dict[str, Any] | None
+    maintenance_lock: dict[str, Any] | None
+    last_run: dict[str, Any] | None
+    seconds: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pipeline": self.pipeline, "checkpoint": self.checkpoint,
+            "batches": {"snapshot": self.snapshot_batch, "snapshot_at": self.snapshot_at,
+                        "committed": self.committed_batch, "in_flight": self.in_flight_batch},
+            "tables": {t.name: {k: v for k, v in vars(t).items() if k != "name"}
+                       for t in self.tables},
+            "backlog": self.backlog.to_dict(), "dead_letters": self.dead_letters,
+            "lock": self.lock, "maintenance": self.maintenance_lock,
+            "last_run": self.last_run, "seconds": round(self.seconds, 3),
+        }
+
+
+def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
+    """Everything ``runner status`` shows; never starts Spark, never takes a lock."""
+    started = time.perf_counter()
+    checkpoint = project.checkpoint
+    query_id = read_query_id(checkpoint)
+    latest = Ledger(checkpoint).latest()
+    names = [m.name for m in project.models] + [project.config.dead_letter]
+    if latest is not None:
+        names += [n for n in latest.tables if n not in names]
+    tables = tuple(_table(project, n, query_id, latest) for n in names)
+    tables = tuple(t for t in tables if t.exists or t.name in (latest.tables if latest else ()))
+    committed = committed_batch(checkpoint)
+    planned = latest_batch_file(checkpoint)
+    in_flight = planned if planned is not None and (committed is None or planned > committed) \
+        else None
+    backlog = (files_backlog(project) if project.config.source.type == "files"
+               else kafka_backlog(project))
+    newest = max((b for b in (committed, latest.batch_id if latest else None) if b is not None),
+                 default=None)
+    dead = _dead_letters(project, last=batches, newest=newest)
+    holder = lock_holder(checkpoint)
+    maint = lock_holder(checkpoint, "maintain.lock")
+    return PipelineStatus(
+        pipeline=project.config.name, checkpoint=str(checkpoint), tables=tables,
+        snapshot_batch=latest.batch_id if latest else None,
+        snapshot_at=latest.written_at if latest else None,
+        committed_batch=committed, in_flight_batch=in_flight, backlog=backlog,
+        dead_letters=dead, lock=holder.to_dict() if holder else None,
+        maintenance_lock=maint.to_dict() if maint and maint.held else None,
+        last_run=read_last_run(checkpoint, holder),
+        seconds=time.perf_counter() - started)
+
+
+def _table(project: Project, name: str, query_id: str | None,
+           latest: LedgerEntry | None) -> TableStatus:
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError, TableNotFoundError
+
+    from runner.sinks.upkeep import log_size, table_files
+
+    path = str(project.table_path(name))
+    snap = latest.tables.get(name) if latest is not None else None
+    if not (Path(path) / "_delta_log").is_dir():
+        return TableStatus(name, path, False, snapshot_version=snap)
+    log_files, log_bytes = log_size(path)
+    try:
+        table = DeltaTable(path)
+        files, size = table_files(table)
+        last = (table.transaction_version(app_id(project.config.name, name, query_id))
+                if query_id else None)
+        return TableStatus(name, path, True, last, table.version(), snap, files, size,
+                           log_files, log_bytes)
+    except (DeltaError, TableNotFoundError, OSError) as e:
+        return TableStatus(name, path, True, snapshot_version=snap, log_files=log_files,
+                           log_bytes=log_bytes, error=str(e).splitlines()[0][:300])
+
+
+def _dead_letters(project: Project, *, last: int, newest: int | None) -> dict[str, Any]:
+    """Dead letters per batch of the ``last`` batches up to ``newest``, and the latest reasons.
+
+    One SQL query through delta-rs (DataFusion), which reads only the files whose
+    ``_batch_id`` statistics reach into those batches (no pyarrow import).
+    """
+    from deltalake import DeltaTable, QueryBuilder
+    from deltalake.exceptions import DeltaError
+
+    path = project.table_path(project.config.dead_letter)
+    out: dict[str, Any] = {"batches": [], "per_batch": {}, "total": 0, "latest_reasons": []}
+    if newest is None or not (path / "_delta_log").is_dir():
+        return out
+    first = max(0, newest - last + 1)
+    out["batches"] = [first, newest]
+    try:
+        rows = QueryBuilder().register("dead", DeltaTable(str(path))).execute(
+            f"SELECT _batch_id, reason FROM dead WHERE _batch_id >= {int(first)}").read_all()
+        batch_ids, reasons = rows["_batch_id"].to_pylist(), rows["reason"].to_pylist()
+    except (DeltaError, OSError, KeyError, ValueError) as e:
+        out["error"] = str(e).splitlines()[0][:300]
+        return out
+    counts = Counter(b for b in batch_ids if b is not None)
+    out["per_batch"] = {str(b): counts[b] for b in sorted(counts)}
+    out["total"] = sum(counts.values())
+    if counts:
+        last_batch = max(counts)
+        out["latest_reasons"] = [r for r, _ in Counter(
+            r for b, r in zip(batch_ids, reasons) if b == last_batch).most_common(3)]
+    return out
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def status_lines(s: PipelineStatus) -> list[str]:
+    """The text form of :class:`PipelineStatus`."""
+    lines = [f"pipeline {s.pipeline}  (checkpoint {s.checkpoint})"]
+    lock = s.lock
+    if lock and lock["held"]:
+        lines.append(f"running: pid {lock['pid']} on {lock['host']} since {lock['since']}")
+    elif lock and lock["held"] is None:
+        lines.append(f"lock last taken by pid {lock['pid']} on {lock['host']} since "
+                     f"{lock['since']} (cannot tell from here whether it still runs)")
+    else:
+        lines.append("not running")
+    if s.maintenance_lock:
+        lines.append(f"maintenance in progress: pid {s.maintenance_lock['pid']}")
+    lines.append(f"batches: latest snapshot {_opt(s.snapshot_batch)}"
+                 + (f" (at {s.snapshot_at})" if s.snapshot_at else "")
+                 + f", last committed {_opt(s.committed_batch)}"
+                 + (f", batch {s.in_flight_batch} in flight or to be replayed"
+                    if s.in_flight_batch is not None else ""))
+    width = max((len(t.name) for t in s.tables), default=0)
+    for t in s.tables:
+        if not t.exists:
+            lines.append(f"  {t.name:<{width}}  no table yet")
+            continue
+        text = (f"  {t.name:<{width}}  last batch {_opt(t.last_batch)}, version {t.version} "
+                f"(snapshot {_opt(t.snapshot_version)}), {t.files:,} files {_size(t.bytes)}, "
+                f"log {t.log_files:,} files {_size(t.log_bytes)}")
+        lines.append(text + (f"  problem: {t.error}" if t.error else ""))
+    b = s.backlog
+    if b.error:
+        lines.append(f"backlog: unknown ({b.error})")
+    elif b.kind == "files":
+        lines.append(f"backlog: {b.pending} files not read yet in {b.detail['path']}")
+    else:
+        parts = ", ".join(f"{t}[{p}] {lag}" for t, ps in b.detail["partitions"].items()
+                          for p, lag in ps.items())
+        lines.append(f"backlog: {b.pending} records behind ({parts or 'no partitions'})")
+    d = s.dead_letters
+    if d.get("batches"):
+        per = ", ".join(f"batch {k}: {v}" for k, v in d["per_batch"].items()) or "none"
+        lines.append(f"dead letters in batches {d['batches'][0]}..{d['batches'][1]}: "
+                     f"{d['total']} ({per})")
+        lines += [f"    {r}" for r in d["latest_reasons"]]
+    run = s.last_run
+    if run:
+        line = f"last run: {run.get('outcome')} (pid {run.get('pid')}, started " \
+               f"{run.get('started_at')}" + (f", ended {run['ended_at']}" if run.get(
+                   "ended_at") else "") + ")"
+        lines.append(line)
+        if run.get("error") and run.get("outcome") in ("failed", "died"):
+            lines += ["    " + x for x in str(run["error"]).splitlines()]
+    lines.append(f"({s.seconds:.2f}s)")
+    return lines
+
+
+def _opt(value: object) -> str:
+    return "-" if value is None else str(value)

@@ -1,0 +1,283 @@
+"""Strict models of project.yml and of a model's ``config(...)``.
+
+Validated once, at the edge: unknown keys are errors that name the key, the file and the line,
+with a "did you mean". After loading, only these frozen models travel through the runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from runner.errors import ConfigError, RunnerError, did_you_mean
+from runner.project.triggers import validate_interval
+
+__all__ = [
+    "DeltaConfig",
+    "Expectation",
+    "FilesSource",
+    "KafkaSource",
+    "LintConfig",
+    "MaintenanceConfig",
+    "ModelConfig",
+    "ProjectConfig",
+    "SparkConfig",
+    "Severity",
+    "parse_project_config",
+    "validation_message",
+]
+
+Severity = Literal["error", "warn", "off"]
+
+
+def _stringify(value: Any) -> Any:
+    """YAML scalars of a settings map as the strings Spark/Kafka expect (true, not True)."""
+    if isinstance(value, dict):
+        return {str(k): str(v).lower() if isinstance(v, bool) else
+                v if isinstance(v, str) else str(v) for k, v in value.items()}
+    return value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class FilesSource(_Strict):
+    """A directory of newline-delimited JSON files; new files are picked up as they land."""
+
+    type: Literal["files"]
+    path: str = "data/incoming"
+    max_files_per_trigger: int | None = Field(default=None, ge=1)
+
+
+class KafkaSource(_Strict):
+    """A Kafka topic (or several); offsets live in the pipeline's checkpoint."""
+
+    type: Literal["kafka"]
+    bootstrap_servers: str
+    topic: str | list[str]
+    starting_offsets: Literal["earliest", "latest"] | dict[str, dict[str, int]] = "earliest"
+    max_offsets_per_trigger: int | None = Field(default=None, ge=1)
+    fail_on_data_loss: bool = True
+    #: ``spark``: Spark's own Kafka source (the spark-sql-kafka jars); ``python``: the runner's
+    #: reader on confluent-kafka; ``auto``: Spark's when its classes load, else the runner's.
+    reader: Literal["auto", "spark", "python"] = "auto"
+    options: dict[str, SecretStr] = Field(default_factory=dict)
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _stringify_options(cls, value: Any) -> Any:
+        return _stringify(value)
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return (self.topic,) if isinstance(self.topic, str) else tuple(self.topic)
+
+
+class DeltaConfig(_Strict):
+    """Which Delta engine writes, and (``rs``) which appends go through Arrow: batches of up
+    to ``arrow_max_rows`` input rows; bigger ones are written by Spark's Parquet writer. Unset:
+    500,000 on local masters, 10,000 elsewhere (``runner.sinks.rs.default_arrow_max_rows``)."""
+
+    engine: Literal["auto", "spark", "rs"] = "auto"
+    arrow_max_rows: int | None = Field(default=None, ge=0)
+
+
+class SparkConfig(_Strict):
+    master: str = "local[*]"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _stringify_conf(cls, value: Any) -> Any:
+        return _stringify(value)
+
+
+class LintConfig(_Strict):
+    """Severity per lint rule id (``error`` fails compile, ``warn`` reports, ``off`` skips)."""
+
+    rules: dict[str, Severity] = Field(default_factory=dict)
+
+
+class MaintenanceConfig(_Strict):
+    """Table maintenance (``runner maintain``, and inside ``runner stream`` when scheduled).
+
+    ``every_batches`` / ``every_minutes`` (either or both; unset: never inside the stream) run
+    it between batches. ``keep_batches``: the snapshots of that many latest batches stay
+    readable (vacuum keeps the versions they name; older ledger entries are dropped).
+    """
+
+    every_batches: int | None = Field(default=None, ge=1)
+    every_minutes: float | None = Field(default=None, gt=0)
+    keep_batches: int = Field(default=100, ge=1)
+
+
+class ProjectConfig(_Strict):
+    """The whole of project.yml."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    source: FilesSource | KafkaSource = Field(discriminator="type")
+    schema_ddl: str = Field(alias="schema", min_length=1)
+    warehouse: str = "_warehouse"
+    checkpoint: str = "_checkpoint"
+    dead_letter: str = Field(default="_dead_letter", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    trigger: str = "10 seconds"
+    parallelism: int = Field(default=4, ge=1, le=64)
+    parse_only_used_fields: bool = False
+    delta: DeltaConfig = Field(default_factory=DeltaConfig)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    lint: LintConfig = Field(default_factory=LintConfig)
+    maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
+    vars: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("trigger")
+    @classmethod
+    def _interval(cls, value: str) -> str:
+        try:
+            validate_interval(value)
+        except ConfigError as e:
+            raise ValueError(f"not an interval; {e.hint}") from e
+        return value
+
+
+class Expectation(_Strict):
+    """A named SQL predicate every row of a model must satisfy."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    expr: str = Field(min_length=1)
+    on_violation: Literal["drop", "fail", "quarantine"] = "fail"
+
+
+class ModelConfig(_Strict):
+    """The keys a model may set with ``{{ config(...) }}``."""
+
+    materialized: Literal["append", "merge"] = "append"
+    unique_key: tuple[str, ...] = ()
+    merge_update: dict[str, str] | None = None
+    merge_condition: str | None = None
+    partition_by: tuple[str, ...] = ()
+    enabled: bool = True
+    tags: tuple[str, ...] = ()
+    on_schema_change: Literal["fail", "append_new_columns"] = "fail"
+    # New to an existing checkpoint: load the history first (True) or start at the next batch.
+    backfill: bool = True
+    expectations: tuple[Expectation, ...] = ()
+
+    @field_validator("unique_key", "partition_by", "tags", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _merge_needs_key(self) -> ModelConfig:
+        if self.materialized == "merge" and not self.unique_key:
+            raise ValueError("materialized='merge' needs unique_key (a column or a list)")
+        if self.materialized == "append" and (self.unique_key or self.merge_update
+                                              or self.merge_condition):
+            raise ValueError("unique_key, merge_update and merge_condition only apply to "
+                             "materialized='merge'")
+        return self
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Valid keys of the (sub)model that holds ``loc``'s last element."""
+    current: Any = model
+    for part in loc[:-1]:
+        member = {"files": FilesSource, "kafka": KafkaSource}.get(str(part))
+        if member is not None:  # the tag of the discriminated source union
+            current = member
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return []
+        field = current.model_fields.get(part) or next(
+            (f for f in current.model_fields.values() if f.alias == part), None)
+        if field is None:
+            return []
+        current = field.annotation
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return [f.alias or name for name, f in current.model_fields.items()]
+    return []
+
+
+def validation_message(error: ValidationError, model: type[BaseModel]) -> list[tuple[str, str]]:
+    """Turn pydantic errors into ``(dotted key, message)`` pairs a user can act on."""
+    out = []
+    for err in error.errors():
+        loc = tuple(p for p in err["loc"] if p not in ("files", "kafka") or len(err["loc"]) == 1)
+        key = ".".join(str(p) for p in loc) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            name = str(loc[-1])
+            msg = f"unknown key '{name}'" + did_you_mean(name, _fields_at(model, err["loc"]))
+        elif err["type"] == "missing":
+            msg = f"missing required key '{key}'"
+        elif err["type"] == "union_tag_invalid":
+            msg = f"{key}: type must be 'files' or 'kafka'"
+        else:
+            msg = f"{key}: {err['msg'].removeprefix('Value error, ')}"
+            if ("input" in err and not isinstance(err["input"], (dict, list))
+                    and "secret" not in key.lower()):
+                msg += f" (got {err['input']!r})"
+        out.append((key, msg))
+    return out
+
+
+def yaml_line(text: str, loc: tuple[str | int, ...]) -> int | None:
+    """1-based line of the node at ``loc`` (mapping keys and sequence indices) in YAML text,
+    or of the deepest part of it that exists; None when not even the first part does."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if k.value == str(part)), None)
+            if match is None:
+                break
+            line, node = match[0].start_mark.line + 1, match[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
+                and 0 <= part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def load_yaml(text: str, *, path: str, error: type[RunnerError] = ConfigError) -> Any:
+    """``yaml.safe_load(text)``; invalid YAML raises ``error`` naming the file and the line."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise error(f"invalid YAML: {getattr(e, 'problem', e)}", path=path,
+                    line=mark.line + 1 if mark else None) from e
+
+
+def parse_project_config(text: str, *, path: str) -> ProjectConfig:
+    """Parse and validate project.yml's (already rendered) text.
+
+    Raises:
+        ConfigError: naming the file, the line and the offending key.
+    """
+    data = load_yaml(text, path=path)
+    if not isinstance(data, Mapping):
+        raise ConfigError("project.yml must be a mapping of keys to values", path=path)
+    try:
+        return ProjectConfig.model_validate(data)
+    except ValidationError as e:
+        errors = [ConfigError(message, path=path, line=yaml_line(text, tuple(key.split("."))))
+                  for key, message in validation_message(e, ProjectConfig)]
+        first = errors[0]
+        raise ConfigError(first.message, path=path, line=first.line, also=errors[1:]) from e

@@ -1,0 +1,332 @@
+"""Evolving a running pipeline: backfill new models, rebuild one, note retired ones.
+
+At start-up, before the query starts (:func:`prepare_handover`, then the schema checks, then
+:func:`finish_handover`, called by ``runner stream``):
+
+1. :func:`decide` compares the models of this run with the checkpoint's registry
+   (:mod:`runner.runtime.registry`): a model the checkpoint has never written is *new*, one
+   that sat out some runs (``enabled=false``, not selected) is *back* and missed batches
+   ``left_at`` .. last committed; ``--full-refresh --select`` asks for a *rebuild*; a model
+   whose SQL file is gone is *retired* (its table is left in place, and the start-up says so).
+2. The registry is saved first, then rebuilt tables are dropped, then every model to backfill
+   runs on the checkpoint's committed batches, read again from the source
+   (:mod:`runner.sources.history`, :mod:`runner.sources.replay`), through the same per-batch
+   function as the stream (:func:`runner.runtime.batch.run_batch`) with a plan cut down to
+   those models and their ancestors (computed from their logic, not read from their tables)
+   that writes only their tables: no other table is touched, the dead-letter table included.
+3. Then the registry marks them live and the stream goes on from the next batch with them.
+
+One backfill batch per original batch, with the original batch id: an accumulating
+``merge_update`` sees exactly the merges it would have seen had it existed from batch 0, and
+every commit carries the application transaction ``(app id, batch id)``, so a crash anywhere
+resumes after the last batch the table committed (the registry still says ``backfilling``).
+A model with ``backfill=false`` starts at the next batch instead. Rows a backfilled model's
+expectations quarantine are counted in the progress, not written (the dead-letter table
+already holds those batches).
+
+Failpoints (:mod:`runner.failpoints`): ``backfill.start`` (registry saved, nothing dropped or
+written yet), ``backfill.after_commit:<model>`` (after each backfill batch),
+``backfill.before_live`` (every batch written, registry not yet updated),
+``backfill.after_live`` (registry updated, query not started); inside a backfill batch the
+batch and sink points fire as in the stream, with the original batch ids.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from runner.compile.graph import ancestors
+from runner.errors import ExecutionError
+from runner.failpoints import hit
+from runner.project.loader import Project
+from runner.runtime.batch import BatchPlan, prepare, run_batch
+from runner.runtime.registry import Entry, load_registry, save_registry
+from runner.sinks import SinkSpec
+from runner.sinks.base import app_id
+from runner.sources.history import PastBatch, file_batches, kafka_batches, last_committed
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["BackfillProgress", "Handover", "decide", "finish_handover", "prepare_handover"]
+
+
+@dataclass(frozen=True)
+class BackfillProgress:
+    """One backfill batch done (``done=False``), or the whole backfill's totals (``done``)."""
+
+    models: tuple[str, ...]
+    batch_id: int
+    through: int
+    input_rows: int
+    rows_by_model: Mapping[str, int]
+    skipped: tuple[str, ...]
+    seconds: float
+    batches: int = 1
+    done: bool = False
+
+
+@dataclass(frozen=True)
+class Handover:
+    """What the start-up does about the model set: the registry to save, and messages."""
+
+    entries: dict[str, Entry]
+    messages: tuple[str, ...] = ()
+    next_batch: int = 0
+    committed: int | None = None
+
+    @property
+    def to_drop(self) -> list[str]:
+        return sorted(m for m, e in self.entries.items() if e.state == "backfilling" and e.drop)
+
+
+def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Collection[str],
+           committed: int | None, no_backfill: Collection[str] = (),
+           rebuild: Collection[str] = (), known: Collection[str] = (),
+           version: Callable[[str], int | None] = lambda m: None,
+           table: Callable[[str], str] = str,
+           exists: Callable[[str], bool] = lambda m: True) -> Handover:
+    """The registry after this start-up's decisions (pure: no I/O).
+
+    Args:
+        entries: the registry, or None when the checkpoint has none yet.
+        run: the models of this run; ``files``: every model with a SQL file.
+        committed: the last committed batch (None: none yet).
+        no_backfill: models whose config says ``backfill=false``.
+        rebuild: models to drop and rebuild (``--full-refresh --select``).
+        known: without a registry, the models whose tables this checkpoint wrote.
+        version: a table's application-transaction version (a backfill cut short).
+        table: a model's table path, for messages; ``exists``: whether it has a table.
+    """
+    nxt = 0 if committed is None else committed + 1
+    legacy = entries is None
+    if entries is None:
+        entries = {m: Entry("live") for m in (run if committed is None else known)}
+    new = dict(entries)
+    said = []
+
+    def history(start: int) -> str:
+        if committed is None or start > committed:
+            return "the next batch (no batch was committed before it)"
+        return f"batches {start}..{committed} of the checkpoint's history"
+
+    for m in run:
+        e = entries.get(m)
+        if m in rebuild:
+            new[m] = Entry("backfilling", start=0, drop=True)
+            said.append(f"model {m}: --full-refresh: its table is dropped and rebuilt from "
+                        + history(0))
+        elif e is None or e.state in ("absent", "retired"):
+            start = 0 if e is None else e.left_at
+            what = "is new to this checkpoint" if e is None else "is back"
+            if e is not None and e.drop:
+                new[m] = Entry("backfilling", start=0, drop=True)
+                said.append(f"model {m} {what}: its rebuild goes on from "
+                            + history(0))
+            elif start >= nxt:
+                new[m] = Entry("live", since=nxt)
+                if e is not None:
+                    said.append(f"model {m} is back; it missed no batch")
+            elif m in no_backfill:
+                new[m] = Entry("live", since=nxt)
+                said.append(f"model {m} {what}: backfill=false, so it starts at batch {nxt} "
+                            f"without batches {start}..{committed}")
+            else:
+                new[m] = Entry("backfilling", start=start)
+                said.append(f"model {m} {what}: backfilling {history(start)} "
+                            "before the stream goes on")
+        elif e.state == "backfilling":
+            said.append(f"model {m}: its {'rebuild' if e.drop else 'backfill'} goes on "
+                        f"({history(e.start)})")
+    for m, e in entries.items():
+        if m in run:
+            continue
+        gone = m not in files
+        if not exists(m) and not e.drop:  # nothing to keep (or deleted by hand): forget it,
+            del new[m]  # so that, back, it is new (a batch that gave no rows gives none again)
+            if gone:
+                said.append(f"model {m} is retired (its SQL file is gone) and has no table")
+            continue
+        if e.state == "live" and legacy:  # since when it sat out is unknown: its table says
+            v = version(m)
+            left, drop = (0 if v is None else v + 1), False
+        elif e.state == "live":
+            left, drop = nxt, False
+        elif e.state == "backfilling":
+            v = version(m)
+            left = 0 if e.drop else (e.start if v is None else max(e.start, v + 1))
+            drop = e.drop
+        else:
+            left, drop = e.left_at, e.drop
+        new[m] = Entry("retired" if gone else "absent", left_at=left, drop=drop)
+        held = f"batches up to {left - 1}" if left else "no batch"
+        if gone:
+            said.append(f"model {m} is retired (its SQL file is gone): its table {table(m)} is "
+                        f"left in place ({held}); delete it by hand when it is no longer needed")
+        else:
+            said.append(f"model {m} is not in this run (enabled=false or not selected): its "
+                        f"table stops at {held}; it catches up from batch {left} when it is "
+                        "back")
+    return Handover(entries=new, messages=tuple(said), next_batch=nxt, committed=committed)
+
+
+def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
+                     rebuild: Collection[str] = (),
+                     on_event: Callable[[str], None] = lambda m: None) -> Handover:
+    """Decide (:func:`decide`) and save the registry; say what happens to each model that
+    joins, returns, is rebuilt or leaves. No table is touched yet: :func:`finish_handover`
+    drops and backfills, after the schema checks (which skip :attr:`Handover.to_drop`)."""
+    checkpoint = project.checkpoint
+    committed = last_committed(checkpoint)
+    entries = load_registry(checkpoint)
+    run = [s.name for s in bp.plan.steps]
+
+    def spec(m: str) -> SinkSpec:
+        return bp.sinks.get(m) or SinkSpec(model=m, path=str(project.table_path(m)),
+                                           app_id=app_id(bp.plan.project, m, query_id))
+
+    known: set[str] = set()
+    if entries is None and committed is not None:  # a checkpoint older than the registry
+        candidates = set(run) | ({p.name for p in project.warehouse.iterdir()
+                                  if p.is_dir() and p.name.isidentifier()
+                                  and p.name != bp.plan.dead_letter}
+                                 if project.warehouse.is_dir() else set())
+        known = {m for m in candidates if bp.writer.committed_version(spec(m)) is not None}
+    handover = decide(
+        entries=entries, run=run, files={m.name for m in project.models}, committed=committed,
+        no_backfill={s.name for s in bp.plan.steps if not s.config.backfill},
+        rebuild=rebuild, known=known, version=lambda m: bp.writer.committed_version(spec(m)),
+        table=lambda m: str(project.table_path(m)),
+        exists=lambda m: (project.table_path(m) / "_delta_log").is_dir())
+    for message in handover.messages:
+        on_event(message)
+    save_registry(checkpoint, handover.entries)
+    return handover
+
+
+def finish_handover(spark: SparkSession, project: Project, bp: BatchPlan, handover: Handover, *,
+                    stop: threading.Event | None = None,
+                    on_event: Callable[[str], None] = lambda m: None,
+                    on_progress: Callable[[BackfillProgress], None] = lambda p: None) -> bool:
+    """Drop the tables to rebuild, backfill the models the handover left ``backfilling``,
+    then mark them live.
+
+    Returns:
+        True when a stop was requested during the backfill (the stream must not start).
+
+    Raises:
+        ExecutionError, SourceError: a backfill batch failed, or the history is incomplete;
+            what was committed stays committed and the next start-up resumes.
+    """
+    entries = handover.entries
+    run = {s.name for s in bp.plan.steps}
+    todo = {m: e.start for m, e in entries.items() if e.state == "backfilling" and m in run}
+    if not todo:
+        return False
+    hit("backfill.start")
+    for m in handover.to_drop:
+        if m in run:
+            bp.writer.drop(bp.sinks[m])
+            entries[m] = entries[m].to("backfilling", drop=False)
+            save_registry(project.checkpoint, entries)
+    if handover.committed is not None and _backfill(
+            spark, project, bp, todo, through=handover.committed, stop=stop, on_event=on_event,
+            on_progress=on_progress):
+        return True
+    hit("backfill.before_live")
+    for m in todo:
+        entries[m] = Entry("live", since=handover.next_batch)
+    save_registry(project.checkpoint, entries)
+    hit("backfill.after_live")
+    return False
+
+
+def _cut(bp: BatchPlan, targets: Collection[str]) -> BatchPlan:
+    """``bp`` running ``targets`` and their ancestors, writing only the targets' tables."""
+    edges = {s.name: s.depends_on for s in bp.plan.steps}
+    needed = set(targets).union(*(ancestors(t, edges) for t in targets))
+    plan = dataclasses.replace(bp.plan, steps=tuple(s for s in bp.plan.steps if s.name in needed))
+    return dataclasses.replace(bp, plan=plan, sinks={m: bp.sinks[m] for m in targets},
+                               write_dead_letters=False)
+
+
+def _past_batches(project: Project, through: int) -> list[PastBatch]:
+    source = project.config.source
+    if source.type == "files":
+        return file_batches(project.checkpoint, through=through)
+    start = source.starting_offsets
+    initial = None
+    if isinstance(start, dict) and all(o >= 0 for parts in start.values() for o in parts.values()):
+        initial = {(t, int(p)): o for t, parts in start.items() for p, o in parts.items()}
+    return kafka_batches(project.checkpoint, through=through, initial=initial)
+
+
+def _reader(spark: SparkSession, project: Project,
+            on_event: Callable[[str], None]) -> Callable[[PastBatch], DataFrame]:
+    from runner.sources.replay import KafkaHistory, read_files
+
+    source = project.config.source
+    if source.type == "files":
+        return lambda batch: read_files(spark, batch)
+    return KafkaHistory(spark, source, on_loss=on_event).read
+
+
+@dataclass
+class _Totals:
+    batches: int = 0
+    input_rows: int = 0
+    rows: dict[str, int] = field(default_factory=dict)
+
+
+def _backfill(spark: SparkSession, project: Project, bp: BatchPlan, todo: Mapping[str, int], *,
+              through: int, stop: threading.Event | None, on_event: Callable[[str], None],
+              on_progress: Callable[[BackfillProgress], None]) -> bool:
+    """Run the models of ``todo`` (model -> first batch) on batches up to ``through``; True
+    when stopped by a signal."""
+    resume = {}
+    for m, start in todo.items():
+        v = bp.writer.committed_version(bp.sinks[m])  # what a cut-short backfill wrote
+        resume[m] = start if v is None else max(start, v + 1)
+    pending = {m: r for m, r in resume.items() if r <= through}
+    if not pending:
+        return False
+    session = spark.newSession()  # the batches' temp views stay out of the stream's session
+    read = _reader(session, project, on_event)
+    batches = [b for b in _past_batches(project, through) if b.batch_id >= min(pending.values())]
+    models = tuple(sorted(pending))
+    totals, started = _Totals(), time.perf_counter()
+    prepare(_cut(bp, models))
+    for past in batches:
+        targets = sorted(m for m, r in pending.items() if r <= past.batch_id)
+        blurred = [m for m in targets if past.first < pending[m]]
+        if blurred:
+            raise ExecutionError(
+                f"model {blurred[0]} must catch up from batch {pending[blurred[0]]}, but the "
+                f"checkpoint no longer tells batches {past.first}..{past.batch_id} apart "
+                "(Spark keeps the offsets of its last batches only)",
+                hint=f"rebuild it from the whole history: runner stream --full-refresh "
+                     f"--select {blurred[0]}; or give it backfill=false")
+        if not targets:
+            continue
+        result = run_batch(_cut(bp, targets), read(past), past.batch_id)
+        for m in targets:
+            hit(f"backfill.after_commit:{m}", batch_id=past.batch_id)
+        totals.batches += 1
+        totals.input_rows += result.input_rows
+        for m, n in result.rows_by_model.items():
+            totals.rows[m] = totals.rows.get(m, 0) + n
+        on_progress(BackfillProgress(tuple(targets), past.batch_id, through, result.input_rows,
+                                     result.rows_by_model, result.skipped, result.seconds))
+        if stop is not None and stop.is_set():
+            on_event(f"stop requested: backfill stopped after batch {past.batch_id}; the next "
+                     "start-up resumes it")
+            return True
+    seconds = time.perf_counter() - started
+    on_progress(BackfillProgress(models, through, through, totals.input_rows, totals.rows, (),
+                                 seconds, batches=totals.batches, done=True))
+    return False

@@ -1,0 +1,333 @@
+"""One micro-batch: parse once, run the plan's models in DAG order, write every sink once.
+
+:func:`run_batch` is a function of (:class:`BatchPlan`, batch DataFrame, batch id) and nothing
+else: no Jinja, no file reads, no ambient state. It is idempotent on the batch id because every
+sink is (see :mod:`runner.sinks`): a replayed batch skips the sinks that already committed it.
+
+No avoidable passes over the batch:
+
+- With ``parse_only_used_fields: true`` in project.yml, the parse reads only the event fields
+  the models use (``Plan.used_fields``, see :mod:`runner.runtime.parse`). Off by default: then
+  every declared field is type-checked on every record, as the dead-letter contract says.
+- The source's metadata columns (``_source_file``, or the Kafka ones) are cached for dead rows
+  only when no model can read them (no model SQL names one or uses ``*``,
+  :func:`reads_any_column`): the dead-letter table needs them, no model would see them.
+- The parsed frame is persisted as soon as one model reads ``parsed_events``: the search for
+  dead letters scans every record too, so the batch is read at least twice
+  (:func:`should_persist`). A model read by other models (``ref``) is persisted too.
+- No Spark action runs just to count: the job that parses the batch observes the record
+  count and the dead count as it goes (``DataFrame.observe``), and the rows each sink wrote
+  come from the sink (Parquet footers, or the Arrow table of a merge).
+- The parse runs first, alone, as one job: a ``noop`` write of the persisted frame fills the
+  cache in parallel tasks and counts the batch. Dead letters are written only when there are
+  some (they are few: the writer sends them through Arrow); a batch without any pays neither
+  for a write job nor for building the dead-letter reasons. Then the models are written in
+  parallel (a bounded thread pool of ``parallelism`` threads), from the cache, with the
+  batch's size as a hint to the writer (the ``rs`` engine sends tiny batches through Arrow,
+  see :mod:`runner.sinks.rs`). The writes wait for the parse: started with it, their tasks
+  would wait on the same cache blocks while the parse ran, and the writers would not know the
+  batch's size. (Without a persist, i.e. no model reads ``parsed_events``, the dead-letter
+  write is the one pass and counts instead; on a replay that skips it, a ``count()`` does.)
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from runner.compile.plan import Plan
+from runner.errors import ExecutionError, RunnerError, SinkError
+from runner.failpoints import hit
+from runner.runtime.expectations import (
+    ExpectationOutcome,
+    apply_expectations,
+    expectation_failure,
+)
+from runner.runtime.metrics import ready_metrics
+from runner.runtime.parse import parse_batch, prepare_parse
+from runner.runtime.spark_errors import first_line, is_storage_failure, root_cause
+from runner.sinks import DeltaWriter, SinkSpec, WriteResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["BatchPlan", "BatchResult", "parsed_event_reads", "persisted_models", "prepare",
+           "reads_any_column", "run_batch", "should_persist"]
+
+PARSED_EVENTS = "parsed_events"
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """Everything a batch needs, fixed at start: the compiled plan and where each sink goes."""
+
+    plan: Plan
+    sinks: Mapping[str, SinkSpec]  # model name -> spec (a step without one: computed, not written)
+    dead_letter: SinkSpec
+    metadata_columns: Mapping[str, str]  # the source's, name -> Spark type, in table order
+    writer: DeltaWriter
+    parallelism: int = 4
+    parse_only_used_fields: bool = False  # project.yml: prune the parse to Plan.used_fields
+    # A backfill (runner.runtime.backfill) runs a model and its ancestors on past batches: only
+    # the steps with a sink are written, and the dead-letter table (which holds those batches
+    # already) is left alone.
+    write_dead_letters: bool = True
+
+    @property
+    def parse_fields(self) -> tuple[str, ...] | None:
+        """The event fields to parse: the models' (pruned parse) or None (every field)."""
+        return self.plan.used_fields if self.parse_only_used_fields else None
+
+    @property
+    def models_read_metadata(self) -> bool:
+        """False only when no model can read a source metadata column (:func:`reads_any_column`)."""
+        return reads_any_column(tuple(s.sql for s in self.plan.steps),
+                                frozenset(self.metadata_columns))
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What one batch did: the progress line and the final summary are made from these."""
+
+    batch_id: int
+    input_rows: int
+    dead_letters: int
+    writes: tuple[WriteResult, ...]
+    seconds: float
+    # model -> expectation name -> rows that violated it (models whose counts are known)
+    expectations: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        return tuple(w.model for w in self.writes if w.skipped)
+
+    @property
+    def rows_by_model(self) -> dict[str, int]:
+        return {w.model: w.rows for w in self.writes}
+
+
+@lru_cache(maxsize=1024)
+def parsed_event_reads(sql: str) -> int:
+    """How many times the compiled SQL reads ``parsed_events`` (table references).
+
+    Unparseable SQL counts as one read (Spark may still accept it; assuming a read only ever
+    adds a persist).
+
+    >>> parsed_event_reads("SELECT a FROM parsed_events")
+    1
+    >>> parsed_event_reads("SELECT * FROM parsed_events p JOIN parsed_events q USING (id)")
+    2
+    >>> parsed_event_reads("SELECT n FROM other_model")
+    0
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return 1
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    if PARSED_EVENTS in ctes:
+        return 1
+    return sum(1 for t in tree.find_all(exp.Table)
+               if t.name.lower() == PARSED_EVENTS and not t.db)
+
+
+@lru_cache(maxsize=64)
+def reads_any_column(sqls: tuple[str, ...], names: frozenset[str]) -> bool:
+    """True unless it is certain that no statement reads a column named in ``names``: any
+    ``*``, any identifier with one of the names (case-insensitive: a column, a ``USING``
+    list, an alias), or SQL that does not parse counts as a read.
+
+    >>> reads_any_column(("SELECT a, b FROM parsed_events",), frozenset({"_source_file"}))
+    False
+    >>> reads_any_column(("SELECT a, _SOURCE_FILE AS f FROM parsed_events",),
+    ...                  frozenset({"_source_file"}))
+    True
+    >>> reads_any_column(("SELECT * FROM parsed_events",), frozenset({"_source_file"}))
+    True
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    wanted = {n.lower() for n in names}
+    for sql in sqls:
+        try:
+            tree = sqlglot.parse_one(sql, read="spark")
+        except sqlglot.errors.SqlglotError:
+            return True
+        if any(True for _ in tree.find_all(exp.Star)):
+            return True
+        if any(i.name.lower() in wanted for i in tree.find_all(exp.Identifier)):
+            return True
+    return False
+
+
+def should_persist(plan: Plan) -> bool:
+    """Whether to persist the parsed batch: yes as soon as one model reads ``parsed_events``.
+
+    The search for dead letters scans every record, so with one reading model the batch is
+    read twice already; without a persist each read parses it again (and re-reads the source).
+    Measured with one reading model, persisting is faster (docs/PERFORMANCE.md).
+    """
+    return any(parsed_event_reads(s.sql) for s in plan.steps)
+
+
+def persisted_models(plan: Plan) -> frozenset[str]:
+    """The models whose rows are read twice in a batch, so computed once and persisted: those
+    other models ``ref``, and those with a quarantine expectation (their kept rows and their
+    quarantined rows are two filters of one frame)."""
+    referenced = {d for s in plan.steps for d in s.depends_on}
+    return frozenset(s.name for s in plan.steps if s.name in referenced or any(
+        e.on_violation == "quarantine" for e in s.config.expectations))
+
+
+def _write(writer: DeltaWriter, spec: SinkSpec, df: DataFrame, batch_id: int,
+           rows_hint: int | None = None, *, is_model: bool = True) -> WriteResult:
+    try:
+        # Names this thread's Spark jobs (UI, event log): "runner: <model> batch <id>".
+        df.sparkSession.sparkContext.setJobDescription(f"runner: {spec.model} batch {batch_id}")
+        return writer.write(spec, df, batch_id, rows_hint=rows_hint)
+    except RunnerError:
+        raise
+    except Exception as e:  # a runtime failure surfaces at the write (Spark is lazy)
+        cause = root_cause(e)
+        if is_storage_failure(e):
+            raise SinkError(f"table {spec.path} could not be written in batch {batch_id}: "
+                            f"{cause}",
+                            hint="fix the storage (mount, permissions, space), then restart: "
+                                 "the batch is replayed, committed tables are skipped") from e
+        if not is_model:
+            raise ExecutionError(
+                f"the dead-letter table {spec.path} failed in batch {batch_id}: {cause}",
+                hint="this write also computes the rows that models quarantine by expectation: "
+                     "check those models, then restart (the batch is replayed)") from e
+        raise ExecutionError(f"model {spec.model} failed in batch {batch_id}: {cause}",
+                             hint=f"fix models/{spec.model}.sql (or its input), then restart: "
+                                  "the batch is replayed, committed sinks are skipped") from e
+
+
+def prepare(bp: BatchPlan) -> None:
+    """Build the run's parse expressions once, before the streaming query starts.
+
+    Every batch reuses them (:func:`parse_batch` caches them per schema). Built here, their
+    cost (a few tenths of a second on a cold JVM, docs/PERFORMANCE.md) is paid at start-up
+    rather than in batch 0, and a schema that clashes with the metadata columns is reported
+    before the query starts. Nothing is computed or written; needs the active SparkSession.
+
+    Raises:
+        ConfigError: the schema is invalid or clashes with a metadata column (as batch 0 would).
+    """
+    prepare_parse(bp.plan.schema_ddl, metadata_columns=tuple(bp.metadata_columns),
+                  fields=bp.parse_fields, valid_metadata=bp.models_read_metadata)
+
+
+def _fill(frame: DataFrame, batch_id: int) -> None:
+    """Compute ``frame`` (persisted: this fills the cache) with no output but its metrics."""
+    frame.sparkSession.sparkContext.setJobDescription(f"runner: parse batch {batch_id}")
+    try:
+        frame.write.format("noop").mode("overwrite").save()
+    except Exception as e:  # a runtime failure of the parse itself (Spark is lazy)
+        raise ExecutionError(f"parsing batch {batch_id} failed: {root_cause(e)}",
+                             hint="check the source's records and the schema in project.yml, "
+                                  "then restart (the batch is replayed)") from e
+
+
+def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int) -> BatchResult:
+    """Process one micro-batch (``raw``: ``value`` plus source metadata columns).
+
+    Raises:
+        ExecutionError: a model or a sink failed; sinks that committed stay committed and are
+            skipped when Spark replays the batch.
+    """
+    from pyspark.sql import Observation
+
+    started = time.perf_counter()
+    hit("batch.start", batch_id=batch_id)  # for crash tests: after batch_id - 1's commit log
+    spark = raw.sparkSession  # the batch's own session: its temp views are private to it
+    counts = Observation(f"runner_batch_{batch_id}_{uuid.uuid4().hex}")
+    parsed = parse_batch(raw, schema_ddl=bp.plan.schema_ddl, batch_id=batch_id,
+                         metadata_columns=tuple(bp.metadata_columns), fields=bp.parse_fields,
+                         valid_metadata=bp.models_read_metadata)
+    cached = []
+    persist = should_persist(bp.plan)
+    if persist:
+        parsed.persist()  # valid rows and dead letters are both filters of this one frame
+        cached.append(parsed.frame)
+    try:
+        parsed.valid.createOrReplaceTempView(PARSED_EVENTS)
+        persisted = persisted_models(bp.plan)
+        frames: dict[str, DataFrame] = {}
+        outcomes: dict[str, ExpectationOutcome] = {}
+        quarantined: list[DataFrame] = []
+        for step in bp.plan.steps:  # dependency order: a ref'd view exists before its reader
+            try:
+                df = spark.sql(step.sql)
+            except Exception as e:  # analysis errors (the plan was linted, but be explicit)
+                raise ExecutionError(f"model {step.name} failed in batch {batch_id}: "
+                                     f"{first_line(e)}", path=step.path) from e
+            if step.name in persisted:
+                df = df.persist()
+                cached.append(df)
+            outcome = apply_expectations(df, step, batch_id=batch_id,
+                                         metadata_columns=bp.metadata_columns)
+            if outcome.quarantined is not None:  # same commit as the parse's dead letters
+                quarantined.append(outcome.quarantined)
+            outcomes[step.name] = outcome
+            outcome.kept.createOrReplaceTempView(step.name)  # refs see the kept rows only
+            frames[step.name] = outcome.kept
+
+        # First the job that parses the batch (filling the cache) and counts it; then the
+        # dead letters, if any; then every model in parallel, from the cache.
+        dead: DataFrame | None
+        dead_hint: int | None
+        if persist:
+            _fill(parsed.counting(counts), batch_id)
+            observed = counts.get
+            dead, dead_hint = (parsed.dead if observed["dead"] else None), observed["dead"]
+        else:  # no model reads parsed_events: the dead-letter write is the one pass, counting
+            counted_dead = parsed.dead_of(parsed.counting(counts))
+            dead, dead_hint = counted_dead, None
+        for q in quarantined:
+            dead, dead_hint = (q if dead is None else dead.unionByName(q)), None
+        if dead is not None and bp.write_dead_letters:
+            _write(bp.writer, bp.dead_letter, dead, batch_id, dead_hint, is_model=False)
+        if not persist:
+            ready = ready_metrics(counts)
+            if ready is None:  # the dead-letter sink was skipped (a replay): count here,
+                counted_dead.count()  # through the observed branch: fills the observation
+                ready = counts.get
+            observed = ready
+        rows_hint = int(observed["rows"]) - int(observed["dead"])
+        with ThreadPoolExecutor(max_workers=bp.parallelism,
+                                thread_name_prefix=f"batch{batch_id}") as pool:
+            futures = {name: pool.submit(_write, bp.writer, bp.sinks[name], df, batch_id,
+                                         rows_hint)
+                       for name, df in frames.items() if name in bp.sinks}
+            results: dict[str, WriteResult] = {}
+            errors: list[BaseException] = []
+            for name, future in futures.items():
+                try:
+                    results[name] = future.result()
+                except BaseException as e:  # noqa: BLE001 - collected, the first is raised
+                    errors.append(e)
+        if errors:
+            failed = next((f for f in map(expectation_failure, errors) if f is not None), None)
+            if failed is not None:  # a 'fail' expectation: name the model and expectation
+                raise failed from errors[0]
+            raise errors[0]
+        hit("batch.after_sinks", batch_id=batch_id)
+    finally:
+        for df in cached:
+            df.unpersist()
+    violations = {name: o.counts() for name, o in outcomes.items() if o.expectations}
+    return BatchResult(batch_id=batch_id, input_rows=int(observed["rows"]),
+                       dead_letters=int(observed["dead"]), writes=tuple(results.values()),
+                       seconds=time.perf_counter() - started,
+                       expectations={m: c for m, c in violations.items() if c is not None})

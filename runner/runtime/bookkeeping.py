@@ -1,0 +1,115 @@
+"""What the stream does after each batch's sinks and before Spark's commit-log entry: record
+the batch in the ledger (:mod:`runner.sinks.ledger`), then, when ``maintenance:`` in
+project.yml says it is due, maintain the tables (:mod:`runner.ops.maintain`).
+
+Both run inside ``foreachBatch``, between batches: no batch of this stream commits meanwhile,
+which is what lets the stream's own maintenance compact merge tables. A maintenance that fails
+is reported and retried at its next turn; it never fails the stream. A ledger entry that cannot
+be written fails the batch (Spark replays it; every sink is then skipped).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from deltalake.exceptions import DeltaError
+
+from runner.errors import RunnerError
+from runner.failpoints import hit
+from runner.ops.maintain import MaintenanceLock, Target, maintain_tables
+from runner.sinks.ledger import Ledger, LedgerEntry, utc_now, versions_of
+
+if TYPE_CHECKING:
+    from runner.project.loader import Project
+    from runner.runtime.batch import BatchPlan, BatchResult
+
+__all__ = ["Bookkeeper"]
+
+
+class Bookkeeper:
+    """The ledger and the maintenance schedule of one ``runner stream`` run."""
+
+    def __init__(self, project: Project, bp: BatchPlan, *, query_id: str,
+                 on_event: Callable[[str], None] = lambda m: None) -> None:
+        self.project = project
+        self.query_id = query_id
+        self.on_event = on_event
+        self.ledger = Ledger(project.checkpoint)
+        specs = [*bp.sinks.values(), bp.dead_letter]
+        self.tables = {s.model: Path(s.path) for s in specs}
+        self.targets = [Target(s.model, s.path, s.app_id, s.materialized == "merge")
+                        for s in specs]
+        latest = self.ledger.latest()
+        self.known: dict[str, int] = {}
+        models = {m.name for m in project.models}
+        if latest is not None:  # tables this run does not write (--select) stay in the cut
+            for name, version in latest.tables.items():
+                if name in self.tables or name in models:  # (a deleted model's table leaves)
+                    self.tables.setdefault(name, Path(project.table_path(name)))
+                    if version is not None:
+                        self.known[name] = version
+        config = project.config.maintenance
+        self.every_batches = config.every_batches
+        self.every_seconds = config.every_minutes * 60 if config.every_minutes else None
+        self._batches = 0
+        self._last = time.monotonic()
+
+    def wrap(self, on_batch: Callable[[BatchResult], None]) -> Callable[[BatchResult], None]:
+        """``on_batch`` between the batch's ledger entry and the maintenance it makes due."""
+        def both(result: BatchResult) -> None:
+            self.record(result)
+            on_batch(result)
+            self.maintain_if_due()
+        return both
+
+    def after_batch(self, result: BatchResult) -> None:
+        """:meth:`record`, then :meth:`maintain_if_due`."""
+        self.record(result)
+        self.maintain_if_due()
+
+    def record(self, result: BatchResult) -> None:
+        """Record batch ``result.batch_id`` in the ledger (kept as it is on a replay)."""
+        versions = versions_of(self.tables, known=self.known)
+        self.ledger.record(LedgerEntry(result.batch_id, versions, query_id=self.query_id,
+                                       written_at=utc_now()))
+        self.known = {name: v for name, v in versions.items() if v is not None}
+        hit("batch.after_ledger", batch_id=result.batch_id)
+        self._batches += 1
+
+    def maintain_if_due(self) -> None:
+        if self._due():
+            self.maintain()
+
+    def _due(self) -> bool:
+        by_count = self.every_batches is not None and self._batches >= self.every_batches
+        by_time = (self.every_seconds is not None
+                   and time.monotonic() - self._last >= self.every_seconds)
+        return by_count or by_time
+
+    def maintain(self) -> None:
+        """Maintain every table now, unless ``runner maintain`` is at it (then next turn)."""
+        lock = MaintenanceLock(self.project.checkpoint)
+        if not lock.acquire():
+            self.on_event(f"maintenance skipped: another one is running ({lock.holder()})")
+            return
+        try:
+            report = maintain_tables(self.project, self.targets, stream_running=True,
+                                     in_stream=True)
+        except (RunnerError, DeltaError, OSError) as e:
+            self.on_event(f"maintenance failed (tried again at its next turn): {e}")
+            return
+        finally:
+            lock.release()
+            self._batches = 0
+            self._last = time.monotonic()
+        self.on_event("maintenance: " + "; ".join(
+            f"{t.name} {t.files_before}->{t.files_after} files" for t in report.tables)
+            + f" ({report.seconds:.1f}s)")
+        for t in report.tables:
+            problems = [p for p in (t.error, t.compaction if t.compaction.startswith("failed")
+                                    else None) if p]
+            if problems:
+                self.on_event(f"maintenance of {t.name}: {'; '.join(problems)}")

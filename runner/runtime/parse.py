@@ -1,0 +1,404 @@
+"""Parse once: split a raw micro-batch into schema-typed rows and dead letters.
+
+:func:`parse_batch` runs ONE ``from_json`` over the batch with the project schema (Spark DDL)
+and Spark's corrupt-record column, all in Spark expressions (no Python UDF). A record goes to
+exactly one of :attr:`ParsedBatch.valid` / :attr:`ParsedBatch.dead`.
+
+A record is dead when
+    - it is not a JSON object: invalid or truncated JSON, a JSON array, a string, number,
+      boolean or ``null``; JSON5 extras are invalid (single quotes, unquoted names, comments,
+      ``NaN``/``Infinity`` literals, leading zeros, unescaped control characters);
+    - text follows the object on its line (``{"a":1} trailing``). Jackson itself ignores
+      anything after the first complete value; we reject a line whose last non-whitespace
+      character is not ``}``. Limitation: a second object glued on (``{...}{...}``) still ends
+      in ``}`` and passes with the first object's values;
+    - a declared field holds a value Spark cannot convert to the declared type (nothing is
+      silently nulled), or a container has the wrong shape (a string where a STRUCT/ARRAY/MAP
+      is declared);
+    - a NOT NULL field (``eventId STRING NOT NULL``, also nested: ``STRUCT<id: STRING NOT
+      NULL>``) is missing or JSON ``null``. A nested NOT NULL field is required only where its
+      parent struct is present (a missing/null parent is fine unless it is NOT NULL itself);
+      inside arrays it is checked in every non-null element;
+    - the value itself is null (a Kafka tombstone) or whitespace only.
+    - it holds bytes that are not UTF-8 (reason ``invalid UTF-8 ...``; ``raw`` keeps the
+      record with the bad bytes replaced by U+FFFD, so every reader can read the table).
+
+Undeclared fields are ignored (and never inspected). Keys match field names case-sensitively
+(``EventId`` is not ``eventId``). Duplicate keys: the last one wins.
+
+Coercions Spark performs (kept, deliberately, so they are documented here):
+    - STRING accepts ANY JSON value and keeps its JSON text: ``12`` -> ``"12"``, ``true`` ->
+      ``"true"``, ``{"a":1}`` -> ``'{"a":1}'``. A STRING field is never a type error.
+    - INT/BIGINT/SMALLINT/TINYINT accept JSON integers in range only: ``"12"`` (a string),
+      ``12.5`` and out-of-range numbers are type errors.
+    - DOUBLE/FLOAT accept JSON numbers only (``"1.5"``, ``"NaN"``, ``""`` are type errors).
+    - DECIMAL(p,s) accepts numbers and numeric strings, rounded HALF_UP to scale s
+      (``"1.235"`` -> ``1.24`` for DECIMAL(10,2)); more integer digits than p - s is an error.
+    - BOOLEAN accepts ``true``/``false`` only.
+    - TIMESTAMP accepts ISO-8601-like strings (``2024-01-01T10:00:00Z``, ``+02:00``, ``+0200``,
+      `` UTC``, ``2024-01-01 10:00:00``, date only ``2024-01-01`` = midnight, one-digit parts);
+      a string without offset is read in the session time zone (UTC). Fractions beyond
+      microseconds are truncated. A JSON integer is epoch seconds. Impossible dates
+      (``2024-02-30``), free text, ``""``, numeric strings and non-integer numbers are errors.
+      TIMESTAMP_NTZ rejects strings that carry an offset or ``Z``.
+    - DATE accepts date strings and drops a time part (``2024-01-01T10:00:00Z`` -> 2024-01-01);
+      numbers are errors.
+    - Limits (Jackson's): nesting deeper than 1000 levels (anywhere, even inside an undeclared
+      field) makes the record invalid JSON; very long strings (10 MB tested) are fine.
+
+Dead-letter reasons name the field (``field request.latency_ms: expected INT, got "abc"``); they
+are computed for dead rows only, after the filter (:mod:`runner.runtime.reasons`).
+
+Parse only what is used (opt-in, ``parse_only_used_fields: true`` in project.yml): given
+``fields`` (the top-level event fields the models read, known at compile time as
+``Plan.used_fields``), the schema handed to ``from_json`` is pruned to those
+fields plus every field that is NOT NULL or holds a NOT NULL field inside (so the NOT NULL
+dead-lettering rules still apply in full). Jackson still tokenises the whole record, so invalid
+JSON, non-objects, trailing text and over-deep nesting are still dead letters; but a type error
+inside a field no model reads (``"amount": "abc"`` when no model reads ``amount``) is then NOT
+detected: the record is valid, and ``parsed_events`` simply lacks the unread field. That is the
+point of pruning (converting a value is what finds its type error) and it cannot change any
+model's output. A project that wants every declared field type-checked on every record makes
+one model read them all (or ``SELECT *``, which disables pruning). Dead-letter reasons walk the
+same pruned schema.
+
+Caching: nothing is persisted here. ``valid`` and ``dead`` are both filters of
+:attr:`ParsedBatch.frame`; persist that one frame (:meth:`ParsedBatch.persist`) and both read
+from the cache, or the parse runs once per action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from runner.errors import ConfigError
+from runner.runtime.reasons import dead_letter_reason
+from runner.runtime.spark_errors import first_line
+from runner.sinks.base import quote_column
+
+if TYPE_CHECKING:
+    from pyspark.sql import Observation
+
+__all__ = ["ParsedBatch", "parse_batch", "parse_schema", "prepare_parse", "prune_schema",
+           "JSON_OPTIONS", "BATCH_ID_COLUMN", "DEAD_COLUMNS"]
+
+BATCH_ID_COLUMN = "_batch_id"
+DEAD_COLUMNS = ("raw", "reason", BATCH_ID_COLUMN)
+"""The dead-letter columns, followed by the source's metadata columns."""
+
+JSON_OPTIONS: dict[str, str] = {
+    "mode": "PERMISSIVE",
+    "allowSingleQuotes": "false",
+    "allowNonNumericNumbers": "false",
+    "allowComments": "false",
+    "allowUnquotedFieldNames": "false",
+    "allowNumericLeadingZeros": "false",
+    "allowBackslashEscapingAnyCharacter": "false",
+    "allowUnquotedControlChars": "false",
+}
+"""Strict JSON for every from_json of the parse and of the dead-letter reasons (Spark's defaults
+accept single quotes and NaN)."""
+
+_CORRUPT = "__runner_corrupt_record"
+_PARSED = "__runner_parsed"
+_DEAD = "__runner_dead"
+_RAW = "__runner_raw"
+_CORRUPT_FLAG = "__runner_corrupt"
+_BAD_UTF8 = "__runner_bad_utf8"
+_KIND = "__runner_dead_kind"  # cached: null for a valid row; 0-3 for a dead one (see _Expressions)
+BAD_UTF8_REASON = "invalid UTF-8 (bad bytes replaced by U+FFFD in raw)"
+_VARIANT = "__runner_variant"
+_BARRIER = "__runner_partition"
+_JSON_WS = " \t\r\n"
+
+
+@dataclass(frozen=True)
+class ParsedBatch:
+    """One micro-batch, parsed.
+
+    Attributes:
+        valid: the schema's top-level fields, ``_batch_id`` (BIGINT), then the metadata columns.
+        frame: the one parsed frame that valid rows and dead letters are filtered from;
+            persist it to parse once. It holds no ``_batch_id`` (a constant, added after).
+        batch_id: the micro-batch id.
+    """
+
+    valid: DataFrame
+    frame: DataFrame
+    batch_id: int
+    _exprs: _Expressions
+
+    @property
+    def dead(self) -> DataFrame:
+        """``raw`` STRING, ``reason`` STRING, ``_batch_id`` BIGINT, then the metadata columns.
+
+        Built on first use: its reason expression is large, and a batch without dead letters
+        need not pay for building and analysing it."""
+        return self.dead_of(self.frame)
+
+    def dead_of(self, frame: DataFrame) -> DataFrame:
+        """The dead letters of ``frame``: :attr:`frame` itself or :meth:`counting`'s frame."""
+        x = self._exprs
+        return (frame.filter(F.col(_KIND).isNotNull()).select(*x.dead_inputs)
+                .select(F.col(_RAW).alias("raw"), x.reason,
+                        F.lit(self.batch_id).cast("bigint").alias(BATCH_ID_COLUMN), *x.meta))
+
+    def counting(self, observation: Observation) -> DataFrame:
+        """:attr:`frame` observing ``rows`` (every record) and ``dead`` (dead letters) into
+        ``observation`` as any action computes it: counts without an action of their own."""
+        return self.frame.observe(observation, F.count(F.lit(1)).alias("rows"),
+                                  F.count_if(F.col(_KIND).isNotNull()).alias("dead"))
+
+    def persist(self) -> ParsedBatch:
+        """Persist :attr:`frame` (Spark's default level, ``MEMORY_AND_DISK``); returns
+        ``self``. Unpersist ``frame`` when the batch is done."""
+        self.frame.persist()
+        return self
+
+
+@lru_cache(maxsize=16)
+def parse_schema(schema_ddl: str) -> T.StructType:
+    """Parse the project's Spark DDL into a StructType; NOT NULL becomes ``nullable=False``.
+
+    Raises:
+        ConfigError: the DDL does not parse or declares no fields.
+    """
+    try:
+        schema = T.StructType.fromDDL(schema_ddl)
+    except Exception as e:  # pyspark raises ParseException/AnalysisException subclasses
+        raise ConfigError(f"schema: invalid Spark DDL: {first_line(e)}",
+                          hint="e.g. 'eventId STRING NOT NULL, ts TIMESTAMP, "
+                               "user STRUCT<id: STRING>'") from e
+    if not isinstance(schema, T.StructType):
+        raise ConfigError(f"schema: invalid Spark DDL: {schema_ddl!r} is a type, not fields",
+                          hint="e.g. 'eventId STRING NOT NULL, ts TIMESTAMP, "
+                               "user STRUCT<id: STRING>'")
+    if not schema.fields:
+        raise ConfigError("schema: declares no fields")
+    return schema
+
+
+def prune_schema(schema: T.StructType, fields: Collection[str] | None) -> T.StructType:
+    """``schema`` restricted to ``fields`` plus every field that is NOT NULL or contains one
+    (in the schema's order); all of it when ``fields`` is None. For
+    ``a INT NOT NULL, b STRING, c STRUCT<x: INT NOT NULL>, d INT`` and ``["d"]``: a, c, d.
+    """
+    if fields is None:
+        return schema
+    keep = set(fields)
+    return T.StructType([f for f in schema.fields if f.name in keep or _requires(f)])
+
+
+def _requires(field: T.StructField) -> bool:
+    """True when a record can be dead because of this field's nullness (a NOT NULL in it)."""
+    return not field.nullable or _has_not_null(field.dataType)
+
+
+def _has_not_null(dtype: T.DataType) -> bool:
+    """True when ``dtype`` declares a NOT NULL field or element anywhere inside."""
+    if isinstance(dtype, T.StructType):
+        return any(_requires(f) for f in dtype.fields)
+    if isinstance(dtype, T.ArrayType):
+        return not dtype.containsNull or _has_not_null(dtype.elementType)
+    if isinstance(dtype, T.MapType):
+        return not dtype.valueContainsNull or _has_not_null(dtype.valueType)
+    return False
+
+
+def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
+                metadata_columns: Sequence[str],
+                fields: Collection[str] | None = None,
+                valid_metadata: bool = True) -> ParsedBatch:
+    """Parse ``raw.value`` with the project schema; split into valid rows and dead letters.
+
+    Args:
+        raw: the raw batch: ``value`` (STRING, one record) plus ``metadata_columns``.
+        schema_ddl: the project's schema as Spark DDL.
+        batch_id: the micro-batch id, stamped on every row as ``_batch_id``.
+        metadata_columns: source columns carried through to both outputs, in this order.
+        fields: parse only these top-level fields (plus the NOT NULL ones, see the module
+            docstring); None parses every field.
+        valid_metadata: False when no model reads the metadata columns: then :attr:`ParsedBatch.
+            frame` keeps them for dead rows only (the dead-letter table needs them) and they
+            are null in ``valid`` (same columns and types). A cached frame is smaller by a
+            file path (or the Kafka columns) per row.
+
+    Returns:
+        The lazily evaluated :class:`ParsedBatch` (nothing is computed or cached here).
+
+    Raises:
+        ConfigError: bad DDL, or a schema field that clashes with a metadata column.
+        ValueError: ``raw`` lacks ``value`` or a metadata column.
+    """
+    meta = tuple(metadata_columns)
+    missing = [c for c in ["value", *meta] if c not in raw.columns]
+    if missing:
+        raise ValueError(f"raw batch lacks column(s) {missing}; has {raw.columns}")
+    x = _expressions(schema_ddl, None if fields is None else frozenset(fields), meta,
+                     valid_metadata, _gateway_token())
+    batch = F.lit(batch_id).cast("bigint").alias(BATCH_ID_COLUMN)
+    frame = raw.select(*x.parse).select(*x.split).select(*x.keep_raw)
+    valid = frame.filter(F.col(_KIND).isNull()).select(*x.fields, batch, *x.meta)
+    return ParsedBatch(valid=valid, frame=frame, batch_id=batch_id, _exprs=x)
+
+
+def prepare_parse(schema_ddl: str, *, metadata_columns: Sequence[str],
+                  fields: Collection[str] | None = None, valid_metadata: bool = True) -> None:
+    """Build (and cache) the expressions :func:`parse_batch` will use with these arguments,
+    before any batch exists: a cold JVM takes a few tenths of a second for them. Needs an
+    active SparkSession.
+
+    Raises:
+        ConfigError: bad DDL, or a schema field that clashes with a metadata column.
+    """
+    _expressions(schema_ddl, None if fields is None else frozenset(fields),
+                 tuple(metadata_columns), valid_metadata, _gateway_token())
+
+
+@dataclass(frozen=True)
+class _Expressions:
+    """The select lists of :func:`parse_batch`: they depend on the schema, the pruning and the
+    metadata columns only, so they are built once (through py4j, a few tenths of a second for
+    a nested schema) and reused by every batch; only ``_batch_id`` is added per batch."""
+
+    parse: tuple[Column, ...]  # raw -> value, metadata, from_json struct, partition id
+    split: tuple[Column, ...]  # -> fields, metadata, dead/corrupt/UTF-8 flags, value
+    keep_raw: tuple[Column, ...]  # -> the same with the raw text of dead rows only
+    fields: tuple[Column, ...]
+    meta: tuple[Column, ...]
+    dead_inputs: tuple[Column, ...]  # what the reason reads, for dead rows
+    schema: T.StructType  # the (pruned) schema parsed
+
+    @cached_property
+    def reason(self) -> Column:
+        """Why a dead row is dead; the largest expression here, so built on first need."""
+        return (F.when(F.col(_BAD_UTF8), F.lit(BAD_UTF8_REASON))
+                .otherwise(dead_letter_reason(F.col(_RAW), F.col(_VARIANT),
+                                              F.col(_CORRUPT_FLAG), self.schema,
+                                              json_options=JSON_OPTIONS))
+                .alias("reason"))
+
+
+def _gateway_token() -> int:
+    """Identifies the JVM gateway the cached Columns live in (a new one after a restart)."""
+    from pyspark import SparkContext
+
+    return id(getattr(SparkContext, "_gateway", None))
+
+
+@lru_cache(maxsize=16)
+def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str, ...],
+                 valid_metadata: bool,
+                 gateway: int) -> _Expressions:  # noqa: ARG001 - part of the cache key
+    schema = parse_schema(schema_ddl)
+    reserved = {BATCH_ID_COLUMN, *meta}
+    clash = [f.name for f in schema.fields if f.name in reserved]
+    if clash:
+        raise ConfigError(f"schema: field(s) {clash} clash with the runner's metadata columns "
+                          f"{sorted(reserved)}", hint="rename the field in the schema")
+    schema = prune_schema(schema, fields)
+
+    parse_schema_ = T.StructType([*schema.fields, T.StructField(_CORRUPT, T.StringType())])
+    options = {**JSON_OPTIONS, "columnNameOfCorruptRecord": _CORRUPT}
+    value = F.col("value")
+    parsed = F.col(_PARSED)
+    corrupt = parsed.getField(_CORRUPT).isNotNull()
+    violation = _not_null_violation(parsed, schema)
+    # Most lines end with '}' exactly: only the others pay for a trimmed copy. (btrim ends
+    # like rtrim; the two-argument rtrim is deprecated and logs a warning.)
+    trailing = (F.when(F.endswith(value, F.lit("}")), F.lit(False))
+                .otherwise(~F.endswith(F.btrim(value, F.lit(_JSON_WS)), F.lit("}"))))
+    # Bytes that are not UTF-8 would otherwise become U+FFFD inside a value, silently.
+    bad_utf8 = F.coalesce(~F.is_valid_utf8(value), F.lit(False))
+    dead_flag = parsed.isNull() | corrupt | trailing | bad_utf8
+    if violation is not None:
+        dead_flag = dead_flag | violation
+    # An optimizer barrier: Spark pushes a Filter below a deterministic Project by inlining
+    # the projected expressions, which would run from_json again inside each filter. A
+    # nondeterministic column in the parsing Project (spark_partition_id, never negative,
+    # referenced by the dead flag so it is not pruned) keeps filters above it: one parse.
+    dead_flag = dead_flag | (F.col(_BARRIER) < 0)
+    metadata = tuple(_col(c) for c in meta)
+    field_cols = tuple(_col(f.name) for f in schema.fields)
+    return _Expressions(
+        parse=(value, *metadata, F.from_json(value, parse_schema_, options).alias(_PARSED),
+               F.spark_partition_id().alias(_BARRIER)),
+        split=(*[parsed.getField(f.name).alias(f.name) for f in schema.fields], *metadata,
+               dead_flag.alias(_DEAD), corrupt.alias(_CORRUPT_FLAG), bad_utf8.alias(_BAD_UTF8),
+               value),
+        # What is cached. The raw text is kept for dead rows only (a cached frame holds it once
+        # per dead row), as valid UTF-8 so that every reader can read the dead-letter table.
+        # The three flags become one column, null for valid rows (1: corrupt, 2: bad UTF-8):
+        # one column is cheaper to cache than three (docs/BENCHMARKS.md). ``_batch_id`` is not
+        # in the frame: a constant, it is added after the cache.
+        keep_raw=(*field_cols,
+                  *(metadata if valid_metadata else
+                    [F.when(F.col(_DEAD), _col(c)).alias(c) for c in meta]),
+                  F.when(F.col(_DEAD), F.col(_CORRUPT_FLAG).cast("tinyint")
+                         + F.col(_BAD_UTF8).cast("tinyint") * 2).alias(_KIND),
+                  F.when(F.col(_DEAD), F.make_valid_utf8(value)).alias(_RAW)),
+        fields=field_cols,
+        meta=metadata,
+        dead_inputs=(F.col(_RAW), (F.col(_KIND) % 2 == 1).alias(_CORRUPT_FLAG),
+                     (F.col(_KIND) >= 2).alias(_BAD_UTF8), *metadata,
+                     F.try_parse_json(F.col(_RAW)).alias(_VARIANT)),
+        schema=schema,
+    )
+
+
+def _col(name: str) -> Column:
+    """A column by its exact name (dots and backticks are part of the name)."""
+    return F.col(quote_column(name))
+
+
+# --- the hot path: NOT NULL checks on the parsed value -------------------------------------
+
+def _not_null_violation(col: Column, dtype: T.DataType) -> Column | None:
+    """True where a NOT NULL field inside the (non-null) value ``col`` is null; None if the
+    type declares no NOT NULL field anywhere."""
+    if isinstance(dtype, T.StructType):
+        parts: list[Column] = []
+        for field in dtype.fields:
+            child = col.getField(field.name)
+            if not field.nullable:
+                parts.append(child.isNull())
+            sub = _not_null_violation(child, field.dataType)
+            if sub is not None:
+                parts.append(child.isNotNull() & sub)
+        return _any(parts)
+    if isinstance(dtype, T.ArrayType):
+        element_type = dtype.elementType
+        if _not_null_violation(F.lit(None).cast(element_type), element_type) is None \
+                and dtype.containsNull:
+            return None
+        return F.exists(col, lambda e: _element_violation(e, element_type, dtype.containsNull))
+    if isinstance(dtype, T.MapType):
+        value_type = dtype.valueType
+        if _not_null_violation(F.lit(None).cast(value_type), value_type) is None \
+                and dtype.valueContainsNull:
+            return None
+        return F.exists(F.map_values(col),
+                        lambda e: _element_violation(e, value_type, dtype.valueContainsNull))
+    return None
+
+
+def _element_violation(e: Column, dtype: T.DataType, contains_null: bool) -> Column:
+    sub = _not_null_violation(e, dtype)
+    inner = e.isNotNull() & sub if sub is not None else F.lit(False)
+    return inner if contains_null else (e.isNull() | inner)
+
+
+def _any(parts: list[Column]) -> Column | None:
+    if not parts:
+        return None
+    result = parts[0]
+    for part in parts[1:]:
+        result = result | part
+    return result

@@ -1,0 +1,79 @@
+"""Which models a checkpoint has written, since which batch: ``<checkpoint>/runner.models.json``.
+
+Spark's checkpoint records batches, not models. To know that a model is new (its table must
+be backfilled from the history before the stream goes on), that it came back after a pause,
+or that its SQL file was removed, the runner keeps one small JSON file next to Spark's logs.
+Each model has one entry:
+
+- ``live``: every batch from ``since`` on writes it (and, when it joined late, a backfill
+  wrote the batches before ``since``).
+- ``backfilling``: the batches ``start`` .. last committed are being written from the
+  history; it turns ``live`` when that is done, before the stream's next batch. ``drop``:
+  the table is dropped first (``--full-refresh --select``). A crash leaves this state, so the
+  next start-up resumes the backfill where the table's application transaction says it is.
+- ``absent``: left out of a run (``enabled=false``, or not selected) from batch ``left_at``;
+  when it is back it catches up from there.
+- ``retired``: its SQL file is gone since batch ``left_at``; the table is left in place.
+
+The file is replaced atomically (write, then rename). ``--full-refresh`` removes it with the
+rest of the checkpoint. A checkpoint written before this file existed has none: the start-up
+rebuilds it from the tables (:func:`runner.runtime.backfill.hand_over`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from runner.errors import ExecutionError
+
+__all__ = ["REGISTRY_FILE", "Entry", "State", "load_registry", "save_registry"]
+
+REGISTRY_FILE = "runner.models.json"
+
+State = Literal["live", "backfilling", "absent", "retired"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One model's standing in the checkpoint (see the module docstring)."""
+
+    state: State
+    since: int = 0
+    start: int = 0
+    drop: bool = False
+    left_at: int = 0
+
+    def to(self, state: State, **changes: int | bool) -> Entry:
+        return replace(self, state=state, **changes)  # type: ignore[arg-type]
+
+
+def load_registry(checkpoint: Path) -> dict[str, Entry] | None:
+    """The checkpoint's entries, or None when it has no registry file (new or older checkpoint).
+
+    Raises:
+        ExecutionError: the file exists but is not a registry (names the file).
+    """
+    path = checkpoint / REGISTRY_FILE
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return {str(name): Entry(**fields) for name, fields in doc["models"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ExecutionError(f"the checkpoint's model registry {path} is unreadable: {e}",
+                             hint="restore the checkpoint; deleting the file makes the next "
+                                  "start-up rebuild it from the tables") from e
+
+
+def save_registry(checkpoint: Path, entries: dict[str, Entry]) -> None:
+    """Write the entries (sorted by name) atomically."""
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    path = checkpoint / REGISTRY_FILE
+    tmp = path.with_name(f".{REGISTRY_FILE}.tmp")
+    doc = {"version": 1, "models": {name: asdict(entries[name]) for name in sorted(entries)}}
+    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,175 @@
+"""Spark's errors, read in one place: which kind of failure it is, and the line to show.
+
+pyspark raises three kinds of errors: its own ``PySparkException``\\ s, Java exceptions that py4j
+converted into them (``CapturedException``: ``AnalysisException``, ``StreamingQueryException``...,
+each with Spark's error condition), and ``Py4JJavaError`` for every other Java exception; a
+failed job is a ``SparkException`` whose Java cause chain holds the task's own error. The runner
+tells them apart by type: Python exception classes, and the classes of the Java exceptions in
+the cause chain (:func:`is_storage_failure`), not by the words of Spark's messages. The one
+exception is :func:`runner_error_in`: an error the runner raised inside a Python worker (the
+Kafka source) reaches the driver only as text inside Spark's message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["chain", "first_line", "is_kafka_timeout", "is_storage_failure", "java_causes",
+           "root_cause", "runner_error_in"]
+
+_MAX_CHARS = 400
+_MAX_CAUSES = 32  # a Java cause chain is a few links long; bounds a cyclic one
+
+
+def first_line(error: BaseException | str) -> str:
+    """The first line of ``error``'s text (at most 400 characters), else its class name.
+
+    >>> first_line(ValueError("bad value\\n  at line 2"))
+    'bad value'
+    >>> first_line(KeyError())
+    'KeyError'
+    """
+    lines = str(error).strip().splitlines()
+    if not lines:
+        return type(error).__name__ if isinstance(error, BaseException) else ""
+    line = lines[0]
+    return line if len(line) <= _MAX_CHARS else line[:_MAX_CHARS] + "..."
+
+
+def chain(error: BaseException) -> Iterator[BaseException]:
+    """``error``, then the exceptions it was raised from (or while handling), in order."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _origin_causes(error: BaseException) -> list[Any]:
+    """The Java exceptions behind a converted pyspark error, outermost first.
+
+    A ``CapturedException`` keeps the Java throwable as ``_origin``; the one
+    ``StreamingQuery.exception()`` returns has none, but keeps the Java cause as ``_cause``.
+    """
+    from py4j.protocol import Py4JError
+
+    for e in chain(error):
+        java = next((j for j in (getattr(e, "_origin", None), getattr(e, "_cause", None))
+                     if j is not None and hasattr(j, "getClass")), None)
+        if java is None:
+            continue
+        causes: list[Any] = []
+        try:
+            while java is not None and len(causes) < _MAX_CAUSES:
+                causes.append(java)
+                java = java.getCause()
+        except Py4JError:
+            pass
+        return causes
+    return []
+
+
+_KAFKA_TIMEOUT = "org.apache.kafka.common.errors.TimeoutException"
+
+
+def is_kafka_timeout(error: BaseException) -> bool:
+    """True when a Kafka client gave up waiting for the brokers (Spark's Kafka source: the
+    Java client's ``TimeoutException`` among the causes). A streaming query's error may carry
+    only the text of its Java cause, ``Throwable.toString()``: the class name, then ``: ``."""
+    if first_line(error).startswith(_KAFKA_TIMEOUT + ":"):
+        return True
+    return any(_is_a(java, _KAFKA_TIMEOUT)
+               for java in [*_origin_causes(error), *java_causes(error)])
+
+
+def java_causes(error: BaseException) -> list[Any]:
+    """The Java exceptions behind the first ``Py4JJavaError`` in ``error``'s chain, outermost
+    first; empty when there is none (or the JVM is gone)."""
+    from py4j.protocol import Py4JError, Py4JJavaError
+
+    for e in chain(error):
+        if isinstance(e, Py4JJavaError):
+            causes: list[Any] = []
+            try:
+                java = e.java_exception
+                while java is not None and len(causes) < _MAX_CAUSES:
+                    causes.append(java)
+                    java = java.getCause()
+            except Py4JError:  # the JVM went away: keep what was read
+                pass
+            return causes
+    return []
+
+
+def root_cause(error: BaseException) -> str:
+    """The line worth showing for ``error``: the innermost Java exception behind a py4j error
+    (py4j's own line, ``An error occurred while calling o123.save.``, says nothing), else
+    :func:`first_line`."""
+    from py4j.protocol import Py4JError
+
+    causes = java_causes(error)
+    if causes:
+        try:
+            return first_line(str(causes[-1].toString()))
+        except Py4JError:
+            pass
+    return first_line(error)
+
+
+def _is_a(java: Any, class_name: str) -> bool:
+    """Whether the Java object's class is ``class_name`` or extends it."""
+    from py4j.protocol import Py4JError
+
+    try:
+        cls = java.getClass()
+        while cls is not None:
+            if cls.getName() == class_name:
+                return True
+            cls = cls.getSuperclass()
+    except Py4JError:
+        pass
+    return False
+
+
+# delta-rs has no error class for an operating-system error; its text carries Rust's io::Error.
+_DELTA_RS_OS_ERROR = re.compile(r"\(os error \d+\)|\bOs \{ code: \d+")
+
+
+def is_storage_failure(error: BaseException) -> bool:
+    """True when ``error`` comes from the file system rather than from the data or the SQL.
+
+    That is an ``OSError`` in its chain, a ``java.io.IOException`` among its Java causes
+    (Hadoop's ``FileAlreadyExistsException`` and java.nio's ``AccessDeniedException`` extend
+    it), or a delta-rs error carrying an operating-system error.
+    """
+    from deltalake.exceptions import DeltaError
+
+    errors = list(chain(error))
+    if any(isinstance(e, OSError) for e in errors):
+        return True
+    if any(isinstance(e, DeltaError) and _DELTA_RS_OS_ERROR.search(str(e)) for e in errors):
+        return True
+    return any(_is_a(java, "java.io.IOException") for java in java_causes(error))
+
+
+_RUNNER_ERROR = re.compile(
+    r"^runner\.[\w.]*?(\w+Error): (.*?)(?=\n SQLSTATE|\n=== Streaming Query|\n\s*at |\Z)",
+    re.MULTILINE | re.DOTALL)
+
+
+def runner_error_in(error: BaseException | str) -> str | None:
+    """The runner's own message inside a Spark error raised by Python code Spark ran (a
+    Python data source, on the driver or in a task), or None.
+
+    Such an error reaches the query as a ``StreamingQueryException`` whose text embeds the
+    Python traceback; this returns the last ``runner....Error: message`` in it (with its hint
+    line), for a one-message report.
+
+    >>> runner_error_in("[STREAM_FAILED] ...\\nrunner.errors.SourceError: boom\\n SQLSTATE: 1")
+    'boom'
+    """
+    matches = _RUNNER_ERROR.findall(str(error))
+    return matches[-1][1].strip() if matches else None

@@ -1,0 +1,364 @@
+"""``runner stream``: one Structured Streaming query, one checkpoint, one ``foreachBatch``.
+
+Start-up, in order: lock the checkpoint; check that the warehouse is a writable directory;
+build the SparkSession and the Delta writer; on ``--full-refresh`` reset the checkpoint and drop
+the tables; read (or mint) the checkpoint's query id, refusing a new checkpoint over tables that
+another checkpoint wrote; note new, returning, rebuilt and retired models (dropping the tables
+to rebuild, :mod:`runner.runtime.backfill`); compare each model's output columns with its
+existing table (``on_schema_change``, :mod:`runner.runtime.evolution`); backfill the models
+new to the checkpoint from its history; start the query. SIGINT and SIGTERM stop it after the
+batch in flight (or the backfill after its batch in flight). Every refusal happens before the
+first batch, so nothing is written then.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Literal
+
+from pyspark.errors import StreamingQueryException
+
+from runner.compile.plan import Plan
+from runner.errors import ConfigError, ExecutionError, RunnerError, SourceError
+from runner.ops.runs import RunRecord
+from runner.project.loader import Project
+from runner.project.schema import source_metadata_columns
+from runner.runtime.backfill import BackfillProgress, finish_handover, prepare_handover
+from runner.runtime.batch import BatchPlan, BatchResult, prepare, run_batch
+from runner.runtime.bookkeeping import Bookkeeper
+from runner.runtime.checkpoint import (
+    CheckpointLock,
+    new_query_id,
+    read_query_id,
+    reset_checkpoint,
+    write_query_id,
+)
+from runner.runtime.evolution import check_schema_changes, model_output_schemas
+from runner.runtime.session import session_info
+from runner.runtime.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
+from runner.sinks import DeltaWriter, SinkSpec, make_writer, sink_specs
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+__all__ = ["StreamSummary", "run_stream"]
+
+
+@dataclass
+class StreamSummary:
+    """Totals over the batches this process ran."""
+
+    batches: int = 0
+    input_rows: int = 0
+    dead_letters: int = 0
+    rows_by_model: dict[str, int] = field(default_factory=dict)
+    skipped_sinks: int = 0
+    seconds: float = 0.0
+    stopped_by_signal: bool = False
+
+    def add(self, result: BatchResult) -> None:
+        self.batches += 1
+        self.input_rows += result.input_rows
+        self.dead_letters += result.dead_letters
+        self.skipped_sinks += len(result.skipped)
+        for model, rows in result.rows_by_model.items():
+            self.rows_by_model[model] = self.rows_by_model.get(model, 0) + rows
+
+
+def _source_stream(spark: SparkSession, project: Project) -> DataFrame:
+    """The raw records as a streaming DataFrame.
+
+    Raises:
+        SourceError: the source cannot be opened (also when Spark or Hadoop says so).
+    """
+    source = project.config.source
+    if source.type == "files":
+        from runner.sources.files import read_files_stream
+
+        path = str(project.resolve(source.path))
+        try:
+            return read_files_stream(spark, path=path,
+                                     max_files_per_trigger=source.max_files_per_trigger,
+                                     create_missing=True)
+        except RunnerError:
+            raise
+        except Exception as e:  # Hadoop's file system via py4j: a bad scheme, no access
+            raise SourceError(f"source.path {path!r} cannot be read: {root_cause(e)}") from e
+    from runner.sources.kafka.reader import read_kafka_stream
+
+    return read_kafka_stream(
+        spark, bootstrap_servers=source.bootstrap_servers, topics=list(source.topics),
+        starting_offsets=source.starting_offsets,
+        max_offsets_per_trigger=source.max_offsets_per_trigger,
+        fail_on_data_loss=source.fail_on_data_loss,
+        options={k: v.get_secret_value() for k, v in source.options.items()},
+        implementation=_READER_IMPLEMENTATION[source.reader])
+
+
+#: project.yml's ``source.reader`` -> :func:`read_kafka_stream`'s ``implementation``.
+_READER_IMPLEMENTATION: dict[str, Literal["auto", "builtin", "python"]] = {
+    "auto": "auto", "spark": "builtin", "python": "python"}
+
+_DELTA_SPARK_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+class _Stopper:
+    """SIGINT/SIGTERM set a flag; the main loop stops the query between batches.
+
+    A second signal stops at once (exit 128 + the signal's number, 130 for Ctrl-C): the batch
+    in flight is cut short before Spark's commit-log entry, so it replays on the next start
+    and the tables' application transactions skip what it had already written.
+
+    PySpark's SparkContext installs its own SIGINT handler when it starts (cancel every job,
+    raise KeyboardInterrupt in whatever the main thread is doing: py4j tracebacks, and a
+    fatal error in the interpreter when a batch is in flight), so :meth:`install` runs again
+    once the session is up.
+    """
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self._previous: dict[int, Callable[[int, FrameType | None], Any] | int | None] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous = signal.signal(sig, self._on_signal)
+                self._previous.setdefault(sig, previous)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        if not self.requested.is_set():
+            self.requested.set()
+            return
+        try:  # progress lines already printed must not be lost with the buffers
+            sys.stdout.flush()
+        except (OSError, ValueError, RuntimeError):  # closed, or interrupted mid-write
+            pass
+        name = signal.Signals(signum).name
+        os.write(2, f"\nsecond {name}: stopping now; the batch in flight was not committed "
+                    "and replays on the next start\n".encode())
+        os._exit(128 + signum)
+
+    def __enter__(self) -> _Stopper:
+        self.install()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "processing_time"],
+               trigger: str, full_refresh: bool = False, rebuild: Collection[str] = (),
+               on_batch: Callable[[BatchResult], None] = lambda r: None,
+               on_event: Callable[[str], None] = lambda m: None,
+               on_backfill: Callable[[BackfillProgress], None] = lambda p: None) -> StreamSummary:
+    """Run the pipeline until ``available_now`` input is done, a signal, or a failure.
+
+    Before the query starts, models new to the checkpoint (and those in ``rebuild``, whose
+    tables are dropped first) are backfilled from the checkpoint's history
+    (:mod:`runner.runtime.backfill`), reported through ``on_backfill``.
+
+    Raises:
+        ConfigError: a fresh checkpoint over tables written by another one (no --full-refresh).
+        ExecutionError: a batch failed (names the model), or the source/sinks are unusable.
+    """
+    if not plan.steps:
+        raise ConfigError("no models to run (all disabled or none selected)")
+    checkpoint = project.checkpoint
+    with CheckpointLock(checkpoint), _Stopper() as stopper, RunRecord(checkpoint):
+        _check_warehouse(project.warehouse)
+        from runner.runtime.session import (  # noqa: PLC0415 - pyspark loads only here
+            build_session,
+            missing_jars_note,
+        )
+
+        conf = project.config.spark
+        spark_conf = dict(conf.conf)
+        if project.config.delta.engine == "spark":  # delta-spark's MERGE needs these at start
+            spark_conf = {**_DELTA_SPARK_CONF, **spark_conf}
+        spark = build_session(master=conf.master, conf=spark_conf,
+                              app_name=f"runner:{project.config.name}",
+                              log_dir=str(project.root / "logs"))
+        stopper.install()  # over the SIGINT handler SparkContext has just installed
+        writer = make_writer(project.config.delta.engine, spark,
+                             arrow_max_rows=project.config.delta.arrow_max_rows)
+        if project.config.delta.engine == "auto" and writer.engine == "rs":
+            on_event(f"delta.engine auto: writing with rs; {missing_jars_note()}")
+        if full_refresh:
+            reset_checkpoint(checkpoint)
+        query_id = read_query_id(checkpoint)
+        fresh = query_id is None
+        query_id = query_id or new_query_id()
+        sinks, dead = sink_specs(plan, table_path=lambda name: str(project.table_path(name)),
+                                 run_id=query_id)
+        if full_refresh:
+            for spec in [*sinks.values(), dead]:
+                writer.drop(spec)
+            on_event("full refresh: checkpoint reset, tables dropped")
+        elif fresh:
+            _refuse_foreign_tables(writer, [*sinks.values(), dead])
+        bp = BatchPlan(plan=plan, sinks=sinks, dead_letter=dead,
+                       metadata_columns=source_metadata_columns(project.config.source.type),
+                       writer=writer, parallelism=project.config.parallelism,
+                       parse_only_used_fields=project.config.parse_only_used_fields)
+        handover = prepare_handover(project, bp, query_id=query_id, rebuild=rebuild,
+                                    on_event=on_event)
+        tables_exist = any((project.table_path(s.name) / "_delta_log").is_dir()
+                           for s in plan.steps)
+        if not full_refresh and tables_exist:  # nothing to compare on a first run
+            outputs = model_output_schemas(spark, plan, project.parsed_events_columns)
+            check_schema_changes([s for s in plan.steps if s.name not in handover.to_drop],
+                                 lambda name: str(project.table_path(name)),
+                                 output_schemas=outputs, on_event=on_event)
+        if fresh:
+            write_query_id(checkpoint, query_id)
+        if finish_handover(spark, project, bp, handover, stop=stopper.requested,
+                           on_event=on_event, on_progress=on_backfill):
+            return StreamSummary(stopped_by_signal=True)
+
+        on_event(f"pipeline {plan.project}: {len(plan.steps)} models "
+                 f"({', '.join(s.name for s in plan.steps)}), engine {writer.engine}, "
+                 f"source {project.config.source.type}, checkpoint {checkpoint}")
+        # After each batch's sinks: its ledger entry (snapshots), then maintenance when due.
+        on_batch = Bookkeeper(project, bp, query_id=query_id, on_event=on_event).wrap(on_batch)
+        return _run_query(spark, project, bp, mode=mode, trigger=trigger, stopper=stopper,
+                          on_batch=on_batch, on_event=on_event)
+
+
+def _kafka_unreachable(project: Project, error: BaseException) -> str | None:
+    """Spark's Kafka source gave up on the brokers: the same message as the Python reader's."""
+    source = project.config.source
+    if source.type != "kafka" or not is_kafka_timeout(error):
+        return None
+    timeout = source.options.get("timeout_ms")
+    within = f" within {int(timeout.get_secret_value()) / 1000:g} s" if timeout else ""
+    return (f"cannot reach the Kafka brokers at {source.bootstrap_servers}{within} "
+            "(Spark's Kafka source)\nhint: check bootstrap_servers, the network and the "
+            "client's security options")
+
+
+def _refuse_foreign_tables(writer: DeltaWriter, specs: list[SinkSpec]) -> None:
+    for spec in specs:
+        foreign = writer.foreign_app_ids(spec)
+        if foreign:
+            raise ConfigError(
+                f"table {spec.path} already holds batches of another checkpoint "
+                f"(app id {sorted(foreign)[0]}); a new checkpoint restarts at batch 0 and "
+                "would write that data again",
+                hint="restore the original checkpoint directory, or pass --full-refresh to "
+                     "drop and recreate every table from the source")
+
+
+def _check_warehouse(warehouse: Path) -> None:
+    """Refuse up front (nothing written yet) when the warehouse is not a writable directory."""
+    probe = warehouse / f".runner-write-probe-{os.getpid()}"
+    try:
+        warehouse.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        if isinstance(e, (FileExistsError, NotADirectoryError)) or (
+                warehouse.exists() and not warehouse.is_dir()):
+            reason = "it is not a directory"
+        raise ExecutionError(f"warehouse {warehouse} is not a writable directory: {reason}",
+                             hint="point `warehouse:` in project.yml at a directory this user "
+                                  "can write (a read-only mount, a full disk or a file in the "
+                                  "way all stop it); nothing was written") from e
+
+
+@dataclass
+class _Batches:
+    """Which batch ``foreachBatch`` is running and which it finished last (None: none)."""
+
+    running: int | None = None
+    finished: int | None = None
+
+    def drain(self, query: StreamingQuery, checkpoint: Path) -> None:
+        """Wait until no batch is running and Spark has logged the last one as committed
+        (``<checkpoint>/commits/<id>``): stopping earlier interrupts Spark between the sinks
+        and that entry, and the finished batch would replay on the next start."""
+        while query.isActive and (self.running is not None or (
+                self.finished is not None
+                and not (checkpoint / "commits" / str(self.finished)).exists())):
+            time.sleep(0.1)
+
+
+def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
+               mode: Literal["available_now", "processing_time"], trigger: str,
+               stopper: _Stopper, on_batch: Callable[[BatchResult], None],
+               on_event: Callable[[str], None]) -> StreamSummary:
+    summary = StreamSummary()
+    failure: list[BaseException] = []
+    batches = _Batches()
+
+    def process(df: DataFrame, batch_id: int) -> None:
+        batches.running = batch_id
+        try:
+            result = run_batch(bp, df, batch_id)
+        except BaseException as e:
+            failure.append(e)
+            raise
+        finally:
+            batches.running = None
+        batches.finished = batch_id
+        summary.add(result)
+        on_batch(result)
+
+    started = time.perf_counter()
+    if stopper.requested.is_set():  # a signal during start-up: stop before the first batch
+        on_event("stop requested before the first batch")
+        summary.stopped_by_signal = True
+        return summary
+    prepare(bp)  # the per-run parse expressions, once, before batch 0
+    writer = (_source_stream(spark, project).writeStream
+              .queryName(f"runner_{project.config.name}")
+              .option("checkpointLocation", str(project.checkpoint))
+              .foreachBatch(process))
+    writer = (writer.trigger(availableNow=True) if mode == "available_now"
+              else writer.trigger(processingTime=trigger))
+    try:
+        query = writer.start()
+    except Exception as e:  # noqa: BLE001 - Spark reports bad triggers/sources here
+        raise ExecutionError(f"could not start the streaming query: {first_line(e)}") from e
+    try:
+        while query.isActive:
+            try:
+                # pyspark takes float seconds (its annotation says int)
+                query.awaitTermination(0.5)  # type: ignore[arg-type]
+            except StreamingQueryException:
+                break  # reported below, from the batch's own error when there is one
+            if stopper.requested.is_set():
+                on_event("stop requested: finishing the batch in flight "
+                         "(Ctrl-C again to stop at once)")
+                batches.drain(query, project.checkpoint)
+                query.stop()
+                summary.stopped_by_signal = True
+                break
+        error = query.exception() if not summary.stopped_by_signal else None
+    finally:
+        summary.seconds = time.perf_counter() - started
+    if failure:
+        cause = failure[0]
+        if isinstance(cause, RunnerError):
+            raise cause
+        raise ExecutionError(f"batch failed: {type(cause).__name__}: {first_line(cause)}"
+                             ) from cause
+    if error is not None and not summary.stopped_by_signal:
+        message = runner_error_in(error) or _kafka_unreachable(project, error) \
+            or first_line(error)
+        log = session_info(spark).log_file or "(not recorded)"
+        raise ExecutionError(f"the streaming query failed: {message}", hint=f"Spark's log: {log}")
+    return summary

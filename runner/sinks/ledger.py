@@ -1,0 +1,207 @@
+"""The batch ledger: which Delta version of every table holds exactly the batches up to N.
+
+Tables are committed one by one, so while a batch is in flight a reader of the tables' latest
+versions can see batch N in one table and not in another. After the last sink of batch N has
+committed (and before Spark writes its commit-log entry) the stream records, for every table
+of the pipeline (the models and the dead-letter table), the table's version at that moment.
+Each of those versions holds exactly the batches ``<= N``: the batch's own commits are in,
+batch ``N + 1`` has not started, and the only other commits a table can get are maintenance
+commits (compaction, vacuum), which change no data. Reading every table at its recorded
+version is a consistent cut of the pipeline (:mod:`runner.snapshot`).
+
+Layout: one small JSON file per batch under ``<checkpoint>/ledger/``::
+
+    <checkpoint>/ledger/00000000000000000042.json
+    {"batch_id": 42, "query_id": "...", "written_at": "2026-...Z",
+     "tables": {"request_logs": 17, "error_events": 12, "_dead_letter": null}}
+
+``null`` means the table did not exist at that cut (a reader treats it as empty).
+
+Crash safety: an entry is written to a temporary name, flushed to disk, then linked to its
+final name, which fails when the name exists: an entry is all there or not there, and a batch
+that Spark replays (it crashed after the entry, before its commit-log entry) keeps the entry
+it already has instead of writing a second, different one. The entry it has is still right:
+the replay skips every sink (they all committed), so no table gains data.
+
+Versions are found without opening the tables: a Delta commit ``N`` is the file
+``_delta_log/<N>.json``, created atomically, so the current version is the last of an unbroken
+run of commit files after a known one (the previous entry's version, or the log checkpoint
+named by ``_last_checkpoint``): a few ``stat`` calls per table per batch.
+
+Retention: ``runner maintain`` deletes entries older than the ones it keeps
+(``maintenance.keep_batches``) before it vacuums, and vacuum keeps every version that a kept
+entry names, so every entry in the ledger can be read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.errors import ExecutionError
+
+__all__ = ["LEDGER_DIR", "Ledger", "LedgerEntry", "current_version", "utc_now", "versions_of"]
+
+#: Folder of the ledger inside the pipeline's checkpoint.
+LEDGER_DIR = "ledger"
+
+_DIGITS = 20  # the width Delta uses for commit file names: they sort as numbers do
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """Batch ``batch_id`` is complete in every table at these versions (None: no table)."""
+
+    batch_id: int
+    tables: Mapping[str, int | None] = field(hash=False)
+    query_id: str | None = None
+    written_at: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps({"batch_id": self.batch_id, "query_id": self.query_id,
+                           "written_at": self.written_at, "tables": dict(self.tables)},
+                          separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> LedgerEntry:
+        doc = json.loads(text)
+        tables = {str(k): (None if v is None else int(v)) for k, v in doc["tables"].items()}
+        return cls(batch_id=int(doc["batch_id"]), tables=tables, query_id=doc.get("query_id"),
+                   written_at=doc.get("written_at"))
+
+
+class Ledger:
+    """The ledger of one checkpoint (``<checkpoint>/ledger/``)."""
+
+    def __init__(self, checkpoint: Path) -> None:
+        self.folder = Path(checkpoint) / LEDGER_DIR
+
+    def _path(self, batch_id: int) -> Path:
+        return self.folder / f"{batch_id:0{_DIGITS}d}.json"
+
+    def batch_ids(self) -> list[int]:
+        """Batch ids with an entry, ascending (one directory listing)."""
+        try:
+            names = os.listdir(self.folder)
+        except FileNotFoundError:
+            return []
+        return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
+
+    def get(self, batch_id: int) -> LedgerEntry | None:
+        """The entry of ``batch_id``, or None when there is none (never written, or pruned)."""
+        path = self._path(batch_id)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        try:
+            return LedgerEntry.from_json(text)
+        except (ValueError, KeyError, TypeError) as e:
+            raise ExecutionError(f"ledger entry {path} is unreadable: {e}",
+                                 hint="delete the file: the batch is then no longer offered "
+                                      "as a snapshot") from e
+
+    def latest(self) -> LedgerEntry | None:
+        """The newest entry: the latest batch complete in every table."""
+        ids = self.batch_ids()
+        return self.get(ids[-1]) if ids else None
+
+    def record(self, entry: LedgerEntry) -> bool:
+        """Write ``entry`` unless its batch has one already (a replay); atomic, durable.
+
+        Returns:
+            True when written, False when the batch already had an entry (kept as it is).
+        """
+        self.folder.mkdir(parents=True, exist_ok=True)
+        final = self._path(entry.batch_id)
+        if final.exists():
+            return False
+        tmp = self.folder / f".{final.name}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(entry.to_json())
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, final)  # fails when the name exists: write-if-absent, atomically
+        except FileExistsError:
+            return False
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(self.folder)
+        return True
+
+    def prune(self, below: int) -> int:
+        """Delete the entries of batches ``< below`` (no longer retained); return how many."""
+        removed = 0
+        for batch_id in self.batch_ids():
+            if batch_id >= below:
+                break
+            self._path(batch_id).unlink(missing_ok=True)
+            removed += 1
+        return removed
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # not every file system syncs directories; the entry itself is on disk
+    finally:
+        os.close(fd)
+
+
+def _commit_file(table: Path, version: int) -> Path:
+    return table / "_delta_log" / f"{version:0{_DIGITS}d}.json"
+
+
+def _last_checkpoint(table: Path) -> int | None:
+    try:
+        return int(json.loads((table / "_delta_log" / "_last_checkpoint").read_text())["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def current_version(table: Path, *, at_least: int | None = None) -> int | None:
+    """The table's latest committed version, or None when it has no commit yet.
+
+    Probes commit files forward from the highest known version: ``at_least`` (a version known
+    to exist, e.g. the previous ledger entry's) or the log checkpoint's; lists the log only
+    when neither is known (or its commit file is gone: log cleanup).
+    """
+    start = max((v for v in (at_least, _last_checkpoint(table)) if v is not None), default=None)
+    if start is None or not _commit_file(table, start).exists():
+        return _listed_version(table)
+    version = start
+    while _commit_file(table, version + 1).exists():
+        version += 1
+    return version
+
+
+def _listed_version(table: Path) -> int | None:
+    """The highest commit number in the table's log (a directory listing)."""
+    try:
+        names = os.listdir(table / "_delta_log")
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return max((int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit()),
+               default=None)
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def versions_of(tables: Mapping[str, Path], *,
+                known: Mapping[str, int | None] | None = None) -> dict[str, int | None]:
+    """Current version of each table (name -> path), probing from ``known`` versions."""
+    known = known or {}
+    return {name: current_version(path, at_least=known.get(name))
+            for name, path in tables.items()}

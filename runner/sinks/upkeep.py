@@ -1,0 +1,298 @@
+"""Upkeep of one Delta table with delta-rs: compaction, vacuum, log checkpoint, log expiry and
+the staging folders of committed batches. No Spark.
+
+Each step is safe while the stream commits to the same table, given what :mod:`runner.ops.
+maintain` guarantees around it (it never compacts a merge table while another process streams):
+
+- **Compaction** (``optimize.compact``) rewrites small files into bigger ones in a commit that
+  removes the old files and adds the new ones, with no data change. A concurrent append (the
+  stream) commits fine after it, and delta-rs rebases a compaction over appends committed
+  meanwhile. A concurrent MERGE conflicts with it (the merge read files the compaction
+  removed), which is why merge tables are compacted only between batches.
+- **Vacuum** deletes files that a commit removed (tombstones) and that no kept version needs:
+  delta-rs plans it (a dry run, ``lite`` mode) and the files are deleted here, without the
+  two log entries delta-rs' vacuum commits (a concurrent MERGE made those fail). In ``lite``
+  mode, files that no commit names, i.e. the files Spark is staging for a batch in flight,
+  are never touched. Its time retention is zero, and it keeps the files of every version a
+  kept ledger entry names and of every version after the newest entry (a batch in flight may
+  name one of them next, e.g. after a compaction committed between its sink commit and its
+  entry), passed as ``keep_versions`` (:func:`needed_versions` drops those whose files a
+  later kept version has too). Without a ledger (a pipeline that never ran with one),
+  Delta's default retention (7 days) applies.
+- **Log checkpoint** (``create_checkpoint``): one Parquet file summing the log up to now, so
+  readers and writers replay fewer commit files.
+- **Log expiry**: commit files and checkpoints older than the newest checkpoint at or before
+  the oldest kept version are deleted (Delta's own expiry waits 30 days); every kept version
+  still loads from that checkpoint onwards.
+- **Staging folders** (:mod:`runner.sinks.staged`): once a batch is committed its folder holds
+  table files; when compaction and vacuum have removed them all, the empty folders go.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from deltalake import CommitProperties, DeltaTable
+from deltalake.exceptions import DeltaError
+
+__all__ = ["MAINTENANCE_KEY", "TableUpkeep", "expire_log", "log_size",
+           "prune_staging",
+           "table_files", "upkeep_table"]
+
+#: Commit-info key of every maintenance commit (``history()`` shows what did it).
+MAINTENANCE_KEY = "runner.maintenance"
+
+_DIGITS = 20
+
+
+@dataclass(frozen=True)
+class TableUpkeep:
+    """What maintenance did to one table."""
+
+    name: str
+    path: str
+    version_before: int | None = None
+    version_after: int | None = None
+    files_before: int = 0  # active files (the latest version's)
+    files_after: int = 0
+    files_compacted: int = 0  # small files rewritten
+    files_written: int = 0  # by compaction
+    compaction: str = "done"  # done | skipped: <why> | failed: <error>
+    files_vacuumed: int = 0  # data files deleted from storage
+    files_on_disk: int = 0  # data files left in the table's folder (all versions')
+    log_files_expired: int = 0
+    staging_dirs_removed: int = 0
+    checkpoint: int | None = None
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def table_files(table: DeltaTable) -> tuple[int, int]:
+    """(active files, their total bytes) of the table's loaded version (no pyarrow import:
+    delta-rs hands out arro3 tables)."""
+    adds = table.get_add_actions(flatten=False)
+    if adds.num_rows == 0:
+        return 0, 0
+    return adds.num_rows, int(sum(s for s in adds["size_bytes"].to_pylist() if s))
+
+
+def data_files_on_disk(path: str | Path) -> set[str]:
+    """Parquet files under the table's folder (its log aside): every version's files."""
+    found: set[str] = set()
+    for folder, dirs, files in os.walk(path):
+        if folder == str(path):
+            dirs[:] = [d for d in dirs if d != "_delta_log"]
+        found.update(os.path.join(folder, f) for f in files if f.endswith(".parquet"))
+    return found
+
+
+def log_size(path: str | Path) -> tuple[int, int]:
+    """(files, bytes) in the table's ``_delta_log`` folder."""
+    files = size = 0
+    try:
+        with os.scandir(Path(path) / "_delta_log") as it:
+            for entry in it:
+                if entry.is_file():
+                    files += 1
+                    size += entry.stat().st_size
+    except FileNotFoundError:
+        pass
+    return files, size
+
+
+def upkeep_table(name: str, path: str, *, compact: bool | str, ledger: bool,
+                 keep_versions: Sequence[int], keep_newer_than: int | None,
+                 keep_from_version: int | None, app_id: str | None) -> TableUpkeep:
+    """Maintain one table; errors of a step are reported in the result, not raised.
+
+    Args:
+        compact: True to compact; a string says why compaction is skipped.
+        ledger: whether the pipeline has a ledger; without one, vacuum keeps Delta's default
+            retention (7 days) instead of the versions below.
+        keep_versions: versions whose files vacuum must keep (those kept ledger entries name).
+        keep_newer_than: vacuum also keeps this version and every later one (None: none).
+        keep_from_version: the oldest version a kept ledger entry names (None: no log expiry).
+        app_id: the sink's app id, whose committed batches' staging folders are pruned (None:
+            leave them alone).
+    """
+    started = time.perf_counter()
+    table = DeltaTable(path)
+    before = table.version()
+    files_before, _ = table_files(table)
+    out: dict[str, Any] = {"version_before": before, "files_before": files_before}
+    errors = []
+    tags = CommitProperties(custom_metadata={MAINTENANCE_KEY: "true"})
+
+    if compact is True:
+        try:
+            metrics = table.optimize.compact(commit_properties=tags)
+            out["files_compacted"] = int(metrics.get("numFilesRemoved", 0))
+            out["files_written"] = int(metrics.get("numFilesAdded", 0))
+        except DeltaError as e:  # a concurrent commit it cannot rebase over: next time
+            out["compaction"] = f"failed: {_first_line(e)}"
+    else:
+        out["compaction"] = f"skipped: {compact}" if compact else "skipped"
+
+    on_disk = data_files_on_disk(path)
+    try:
+        table = DeltaTable(path)  # the latest version, compaction included
+        current = table.version()
+        newer = range(keep_newer_than, current + 1) if keep_newer_than is not None else ()
+        keep = needed_versions(Path(path), {*keep_versions, *newer}, current)
+        if not ledger:
+            plan = table.vacuum(dry_run=True)  # Delta's default retention (7 days)
+        else:
+            plan = table.vacuum(retention_hours=0, enforce_retention_duration=False,
+                                dry_run=True, keep_versions=keep or None)
+        delete_files(Path(path), plan)
+    except DeltaError as e:
+        errors.append(f"vacuum: {_first_line(e)}")
+    left = data_files_on_disk(path)
+    out["files_on_disk"] = len(left)
+    out["files_vacuumed"] = len(on_disk - left)
+
+    try:
+        table = DeltaTable(path)
+        table.create_checkpoint()
+        out["checkpoint"] = table.version()
+    except DeltaError as e:
+        errors.append(f"checkpoint: {_first_line(e)}")
+
+    if keep_from_version is not None:
+        try:
+            out["log_files_expired"] = expire_log(Path(path), keep_from_version)
+        except OSError as e:
+            errors.append(f"log expiry: {e}")
+
+    committed = table.transaction_version(app_id) if app_id is not None else None
+    if app_id is not None and committed is not None:
+        try:
+            out["staging_dirs_removed"] = prune_staging(path, app_id, committed)
+        except OSError as e:
+            errors.append(f"staging folders: {e}")
+
+    table = DeltaTable(path)
+    out["version_after"] = table.version()
+    out["files_after"] = table_files(table)[0]
+    return TableUpkeep(name=name, path=path, error="; ".join(errors) or None,
+                       seconds=time.perf_counter() - started, **out)
+
+
+def delete_files(table: Path, relative: Sequence[str]) -> int:
+    """Delete the data files vacuum planned (paths relative to the table, as delta-rs gives
+    them, percent-encoded or not); return how many were there.
+
+    Vacuum plans in a dry run and the files are deleted here, with no commit: delta-rs'
+    vacuum otherwise commits a VACUUM START and a VACUUM END entry, which a concurrent MERGE
+    of the stream made fail ("a concurrent transaction deleted data this operation read").
+    The log needs neither entry.
+    """
+    removed = 0
+    for rel in relative:
+        for candidate in dict.fromkeys((rel, unquote(rel))):
+            target = table / candidate
+            if candidate.startswith("_delta_log") or ".." in Path(candidate).parts:
+                break
+            try:
+                os.remove(target)
+                removed += 1
+                break
+            except FileNotFoundError:
+                continue
+    return removed
+
+
+def needed_versions(table: Path, versions: set[int], current: int) -> list[int]:
+    """The fewest of ``versions`` whose files include the files of all of them.
+
+    Between two kept versions ``a < b`` with no commit in ``(a, b]`` that removes a file,
+    every file of ``a`` is still in ``b``: keeping ``b`` keeps ``a``'s files. Append tables
+    remove files only when compacted, so a hundred kept versions come down to a handful
+    (delta-rs replays the log once per kept version). A commit file that cannot be read counts
+    as removing.
+    """
+    kept = sorted(v for v in versions if 0 <= v <= current)
+    out = []
+    for a, b in zip(kept, kept[1:]):
+        if any(_removes(table, v) for v in range(a + 1, b + 1)):
+            out.append(a)
+    return out + kept[-1:]
+
+
+def _removes(table: Path, version: int) -> bool:
+    try:
+        with open(table / "_delta_log" / f"{version:0{_DIGITS}d}.json", "rb") as f:
+            return any(line.startswith(b'{"remove"') for line in f)
+    except OSError:
+        return True
+
+
+def expire_log(table: Path, keep_from_version: int) -> int:
+    """Delete log files that no version ``>= keep_from_version`` needs; return how many.
+
+    Every version from the newest checkpoint at or before ``keep_from_version`` on loads from
+    that checkpoint and the commit files after it: everything older goes. Without such a
+    checkpoint nothing is deleted.
+    """
+    log = table / "_delta_log"
+    names = os.listdir(log)
+    checkpoints = sorted({int(n.split(".", 1)[0]) for n in names
+                          if ".checkpoint." in n and n.split(".", 1)[0].isdigit()})
+    base = max((c for c in checkpoints if c <= keep_from_version), default=None)
+    if base is None:
+        return 0
+    last = _last_checkpoint(log)
+    if last is None or last < base:
+        return 0  # _last_checkpoint must name a checkpoint that stays
+    removed = 0
+    for n in names:
+        head = n.lstrip(".").split(".", 1)[0]
+        if head.isdigit() and len(head) == _DIGITS and int(head) < base:
+            try:
+                os.remove(log / n)
+                removed += 1
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+def _last_checkpoint(log: Path) -> int | None:
+    try:
+        return int(json.loads((log / "_last_checkpoint").read_text())["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def prune_staging(table_path: str, app_id: str, committed_batch: int) -> int:
+    """Remove the empty folders of committed batches under ``<table>/batches/<app id>/``.
+
+    Folders of batches after ``committed_batch`` (in flight, or crashed and waiting for their
+    replay) are left alone, and so is every file: a committed batch's files are table files
+    until a vacuum deletes them.
+    """
+    from runner.sinks.staged import staging_path  # (pyarrow: only when pruning)
+
+    app_dir = Path(staging_path(table_path, app_id, 0)).parent
+    if not app_dir.is_dir():
+        return 0
+    removed = 0
+    for batch_dir in app_dir.iterdir():
+        if not (batch_dir.name.isdigit() and int(batch_dir.name) <= committed_batch):
+            continue
+        for walked, _dirs, files in os.walk(batch_dir, topdown=False):
+            if not files and not os.listdir(walked):
+                os.rmdir(walked)
+                removed += 1
+    return removed  # batches/<app id>/ stays: Spark creates the next batch's folder in it
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0][:300]

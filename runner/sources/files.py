@@ -1,0 +1,98 @@
+"""The files source: a directory of newline-delimited JSON files, read as a stream.
+
+:func:`read_files_stream` returns a streaming DataFrame with one row per non-blank line:
+``value`` STRING (the line) and ``_source_file`` STRING (the file's URI, from Spark's
+``_metadata.file_path``, e.g. ``file:///data/incoming/part-1.json``).
+
+Behaviour (Spark's file stream source, ``format("text")``):
+    - Files that land in the directory after the query started are picked up by later
+      micro-batches; files already processed are recorded in the checkpoint and never read
+      again (a restart only reads new files). A file is read whole, once: write files
+      atomically (write ``.name.tmp`` or ``_name`` -- Spark ignores names starting with ``.``
+      or ``_`` -- then rename), never append to a file already in the directory.
+    - Lines split on ``\\n``, ``\\r\\n`` or ``\\r``; UTF-8; compressed files (``.gz``, ``.bz2``)
+      are decompressed by Hadoop's codecs.
+    - Blank (whitespace-only) lines are not records: they are filtered out here. The query's
+      ``numInputRows`` still counts them (it counts rows the source emitted, before the filter),
+      so ``numInputRows - (valid + dead)`` is the number of blank lines in a batch.
+    - ``max_files_per_trigger`` bounds the files per micro-batch (also with ``availableNow``,
+      which then runs several batches).
+    - The directory must exist: a missing path is a :class:`~runner.errors.SourceError`, unless
+      ``create_missing=True``, which creates it (and says nothing): useful for a pipeline that
+      starts before the first file lands. A glob pattern is passed to Spark unchecked.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+from runner.errors import SourceError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["BLANK_CHARS", "read_files_stream"]
+
+BLANK_CHARS = " \t\r\n\f\u000b"
+"""Characters that make a line blank when it holds nothing else."""
+
+
+def read_files_stream(spark: SparkSession, *, path: str, max_files_per_trigger: int | None,
+                      create_missing: bool = False) -> DataFrame:
+    """Stream the lines of the files in ``path``.
+
+    Args:
+        spark: the session.
+        path: the input directory (local path or any Hadoop file system URI).
+        max_files_per_trigger: at most this many new files per micro-batch (None: no limit).
+        create_missing: create ``path`` when it does not exist instead of failing.
+
+    Returns:
+        A streaming DataFrame ``value STRING, _source_file STRING``, blank lines removed.
+
+    Raises:
+        SourceError: ``path`` does not exist (and ``create_missing`` is false), is a file, or
+            ``max_files_per_trigger`` is not a positive integer.
+        Py4JJavaError: Hadoop's file system failed (an unknown scheme, no access).
+    """
+    if max_files_per_trigger is not None and (
+            isinstance(max_files_per_trigger, bool) or not isinstance(max_files_per_trigger, int)
+            or max_files_per_trigger < 1):
+        raise SourceError(f"source.max_files_per_trigger must be a positive integer, "
+                          f"got {max_files_per_trigger!r}")
+    _check_directory(spark, path, create_missing=create_missing)
+
+    reader = spark.readStream.format("text")
+    if max_files_per_trigger is not None:
+        reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
+    lines = reader.load(path)
+    return (
+        lines.select(F.col("value"), F.col("_metadata.file_path").alias("_source_file"))
+        .filter(F.btrim(F.col("value"), F.lit(BLANK_CHARS)) != "")
+    )
+
+
+def _check_directory(spark: SparkSession, path: str, *, create_missing: bool) -> None:
+    """Check (or create) the directory through Hadoop's FileSystem, as Spark will read it.
+
+    Errors of the file system itself (an unknown scheme, no access) propagate as py4j raises
+    them; :mod:`runner.runtime.stream` reports them with their Java cause.
+    """
+    if any(ch in path for ch in "*?[{"):
+        return  # a glob: Spark expands it on every trigger; matches may appear later
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if fs.exists(hadoop_path):
+        if not fs.getFileStatus(hadoop_path).isDirectory():
+            raise SourceError(f"source.path {path!r} is a file, not a directory",
+                              hint="point source.path at the directory the files land in")
+        return
+    if create_missing:
+        fs.mkdirs(hadoop_path)
+        return
+    raise SourceError(f"source.path {path!r} does not exist",
+                      hint="create the directory (files land there) or fix source.path")

