@@ -1,6 +1,6 @@
 """Crash loop: SIGKILL a running ``runner stream`` N times, then check every table exactly once.
 
-    .venv/bin/python bench/crash_loop.py --kills 20 [--seed 1] [--keep DIR] [--json OUT]
+    .venv/bin/python bench/crash_loop.py --kills 20 [--engine rs|spark] [--seed 1] [--keep DIR] [--json OUT]
 
 What it does, on a copy of the example project (its three models plus ``endpoint_counts``, an
 accumulating merge: ``requests = target.requests + source.requests``, which a replayed batch
@@ -62,9 +62,9 @@ from tests.support.reference import (  # noqa: E402
 LATE_MODELS = {"endpoint_counts": ENDPOINT_COUNTS, "slow_requests": SLOW_REQUESTS}
 
 
-def make_project(root: Path, *, late: bool = False) -> Path:
-    """A copy of the example project: rs engine, 1 s trigger, plus the merge model (unless
-    ``late``: then :func:`add_models` brings it, with slow_requests, later)."""
+def make_project(root: Path, *, late: bool = False, engine: str = "rs") -> Path:
+    """A copy of the example project: the given Delta engine, 1 s trigger, plus the merge
+    model (unless ``late``: then :func:`add_models` brings it, with slow_requests, later)."""
     root.mkdir(parents=True)
     for folder in ("models", "macros"):
         shutil.copytree(REPO / folder, root / folder)
@@ -73,7 +73,7 @@ def make_project(root: Path, *, late: bool = False) -> Path:
     config = yaml.safe_load((REPO / "project.yml").read_text())
     config["source"] = {"type": "files", "path": "data/incoming", "max_files_per_trigger": 8}
     config["trigger"] = "1 second"
-    config["delta"] = {"engine": "rs"}
+    config["delta"] = {"engine": engine}
     config["spark"] = {"master": "local[2]"}
     (root / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     (root / "data" / "incoming").mkdir(parents=True)
@@ -154,11 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--add-models", action="store_true",
                         help="add endpoint_counts and slow_requests halfway (backfilled), and "
                              "kill during their backfill")
+    parser.add_argument("--engine", choices=("rs", "spark"), default="rs",
+                        help="delta.engine of the project (spark: delta-spark's jars, "
+                             "scripts/setup.sh)")
     args = parser.parse_args(argv)
 
     rng = random.Random(args.seed)
     work = args.keep or Path(tempfile.mkdtemp(prefix="crash-loop-"))
-    project = make_project(work / "project", late=args.add_models)
+    project = make_project(work / "project", late=args.add_models, engine=args.engine)
     added_at = args.kills // 2 if args.add_models else None
     checkpoint, warehouse = project / "_checkpoint", project / "_warehouse"
     logs = work / "logs"
@@ -250,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     all_batches = [b for r in runs for b in r["batches_done"]] + \
         [b["batch_id"] for b in final["batches"]]
     record = {
-        "ok": ok, "kills": args.kills, "seed": args.seed,
+        "ok": ok, "kills": args.kills, "seed": args.seed, "engine": args.engine,
         "duration_s": round(time.monotonic() - started, 1),
         "input_files": feeder.files, "input_records": feeder.events,
         "batches_committed": len(_batches_in_checkpoint(checkpoint, "commits")),

@@ -83,8 +83,8 @@ def run_unit_tests(project: Project, plan: Plan, cases: Sequence[tuple[ModelSpec
     results = []
     try:
         from runner.runtime.evolution import model_output_schemas
-        from runner.runtime.spark_errors import first_line
         from runner.sinks import make_writer
+        from runner.spark_errors import first_line
 
         writer = make_writer("rs", spark)
         schemas = model_output_schemas(spark, plan, project.parsed_events_columns)

@@ -50,8 +50,8 @@ from runner.runtime.expectations import (
 )
 from runner.runtime.metrics import ready_metrics
 from runner.runtime.parse import parse_batch, prepare_parse
-from runner.runtime.spark_errors import first_line, is_storage_failure, root_cause
 from runner.sinks import DeltaWriter, SinkSpec, WriteResult
+from runner.spark_errors import first_line, is_storage_failure, root_cause
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 from runner.compile.plan import Column, Plan, Step
 from runner.errors import ExecutionError, SinkError
 from runner.runtime.parse import parse_schema
-from runner.runtime.spark_errors import first_line
 from runner.sinks.base import quote_column
 from runner.sinks.schema import (
     add_columns,
@@ -43,6 +42,7 @@ from runner.sinks.schema import (
     table_schema_json,
     type_string,
 )
+from runner.spark_errors import first_line
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -39,8 +39,8 @@ from runner.errors import ExecutionError
 from runner.project.config import Expectation
 from runner.runtime.metrics import ready_metrics
 from runner.runtime.parse import BATCH_ID_COLUMN
-from runner.runtime.spark_errors import chain, first_line
 from runner.sinks.base import quote_column
+from runner.spark_errors import chain, first_line
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation

@@ -80,8 +80,8 @@ from pyspark.sql import types as T
 
 from runner.errors import ConfigError
 from runner.runtime.reasons import dead_letter_reason
-from runner.runtime.spark_errors import first_line
 from runner.sinks.base import quote_column
+from runner.spark_errors import first_line
 
 if TYPE_CHECKING:
     from pyspark.sql import Observation

@@ -8,7 +8,9 @@ Defaults (a user's ``conf`` overrides every one of them):
   unset) and ``spark.driver.bindAddress``/``spark.driver.host`` = ``127.0.0.1``.
 - ``spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS`` (what Delta readers expect).
 - ``spark.sql.shuffle.partitions`` = 2 x cores for local masters (Spark's 200 is far too many
-  for micro-batches on one machine).
+  for micro-batches on one machine), and delta-spark's ``snapshotPartitions`` likewise: its
+  default 50 makes every delta-spark commit end with a 50-task job rebuilding the table's
+  state, which on one machine costs more than the write itself (docs/BENCHMARKS.md).
 - UI and console progress bar off.
 - ``spark.sql.variant.allowDuplicateKeys=true`` (``try_parse_json`` agrees with ``from_json``:
   the last duplicate key wins).
@@ -247,6 +249,7 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},  # 
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.driver.host": "127.0.0.1",
             "spark.sql.shuffle.partitions": str(2 * (cores or 1)),
+            "spark.databricks.delta.snapshotPartitions": str(2 * (cores or 1)),
         })
     user_conf = {k: str(v) for k, v in conf.items()}
     jar_settings = _jar_settings(spark_jars(), user_conf)

@@ -43,8 +43,8 @@ from runner.runtime.checkpoint import (
 )
 from runner.runtime.evolution import check_schema_changes, model_output_schemas
 from runner.runtime.session import session_info
-from runner.runtime.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
 from runner.sinks import DeltaWriter, SinkSpec, make_writer, sink_specs
+from runner.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -34,6 +34,7 @@ from runner.sinks.base import (
     quote_column,
 )
 from runner.sinks.rs import RsWriter
+from runner.spark_errors import is_delta_error, root_cause
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row, SparkSession
@@ -205,12 +206,14 @@ def _check_unique(spec: SinkSpec, data: DataFrame, batch_id: int) -> None:
 
 @contextmanager
 def _wrapped(spec: SinkSpec, doing: str, batch_id: int) -> Iterator[None]:
-    """Turn Spark/JVM errors raised inside into a :class:`SinkError` naming the model."""
-    from py4j.protocol import Py4JError
-    from pyspark.errors import PySparkException
-
+    """Turn delta-spark's own errors raised inside into a :class:`SinkError` naming the model
+    and table. Any other error (Spark is lazy: a model's runtime error, e.g. ``DIVIDE_BY_ZERO``,
+    surfaces inside the write) passes through unchanged, for the batch to report against the
+    model, as it does on the ``rs`` engine."""
     try:
         yield
-    except (PySparkException, Py4JError) as e:
-        raise SinkError(f"model {spec.model}: {doing} batch {batch_id} ({spec.path}) "
-                        f"failed: {e}") from e
+    except Exception as e:
+        if is_delta_error(e):
+            raise SinkError(f"model {spec.model}: {doing} batch {batch_id} ({spec.path}) "
+                            f"failed: {root_cause(e)}") from e
+        raise

@@ -197,15 +197,7 @@ SELECT eventId, 1000 DIV {latency} AS per_second FROM parsed_events
 """
 
 
-def test_model_failing_at_runtime_then_fixed(tmp_path, delta_engine, request) -> None:
-    if delta_engine == "spark":
-        # Known defect, found in the 2026-11-23 rehearsal of CI: on delta-spark the model's
-        # runtime error surfaces inside the Delta write and sinks/spark.py's _wrapped reports
-        # it as a SinkError ("model latency_ratio: appending batch 1 ... failed") instead of
-        # "model latency_ratio failed in batch 1" with the file to fix. Not strict: unverified
-        # on a quiet machine. Fix the attribution, then drop this marker.
-        request.applymarker(pytest.mark.xfail(reason="spark engine attributes a model's "
-                                                     "runtime error to the sink", strict=False))
+def test_model_failing_at_runtime_then_fixed(tmp_path, delta_engine) -> None:
     yml = YML.replace("spark:\n  master: local[2]\n",
                       "spark:\n  master: local[2]\n  conf:\n    spark.sql.ansi.enabled: true\n")
     project = _project(tmp_path, {"models/latency_ratio.sql":

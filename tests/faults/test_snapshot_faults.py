@@ -37,8 +37,8 @@ def _cut_is_consistent(project, batch: int) -> None:
     assert len(rows("request_logs")) == sum(r["requests"] for r in rows("endpoint_counts"))
 
 
-def test_a_crash_between_the_ledger_entry_and_the_commit_log(tmp_path, armed) -> None:
-    project = _project(tmp_path)
+def test_a_crash_between_the_ledger_entry_and_the_commit_log(tmp_path, armed, delta_engine) -> None:
+    project = _project(tmp_path, engine=delta_engine)
     _feed(project)
     _feed(project)
     armed("batch.after_ledger@1=raise")
@@ -57,8 +57,9 @@ def test_a_crash_between_the_ledger_entry_and_the_commit_log(tmp_path, armed) ->
     assert_exactly_once(project)
 
 
-def test_a_crash_between_two_sink_commits_leaves_the_previous_cut(tmp_path, armed) -> None:
-    project = _project(tmp_path)
+def test_a_crash_between_two_sink_commits_leaves_the_previous_cut(tmp_path, armed,
+                                                                  delta_engine) -> None:
+    project = _project(tmp_path, engine=delta_engine)
     _feed(project)
     _feed(project)
     armed("sink.before_commit:performance_metrics@1=raise")

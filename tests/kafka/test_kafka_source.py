@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from runner.errors import ConfigError, SourceError
-from runner.runtime.spark_errors import runner_error_in
 from runner.sources.kafka.datasource import KafkaDataSource, KafkaRange, KafkaStreamReader
 from runner.sources.kafka.options import KafkaSourceOptions, mask_client_config
 from runner.sources.kafka.plan import (
@@ -37,6 +36,7 @@ from runner.sources.kafka.plan import (
     resolve_starting_offsets,
 )
 from runner.sources.kafka.reader import builtin_kafka_available, read_kafka_stream
+from runner.spark_errors import runner_error_in
 from scripts.brokers import create_topic, delete_topic, produce
 
 # Spark's Python workers run PYSPARK_PYTHON (default: `python3` on PATH, which may lack pyarrow

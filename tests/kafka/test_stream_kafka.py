@@ -84,7 +84,8 @@ class Topic:
 
 
 def _project(root: Path, topic: Topic, *, source_extra: str = "", models: dict[str, str]
-             | None = None, bootstrap: str | None = None, reader: str = "auto") -> Project:
+             | None = None, bootstrap: str | None = None, reader: str = "auto",
+             engine: str = "rs", master: str = "local[2]") -> Project:
     yml = f"""\
 name: kafka_pipeline
 source:
@@ -98,9 +99,9 @@ source:
 warehouse: wh
 checkpoint: cp
 delta:
-  engine: rs
+  engine: {engine}
 spark:
-  master: local[2]
+  master: {master}
 parallelism: 4
 vars:
   slow_request_ms: 1000
@@ -164,9 +165,11 @@ def _per_batch_partitions(project: Project) -> dict[int, Counter[int]]:
     return seen
 
 
-#: (broker, reader) pairs the pipeline test runs on: both readers on Apache Kafka, and the
-#: Python reader on Tansu (the embedded path's broker).
-BROKER_READERS = [("apache", "spark"), ("apache", "python"), ("tansu", "python")]
+#: (broker, reader, Delta engine) of the pipeline test: the production path (Spark's Kafka
+#: source on Apache Kafka, delta-spark), the Python reader on Apache Kafka, and the embedded
+#: path (the Python reader on Tansu, delta-rs).
+BROKER_READERS = [("apache", "spark", "spark"), ("apache", "python", "rs"),
+                  ("tansu", "python", "rs")]
 
 
 @pytest.fixture
@@ -176,17 +179,18 @@ def bootstrap(request: pytest.FixtureRequest) -> str:
         {"apache": "apache_kafka", "tansu": "kafka_broker"}[request.param]))
 
 
-@pytest.mark.parametrize(("bootstrap", "reader"), BROKER_READERS, indirect=["bootstrap"],
-                         ids=[f"{b}-{r}" for b, r in BROKER_READERS])
+@pytest.mark.parametrize(("bootstrap", "reader", "engine"), BROKER_READERS,
+                         indirect=["bootstrap"], ids=[f"{b}-{r}-{e}" for b, r, e in BROKER_READERS])
 def test_topic_to_tables_rate_limit_restart_and_crash_replay(
-        bootstrap: str, reader: str, spark: Any, tmp_path: Path,
+        bootstrap: str, reader: str, engine: str, spark: Any, tmp_path: Path,
         armed: Callable[[str], None]) -> None:
     """One topic, one pipeline, four runs: each run starts where the last one stopped."""
     topic = Topic.create(bootstrap, partitions=3)
     topic.send(300, poison_every=50)  # 100 records per partition, 6 poison
     project = _project(tmp_path / "p", topic, source_extra="  max_offsets_per_trigger: 120\n",
                        models={"models/event_offsets.sql": EVENT_OFFSETS,
-                               "models/endpoint_counts.sql": ENDPOINT_COUNTS}, reader=reader)
+                               "models/endpoint_counts.sql": ENDPOINT_COUNTS}, reader=reader,
+                       engine=engine)
 
     # 1. The rate limit splits the 300-record backlog into batches of at most 120, each
     # taken in proportion from the three partitions.

@@ -4,7 +4,7 @@ a streaming query's error carries its Java cause as ``Throwable.toString()`` tex
 
 from __future__ import annotations
 
-from runner.runtime.spark_errors import is_kafka_timeout
+from runner.spark_errors import is_kafka_timeout
 
 
 def test_the_java_clients_timeout_is_recognised_by_its_class_name() -> None:

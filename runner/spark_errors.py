@@ -16,8 +16,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["chain", "first_line", "is_kafka_timeout", "is_storage_failure", "java_causes",
-           "root_cause", "runner_error_in"]
+__all__ = ["chain", "first_line", "is_delta_error", "is_kafka_timeout", "is_storage_failure",
+           "java_causes", "root_cause", "runner_error_in"]
 
 _MAX_CHARS = 400
 _MAX_CAUSES = 32  # a Java cause chain is a few links long; bounds a cyclic one
@@ -121,17 +121,34 @@ def root_cause(error: BaseException) -> str:
 
 def _is_a(java: Any, class_name: str) -> bool:
     """Whether the Java object's class is ``class_name`` or extends it."""
+    return class_name in _class_names(java)
+
+
+#: Packages of delta-spark's own exceptions (``DeltaAnalysisException``, the
+#: ``ConcurrentAppendException`` family, protocol and schema errors).
+_DELTA_PACKAGES = ("io.delta.", "org.apache.spark.sql.delta.")
+
+
+def _class_names(java: Any) -> Iterator[str]:
+    """The names of the Java object's class and its superclasses."""
     from py4j.protocol import Py4JError
 
     try:
         cls = java.getClass()
         while cls is not None:
-            if cls.getName() == class_name:
-                return True
+            yield str(cls.getName())
             cls = cls.getSuperclass()
     except Py4JError:
-        pass
-    return False
+        return
+
+
+def is_delta_error(error: BaseException) -> bool:
+    """True when delta-spark itself refused or failed a write (a Delta exception class in the
+    Java cause chain: a conflict, a schema or protocol error), as opposed to a failure of the
+    query that computes the rows (a task's error, e.g. ``DIVIDE_BY_ZERO``), which belongs to
+    the model."""
+    causes = [*_origin_causes(error), *java_causes(error)]
+    return any(name.startswith(_DELTA_PACKAGES) for java in causes for name in _class_names(java))
 
 
 # delta-rs has no error class for an operating-system error; its text carries Rust's io::Error.
