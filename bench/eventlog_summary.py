@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
+def read_events(path: Path) -> list[dict[str, Any]]:
     files = sorted(p for p in path.iterdir() if p.name.startswith("events_")) \
         if path.is_dir() else [path]
     out = []
@@ -37,7 +37,7 @@ def summarize(path: Path) -> str:
     stage_tasks: dict[int, int] = {}
     tasks: dict[int, list[tuple[float, float, float]]] = defaultdict(list)
     app = ""
-    for e in _events(path):
+    for e in read_events(path):
         kind = e["Event"]
         if kind == "SparkListenerApplicationStart":
             app = e.get("App Name", "")

@@ -20,8 +20,21 @@ naive
     table the same way (``foreachBatch`` -> ``toArrow`` -> ``write_deltalake`` with an app txn).
 runner
     ``runner stream --available-now --progress json`` on a copy of the example project
-    (``project.yml``, ``models/``, ``macros/``) whose ``source.path`` is the generated data;
-    fresh warehouse and checkpoint every run.
+    (``project.yml``, ``models/``, ``macros/``) whose ``source.path`` is the generated data,
+    with ``delta.engine: rs`` written into it; fresh warehouse and checkpoint every run.
+
+Production-path variants (``--set production`` runs ``floor,hand-spark,runner-spark,runner``
+with ``hand-spark`` as the baseline): what a cluster with the delta-spark jars runs.
+
+hand-spark
+    The seeds' pattern as the seeds write it (``seeds/001``): one ``foreachBatch``: parse once
+    (``from_json``), ``persist``, the three projections, each written with
+    ``.write.format("delta").mode("append").option("txnAppId", ...)
+    .option("txnVersion", batch_id).save(path)`` through delta-spark, sequentially;
+    ``unpersist``. delta-spark itself skips a transaction version it already holds.
+runner-spark
+    ``runner`` (the CLI, not a worker) with ``delta.engine: spark``: every commit through
+    delta-spark.
 
 Diagnostic variants (not run unless named in ``--variants``; see docs/BENCHMARKS.md):
 
@@ -45,7 +58,9 @@ The work tree's ``runner/`` is copied once at start and every variant imports th
 versions in one run.
 
 Same for all: ``build_session`` from ``runner.runtime.session`` (UTC, loopback, quiet logs, 2 x
-cores shuffle partitions), ``--master`` (default ``local[2]``, also written into the runner
+cores shuffle partitions; the jars of ``--jars``, default ``$RUNNER_JARS_DIR`` or ``.jars/spark``,
+on ``spark.jars`` with Delta's SQL extension and catalog, in every variant, so every session
+is started alike), ``--master`` (default ``local[2]``, also written into the runner
 copy's ``spark.master``), ``SPARK_LOCAL_IP=127.0.0.1``, and ``--max-files`` files per trigger
 (default 10: 40 files -> 4 batches of 250k events). Blank lines (the demo writes one per file)
 are filtered out before parsing in every variant, as the runner's files source does.
@@ -58,10 +73,14 @@ time-stamped on arrival): session start, per-batch seconds and, for ``hand``/``n
 ``deltalake.DeltaTable(p).to_pyarrow_dataset().count_rows()`` and compared with the expected
 counts (from the generated files) and with the runner's column names.
 
+Ratios are per round against ``--baseline`` (default: ``hand``, or ``hand-spark`` for the
+production set), then the median over rounds.
+
 Usage::
 
     .venv/bin/python bench/stream_bench.py                   # 1M events, 3 rounds
     .venv/bin/python bench/stream_bench.py --events 100000 --rounds 1
+    .venv/bin/python bench/stream_bench.py --set production  # floor,hand-spark,runner-spark,runner
     .venv/bin/python bench/stream_bench.py --variants hand,hand-par,hand-rparse,runner
 
 Raw results go to ``bench/results/stream-<time>.json`` (or ``--json``).
@@ -90,7 +109,12 @@ from proctree import command_name, descendants
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 MAIN_VARIANTS = ("floor", "hand", "naive", "runner")
+PRODUCTION_VARIANTS = ("floor", "hand-spark", "runner-spark", "runner")
 DIAG_VARIANTS = ("hand-par", "hand-rparse", "runner-prof", "runner-arrow")
+#: ``--set`` name -> (variants, baseline of the ratios).
+SETS = {"main": (MAIN_VARIANTS, "hand"), "production": (PRODUCTION_VARIANTS, "hand-spark")}
+#: Variants that run the ``runner stream`` CLI (also as ``NAME@REF``) -> their delta.engine.
+RUNNER_CLI_ENGINES = {"runner": "rs", "runner-spark": "spark"}
 TABLES = ("request_logs", "error_events", "performance_metrics")
 _EVENT_PREFIX = "BENCH "
 
@@ -177,6 +201,15 @@ def _write_arrow(path: str, app_id: str, df, batch_id: int) -> dict[str, float]:
     return {"check": t1 - t0, "to_arrow": t2 - t1, "write": t3 - t2, "rows": table.num_rows}
 
 
+def _write_spark(path: str, app_id: str, df, batch_id: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """The seeds' own sink: a delta-spark append carrying the application transaction (delta-spark
+    skips a ``txnVersion`` it already holds for ``txnAppId``); its seconds."""
+    t0 = time.perf_counter()
+    (df.write.format("delta").mode("append").option("txnAppId", app_id)
+     .option("txnVersion", batch_id).save(path))
+    return {"write": time.perf_counter() - t0}
+
+
 def _await(queries: list[Any]) -> list[dict[str, Any]]:
     for q in queries:
         q.awaitTermination()
@@ -198,11 +231,29 @@ def worker_floor(cfg: dict[str, Any]) -> None:
     spark.stop()
 
 
-def worker_hand(cfg: dict[str, Any], *, parallel: bool = False, runner_parse: bool = False) -> None:
-    """The seeds' pattern; ``parallel``/``runner_parse`` are the diagnostic variations."""
+def worker_hand(cfg: dict[str, Any], *, parallel: bool = False, runner_parse: bool = False,
+                delta_spark: bool = False) -> None:
+    """The seeds' pattern; ``parallel``/``runner_parse`` are the diagnostic variations;
+    ``delta_spark``: the sinks are delta-spark appends (``hand-spark``), not toArrow + delta-rs."""
     from concurrent.futures import ThreadPoolExecutor
 
-    spark = _session(cfg, "hand")
+    if delta_spark:  # what delta's configure_spark_with_delta_pip sets, with local jars
+        from runner.runtime.session import spark_jars
+
+        if not any(Path(j).name.startswith("delta-spark_") for j in spark_jars()):
+            raise RuntimeError("hand-spark needs the delta-spark jar: none in --jars "
+                               f"({os.environ.get('RUNNER_JARS_DIR', '')!r})")
+        cfg = {**cfg, "spark_conf": {
+            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            **cfg.get("spark_conf", {})}}
+    spark = _session(cfg, "hand-spark" if delta_spark else "hand")
+    if delta_spark:
+        from runner.sinks.spark import delta_spark_available
+
+        if not delta_spark_available(spark):
+            raise RuntimeError("hand-spark: io.delta classes not loadable (see Spark's log)")
+    write = _write_spark if delta_spark else _write_arrow
     out = Path(cfg["out"])
     warehouse = out / "warehouse"
     batches: list[dict[str, Any]] = []
@@ -234,11 +285,11 @@ def worker_hand(cfg: dict[str, Any], *, parallel: bool = False, runner_parse: bo
         jobs = {name: (str(warehouse / name), f"bench.{name}", df_) for name, df_ in frames.items()}
         if parallel:
             with ThreadPoolExecutor(max_workers=cfg["parallelism"]) as pool:
-                futs = {n: pool.submit(_write_arrow, *j[:2], j[2], batch_id) for n, j in jobs.items()}
+                futs = {n: pool.submit(write, *j[:2], j[2], batch_id) for n, j in jobs.items()}
                 doc["sinks"] = {n: f.result() for n, f in futs.items()}
         else:
             for name, (path, app_id, df_) in jobs.items():
-                doc["sinks"][name] = _write_arrow(path, app_id, df_, batch_id)
+                doc["sinks"][name] = write(path, app_id, df_, batch_id)
         cached.unpersist()
         doc["seconds"] = time.perf_counter() - t0
         batches.append(doc)
@@ -365,6 +416,7 @@ def worker_runner_prof(cfg: dict[str, Any], *, arrow: bool = False) -> None:
 WORKERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "floor": worker_floor,
     "hand": worker_hand,
+    "hand-spark": lambda cfg: worker_hand(cfg, delta_spark=True),
     "hand-par": lambda cfg: worker_hand(cfg, parallel=True),
     "hand-rparse": lambda cfg: worker_hand(cfg, runner_parse=True),
     "naive": worker_naive,
@@ -519,8 +571,9 @@ def generate_data(workdir: Path, events: int, files: int) -> dict[str, Any]:
 
 
 def runner_project(dest: Path, *, data: Path, max_files: int, master: str,
-                   spark_conf: dict[str, str]) -> Path:
-    """A copy of the example project reading ``data`` (fresh warehouse and checkpoint)."""
+                   spark_conf: dict[str, str], engine: str) -> Path:
+    """A copy of the example project reading ``data`` (fresh warehouse and checkpoint), its
+    ``delta.engine`` set to ``engine`` (never ``auto``: the comparison names its engine)."""
     import yaml
 
     dest.mkdir(parents=True)
@@ -529,6 +582,7 @@ def runner_project(dest: Path, *, data: Path, max_files: int, master: str,
     config = yaml.safe_load((REPO / "project.yml").read_text(encoding="utf-8"))
     config["source"]["path"] = str(data)
     config["source"]["max_files_per_trigger"] = max_files
+    config["delta"] = {**(config.get("delta") or {}), "engine": engine}
     config.setdefault("spark", {})["master"] = master
     if spark_conf:
         config["spark"]["conf"] = {**config["spark"].get("conf", {}), **spark_conf}
@@ -562,22 +616,24 @@ def run_variant(variant: str, rnd: int, *, workdir: Path, base_cfg: dict[str, An
     out = workdir / "runs" / f"{variant}-r{rnd}"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
+    # The snapshot of runner/ has no .jars beside it: name the folder (the same for all).
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "PYTHONUNBUFFERED": "1", "PYTHONPATH": base_cfg["runner_src"]}
+           "PYTHONUNBUFFERED": "1", "PYTHONPATH": base_cfg["runner_src"],
+           "RUNNER_JARS_DIR": base_cfg["jars_dir"]}
     if variant.startswith("runner"):
+        name, _, ref = variant.partition("@")
         project = runner_project(out / "project", data=Path(base_cfg["data"]),
                                  max_files=base_cfg["max_files"], master=base_cfg["master"],
-                                 spark_conf=base_cfg["spark_conf"])
+                                 spark_conf=base_cfg["spark_conf"],
+                                 engine=RUNNER_CLI_ENGINES.get(name, "rs"))
         warehouse = project / "_warehouse"
         cfg = {**base_cfg, "out": str(out), "project": str(project)}
         stream_args = ["stream", "--available-now", "--progress", "json",
                        "--project-dir", str(project)]
-        if variant == "runner":  # `runner stream ...`, from the snapshot
-            cmd = [sys.executable, "-m", "runner", *stream_args]
-        elif variant.startswith("runner@"):
-            src = export_runner(variant.split("@", 1)[1], workdir)
-            env["PYTHONPATH"] = str(src)  # ahead of the editable install of the work tree
-            cmd = [sys.executable, "-m", "runner", *stream_args]
+        if name in RUNNER_CLI_ENGINES:  # `runner stream ...`, from the snapshot or REF
+            if ref:
+                env["PYTHONPATH"] = str(export_runner(ref, workdir))  # ahead of the editable
+            cmd = [sys.executable, "-m", "runner", *stream_args]  # install of the work tree
         else:
             cmd = [sys.executable, __file__, "--worker", variant, "--config", str(out / "cfg.json")]
     else:
@@ -689,30 +745,31 @@ def report(runs: list[Run], meta: dict[str, Any], args: argparse.Namespace) -> s
     ok_runs = [r for r in runs if r.rc == 0]
     by_v = {v: [r for r in ok_runs if r.variant == v] for v in variants}
     events = meta["events"]
-    hand = {r.round: r.wall for r in by_v.get("hand", [])}
+    base = args.baseline
+    base_wall = {r.round: r.wall for r in by_v.get(base, [])}
+    base_cpu = {r.round: r.memory["cpu_s"] for r in by_v.get(base, [])}
     lines = []
     lines.append(f"\n## Stream benchmark: {events:,} events, {meta['files']} files "
                  f"({meta['bytes'] / 1e6:.0f} MB), {args.max_files} files per trigger, "
                  f"master {args.master}, {args.rounds} round(s)\n")
-    lines.append("| variant | wall s (median) | min-max s | events/s | vs hand (wall) | "
-                 "CPU s (tree) | vs hand (CPU) | driver peak MB | JVM peak MB | "
+    lines.append(f"| variant | wall s (median) | min-max s | events/s | vs {base} (wall) | "
+                 f"CPU s (tree) | vs {base} (CPU) | driver peak MB | JVM peak MB | "
                  "tree RSS peak MB | rows ok |")
     lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    hand_cpu = {r.round: r.memory["cpu_s"] for r in by_v.get("hand", [])}
     for v in variants:
         rs = by_v[v]
         if not rs:
             lines.append(f"| {v} | failed | | | | | | | | | |")
             continue
         walls = [r.wall for r in rs]
-        ratios = [r.wall / hand[r.round] for r in rs if r.round in hand]
+        ratios = [r.wall / base_wall[r.round] for r in rs if r.round in base_wall]
         ratio = f"{_median(ratios):.2f}x" if ratios else "-"
         if len(ratios) > 1:
             ratio += f" ({min(ratios):.2f}-{max(ratios):.2f})"
         def mem(role: str, rs: list = rs) -> float:  # type: ignore[type-arg]
             return _median([r.memory["roles"].get(role, {}).get("peak_mb", 0) for r in rs])
         cpu = _median([r.memory["cpu_s"] for r in rs])
-        cpu_ratios = [r.memory["cpu_s"] / hand_cpu[r.round] for r in rs if r.round in hand_cpu]
+        cpu_ratios = [r.memory["cpu_s"] / base_cpu[r.round] for r in rs if r.round in base_cpu]
         cpu_ratio = f"{_median(cpu_ratios):.2f}x" if cpu_ratios else "-"
         tree = _median([r.memory["tree_rss_peak_mb"] for r in rs])
         ok = "n/a (noop)" if v == "floor" else (
@@ -746,8 +803,10 @@ def report(runs: list[Run], meta: dict[str, Any], args: argparse.Namespace) -> s
     if sinks:
         lines.append("")
         lines.append("Per-table seconds inside the batches (sum over batches, median over "
-                     "rounds; the first toArrow of `hand` also fills the cache):\n")
-        lines.append("| variant | table | toArrow s | delta-rs write s | txn check s |")
+                     "rounds; the first table's toArrow (`hand`) or write (`hand-spark`) also "
+                     "fills the cache; `write` is delta-rs after toArrow, or the whole "
+                     "delta-spark append):\n")
+        lines.append("| variant | table | toArrow s | write s | txn check s |")
         lines.append("|---|---|---:|---:|---:|")
         lines.extend(sinks)
     for pv in ("runner-prof", "runner-arrow"):
@@ -835,8 +894,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="extra Spark setting for every variant (the runner's via project.yml "
                          "spark.conf), e.g. spark.eventLog.enabled=true; repeatable")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--variants", default=",".join(MAIN_VARIANTS),
-                    help=f"comma list of {', '.join(MAIN_VARIANTS + DIAG_VARIANTS)}")
+    ap.add_argument("--set", choices=sorted(SETS), default="main",
+                    help="a named list of variants and its baseline: main = "
+                         f"{','.join(MAIN_VARIANTS)} (vs hand), production = "
+                         f"{','.join(PRODUCTION_VARIANTS)} (vs hand-spark)")
+    ap.add_argument("--variants", default=None,
+                    help="comma list (overrides --set's) of "
+                         f"{', '.join(dict.fromkeys(MAIN_VARIANTS + PRODUCTION_VARIANTS + DIAG_VARIANTS))}"
+                         ", or runner@REF / runner-spark@REF")
+    ap.add_argument("--baseline", default=None,
+                    help="the variant every ratio is taken against, per round (default: "
+                         "the --set's; with --variants: hand, else hand-spark, else the first)")
+    ap.add_argument("--jars", default=None, metavar="DIR",
+                    help="folder of Spark jars (delta-spark, ...) on every variant's "
+                         "spark.jars; default $RUNNER_JARS_DIR, else .jars/spark; '' for none")
     ap.add_argument("--workdir", type=Path, default=None,
                     help="keep data and outputs here (data reused when the parameters match)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per run")
@@ -852,11 +923,25 @@ def main(argv: list[str] | None = None) -> int:
         WORKERS[args.worker](json.loads(args.config.read_text()))
         return 0
 
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    set_variants, set_baseline = SETS[args.set]
+    variants = ([v.strip() for v in args.variants.split(",") if v.strip()]
+                if args.variants else list(set_variants))
     unknown = [v for v in variants
-               if v not in WORKERS and v != "runner" and not v.startswith("runner@")]
+               if v not in WORKERS and v.partition("@")[0] not in RUNNER_CLI_ENGINES]
     if unknown:
         ap.error(f"unknown variant(s) {unknown}")
+    if args.baseline is None:
+        args.baseline = (set_baseline if not args.variants else
+                         next((v for v in ("hand", "hand-spark") if v in variants), variants[0]))
+    if args.baseline not in variants:
+        ap.error(f"--baseline {args.baseline} is not among the variants {variants}")
+    args.variants = ",".join(variants)
+    if args.jars is None:
+        args.jars = os.environ.get("RUNNER_JARS_DIR", str(REPO / ".jars" / "spark"))
+    jars = sorted(p.name for p in Path(args.jars).glob("*.jar")) if args.jars.strip() else []
+    needs_delta = [v for v in variants if v == "hand-spark" or v.startswith("runner-spark")]
+    if needs_delta and not any(j.startswith("delta-spark_") for j in jars):
+        ap.error(f"{needs_delta} need the delta-spark jar: none in --jars {args.jars!r}")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="runner-stream-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     import yaml
@@ -872,8 +957,10 @@ def main(argv: list[str] | None = None) -> int:
                 "spark_conf": dict(kv.split("=", 1) for kv in args.conf),
                 "master": args.master, "schema_ddl": example["schema"],
                 "slow_ms": int(example.get("vars", {}).get("slow_request_ms", 1000)),
-                "parallelism": int(example.get("parallelism", 4))}
+                "parallelism": int(example.get("parallelism", 4)),
+                "jars_dir": str(Path(args.jars).resolve()) if args.jars.strip() else ""}
     gs["runner_snapshot_digest"] = tree_digest(Path(base_cfg["runner_src"]))
+    gs["spark_jars"] = jars
     runs: list[Run] = []
     bench_started = time.perf_counter()
     try:
@@ -896,7 +983,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     text = report(runs, meta, args)
     cols = {r.variant: r.columns for r in runs if r.columns}
-    ref_cols = cols.get("runner")
+    ref_cols = next((cols[v] for v in cols if v.partition("@")[0] in RUNNER_CLI_ENGINES), None)
     mismatched = [v for v, c in cols.items() if ref_cols and c != ref_cols]
     text += ("\n\ncolumns: every variant's tables have the runner's column names"
              if ref_cols and not mismatched else
