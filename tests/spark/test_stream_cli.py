@@ -1,5 +1,6 @@
-"""`runner stream` as a real process: graceful stop on SIGTERM, JSON progress, and a run on
-``local-cluster`` proving the work runs on executors (not only in the driver)."""
+"""`runner stream` as a real process: graceful stop on SIGTERM and JSON progress. (The run on
+``local-cluster``, executors reading Kafka and writing with delta-spark, is
+``tests/kafka/test_local_cluster.py``.)"""
 
 from __future__ import annotations
 
@@ -57,27 +58,3 @@ def test_sigterm_stops_after_the_batch_in_flight(tmp_path) -> None:
     assert summary["stopped_by_signal"] is True and summary["input_rows"] == 2000
     assert "Traceback" not in err
     assert read_table(str(root / "wh/request_logs")).num_rows == 2000
-
-
-def test_local_cluster_runs_on_executors(tmp_path) -> None:
-    events = tmp_path / "events"
-    root = _project(tmp_path, "spark:\n  master: local-cluster[2,1,1024]\n  conf:\n"
-                              "    spark.eventLog.enabled: true\n"
-                              "    spark.eventLog.compress: false\n"
-                              f"    spark.eventLog.dir: {events}\n")
-    events.mkdir()
-    write_demo_files(root / "incoming", events=4000, files=4, poison_every=1000)
-    proc = _runner(root, "--available-now")
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err + out
-    task_executors = set()
-    # Spark 4 writes a folder per app: events_<n>_* files (JSON lines) and an appstatus marker
-    for log in events.rglob("events_*"):
-        for line in log.read_text().splitlines():
-            event = json.loads(line)
-            if event.get("Event") == "SparkListenerTaskEnd":
-                task_executors.add(event["Task Info"]["Executor ID"])
-    assert task_executors and "driver" not in task_executors, task_executors
-    assert len(task_executors) == 2  # both executor JVMs did work
-    assert read_table(str(root / "wh/performance_metrics")).num_rows == 3996
-    assert read_table(str(root / "wh/_dead_letter")).num_rows == 4
