@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["chain", "first_line", "is_delta_error", "is_kafka_timeout", "is_storage_failure",
+__all__ = ["chain", "delta_error", "first_line", "is_kafka_timeout", "is_storage_failure",
            "java_causes", "root_cause", "runner_error_in"]
 
 _MAX_CHARS = 400
@@ -142,13 +142,30 @@ def _class_names(java: Any) -> Iterator[str]:
         return
 
 
-def is_delta_error(error: BaseException) -> bool:
-    """True when delta-spark itself refused or failed a write (a Delta exception class in the
-    Java cause chain: a conflict, a schema or protocol error), as opposed to a failure of the
-    query that computes the rows (a task's error, e.g. ``DIVIDE_BY_ZERO``), which belongs to
-    the model."""
-    causes = [*_origin_causes(error), *java_causes(error)]
-    return any(name.startswith(_DELTA_PACKAGES) for java in causes for name in _class_names(java))
+def delta_error(error: BaseException) -> str | None:
+    """The first line of delta-spark's own exception behind ``error`` (a Delta exception class
+    in a Java cause chain: a conflict, a schema or protocol error), else None: then the
+    failure belongs to the query that computes the rows (a task's error, e.g.
+    ``DIVIDE_BY_ZERO``), that is to the model.
+
+    Every Java error in ``error``'s chain is searched, not only the first: pyspark's own
+    conversion of a Delta error can fail (Spark's error-class table lacks Delta's classes:
+    ``[INTERNAL_ERROR] Cannot find main error class 'DELTA_...'``), raising a second Java
+    error while handling the first.
+    """
+    from py4j.protocol import Py4JError, Py4JJavaError
+
+    causes = list(_origin_causes(error))
+    for e in chain(error):
+        if isinstance(e, Py4JJavaError):
+            causes += java_causes(e)
+    for java in causes:
+        if any(name.startswith(_DELTA_PACKAGES) for name in _class_names(java)):
+            try:
+                return first_line(str(java.toString()))
+            except Py4JError:
+                return first_line(error)
+    return None
 
 
 # delta-rs has no error class for an operating-system error; its text carries Rust's io::Error.

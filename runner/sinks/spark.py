@@ -34,7 +34,7 @@ from runner.sinks.base import (
     quote_column,
 )
 from runner.sinks.rs import RsWriter
-from runner.spark_errors import is_delta_error, root_cause
+from runner.spark_errors import delta_error
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row, SparkSession
@@ -213,7 +213,8 @@ def _wrapped(spec: SinkSpec, doing: str, batch_id: int) -> Iterator[None]:
     try:
         yield
     except Exception as e:
-        if is_delta_error(e):
+        cause = delta_error(e)
+        if cause is not None:
             raise SinkError(f"model {spec.model}: {doing} batch {batch_id} ({spec.path}) "
-                            f"failed: {root_cause(e)}") from e
+                            f"failed: {cause}") from e
         raise
