@@ -58,3 +58,11 @@ def apache_kafka() -> Iterator[str]:
         yield broker.bootstrap
     finally:
         broker.stop()
+
+
+@pytest.fixture
+def bootstrap(request: pytest.FixtureRequest) -> str:
+    """The bootstrap address of the broker a test names by indirect parameter: ``apache`` or
+    ``tansu``."""
+    return str(request.getfixturevalue(
+        {"apache": "apache_kafka", "tansu": "kafka_broker"}[request.param]))

@@ -26,11 +26,18 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 LIVE = ("request_logs", "error_events", "performance_metrics", "_dead_letter")
 
 
-def test_new_models_backfilled_from_the_topic(kafka_broker: str, spark: Any,
-                                              tmp_path: Path) -> None:
-    topic = Topic.create(kafka_broker, partitions=3)
+#: (broker, reader, Delta engine): the embedded path and the production path.
+PATHS = [("tansu", "python", "rs"), ("apache", "spark", "spark")]
+
+
+@pytest.mark.parametrize(("bootstrap", "reader", "engine"), PATHS, indirect=["bootstrap"],
+                         ids=[f"{b}-{r}-{e}" for b, r, e in PATHS])
+def test_new_models_backfilled_from_the_topic(bootstrap: str, reader: str, engine: str,
+                                              spark: Any, tmp_path: Path) -> None:
+    topic = Topic.create(bootstrap, partitions=3)
     topic.send(300, poison_every=50)
-    project = _project(tmp_path / "p", topic, source_extra="  max_offsets_per_trigger: 120\n")
+    project = _project(tmp_path / "p", topic, source_extra="  max_offsets_per_trigger: 120\n",
+                       reader=reader, engine=engine)
     _, batches = _run(project)
     assert [b.input_rows for b in batches] == [120, 120, 60]
     versions = {n: DeltaTable(str(project.table_path(n))).version() for n in LIVE}
@@ -39,7 +46,8 @@ def test_new_models_backfilled_from_the_topic(kafka_broker: str, spark: Any,
     # merge. The backfill reads batches 0..2 again, with their own offsets and batch ids.
     project = _project(tmp_path / "p", topic, source_extra="  max_offsets_per_trigger: 120\n",
                        models={"models/event_offsets.sql": EVENT_OFFSETS,
-                               "models/endpoint_counts.sql": ENDPOINT_COUNTS})
+                               "models/endpoint_counts.sql": ENDPOINT_COUNTS},
+                       reader=reader, engine=engine)
     events, progress = [], []
     summary, batches = _run(project, on_event=events.append, on_backfill=progress.append)
     assert summary.batches == 0

@@ -172,13 +172,6 @@ BROKER_READERS = [("apache", "spark", "spark"), ("apache", "python", "rs"),
                   ("tansu", "python", "rs")]
 
 
-@pytest.fixture
-def bootstrap(request: pytest.FixtureRequest) -> str:
-    """The bootstrap address of the broker named by the test's ``broker`` parameter."""
-    return str(request.getfixturevalue(
-        {"apache": "apache_kafka", "tansu": "kafka_broker"}[request.param]))
-
-
 @pytest.mark.parametrize(("bootstrap", "reader", "engine"), BROKER_READERS,
                          indirect=["bootstrap"], ids=[f"{b}-{r}-{e}" for b, r, e in BROKER_READERS])
 def test_topic_to_tables_rate_limit_restart_and_crash_replay(

@@ -38,9 +38,9 @@ LIVE = ("request_logs", "error_events", "performance_metrics", DEAD)
 NEW = ("endpoint_counts", "slow_requests")
 
 
-def _project(tmp_path: Path, batches: int = 3):
+def _project(tmp_path: Path, batches: int = 3, *, engine: str = "rs"):
     """The example project after ``batches`` micro-batches (one file of 200 events each)."""
-    root = write_project(tmp_path / "proj", EXAMPLE_FILES, project_yml=YML)
+    root = write_project(tmp_path / "proj", EXAMPLE_FILES, project_yml=YML, engine=engine)
     (root / "incoming").mkdir()
     for _ in range(batches):
         _feed(root)
@@ -54,7 +54,7 @@ def _feed(root: Path) -> None:
 
 
 def _add(project, files: dict[str, str]):
-    write_project(project.root, files, project_yml=YML)
+    write_project(project.root, files, project_yml=(project.root / "project.yml").read_text())
     return load_project(project.root)
 
 
@@ -77,8 +77,8 @@ def assert_exact(project, names) -> None:
                                         f"{list((lost or extra).items())[:3]}")
 
 
-def test_new_models_are_backfilled_then_join_the_stream(tmp_path) -> None:
-    project = _project(tmp_path)
+def test_new_models_are_backfilled_then_join_the_stream(tmp_path, delta_engine) -> None:
+    project = _project(tmp_path, engine=delta_engine)
     before = _versions(project)
     project = _add(project, {"models/endpoint_counts.sql": ENDPOINT_COUNTS,
                              "models/slow_requests.sql": SLOW_REQUESTS,
@@ -177,10 +177,10 @@ POINTS = ("sink.after_commit:endpoint_counts@1", "backfill.after_commit:slow_req
           "backfill.before_live", "backfill.after_live", "backfill.start")
 
 
-def test_a_backfill_cut_short_anywhere_resumes_exactly(tmp_path, armed) -> None:
+def test_a_backfill_cut_short_anywhere_resumes_exactly(tmp_path, armed, delta_engine) -> None:
     """Each failpoint in turn stops the backfill (the first time as new models, then as
     rebuilds); the next start-up, unarmed and without --full-refresh, finishes it."""
-    project = _project(tmp_path)
+    project = _project(tmp_path, engine=delta_engine)
     project = _add(project, {"models/endpoint_counts.sql": ENDPOINT_COUNTS,
                              "models/slow_requests.sql": SLOW_REQUESTS})
     before = _versions(project)

@@ -110,6 +110,7 @@ def _assert_stopped_after_batch_0(root: Path, text: str) -> None:
     assert (root / "cp/commits/0").exists(), "batch 0 was not committed by Spark"
 
 
+@pytest.mark.slow  # (suite budget) the mid-batch case below covers the idle one's path, and more
 def test_sigint_between_batches_exits_0(tmp_path) -> None:
     root = _project(tmp_path)
     proc = subprocess.Popen(_argv(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -140,8 +141,10 @@ def test_sigint_mid_batch_finishes_the_batch(tmp_path) -> None:
     assert proc.returncode == 0, out + err
     _assert_clean(out + err)
     _assert_stopped_after_batch_0(root, out)
+    assert "Two-parameter TRIM" not in (root / "logs/spark.log").read_text()  # runner's own SQL
 
 
+@pytest.mark.slow  # (suite budget) the terminal's mid-batch case below covers the idle one's path
 def test_ctrl_c_on_a_terminal_between_batches(tmp_path) -> None:
     root = _project(tmp_path)
     term = _Terminal(_argv(root), _env())
