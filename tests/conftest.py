@@ -53,21 +53,25 @@ def _require_jars(session: SparkSession) -> None:
 ENGINES = ("rs", "spark")
 
 
+@pytest.fixture
+def delta_spark(request: pytest.FixtureRequest) -> None:
+    """Needs delta-spark's jars (``scripts/setup.sh`` fetches them): skipped with the reason
+    without them, a failure under ``RUNNER_REQUIRE_JARS=1`` (CI: the ``spark`` fixture)."""
+    from runner.sinks import delta_spark_available
+
+    session = request.getfixturevalue("spark")
+    if not delta_spark_available(session):
+        from runner.runtime.session import missing_jars_note
+
+        pytest.skip(f"delta-spark did not load: {missing_jars_note()}")
+
+
 @pytest.fixture(params=ENGINES)
 def delta_engine(request: pytest.FixtureRequest) -> str:
-    """The ``delta.engine`` a test's project uses: each test that takes it runs once per engine.
-
-    The ``spark`` run needs delta-spark's jars (``scripts/setup.sh`` fetches them): without
-    them it is skipped with the reason, and it fails under ``RUNNER_REQUIRE_JARS=1`` (CI).
-    """
+    """The ``delta.engine`` a test's project uses: each test that takes it runs once per engine
+    (the ``spark`` run needs delta-spark: :func:`delta_spark`)."""
     if request.param == "spark":
-        from runner.sinks import delta_spark_available
-
-        session = request.getfixturevalue("spark")
-        if not delta_spark_available(session):
-            from runner.runtime.session import missing_jars_note
-
-            pytest.skip(f"delta-spark did not load: {missing_jars_note()}")
+        request.getfixturevalue("delta_spark")
     return str(request.param)
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "DeltaWriter",
     "app_id",
     "app_id_of_commit",
+    "batch_id_of_commit",
     "commit_tags",
     "duplicate_key_error",
     "merge_predicate",
@@ -202,20 +203,34 @@ def commit_tags(app_id: str, batch_id: int) -> dict[str, str]:
     }
 
 
-def app_id_of_commit(commit: Mapping[str, Any]) -> str | None:
-    """The runner app id a commit info was tagged with, by either engine; None if untagged."""
-    app_id = commit.get(APP_ID_KEY)
-    if isinstance(app_id, str) and app_id:
-        return app_id
+def _user_metadata(commit: Mapping[str, Any]) -> dict[str, Any]:
+    """The runner's tags as delta-spark keeps them: JSON in ``userMetadata`` ({} if none)."""
     meta = commit.get("userMetadata")
     if isinstance(meta, str) and meta.startswith("{"):
         try:
             parsed = json.loads(meta)
         except ValueError:
-            return None
-        app_id = parsed.get(APP_ID_KEY) if isinstance(parsed, dict) else None
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+    return {}
+
+
+def app_id_of_commit(commit: Mapping[str, Any]) -> str | None:
+    """The runner app id a commit info was tagged with, by either engine; None if untagged."""
+    for app_id in (commit.get(APP_ID_KEY), _user_metadata(commit).get(APP_ID_KEY)):
         if isinstance(app_id, str) and app_id:
             return app_id
+    return None
+
+
+def batch_id_of_commit(commit: Mapping[str, Any]) -> int | None:
+    """The batch id a commit info was tagged with, by either engine (delta-rs keeps it as a
+    top-level string, delta-spark as a number in ``userMetadata``); None if untagged."""
+    for value in (commit.get(BATCH_ID_KEY), _user_metadata(commit).get(BATCH_ID_KEY)):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.isdigit():
+            return int(value)
     return None
 
 

@@ -12,7 +12,6 @@ neither a JVM nor the delta-spark jars.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,10 +23,10 @@ from deltalake.exceptions import DeltaError
 from runner.errors import SinkError
 from runner.failpoints import hit
 from runner.sinks.base import (
-    BATCH_ID_KEY,
     DeltaWriter,
     SinkSpec,
     app_id_of_commit,
+    batch_id_of_commit,
     commit_tags,
     duplicate_key_error,
     merge_predicate,
@@ -168,23 +167,14 @@ class SparkWriter(DeltaWriter):
         return [r.asDict() for r in rows]
 
     def _history_version(self, spec: SinkSpec) -> int | None:
-        batches = [_batch_of(c) for c in self._history(spec)
+        batches = [batch_id_of_commit(c) for c in self._history(spec)
                    if app_id_of_commit(c) == spec.app_id]
         return max((b for b in batches if b is not None), default=None)
 
 
 def _is_batch_commit(row: Row, app_id: str, batch_id: int) -> bool:
     commit = {"userMetadata": row["userMetadata"]}
-    return app_id_of_commit(commit) == app_id and _batch_of(commit) == batch_id
-
-
-def _batch_of(commit: dict[str, Any]) -> int | None:
-    meta = commit.get("userMetadata")
-    try:
-        value = json.loads(meta).get(BATCH_ID_KEY) if meta else None
-    except (ValueError, AttributeError):
-        return None
-    return value if isinstance(value, int) else None
+    return app_id_of_commit(commit) == app_id and batch_id_of_commit(commit) == batch_id
 
 
 def _check_unique(spec: SinkSpec, data: DataFrame, batch_id: int) -> None:

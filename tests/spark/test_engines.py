@@ -25,7 +25,8 @@ from runner.sinks.base import APP_ID_KEY, BATCH_ID_KEY, app_id
 from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, write_project
 from tests.support.reference import DEAD, actual_tables, expected_tables
 
-pytestmark = pytest.mark.spark
+# Skipped without delta-spark; under RUNNER_REQUIRE_JARS=1 (CI) that is a failure instead.
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("delta_spark")]
 
 #: A second accumulating merge, so two merges run in one batch on two sink threads.
 COUNTRY_COUNTS = """
@@ -38,17 +39,6 @@ GROUP BY coalesce(user.country, '?')
 MODELS = {**EXAMPLE_FILES, "models/endpoint_counts.sql": ENDPOINT_COUNTS,
           "models/country_counts.sql": COUNTRY_COUNTS}
 TABLES = ("request_logs", "error_events", "performance_metrics", "endpoint_counts", DEAD)
-
-
-@pytest.fixture(autouse=True)
-def _needs_delta_spark(spark) -> None:
-    """Skip without delta-spark (under RUNNER_REQUIRE_JARS=1 the ``spark`` fixture fails first)."""
-    from runner.sinks import delta_spark_available
-
-    if not delta_spark_available(spark):
-        from runner.runtime.session import missing_jars_note
-
-        pytest.skip(f"delta-spark did not load: {missing_jars_note()}")
 
 
 def project_models(project) -> list[str]:
