@@ -156,7 +156,7 @@ def end_state(root: Path) -> dict[str, Any]:
     from runner.ops.snapshot import snapshot_of
     from runner.ops.status import collect_status
     from runner.project.loader import load_project
-    from runner.sinks.upkeep import log_size
+    from runner.sinks.maintenance import log_size
 
     project = load_project(root)
     started = time.perf_counter()

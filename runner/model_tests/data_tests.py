@@ -38,16 +38,13 @@ class _Tables:
 
     def get(self, model: str) -> pa.Table:
         if model not in self._cache:
-            from deltalake.exceptions import TableNotFoundError
-
-            from runner.sinks.tables import read_table
+            from runner.sinks.tables import is_table, read_table
 
             path = self.project.table_path(model)
-            try:
-                self._cache[model] = read_table(str(path))
-            except TableNotFoundError as e:
+            if not is_table(path):
                 raise _Broken(f"no table for model {model} at {path} (nothing written yet: "
-                              "run `runner stream` first)") from e
+                              "run `runner stream` first)")
+            self._cache[model] = read_table(str(path))
         return self._cache[model]
 
 

@@ -193,7 +193,9 @@ def _run_case(project: Project, plan: Plan, spec: ModelSpec, case: UnitTest,
 
 
 def _read(read_table: Callable[[str], Any], path: Path) -> Any:
-    return read_table(str(path)) if (path / "_delta_log").is_dir() else None
+    from runner.sinks.tables import is_table
+
+    return read_table(str(path)) if is_table(path) else None
 
 
 def _expected_columns(case: UnitTest, schema: StructType, spec: ModelSpec) -> list[str]:

@@ -1,27 +1,26 @@
 """The source's backlog, from the checkpoint and the source alone (no Spark).
 
 - Files: the files in ``source.path`` that Spark's file source log
-  (``<checkpoint>/sources/0/``: one file per batch, ``v1`` then one JSON line per file read,
-  folded into ``<N>.compact`` every 10 batches) does not list yet. Names Spark skips (starting
+  (:func:`runner.checkpoint.spark_logs.file_log`) does not list yet. Names Spark skips (starting
   with ``.`` or ``_``) are not counted.
 - Kafka: per partition, the broker's latest offset minus the next offset to read after the
-  last committed batch (``<checkpoint>/offsets/<N>``: ``v1``, the batch's metadata, then the
-  source's ``{"topic": {"partition": next offset}}``), looked up with a short timeout; an
-  unreachable broker is reported, not raised.
+  last committed batch (:func:`runner.checkpoint.spark_logs.committed_source_offset`), looked
+  up with a short timeout; an unreachable broker is reported, not raised.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from runner.checkpoint.spark_logs import committed_source_offset, file_log
+from runner.errors import SourceError
 from runner.project.loader import Project
 
-__all__ = ["Backlog", "committed_batch", "files_backlog", "kafka_backlog", "latest_batch_file"]
+__all__ = ["Backlog", "files_backlog", "kafka_backlog"]
 
 
 @dataclass(frozen=True)
@@ -35,62 +34,9 @@ class Backlog:
         return {"kind": self.kind, "pending": self.pending, "error": self.error, **self.detail}
 
 
-def _numbered(folder: Path, suffix: str = "") -> list[int]:
-    try:
-        names = os.listdir(folder)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    out = []
-    for n in names:
-        if suffix and n.endswith(suffix):
-            n = n[:-len(suffix)]
-        elif suffix:
-            continue
-        if n.isdigit():
-            out.append(int(n))
-    return sorted(out)
-
-
-def committed_batch(checkpoint: Path) -> int | None:
-    """The newest batch Spark recorded as committed (``<checkpoint>/commits/<N>``)."""
-    ids = _numbered(checkpoint / "commits")
-    return ids[-1] if ids else None
-
-
-def latest_batch_file(checkpoint: Path) -> int | None:
-    """The newest batch Spark planned (``<checkpoint>/offsets/<N>``): committed or in flight."""
-    ids = _numbered(checkpoint / "offsets")
-    return ids[-1] if ids else None
-
-
-def _read_log_paths(path: Path) -> set[str]:
-    out = set()
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            if i == 0 or not line.strip():
-                continue  # the version line ("v1")
-            try:
-                out.add(json.loads(line)["path"])
-            except (ValueError, KeyError, TypeError):
-                continue
-    return out
-
-
 def _seen_files(checkpoint: Path) -> set[str]:
-    """Every file URI in the file source log (the newest compaction plus what follows it)."""
-    log = checkpoint / "sources" / "0"
-    compacts = _numbered(log, ".compact")
-    base = compacts[-1] if compacts else -1
-    seen: set[str] = set()
-    if compacts:
-        seen |= _read_log_paths(log / f"{base}.compact")
-    for n in _numbered(log):
-        if n > base:
-            try:
-                seen |= _read_log_paths(log / str(n))
-            except FileNotFoundError:
-                continue
-    return {_local(p) for p in seen}
+    """Every file the file source has read, as local paths (other URIs as they are)."""
+    return {_local(p) for files in file_log(checkpoint).values() for p in files}
 
 
 def _local(uri: str) -> str:
@@ -105,7 +51,10 @@ def files_backlog(project: Project) -> Backlog:
     except OSError as e:
         return Backlog("files", None, {"path": str(source)}, f"cannot list {source}: "
                                                             f"{e.strerror or e}")
-    seen = _seen_files(project.checkpoint)
+    try:
+        seen = _seen_files(project.checkpoint)
+    except SourceError as e:
+        return Backlog("files", None, {"path": str(source)}, str(e))
     pending = sorted(n for n in names
                      if os.path.normpath(str(source / n)) not in seen and (source / n).is_file())
     return Backlog("files", len(pending), {"path": str(source), "files_read": len(seen),
@@ -114,14 +63,10 @@ def files_backlog(project: Project) -> Backlog:
 
 def _committed_offsets(checkpoint: Path) -> dict[str, dict[str, int]] | None:
     """The source offsets after the last committed batch (None: nothing committed yet)."""
-    batch = committed_batch(checkpoint)
-    if batch is None:
-        return None
+    offsets = committed_source_offset(checkpoint)
     try:
-        lines = (checkpoint / "offsets" / str(batch)).read_text(encoding="utf-8").splitlines()
-        return {t: {str(p): int(o) for p, o in parts.items()}
-                for t, parts in json.loads(lines[2]).items()}
-    except (OSError, ValueError, IndexError, AttributeError):
+        return {t: {str(p): int(o) for p, o in parts.items()} for t, parts in offsets.items()}
+    except (AttributeError, TypeError, ValueError):
         return None
 
 

@@ -1,7 +1,7 @@
 """``runner maintain``: keep a long-running pipeline's tables healthy, while it runs.
 
 Streaming leaves a small file per table per batch and a commit per batch in every table's log.
-Maintenance, per table (:func:`runner.sinks.upkeep.upkeep_table`): compact small files, vacuum
+Maintenance, per table (:mod:`runner.sinks.maintenance`): compact small files, vacuum
 what no kept snapshot needs, write a log checkpoint, expire old log files, and remove the empty
 staging folders of committed batches. Before that, ledger entries older than the
 ``maintenance.keep_batches`` newest are dropped: those batches are no longer offered by
@@ -26,109 +26,16 @@ Nothing here starts Spark.
 
 from __future__ import annotations
 
-import fcntl
-import os
-import socket
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import IO
 
-from runner.errors import ExecutionError
+from runner.checkpoint.lock import MAINTENANCE, CheckpointLock
+from runner.checkpoint.query import read_query_id
+from runner.errors import CheckpointBusyError, ExecutionError
 from runner.project.loader import Project
-from runner.runtime.checkpoint import CheckpointLock, read_query_id
 from runner.sinks.base import app_id
-from runner.sinks.ledger import Ledger, LedgerEntry
-from runner.sinks.upkeep import TableUpkeep, upkeep_table
+from runner.sinks.maintenance import MaintenanceReport, Target, maintain_tables
 
-__all__ = ["MaintenanceLock", "MaintenanceReport", "Target", "maintain", "maintain_tables",
-           "report_lines"]
-
-_MERGE_WHILE_STREAMING = ("merge table while a stream runs: compacted between batches by the "
-                          "stream's own maintenance, or by runner maintain when none runs")
-
-
-@dataclass(frozen=True)
-class Target:
-    """A table to maintain: its name, path, app id (None: unknown) and whether it is merged."""
-
-    name: str
-    path: str
-    app_id: str | None
-    merge: bool | None  # None: unknown (its model did not compile): treated as a merge
-
-
-@dataclass(frozen=True)
-class MaintenanceReport:
-    tables: tuple[TableUpkeep, ...]
-    stream_running: bool
-    ledger_pruned: int
-    oldest_batch: int | None  # the oldest batch `runner snapshot --batch` still serves
-    latest_batch: int | None
-    seconds: float
-
-    def to_dict(self) -> dict[str, object]:
-        return {"stream_running": self.stream_running, "ledger_pruned": self.ledger_pruned,
-                "oldest_batch": self.oldest_batch, "latest_batch": self.latest_batch,
-                "seconds": round(self.seconds, 3),
-                "tables": {t.name: {k: v for k, v in vars(t).items() if k != "name"}
-                           for t in self.tables}}
-
-
-class MaintenanceLock:
-    """``<checkpoint>/maintain.lock``: one maintenance at a time (flock, freed on death)."""
-
-    FILE = "maintain.lock"
-
-    def __init__(self, checkpoint: Path) -> None:
-        self.path = Path(checkpoint) / self.FILE
-        self._handle: IO[str] | None = None
-
-    def acquire(self, *, wait: float = 0.0) -> bool:
-        """Take the lock, waiting up to ``wait`` seconds; False when still held by another.
-
-        Raises:
-            ExecutionError: the checkpoint directory cannot be created or written.
-        """
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(self.path, "a+")
-        except OSError as e:
-            raise ExecutionError(f"cannot use checkpoint directory {self.path.parent}: "
-                                 f"{e.strerror or type(e).__name__}",
-                                 hint="point `checkpoint:` in project.yml at a directory "
-                                      "this user can write") from e
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    handle.close()
-                    return False
-                time.sleep(0.2)
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()} since "
-                     f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
-        handle.flush()
-        self._handle = handle
-        return True
-
-    def holder(self) -> str:
-        try:
-            return self.path.read_text().strip() or "another process"
-        except OSError:
-            return "another process"
-
-    def release(self) -> None:
-        if self._handle is not None:
-            fcntl.flock(self._handle, fcntl.LOCK_UN)
-            self._handle.close()
-            self._handle = None
-
+__all__ = ["maintain", "report_lines"]
 
 def maintain(project: Project, *, select: Sequence[str] = (),
              wait: float = 120.0) -> MaintenanceReport:
@@ -158,11 +65,14 @@ def maintain(project: Project, *, select: Sequence[str] = (),
     targets += [target(name, None) for name in sorted(failed) if name in chosen]
     if not select:
         targets.append(target(project.config.dead_letter, False))
-    lock = MaintenanceLock(project.checkpoint)
-    if not lock.acquire(wait=wait):
+    lock = CheckpointLock(project.checkpoint, MAINTENANCE)
+    try:
+        lock.acquire(wait=wait)
+    except CheckpointBusyError:
         raise ExecutionError(f"another maintenance of checkpoint {project.checkpoint} is "
                              f"running ({lock.holder()})",
-                             hint="wait for it to finish, then run runner maintain again")
+                             hint="wait for it to finish, then run runner maintain again"
+                             ) from None
     stream_lock = CheckpointLock(project.checkpoint)
     try:
         try:
@@ -174,42 +84,6 @@ def maintain(project: Project, *, select: Sequence[str] = (),
     finally:
         stream_lock.release()
         lock.release()
-
-
-def maintain_tables(project: Project, targets: Sequence[Target], *, stream_running: bool,
-                    in_stream: bool) -> MaintenanceReport:
-    """The maintenance itself, the caller holding :class:`MaintenanceLock` (and, when no
-    stream runs and this is not the stream, the checkpoint lock)."""
-    started = time.perf_counter()
-    ledger = Ledger(project.checkpoint)
-    ids = ledger.batch_ids()
-    pruned = 0
-    kept: list[LedgerEntry] = []
-    if ids:
-        first_kept = ids[-1] - project.config.maintenance.keep_batches + 1
-        pruned = ledger.prune(below=first_kept)  # before vacuum: never serve a vacuumed cut
-        kept = [e for e in (ledger.get(i) for i in ids if i >= first_kept) if e is not None]
-    oldest, latest = (kept[0], kept[-1]) if kept else (None, None)
-    results = []
-    for t in targets:
-        if not (Path(t.path) / "_delta_log").is_dir():
-            continue
-        compact: bool | str = True
-        if stream_running and not in_stream and t.merge is not False:
-            compact = _MERGE_WHILE_STREAMING
-        named = [v for v in (e.tables.get(t.name) for e in kept) if v is not None]
-        newest = latest.tables.get(t.name) if latest is not None else None
-        results.append(upkeep_table(
-            t.name, t.path, compact=compact, ledger=latest is not None, keep_versions=named,
-            # versions after the newest entry's: a batch in flight may name them next (a table
-            # it creates is in no entry yet: all of its versions)
-            keep_newer_than=(newest if newest is not None else 0) if latest else None,
-            keep_from_version=named[0] if named else None, app_id=t.app_id))
-    return MaintenanceReport(tables=tuple(results), stream_running=stream_running,
-                             ledger_pruned=pruned,
-                             oldest_batch=oldest.batch_id if oldest else None,
-                             latest_batch=latest.batch_id if latest else None,
-                             seconds=time.perf_counter() - started)
 
 
 def report_lines(report: MaintenanceReport) -> list[str]:

@@ -2,7 +2,7 @@
 
 ``snapshot(project_dir)`` names, for the latest batch complete in every table (or batch
 ``N``), each table's path and the Delta version that holds exactly the batches up to it (from
-the batch ledger, :mod:`runner.sinks.ledger`). Reading every table at its version is a
+the batch ledger, :mod:`runner.checkpoint.ledger`). Reading every table at its version is a
 consistent cut: no table shows a batch that another does not. Any Delta reader can time
 travel by version (docs/SNAPSHOTS.md has recipes for delta-rs, Polars, DuckDB and Spark)::
 
@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.errors import ConfigError, ExecutionError
 from runner.project.loader import Project, load_project
-from runner.sinks.ledger import Ledger, LedgerEntry
 
 if TYPE_CHECKING:
-    from deltalake import DeltaTable
+    from runner.sinks.inspect import DeltaTable
 
 __all__ = ["Snapshot", "TableVersion", "snapshot", "snapshot_of"]
 
@@ -54,10 +54,10 @@ class Snapshot:
 
     def delta_table(self, table: str) -> DeltaTable | None:
         """The table opened at its snapshot version with delta-rs (None: no table yet)."""
-        from deltalake import DeltaTable
+        from runner.sinks.inspect import open_table
 
         t = self._table(table)
-        return None if t.version is None else DeltaTable(t.path, version=t.version)
+        return None if t.version is None else open_table(t.path, t.version)
 
     def to_dict(self) -> dict[str, Any]:
         """``{"batch_id": N, "tables": {name: {"path": ..., "version": V}}}``."""

@@ -11,7 +11,7 @@ does not grow with the number of batches), the rest are small files. Reported:
 - dead letters of the last batches (count per batch and the latest reasons), read from the
   files whose statistics say they hold those batches;
 - the process holding the checkpoint now (pid, host, since), and a maintenance in progress;
-- how the last run ended, with its error if it failed (:mod:`runner.ops.runs`).
+- how the last run ended, with its error if it failed (:mod:`runner.checkpoint.runs`).
 """
 
 from __future__ import annotations
@@ -19,21 +19,18 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from runner.ops.backlog import (
-    Backlog,
-    committed_batch,
-    files_backlog,
-    kafka_backlog,
-    latest_batch_file,
-)
-from runner.ops.runs import lock_holder, read_last_run
+from runner.checkpoint.ledger import Ledger, LedgerEntry
+from runner.checkpoint.lock import MAINTENANCE, lock_holder
+from runner.checkpoint.query import read_query_id
+from runner.checkpoint.runs import read_last_run
+from runner.checkpoint.spark_logs import last_committed, last_planned
+from runner.ops.backlog import Backlog, files_backlog, kafka_backlog
 from runner.project.loader import Project
-from runner.runtime.checkpoint import read_query_id
 from runner.sinks.base import app_id
-from runner.sinks.ledger import Ledger, LedgerEntry
+from runner.sinks.inspect import dead_letter_rows, table_state
+from runner.sinks.tables import is_table
 
 __all__ = ["PipelineStatus", "TableStatus", "collect_status", "status_lines"]
 
@@ -94,8 +91,8 @@ def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
         names += [n for n in latest.tables if n not in names]
     tables = tuple(_table(project, n, query_id, latest) for n in names)
     tables = tuple(t for t in tables if t.exists or t.name in (latest.tables if latest else ()))
-    committed = committed_batch(checkpoint)
-    planned = latest_batch_file(checkpoint)
+    committed = last_committed(checkpoint)
+    planned = last_planned(checkpoint)
     in_flight = planned if planned is not None and (committed is None or planned > committed) \
         else None
     backlog = (files_backlog(project) if project.config.source.type == "files"
@@ -104,7 +101,7 @@ def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
                  default=None)
     dead = _dead_letters(project, last=batches, newest=newest)
     holder = lock_holder(checkpoint)
-    maint = lock_holder(checkpoint, "maintain.lock")
+    maint = lock_holder(checkpoint, MAINTENANCE)
     return PipelineStatus(
         pipeline=project.config.name, checkpoint=str(checkpoint), tables=tables,
         snapshot_batch=latest.batch_id if latest else None,
@@ -118,50 +115,29 @@ def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
 
 def _table(project: Project, name: str, query_id: str | None,
            latest: LedgerEntry | None) -> TableStatus:
-    from deltalake import DeltaTable
-    from deltalake.exceptions import DeltaError, TableNotFoundError
-
-    from runner.sinks.upkeep import log_size, table_files
-
     path = str(project.table_path(name))
     snap = latest.tables.get(name) if latest is not None else None
-    if not (Path(path) / "_delta_log").is_dir():
+    state = table_state(path, app_id(project.config.name, name, query_id) if query_id else None)
+    if not state.exists:
         return TableStatus(name, path, False, snapshot_version=snap)
-    log_files, log_bytes = log_size(path)
-    try:
-        table = DeltaTable(path)
-        files, size = table_files(table)
-        last = (table.transaction_version(app_id(project.config.name, name, query_id))
-                if query_id else None)
-        return TableStatus(name, path, True, last, table.version(), snap, files, size,
-                           log_files, log_bytes)
-    except (DeltaError, TableNotFoundError, OSError) as e:
-        return TableStatus(name, path, True, snapshot_version=snap, log_files=log_files,
-                           log_bytes=log_bytes, error=str(e).splitlines()[0][:300])
+    return TableStatus(name, path, True, state.last_batch, state.version, snap, state.files,
+                       state.size, state.log_files, state.log_bytes, error=state.error)
 
 
 def _dead_letters(project: Project, *, last: int, newest: int | None) -> dict[str, Any]:
-    """Dead letters per batch of the ``last`` batches up to ``newest``, and the latest reasons.
-
-    One SQL query through delta-rs (DataFusion), which reads only the files whose
-    ``_batch_id`` statistics reach into those batches (no pyarrow import).
-    """
-    from deltalake import DeltaTable, QueryBuilder
-    from deltalake.exceptions import DeltaError
-
+    """Dead letters per batch of the ``last`` batches up to ``newest``, and the latest reasons
+    (read from the files whose statistics say they hold those batches)."""
     path = project.table_path(project.config.dead_letter)
     out: dict[str, Any] = {"batches": [], "per_batch": {}, "total": 0, "latest_reasons": []}
-    if newest is None or not (path / "_delta_log").is_dir():
+    if newest is None or not is_table(path):
         return out
     first = max(0, newest - last + 1)
     out["batches"] = [first, newest]
-    try:
-        rows = QueryBuilder().register("dead", DeltaTable(str(path))).execute(
-            f"SELECT _batch_id, reason FROM dead WHERE _batch_id >= {int(first)}").read_all()
-        batch_ids, reasons = rows["_batch_id"].to_pylist(), rows["reason"].to_pylist()
-    except (DeltaError, OSError, KeyError, ValueError) as e:
-        out["error"] = str(e).splitlines()[0][:300]
+    rows = dead_letter_rows(path, from_batch=first)
+    if isinstance(rows, str):
+        out["error"] = rows
         return out
+    batch_ids, reasons = rows
     counts = Counter(b for b in batch_ids if b is not None)
     out["per_batch"] = {str(b): counts[b] for b in sorted(counts)}
     out["total"] = sum(counts.values())

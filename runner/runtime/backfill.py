@@ -4,7 +4,7 @@ At start-up, before the query starts (:func:`prepare_handover`, then the schema 
 :func:`finish_handover`, called by ``runner stream``):
 
 1. :func:`decide` compares the models of this run with the checkpoint's registry
-   (:mod:`runner.runtime.registry`): a model the checkpoint has never written is *new*, one
+   (:mod:`runner.checkpoint.registry`): a model the checkpoint has never written is *new*, one
    that sat out some runs (``enabled=false``, not selected) is *back* and missed batches
    ``left_at`` .. last committed; ``--full-refresh --select`` asks for a *rebuild*; a model
    whose SQL file is gone is *retired* (its table is left in place, and the start-up says so).
@@ -40,15 +40,17 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from runner.checkpoint.registry import Entry, load_registry, save_registry
+from runner.checkpoint.spark_logs import last_committed
 from runner.compile.graph import ancestors
 from runner.errors import ExecutionError
 from runner.failpoints import hit
 from runner.project.loader import Project
 from runner.runtime.batch import BatchPlan, prepare, run_batch
-from runner.runtime.registry import Entry, load_registry, save_registry
 from runner.sinks import SinkSpec
 from runner.sinks.base import app_id
-from runner.sources.history import PastBatch, file_batches, kafka_batches, last_committed
+from runner.sinks.tables import is_table
+from runner.sources.history import PastBatch, file_batches, kafka_batches
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -202,7 +204,7 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         no_backfill={s.name for s in bp.plan.steps if not s.config.backfill},
         rebuild=rebuild, known=known, version=lambda m: bp.writer.committed_version(spec(m)),
         table=lambda m: str(project.table_path(m)),
-        exists=lambda m: (project.table_path(m) / "_delta_log").is_dir())
+        exists=lambda m: is_table(project.table_path(m)))
     for message in handover.messages:
         on_event(message)
     save_registry(checkpoint, handover.entries)

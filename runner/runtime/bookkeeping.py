@@ -1,6 +1,6 @@
 """What the stream does after each batch's sinks and before Spark's commit-log entry: record
-the batch in the ledger (:mod:`runner.sinks.ledger`), then, when ``maintenance:`` in
-project.yml says it is due, maintain the tables (:mod:`runner.ops.maintain`).
+the batch in the ledger (:mod:`runner.checkpoint.ledger`), then, when ``maintenance:`` in
+project.yml says it is due, maintain the tables (:mod:`runner.sinks.maintenance`).
 
 Both run inside ``foreachBatch``, between batches: no batch of this stream commits meanwhile,
 which is what lets the stream's own maintenance compact merge tables. A maintenance that fails
@@ -15,12 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deltalake.exceptions import DeltaError
-
-from runner.errors import RunnerError
+from runner.checkpoint.ledger import Ledger, LedgerEntry, utc_now
+from runner.checkpoint.lock import MAINTENANCE, CheckpointLock
+from runner.errors import CheckpointBusyError, RunnerError
 from runner.failpoints import hit
-from runner.ops.maintain import MaintenanceLock, Target, maintain_tables
-from runner.sinks.ledger import Ledger, LedgerEntry, utc_now, versions_of
+from runner.sinks.maintenance import MaintenanceFailure, Target, maintain_tables
+from runner.sinks.tables import versions_of
 
 if TYPE_CHECKING:
     from runner.project.loader import Project
@@ -91,14 +91,16 @@ class Bookkeeper:
 
     def maintain(self) -> None:
         """Maintain every table now, unless ``runner maintain`` is at it (then next turn)."""
-        lock = MaintenanceLock(self.project.checkpoint)
-        if not lock.acquire():
+        lock = CheckpointLock(self.project.checkpoint, MAINTENANCE)
+        try:
+            lock.acquire()
+        except CheckpointBusyError:
             self.on_event(f"maintenance skipped: another one is running ({lock.holder()})")
             return
         try:
             report = maintain_tables(self.project, self.targets, stream_running=True,
                                      in_stream=True)
-        except (RunnerError, DeltaError, OSError) as e:
+        except (RunnerError, MaintenanceFailure, OSError) as e:
             self.on_event(f"maintenance failed (tried again at its next turn): {e}")
             return
         finally:

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from runner.sinks.conf import DELTA_JAR_PREFIX, DELTA_SESSION_CONF, local_delta_conf
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -48,10 +50,6 @@ START_SECONDS_KEY = "spark.runner.startSeconds"
 JARS_DIR_ENV = "RUNNER_JARS_DIR"
 """Environment variable naming the folder of Spark jars; set but empty: add none."""
 
-_DELTA_CONF = {
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-}
 # A Maven jar file name: <artifactId>-<version>.jar, the version starting with a digit.
 _JAR_NAME = re.compile(r"(?P<artifact>.+?)-\d[^/]*\.jar")
 
@@ -175,8 +173,8 @@ def _jar_settings(jars: list[str], user: Mapping[str, str]) -> dict[str, str]:
     if not jars:
         return {}
     settings: dict[str, str] = {}
-    if any(Path(j).name.startswith("delta-spark_") for j in jars):
-        settings.update(_DELTA_CONF)
+    if any(Path(j).name.startswith(DELTA_JAR_PREFIX) for j in jars):
+        settings.update(DELTA_SESSION_CONF)
     own = [j for j in user.get("spark.jars", "").split(",") if j.strip()]
     settings["spark.jars"] = ",".join([*own, *jars])
     return settings
@@ -249,7 +247,7 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},  # 
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.driver.host": "127.0.0.1",
             "spark.sql.shuffle.partitions": str(2 * (cores or 1)),
-            "spark.databricks.delta.snapshotPartitions": str(2 * (cores or 1)),
+            **local_delta_conf(cores or 1),
         })
     user_conf = {k: str(v) for k, v in conf.items()}
     jar_settings = _jar_settings(spark_jars(), user_conf)

@@ -26,24 +26,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pyspark.errors import StreamingQueryException
 
+from runner.checkpoint.lock import CheckpointLock
+from runner.checkpoint.query import new_query_id, read_query_id, reset_checkpoint, write_query_id
+from runner.checkpoint.runs import RunRecord
 from runner.compile.plan import Plan
 from runner.errors import ConfigError, ExecutionError, RunnerError, SourceError
-from runner.ops.runs import RunRecord
 from runner.project.loader import Project
 from runner.project.schema import source_metadata_columns
 from runner.runtime.backfill import BackfillProgress, finish_handover, prepare_handover
 from runner.runtime.batch import BatchPlan, BatchResult, prepare, run_batch
 from runner.runtime.bookkeeping import Bookkeeper
-from runner.runtime.checkpoint import (
-    CheckpointLock,
-    new_query_id,
-    read_query_id,
-    reset_checkpoint,
-    write_query_id,
-)
 from runner.runtime.evolution import check_schema_changes, model_output_schemas
 from runner.runtime.session import session_info
 from runner.sinks import DeltaWriter, SinkSpec, make_writer, sink_specs
+from runner.sinks.conf import DELTA_SESSION_CONF
+from runner.sinks.tables import is_table
 from runner.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
 
 if TYPE_CHECKING:
@@ -107,12 +104,6 @@ def _source_stream(spark: SparkSession, project: Project) -> DataFrame:
 #: project.yml's ``source.reader`` -> :func:`read_kafka_stream`'s ``implementation``.
 _READER_IMPLEMENTATION: dict[str, Literal["auto", "builtin", "python"]] = {
     "auto": "auto", "spark": "builtin", "python": "python"}
-
-_DELTA_SPARK_CONF = {
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-}
-
 
 class _Stopper:
     """SIGINT/SIGTERM set a flag; the main loop stops the query between batches.
@@ -187,7 +178,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         conf = project.config.spark
         spark_conf = dict(conf.conf)
         if project.config.delta.engine == "spark":  # delta-spark's MERGE needs these at start
-            spark_conf = {**_DELTA_SPARK_CONF, **spark_conf}
+            spark_conf = {**DELTA_SESSION_CONF, **spark_conf}
         spark = build_session(master=conf.master, conf=spark_conf,
                               app_name=f"runner:{project.config.name}",
                               log_dir=str(project.root / "logs"))
@@ -215,8 +206,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
                        parse_only_used_fields=project.config.parse_only_used_fields)
         handover = prepare_handover(project, bp, query_id=query_id, rebuild=rebuild,
                                     on_event=on_event)
-        tables_exist = any((project.table_path(s.name) / "_delta_log").is_dir()
-                           for s in plan.steps)
+        tables_exist = any(is_table(project.table_path(s.name)) for s in plan.steps)
         if not full_refresh and tables_exist:  # nothing to compare on a first run
             outputs = model_output_schemas(spark, plan, project.parsed_events_columns)
             check_schema_changes([s for s in plan.steps if s.name not in handover.to_drop],

@@ -35,7 +35,7 @@ __all__ = [
 
 Engine = Literal["auto", "spark", "rs"]
 
-# Imported on first use: the ledger (runner.sinks.ledger) and `runner snapshot` need neither
+# Imported on first use: the version probes (runner.sinks.tables) and `runner snapshot` need neither
 # deltalake nor pyarrow, whose import is most of a short command's start-up.
 _HOME = {"DeltaWriter": "runner.sinks.base", "SinkSpec": "runner.sinks.base",
          "WriteResult": "runner.sinks.base", "app_id": "runner.sinks.base",

@@ -1,13 +1,26 @@
-"""Read back what landed, with delta-rs (no Spark): row counts, versions, sample rows."""
+"""What a Delta table holds, read without Spark: whether it exists, its version (from the log's
+file names alone), its rows (with delta-rs), row counts and sample rows.
+
+A Delta commit ``N`` is the file ``_delta_log/<N>.json`` (20 digits), created atomically, so the
+current version is the last of an unbroken run of commit files after a known one (a version
+seen before, or the log checkpoint named by ``_last_checkpoint``).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from runner.project.loader import Project
 
-__all__ = ["TableInfo", "describe_tables", "read_table"]
+__all__ = ["TableInfo", "current_version", "describe_tables", "is_table", "read_table",
+           "versions_of"]
+
+_DIGITS = 20  # the width of Delta's commit file names
 
 
 @dataclass(frozen=True)
@@ -21,8 +34,14 @@ class TableInfo:
     sample: tuple[dict[str, Any], ...] = ()
 
 
+def is_table(path: str | Path) -> bool:
+    """Whether ``path`` holds a Delta table (its ``_delta_log`` folder exists)."""
+    return (Path(path) / "_delta_log").is_dir()
+
+
 def read_table(path: str) -> Any:
-    """A Delta table as a pyarrow Table (through the dataset: see DESIGN 'Facts' on exit 134)."""
+    """A Delta table as a pyarrow Table, read through the dataset: ``to_pyarrow_table()`` made
+    the interpreter abort at exit (exit 134) in most runs with deltalake 1.6.6 and pyarrow 26."""
     from deltalake import DeltaTable
 
     return DeltaTable(path).to_pyarrow_dataset().to_table(use_threads=False)
@@ -47,3 +66,48 @@ def describe_tables(project: Project, *, limit: int = 3) -> list[TableInfo]:
         out.append(TableInfo(name, path, True, dataset.count_rows(), table.version(),
                              tuple(dataset.schema.names), tuple(sample)))
     return out
+
+
+def _commit_file(table: Path, version: int) -> Path:
+    return table / "_delta_log" / f"{version:0{_DIGITS}d}.json"
+
+
+def _last_checkpoint(table: Path) -> int | None:
+    try:
+        return int(json.loads((table / "_delta_log" / "_last_checkpoint").read_text())["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def current_version(table: Path, *, at_least: int | None = None) -> int | None:
+    """The table's latest committed version, or None when it has no commit yet.
+
+    Probes commit files forward from the highest known version: ``at_least`` (a version known
+    to exist, e.g. the previous ledger entry's) or the log checkpoint's; lists the log only
+    when neither is known (or its commit file is gone: log cleanup).
+    """
+    start = max((v for v in (at_least, _last_checkpoint(table)) if v is not None), default=None)
+    if start is None or not _commit_file(table, start).exists():
+        return _listed_version(table)
+    version = start
+    while _commit_file(table, version + 1).exists():
+        version += 1
+    return version
+
+
+def _listed_version(table: Path) -> int | None:
+    """The highest commit number in the table's log (a directory listing)."""
+    try:
+        names = os.listdir(table / "_delta_log")
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return max((int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit()),
+               default=None)
+
+
+def versions_of(tables: Mapping[str, Path], *,
+                known: Mapping[str, int | None] | None = None) -> dict[str, int | None]:
+    """Current version of each table (name -> path), probing from ``known`` versions."""
+    known = known or {}
+    return {name: current_version(path, at_least=known.get(name))
+            for name, path in tables.items()}

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from runner.checkpoint.query import read_query_id
 from runner.compile.build import compile_project
 from runner.demo import write_demo_files
 from runner.errors import ConfigError, ExecutionError
 from runner.project.loader import load_project
-from runner.runtime.checkpoint import read_query_id
 from runner.runtime.stream import run_stream
 from runner.sinks import app_id
 from runner.sinks.tables import read_table

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import runner
+from runner.checkpoint.ledger import Ledger
 from runner.errors import ExecutionError, RunnerError
-from runner.sinks.ledger import Ledger
 from tests.faults.test_faults import (
     DEAD,
     SINKS,

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from runner.checkpoint.registry import load_registry
 from runner.compile.build import compile_project
 from runner.demo import write_demo_files
 from runner.errors import ExecutionError, SourceError
 from runner.failpoints import FailpointError
 from runner.project.loader import load_project
-from runner.runtime.registry import load_registry
 from runner.runtime.stream import run_stream
 from runner.sinks.base import batch_id_of_commit
 from runner.sinks.tables import read_table

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from runner.checkpoint.query import read_query_id
 from runner.compile.build import compile_project
 from runner.demo import write_demo_files
 from runner.errors import ExecutionError
 from runner.project.loader import load_project
-from runner.runtime.checkpoint import read_query_id
 from runner.runtime.stream import run_stream
 from runner.sinks.base import APP_ID_KEY, BATCH_ID_KEY, app_id
 from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, write_project

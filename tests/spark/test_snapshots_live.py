@@ -30,10 +30,10 @@ from pathlib import Path
 import pytest
 
 import runner
+from runner.checkpoint.ledger import Ledger
 from runner.demo import write_demo_files
 from runner.ops.maintain import maintain
 from runner.project.loader import load_project
-from runner.sinks.ledger import Ledger
 from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, write_project
 from tests.support.reference import actual_tables, expected_tables
 

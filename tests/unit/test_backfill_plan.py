@@ -9,16 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from runner.checkpoint.registry import Entry, load_registry, save_registry
+from runner.checkpoint.spark_logs import kafka_start_offsets, last_committed
 from runner.errors import ExecutionError
 from runner.runtime.backfill import decide
-from runner.runtime.registry import Entry, load_registry, save_registry
 from runner.sources.history import (
     KafkaSpan,
     PastBatch,
     file_batches,
     kafka_batches,
-    last_committed,
-    spark_initial_offsets,
 )
 from runner.sources.kafka.plan import OffsetRange, Watermarks
 from runner.sources.replay import resolve_spans
@@ -101,7 +100,7 @@ def test_kafka_batches_from_the_offsets_log(tmp_path) -> None:
     # Spark's own source records batch 0's start in sources/0/0
     (cp / "sources" / "0").mkdir(parents=True)
     (cp / "sources" / "0" / "0").write_bytes(b'\x00v1\n{"t":{"0":1,"1":1}}')
-    assert spark_initial_offsets(cp) == {("t", 0): 1, ("t", 1): 1}
+    assert kafka_start_offsets(cp) == {"t": {"0": 1, "1": 1}}
     assert kafka_batches(cp, through=0)[0].spans[0] == KafkaSpan("t", 0, 1, 5)
 
 

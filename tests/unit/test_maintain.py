@@ -13,12 +13,12 @@ import pytest
 from click.testing import CliRunner
 
 import runner
+from runner.checkpoint.ledger import Ledger
+from runner.checkpoint.lock import MAINTENANCE, CheckpointLock
 from runner.cli import cli
 from runner.errors import ExecutionError
-from runner.ops.maintain import MaintenanceLock, maintain
-from runner.runtime.checkpoint import CheckpointLock
-from runner.sinks.ledger import Ledger
-from runner.sinks.upkeep import data_files_on_disk, needed_versions, prune_staging
+from runner.ops.maintain import maintain
+from runner.sinks.maintenance import data_files_on_disk, needed_versions, prune_staging
 from tests.support.fake_stream import APPENDS, DEAD, FakeStream, make_project, read
 
 KEEP = "maintenance:\n  keep_batches: 4\n"
@@ -94,8 +94,8 @@ def test_merge_tables_are_not_compacted_while_a_stream_holds_the_checkpoint(tmp_
 def test_one_maintenance_at_a_time(tmp_path) -> None:
     s = FakeStream(make_project(tmp_path / "proj"))
     s.batch(0)
-    other = MaintenanceLock(s.project.checkpoint)
-    assert other.acquire()
+    other = CheckpointLock(s.project.checkpoint, MAINTENANCE)
+    other.acquire()
     try:
         with pytest.raises(ExecutionError, match="another maintenance .* is running"):
             maintain(s.project, wait=0.3)

@@ -9,10 +9,10 @@ import json
 
 from click.testing import CliRunner
 
+from runner.checkpoint.lock import CheckpointLock
 from runner.cli import cli
 from runner.console import plural
 from runner.errors import did_you_mean
-from runner.runtime.checkpoint import CheckpointLock
 from tests.support.projects import BASE_YML, write_project
 
 

@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 import runner
+from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.cli import cli
 from runner.errors import ExecutionError
-from runner.sinks.ledger import Ledger, LedgerEntry, current_version
+from runner.sinks.tables import current_version
 from tests.support.fake_stream import APPENDS, DEAD, FakeStream, make_project, read
 
 

@@ -11,11 +11,11 @@ import time
 import pytest
 from click.testing import CliRunner
 
+from runner.checkpoint.lock import CheckpointLock
+from runner.checkpoint.runs import RunRecord
 from runner.cli import cli
 from runner.errors import ExecutionError
-from runner.ops.runs import RunRecord
 from runner.ops.status import collect_status, status_lines
-from runner.runtime.checkpoint import CheckpointLock
 from tests.support.fake_stream import APPENDS, DEAD, FakeStream, make_project
 
 

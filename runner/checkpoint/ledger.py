@@ -23,10 +23,8 @@ that Spark replays (it crashed after the entry, before its commit-log entry) kee
 it already has instead of writing a second, different one. The entry it has is still right:
 the replay skips every sink (they all committed), so no table gains data.
 
-Versions are found without opening the tables: a Delta commit ``N`` is the file
-``_delta_log/<N>.json``, created atomically, so the current version is the last of an unbroken
-run of commit files after a known one (the previous entry's version, or the log checkpoint
-named by ``_last_checkpoint``): a few ``stat`` calls per table per batch.
+Versions are found without opening the tables (:func:`runner.sinks.tables.versions_of`): a
+few ``stat`` calls per table per batch.
 
 Retention: ``runner maintain`` deletes entries older than the ones it keeps
 (``maintenance.keep_batches``) before it vacuums, and vacuum keeps every version that a kept
@@ -42,14 +40,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.checkpoint.files import write_once
 from runner.errors import ExecutionError
 
-__all__ = ["LEDGER_DIR", "Ledger", "LedgerEntry", "current_version", "utc_now", "versions_of"]
+__all__ = ["LEDGER_DIR", "Ledger", "LedgerEntry", "utc_now"]
 
 #: Folder of the ledger inside the pipeline's checkpoint.
 LEDGER_DIR = "ledger"
 
-_DIGITS = 20  # the width Delta uses for commit file names: they sort as numbers do
+_DIGITS = 20  # entry names as wide as Delta's commit file names: they sort as numbers do
 
 
 @dataclass(frozen=True)
@@ -117,22 +116,7 @@ class Ledger:
             True when written, False when the batch already had an entry (kept as it is).
         """
         self.folder.mkdir(parents=True, exist_ok=True)
-        final = self._path(entry.batch_id)
-        if final.exists():
-            return False
-        tmp = self.folder / f".{final.name}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(entry.to_json())
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.link(tmp, final)  # fails when the name exists: write-if-absent, atomically
-        except FileExistsError:
-            return False
-        finally:
-            tmp.unlink(missing_ok=True)
-        _fsync_dir(self.folder)
-        return True
+        return write_once(self._path(entry.batch_id), entry.to_json())
 
     def prune(self, below: int) -> int:
         """Delete the entries of batches ``< below`` (no longer retained); return how many."""
@@ -145,63 +129,5 @@ class Ledger:
         return removed
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # not every file system syncs directories; the entry itself is on disk
-    finally:
-        os.close(fd)
-
-
-def _commit_file(table: Path, version: int) -> Path:
-    return table / "_delta_log" / f"{version:0{_DIGITS}d}.json"
-
-
-def _last_checkpoint(table: Path) -> int | None:
-    try:
-        return int(json.loads((table / "_delta_log" / "_last_checkpoint").read_text())["version"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def current_version(table: Path, *, at_least: int | None = None) -> int | None:
-    """The table's latest committed version, or None when it has no commit yet.
-
-    Probes commit files forward from the highest known version: ``at_least`` (a version known
-    to exist, e.g. the previous ledger entry's) or the log checkpoint's; lists the log only
-    when neither is known (or its commit file is gone: log cleanup).
-    """
-    start = max((v for v in (at_least, _last_checkpoint(table)) if v is not None), default=None)
-    if start is None or not _commit_file(table, start).exists():
-        return _listed_version(table)
-    version = start
-    while _commit_file(table, version + 1).exists():
-        version += 1
-    return version
-
-
-def _listed_version(table: Path) -> int | None:
-    """The highest commit number in the table's log (a directory listing)."""
-    try:
-        names = os.listdir(table / "_delta_log")
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return max((int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit()),
-               default=None)
-
-
 def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def versions_of(tables: Mapping[str, Path], *,
-                known: Mapping[str, int | None] | None = None) -> dict[str, int | None]:
-    """Current version of each table (name -> path), probing from ``known`` versions."""
-    known = known or {}
-    return {name: current_version(path, at_least=known.get(name))
-            for name, path in tables.items()}

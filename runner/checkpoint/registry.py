@@ -17,17 +17,17 @@ Each model has one entry:
 
 The file is replaced atomically (write, then rename). ``--full-refresh`` removes it with the
 rest of the checkpoint. A checkpoint written before this file existed has none: the start-up
-rebuilds it from the tables (:func:`runner.runtime.backfill.hand_over`).
+rebuilds it from the tables (``hand_over`` in :mod:`runner.runtime.backfill`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from runner.checkpoint.files import write_atomic
 from runner.errors import ExecutionError
 
 __all__ = ["REGISTRY_FILE", "Entry", "State", "load_registry", "save_registry"]
@@ -73,7 +73,5 @@ def save_registry(checkpoint: Path, entries: dict[str, Entry]) -> None:
     """Write the entries (sorted by name) atomically."""
     checkpoint.mkdir(parents=True, exist_ok=True)
     path = checkpoint / REGISTRY_FILE
-    tmp = path.with_name(f".{REGISTRY_FILE}.tmp")
     doc = {"version": 1, "models": {name: asdict(entries[name]) for name in sorted(entries)}}
-    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(doc, indent=1) + "\n")

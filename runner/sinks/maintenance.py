@@ -1,8 +1,8 @@
-"""Upkeep of one Delta table with delta-rs: compaction, vacuum, log checkpoint, log expiry and
+"""Maintenance of Delta tables with delta-rs: compaction, vacuum, log checkpoint, log expiry and
 the staging folders of committed batches. No Spark.
 
-Each step is safe while the stream commits to the same table, given what :mod:`runner.ops.
-maintain` guarantees around it (it never compacts a merge table while another process streams):
+Each step is safe while the stream commits to the same table, given what :func:`maintain_tables`
+and its callers guarantee around it (it never compacts a merge table while another process streams):
 
 - **Compaction** (``optimize.compact``) rewrites small files into bigger ones in a commit that
   removes the old files and adds the new ones, with no data change. A concurrent append (the
@@ -36,15 +36,24 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import DeltaError
 
-__all__ = ["MAINTENANCE_KEY", "TableUpkeep", "expire_log", "log_size",
-           "prune_staging",
-           "table_files", "upkeep_table"]
+from runner.checkpoint.ledger import Ledger, LedgerEntry
+from runner.sinks.tables import is_table
+
+if TYPE_CHECKING:
+    from runner.project.loader import Project
+
+__all__ = ["MAINTENANCE_KEY", "MaintenanceFailure", "MaintenanceReport", "TableMaintenance",
+           "Target", "expire_log", "log_size", "maintain_table", "maintain_tables", "prune_staging",
+           "table_files"]
+
+#: delta-rs' errors, as callers that must not know Delta catch them.
+MaintenanceFailure = DeltaError
 
 #: Commit-info key of every maintenance commit (``history()`` shows what did it).
 MAINTENANCE_KEY = "runner.maintenance"
@@ -53,7 +62,7 @@ _DIGITS = 20
 
 
 @dataclass(frozen=True)
-class TableUpkeep:
+class TableMaintenance:
     """What maintenance did to one table."""
 
     name: str
@@ -107,9 +116,9 @@ def log_size(path: str | Path) -> tuple[int, int]:
     return files, size
 
 
-def upkeep_table(name: str, path: str, *, compact: bool | str, ledger: bool,
+def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
                  keep_versions: Sequence[int], keep_newer_than: int | None,
-                 keep_from_version: int | None, app_id: str | None) -> TableUpkeep:
+                 keep_from_version: int | None, app_id: str | None) -> TableMaintenance:
     """Maintain one table; errors of a step are reported in the result, not raised.
 
     Args:
@@ -181,7 +190,7 @@ def upkeep_table(name: str, path: str, *, compact: bool | str, ledger: bool,
     table = DeltaTable(path)
     out["version_after"] = table.version()
     out["files_after"] = table_files(table)[0]
-    return TableUpkeep(name=name, path=path, error="; ".join(errors) or None,
+    return TableMaintenance(name=name, path=path, error="; ".join(errors) or None,
                        seconds=time.perf_counter() - started, **out)
 
 
@@ -296,3 +305,70 @@ def prune_staging(table_path: str, app_id: str, committed_batch: int) -> int:
 def _first_line(e: BaseException) -> str:
     text = str(e).strip() or type(e).__name__
     return text.splitlines()[0][:300]
+
+
+_MERGE_WHILE_STREAMING = ("merge table while a stream runs: compacted between batches by the "
+                          "stream's own maintenance, or by runner maintain when none runs")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A table to maintain: its name, path, app id (None: unknown) and whether it is merged."""
+
+    name: str
+    path: str
+    app_id: str | None
+    merge: bool | None  # None: unknown (its model did not compile): treated as a merge
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    tables: tuple[TableMaintenance, ...]
+    stream_running: bool
+    ledger_pruned: int
+    oldest_batch: int | None  # the oldest batch `runner snapshot --batch` still serves
+    latest_batch: int | None
+    seconds: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {"stream_running": self.stream_running, "ledger_pruned": self.ledger_pruned,
+                "oldest_batch": self.oldest_batch, "latest_batch": self.latest_batch,
+                "seconds": round(self.seconds, 3),
+                "tables": {t.name: {k: v for k, v in vars(t).items() if k != "name"}
+                           for t in self.tables}}
+
+
+def maintain_tables(project: Project, targets: Sequence[Target], *, stream_running: bool,
+                    in_stream: bool) -> MaintenanceReport:
+    """The maintenance itself, the caller holding the maintenance lock (and, when no
+    stream runs and this is not the stream, the checkpoint lock)."""
+    started = time.perf_counter()
+    ledger = Ledger(project.checkpoint)
+    ids = ledger.batch_ids()
+    pruned = 0
+    kept: list[LedgerEntry] = []
+    if ids:
+        first_kept = ids[-1] - project.config.maintenance.keep_batches + 1
+        pruned = ledger.prune(below=first_kept)  # before vacuum: never serve a vacuumed cut
+        kept = [e for e in (ledger.get(i) for i in ids if i >= first_kept) if e is not None]
+    oldest, latest = (kept[0], kept[-1]) if kept else (None, None)
+    results = []
+    for t in targets:
+        if not is_table(t.path):
+            continue
+        compact: bool | str = True
+        if stream_running and not in_stream and t.merge is not False:
+            compact = _MERGE_WHILE_STREAMING
+        named = [v for v in (e.tables.get(t.name) for e in kept) if v is not None]
+        newest = latest.tables.get(t.name) if latest is not None else None
+        results.append(maintain_table(
+            t.name, t.path, compact=compact, ledger=latest is not None, keep_versions=named,
+            # versions after the newest entry's: a batch in flight may name them next (a table
+            # it creates is in no entry yet: all of its versions)
+            keep_newer_than=(newest if newest is not None else 0) if latest else None,
+            keep_from_version=named[0] if named else None, app_id=t.app_id))
+    return MaintenanceReport(tables=tuple(results), stream_running=stream_running,
+                             ledger_pruned=pruned,
+                             oldest_batch=oldest.batch_id if oldest else None,
+                             latest_batch=latest.batch_id if latest else None,
+                             seconds=time.perf_counter() - started)

@@ -1,0 +1,17 @@
+"""Everything under the pipeline's checkpoint directory, owned here (no Spark, no Delta).
+
+::
+
+    <checkpoint>/
+      metadata              the query id (Spark's file, written first by the runner): query.py
+      commits/ offsets/     Spark's logs of batches; sources/0/ the file source's log
+                            (read only, and only by spark_logs.py)
+      runner.lock           one stream per checkpoint; maintain.lock one maintenance: lock.py
+      last_run.json         how the last `runner stream` ended: runs.py
+      runner.models.json    which models the checkpoint writes, since which batch: registry.py
+      ledger/<N>.json       the Delta version of every table holding batches <= N: ledger.py
+
+Every file the runner writes here goes through :mod:`runner.checkpoint.files` (write to a
+hidden temporary name, then rename or link). ``runtime/``, ``ops/`` and ``sources/`` read and
+write the checkpoint through this package only.
+"""
