@@ -18,7 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runner.compile.build import CompileResult, compile_project, write_target
+    from runner.build import CompileResult, compile_project, write_target
     from runner.compile.plan import Plan
     from runner.errors import ConfigError, RunnerError, Violation
     from runner.ops.snapshot import Snapshot, TableVersion, snapshot
@@ -43,9 +43,9 @@ __all__ = [
 ]
 
 _HOME = {
-    "CompileResult": "runner.compile.build",
-    "compile_project": "runner.compile.build",
-    "write_target": "runner.compile.build",
+    "CompileResult": "runner.build",
+    "compile_project": "runner.build",
+    "write_target": "runner.build",
     "Plan": "runner.compile.plan",
     "ConfigError": "runner.errors",
     "RunnerError": "runner.errors",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from runner.compile.build import compile_project, write_target
+from runner.build import compile_project, write_target
 from runner.compile.plan import Plan
 from runner.console import Console, Format, backfill_doc, batch_doc, plural, summary_doc
 from runner.errors import ConfigError, RunnerError

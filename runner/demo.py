@@ -8,12 +8,13 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from runner.checkpoint.files import write_atomic
 
 __all__ = ["DemoResult", "event_lines", "write_demo_files"]
 
@@ -87,9 +88,7 @@ def write_demo_files(directory: Path, *, events: int, files: int, seed: int = 42
         lines = list(event_lines(n, seed=seed, start_id=start_id, poison_every=poison_every))
         poison += sum(1 for line in lines if line in POISON)
         name = directory / f"events-{existing + f:05d}.json"
-        tmp = directory / f".{name.name}.tmp"
-        tmp.write_text("\n".join(lines) + "\n\n", encoding="utf-8")  # a trailing blank line
-        os.replace(tmp, name)
+        write_atomic(name, "\n".join(lines) + "\n\n")  # a trailing blank line
         written += n
     return DemoResult(files=min(files, -(-events // per_file)), events=written, poison=poison,
                       directory=directory)

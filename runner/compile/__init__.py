@@ -1,6 +1,4 @@
-"""The compile stages: render (sandboxed Jinja) -> graph (model DAG) -> lint -> plan, and
-:mod:`runner.compile.build`, which runs them and writes ``target/``.
-
-Import the stage modules directly; this package imports none of them, so that ``runner.lint``
-can use the render and plan types without importing the build step that calls the linter.
+"""The compile stages below the linter: render (sandboxed Jinja), graph (the model DAG),
+selection, and the plan's types. :mod:`runner.lint` checks rendered models between render and
+plan, and :mod:`runner.build` runs them all and writes ``target/``: compile <- lint <- build.
 """

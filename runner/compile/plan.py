@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from runner.compile.reads import ANY_READS, Reads
 from runner.project.config import ModelConfig
 
 __all__ = ["Column", "Plan", "Step"]
@@ -18,7 +19,8 @@ class Column:
 
 @dataclass(frozen=True)
 class Step:
-    """One model, ready to run: compiled SQL, config, dependencies, inferred output columns."""
+    """One model, ready to run: compiled SQL, config, dependencies, inferred output columns,
+    and what its SQL reads (found once, at compile: :func:`runner.compile.reads.reads_of`)."""
 
     name: str
     path: str
@@ -26,6 +28,7 @@ class Step:
     config: ModelConfig
     depends_on: tuple[str, ...]
     columns: tuple[Column, ...]
+    reads: Reads = ANY_READS
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from runner.checkpoint.files import write_atomic
 from runner.compile.plan import Plan, Step
 from runner.compile.selection import select_names
 from runner.docs_site.graph_svg import GraphEdge, GraphNode, layered_svg
@@ -246,6 +246,4 @@ def _test_args(test: Any) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, text)

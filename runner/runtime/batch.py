@@ -10,8 +10,8 @@ No avoidable passes over the batch:
   the models use (``Plan.used_fields``, see :mod:`runner.runtime.parse`). Off by default: then
   every declared field is type-checked on every record, as the dead-letter contract says.
 - The source's metadata columns (``_source_file``, or the Kafka ones) are cached for dead rows
-  only when no model can read them (no model SQL names one or uses ``*``,
-  :func:`reads_any_column`): the dead-letter table needs them, no model would see them.
+  only when no model can read them (no model SQL names one or uses ``*``: ``Step.reads``):
+  the dead-letter table needs them, no model would see them.
 - The parsed frame is persisted as soon as one model reads ``parsed_events``: the search for
   dead letters scans every record too, so the batch is read at least twice
   (:func:`should_persist`). A model read by other models (``ref``) is persisted too.
@@ -37,10 +37,10 @@ import uuid
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from runner.compile.plan import Plan
+from runner.compile.reads import PARSED_EVENTS
 from runner.errors import ExecutionError, RunnerError, SinkError
 from runner.failpoints import hit
 from runner.runtime.expectations import (
@@ -56,10 +56,9 @@ from runner.spark_errors import first_line, is_storage_failure, root_cause
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["BatchPlan", "BatchResult", "parsed_event_reads", "persisted_models", "prepare",
-           "reads_any_column", "run_batch", "should_persist"]
+__all__ = ["BatchPlan", "BatchResult", "persisted_models", "prepare", "run_batch",
+           "should_persist"]
 
-PARSED_EVENTS = "parsed_events"
 
 
 @dataclass(frozen=True)
@@ -85,9 +84,9 @@ class BatchPlan:
 
     @property
     def models_read_metadata(self) -> bool:
-        """False only when no model can read a source metadata column (:func:`reads_any_column`)."""
-        return reads_any_column(tuple(s.sql for s in self.plan.steps),
-                                frozenset(self.metadata_columns))
+        """False only when it is certain that no model reads a source metadata column."""
+        names = frozenset(self.metadata_columns)
+        return any(s.reads.may_read(names) for s in self.plan.steps)
 
 
 @dataclass(frozen=True)
@@ -111,64 +110,6 @@ class BatchResult:
         return {w.model: w.rows for w in self.writes}
 
 
-@lru_cache(maxsize=1024)
-def parsed_event_reads(sql: str) -> int:
-    """How many times the compiled SQL reads ``parsed_events`` (table references).
-
-    Unparseable SQL counts as one read (Spark may still accept it; assuming a read only ever
-    adds a persist).
-
-    >>> parsed_event_reads("SELECT a FROM parsed_events")
-    1
-    >>> parsed_event_reads("SELECT * FROM parsed_events p JOIN parsed_events q USING (id)")
-    2
-    >>> parsed_event_reads("SELECT n FROM other_model")
-    0
-    """
-    import sqlglot
-    from sqlglot import exp
-
-    try:
-        tree = sqlglot.parse_one(sql, read="spark")
-    except sqlglot.errors.SqlglotError:
-        return 1
-    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-    if PARSED_EVENTS in ctes:
-        return 1
-    return sum(1 for t in tree.find_all(exp.Table)
-               if t.name.lower() == PARSED_EVENTS and not t.db)
-
-
-@lru_cache(maxsize=64)
-def reads_any_column(sqls: tuple[str, ...], names: frozenset[str]) -> bool:
-    """True unless it is certain that no statement reads a column named in ``names``: any
-    ``*``, any identifier with one of the names (case-insensitive: a column, a ``USING``
-    list, an alias), or SQL that does not parse counts as a read.
-
-    >>> reads_any_column(("SELECT a, b FROM parsed_events",), frozenset({"_source_file"}))
-    False
-    >>> reads_any_column(("SELECT a, _SOURCE_FILE AS f FROM parsed_events",),
-    ...                  frozenset({"_source_file"}))
-    True
-    >>> reads_any_column(("SELECT * FROM parsed_events",), frozenset({"_source_file"}))
-    True
-    """
-    import sqlglot
-    from sqlglot import exp
-
-    wanted = {n.lower() for n in names}
-    for sql in sqls:
-        try:
-            tree = sqlglot.parse_one(sql, read="spark")
-        except sqlglot.errors.SqlglotError:
-            return True
-        if any(True for _ in tree.find_all(exp.Star)):
-            return True
-        if any(i.name.lower() in wanted for i in tree.find_all(exp.Identifier)):
-            return True
-    return False
-
-
 def should_persist(plan: Plan) -> bool:
     """Whether to persist the parsed batch: yes as soon as one model reads ``parsed_events``.
 
@@ -176,7 +117,7 @@ def should_persist(plan: Plan) -> bool:
     read twice already; without a persist each read parses it again (and re-reads the source).
     Measured with one reading model, persisting is faster (docs/PERFORMANCE.md).
     """
-    return any(parsed_event_reads(s.sql) for s in plan.steps)
+    return any(s.reads.parsed_events for s in plan.steps)
 
 
 def persisted_models(plan: Plan) -> frozenset[str]:

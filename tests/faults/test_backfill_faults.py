@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from runner.build import compile_project
 from runner.checkpoint.query import read_query_id
 from runner.checkpoint.registry import load_registry
-from runner.compile.build import compile_project
 from runner.demo import write_demo_files
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream

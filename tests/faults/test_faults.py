@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from runner.build import compile_project
 from runner.checkpoint.query import read_query_id
-from runner.compile.build import compile_project
 from runner.demo import write_demo_files
 from runner.errors import ConfigError, ExecutionError
 from runner.project.loader import load_project

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from runner.compile.build import compile_project
+from runner.build import compile_project
 from runner.demo import POISON, event_lines
 from runner.errors import ExecutionError
 from runner.project.loader import Project, load_project

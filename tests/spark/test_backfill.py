@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from runner.build import compile_project
 from runner.checkpoint.registry import load_registry
-from runner.compile.build import compile_project
 from runner.demo import write_demo_files
 from runner.errors import ExecutionError, SourceError
 from runner.failpoints import FailpointError

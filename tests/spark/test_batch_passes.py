@@ -11,14 +11,9 @@ import pytest
 from deltalake import DeltaTable
 
 from runner.compile.plan import Plan, Step
+from runner.compile.reads import reads_of
 from runner.project.config import ModelConfig
-from runner.runtime.batch import (
-    BatchPlan,
-    parsed_event_reads,
-    reads_any_column,
-    run_batch,
-    should_persist,
-)
+from runner.runtime.batch import BatchPlan, run_batch
 from runner.sinks import RsWriter, SinkSpec
 from runner.sinks.staged import STAGING_DIR
 
@@ -39,7 +34,7 @@ LINES = [
 
 def step(name: str, sql: str, depends_on: tuple[str, ...] = ()) -> Step:
     return Step(name=name, path=f"models/{name}.sql", sql=sql, config=ModelConfig(),
-                depends_on=depends_on, columns=())
+                depends_on=depends_on, columns=(), reads=reads_of(sql))
 
 
 def batch_plan(tmp_path: Path, steps: list[Step], used: tuple[str, ...] | None,
@@ -66,19 +61,6 @@ def jobs(spark: SparkSession) -> set[int]:
 
 def rows(path: Path) -> list[dict[str, Any]]:
     return DeltaTable(str(path)).to_pyarrow_dataset().to_table(use_threads=False).to_pylist()
-
-
-def test_parsed_event_reads_and_persist_policy() -> None:
-    assert parsed_event_reads("SELECT a FROM parsed_events WHERE b > 1") == 1
-    assert parsed_event_reads(
-        "SELECT * FROM parsed_events a JOIN parsed_events b ON a.id = b.id") == 2
-    assert parsed_event_reads("SELECT x FROM base_model") == 0
-    assert parsed_event_reads("SELECT FROM WHERE (((") == 1  # unparseable: assume a read
-    one = Plan("p", "files", SCHEMA, "_dead", (step("m", "SELECT 1 AS x"),), ())
-    assert not should_persist(one)  # no reader: only the dead-letter write
-    two = Plan("p", "files", SCHEMA, "_dead",
-               (step("m", "SELECT eventId FROM parsed_events"),), ("eventId",))
-    assert should_persist(two)  # one model + the dead-letter write
 
 
 @pytest.mark.spark
@@ -140,18 +122,6 @@ def test_select_star_parses_every_field(spark: SparkSession, tmp_path: Path) -> 
     result = run_batch(bp, raw(spark, LINES), 0)
     assert (result.input_rows, result.dead_letters) == (5, 3)  # "amount": "abc" is dead now
     assert {"amount", "note", "_batch_id"} <= set(rows(tmp_path / "m")[0])
-
-
-def test_reads_any_column_is_conservative() -> None:
-    meta = frozenset({"_source_file"})
-    assert not reads_any_column(("SELECT eventId, request.endpoint FROM parsed_events",), meta)
-    assert reads_any_column(("SELECT eventId FROM parsed_events",
-                             "SELECT upper(_Source_File) AS f FROM parsed_events"), meta)
-    assert reads_any_column(("SELECT p.* FROM parsed_events p",), meta)
-    assert reads_any_column(("SELECT a.eventId FROM parsed_events a "
-                             "JOIN parsed_events b USING (_source_file)",), meta)
-    assert reads_any_column(("SELECT to_json(struct(*)) AS j FROM parsed_events",), meta)
-    assert reads_any_column(("SELECT FROM WHERE (((",), meta)  # unparseable: assume a read
 
 
 @pytest.mark.spark

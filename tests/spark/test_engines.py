@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
+from runner.build import compile_project
 from runner.checkpoint.query import read_query_id
-from runner.compile.build import compile_project
 from runner.demo import write_demo_files
 from runner.errors import ExecutionError
 from runner.project.loader import load_project

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.compile.build import compile_project
+from runner.build import compile_project
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sinks.tables import read_table

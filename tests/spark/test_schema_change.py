@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.compile.build import compile_project
+from runner.build import compile_project
 from runner.compile.plan import Column, Step
 from runner.errors import ExecutionError
 from runner.project.loader import load_project

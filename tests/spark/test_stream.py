@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.compile.build import compile_project
+from runner.build import compile_project
 from runner.demo import POISON, write_demo_files
 from runner.errors import ConfigError, ExecutionError
 from runner.project.loader import load_project

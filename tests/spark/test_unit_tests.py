@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from runner.build import compile_project
 from runner.cli import cli
-from runner.compile.build import compile_project
 from runner.model_tests import SpecError, collect_suite, result_lines, run_suite
 from runner.model_tests.spec import parse_model_spec
 from runner.project.loader import load_project

@@ -13,7 +13,7 @@ from tests.support.projects import REPO_ROOT
 def test_public_names_resolve_to_their_home_modules() -> None:
     assert sorted(dir(runner)) == sorted(runner.__all__)
     from runner import compile_project, load_project
-    from runner.compile.build import compile_project as home
+    from runner.build import compile_project as home
     assert compile_project is home and load_project.__module__ == "runner.project.loader"
     result = compile_project(load_project(REPO_ROOT))
     assert isinstance(result, runner.CompileResult) and result.ok

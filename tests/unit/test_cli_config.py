@@ -110,7 +110,7 @@ def test_compiling_a_kafka_project_does_not_import_pyspark(tmp_path) -> None:
     import sys
 
     root = write_project(tmp_path, MODEL, project_yml=KAFKA)
-    code = ("import sys; from runner.compile.build import compile_project; "
+    code = ("import sys; from runner.build import compile_project; "
             "from runner.project.loader import load_project; "
             f"assert compile_project(load_project({str(root)!r})).ok; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')]; "

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 from deltalake import write_deltalake
 
+from runner.build import compile_project
 from runner.cli import cli
-from runner.compile.build import compile_project
 from runner.model_tests import collect_suite, run_suite
 from runner.project.loader import load_project
 

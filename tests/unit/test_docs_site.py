@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from runner.build import compile_project
 from runner.cli import cli
-from runner.compile.build import compile_project
 from runner.docs_site import build_site, plan_lineage
 from runner.project.loader import load_project
 from tests.support.projects import REPO_ROOT

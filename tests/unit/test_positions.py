@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.compile.build import compile_project
+from runner.build import compile_project
 from runner.project.loader import load_project
 from tests.support.projects import EXAMPLE_FILES, write_project
 

@@ -1,16 +1,21 @@
-"""``compile`` = load -> render -> graph -> lint -> plan; then write ``target/``."""
+"""``runner compile``, the task: load -> render -> graph -> lint -> plan; then write ``target/``.
+
+It sits above the stages it runs (``compile/`` renders and plans, ``lint/`` checks), so they
+import one way: lint uses compile's rendered models and columns, and only this module uses both.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.checkpoint.files import write_atomic
 from runner.compile.graph import ancestors, sort_models
 from runner.compile.plan import Plan, Step
 from runner.compile.preflight import check_project
+from runner.compile.reads import reads_of
 from runner.compile.render import render_models
 from runner.compile.selection import select_names
 from runner.errors import ConfigError, RunnerError, Violation
@@ -88,7 +93,8 @@ def compile_project(project: Project, *, select: Sequence[str] = ()) -> CompileR
     violations += [(by_path.get(v.path, ""), v) for v in lint.violations]
 
     steps = tuple(
-        Step(m.name, m.path, m.sql, m.config, m.refs, tuple(lint.columns.get(m.name, ())))
+        Step(m.name, m.path, m.sql, m.config, m.refs, tuple(lint.columns.get(m.name, ())),
+             reads_of(m.sql))
         for m in ordered if m.name in selected)
     chosen = [v for model, v in violations if model in selected]
     chosen.sort(key=lambda v: (v.path, v.line or 0, v.column or 0, v.rule))
@@ -101,9 +107,7 @@ def compile_project(project: Project, *, select: Sequence[str] = ()) -> CompileR
 
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, text)
 
 
 def write_target(project: Project, result: CompileResult) -> Path:

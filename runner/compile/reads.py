@@ -1,0 +1,67 @@
+"""What a compiled model reads, found once at compile time from its SQL and carried on its
+:class:`~runner.compile.plan.Step`: how often it reads ``parsed_events``, and which names it
+may read (to know, e.g., whether any model reads a source metadata column).
+
+The answers are conservative: SQL that sqlglot cannot parse reads ``parsed_events`` once and
+may read any name; a ``*`` may read any name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+__all__ = ["ANY_READS", "PARSED_EVENTS", "Reads", "reads_of"]
+
+PARSED_EVENTS = "parsed_events"
+
+
+@dataclass(frozen=True)
+class Reads:
+    """``parsed_events``: table references to it; ``names``: every identifier the SQL names
+    (lower case), or None when it may read any column (a ``*``, or unparseable SQL)."""
+
+    parsed_events: int
+    names: frozenset[str] | None
+
+    def may_read(self, columns: frozenset[str] | set[str]) -> bool:
+        """False only when it is certain that none of ``columns`` is read (case-insensitive).
+
+        >>> reads_of("SELECT a, b FROM parsed_events").may_read({"_source_file"})
+        False
+        >>> reads_of("SELECT a, _SOURCE_FILE AS f FROM parsed_events").may_read({"_source_file"})
+        True
+        >>> reads_of("SELECT * FROM parsed_events").may_read({"_source_file"})
+        True
+        """
+        if self.names is None:
+            return True
+        return any(c.lower() in self.names for c in columns)
+
+
+#: What a step of unknown SQL may read: everything.
+ANY_READS = Reads(parsed_events=1, names=None)
+
+
+def reads_of(sql: str) -> Reads:
+    """What ``sql`` reads.
+
+    >>> reads_of("SELECT a FROM parsed_events").parsed_events
+    1
+    >>> reads_of("SELECT * FROM parsed_events p JOIN parsed_events q USING (id)").parsed_events
+    2
+    >>> r = reads_of("SELECT n FROM other_model"); r.parsed_events, sorted(r.names or ())
+    (0, ['n', 'other_model'])
+    """
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return ANY_READS
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    events = 1 if PARSED_EVENTS in ctes else sum(
+        1 for t in tree.find_all(exp.Table) if t.name.lower() == PARSED_EVENTS and not t.db)
+    if any(True for _ in tree.find_all(exp.Star)):
+        return Reads(events, None)
+    return Reads(events, frozenset(i.name.lower() for i in tree.find_all(exp.Identifier)))
