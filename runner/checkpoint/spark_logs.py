@@ -23,8 +23,9 @@ from typing import Any
 
 from runner.errors import SourceError
 
-__all__ = ["committed_batches", "committed_source_offset", "file_log", "kafka_start_offsets",
-           "last_committed", "last_planned", "numbered", "retained_source_offsets"]
+__all__ = ["committed_batches", "committed_source_offset", "file_log", "is_committed",
+           "kafka_start_offsets", "last_committed", "last_planned", "numbered",
+           "retained_source_offsets"]
 
 
 def numbered(folder: Path, suffix: str = "") -> dict[int, Path]:
@@ -56,6 +57,11 @@ def last_committed(checkpoint: Path) -> int | None:
     """The last batch Spark committed, or None when none was."""
     batches = committed_batches(checkpoint)
     return batches[-1] if batches else None
+
+
+def is_committed(checkpoint: Path, batch_id: int) -> bool:
+    """Whether Spark has logged batch ``batch_id`` as committed (``commits/<id>``)."""
+    return (checkpoint / "commits" / str(batch_id)).exists()
 
 
 def last_planned(checkpoint: Path) -> int | None:

@@ -29,6 +29,7 @@ from pyspark.errors import StreamingQueryException
 from runner.checkpoint.lock import CheckpointLock
 from runner.checkpoint.query import new_query_id, read_query_id, reset_checkpoint, write_query_id
 from runner.checkpoint.runs import RunRecord
+from runner.checkpoint.spark_logs import is_committed
 from runner.compile.plan import Plan
 from runner.errors import ConfigError, ExecutionError, RunnerError, SourceError
 from runner.project.loader import Project
@@ -282,7 +283,7 @@ class _Batches:
         and that entry, and the finished batch would replay on the next start."""
         while query.isActive and (self.running is not None or (
                 self.finished is not None
-                and not (checkpoint / "commits" / str(self.finished)).exists())):
+                and not is_committed(checkpoint, self.finished))):
             time.sleep(0.1)
 
 

@@ -69,3 +69,52 @@ def test_compile_side_never_imports_the_runtime_side() -> None:
                         if m.startswith(RUNTIME_SIDE) and m not in PURE)
            for name, path in modules.items() if name.startswith(COMPILE_SIDE)}
     assert {k: v for k, v in bad.items() if v} == {}
+
+
+def _folder(module: str) -> str:
+    """The top-level room of a module: ``runner.<folder>`` or the top-level module itself."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_no_two_folders_import_each_other() -> None:
+    """Folders import one way (e.g. build -> lint -> compile; ops and runtime -> checkpoint and
+    sinks): a pair importing each other means a concept without one owner."""
+    modules = _modules()
+    edges: set[tuple[str, str]] = set()
+    for name, path in modules.items():
+        for m in _imports(path, modules):
+            if _folder(m) != _folder(name):
+                edges.add((_folder(name), _folder(m)))
+    both = sorted({tuple(sorted(e)) for e in edges if (e[1], e[0]) in edges})
+    assert both == [], f"folders importing each other: {both}"
+
+
+def _imported_roots(path: Path) -> set[str]:
+    roots: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            roots.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def test_only_sinks_know_delta() -> None:
+    """delta-rs is imported, and a table's ``_delta_log`` named, only under runner/sinks/:
+    everything else asks the sinks (``runner.sinks.tables``, ``runner.sinks.inspect``)."""
+    sinks = PACKAGE / "sinks"
+    outside = [p for p in PACKAGE.rglob("*.py") if sinks not in p.parents]
+    importers = sorted(str(p.relative_to(PACKAGE)) for p in outside
+                       if "deltalake" in _imported_roots(p))
+    probers = sorted(str(p.relative_to(PACKAGE)) for p in outside
+                     if "_delta_log" in p.read_text())
+    assert (importers, probers) == ([], [])
+
+
+def test_only_the_checkpoint_package_reads_sparks_logs() -> None:
+    """Spark's ``commits/``, ``offsets/`` and ``sources/`` logs are parsed in one module."""
+    owner = PACKAGE / "checkpoint" / "spark_logs.py"
+    readers = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                     if p != owner and any(f'"{log}"' in p.read_text()
+                                           for log in ("commits", "offsets")))
+    assert readers == []
