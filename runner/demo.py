@@ -1,4 +1,5 @@
-"""Realistic app events for the example project (the seeds' shape), with a few poison lines.
+"""Realistic app events for the example project (request logs with users, endpoints, latencies
+and errors), with a few poison lines.
 
 >>> lines = list(event_lines(3, seed=1, poison_every=0))
 >>> import json; sorted(json.loads(lines[0]))

@@ -18,8 +18,6 @@ __all__ = [
     "RunnerError",
     "ConfigError",
     "TemplateError",
-    "SqlError",
-    "LintError",
     "ExecutionError",
     "CheckpointBusyError",
     "SinkError",
@@ -80,14 +78,6 @@ class ConfigError(RunnerError):
 
 class TemplateError(RunnerError):
     """A model or macro failed to render (exit code 1)."""
-
-
-class SqlError(RunnerError):
-    """A model's SQL does not parse or is not a single SELECT (exit code 1)."""
-
-
-class LintError(RunnerError):
-    """Lint found violations at error level (exit code 1)."""
 
 
 class ExecutionError(RunnerError):

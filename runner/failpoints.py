@@ -4,7 +4,7 @@ Set ``RUNNER_FAILPOINTS`` to a comma-separated list of ``point[@batch][=action]`
 
     RUNNER_FAILPOINTS="sink.after_commit:error_events@1=raise"
 
-- ``point`` is a name passed to :func:`hit`; a point may carry a qualifier after ``:``
+- ``point`` is a name passed to :func:`failpoint`; a point may carry a qualifier after ``:``
   (here the model name) so one sink can be targeted.
 - ``@batch`` limits the failpoint to one batch id (default: every batch).
 - ``action`` is ``raise`` (default: raise :class:`FailpointError`), ``exit`` (``os._exit(137)``,
@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["FailpointError", "hit"]
+__all__ = ["FailpointError", "failpoint"]
 
 
 class FailpointError(RuntimeError):
@@ -54,7 +54,7 @@ def _armed() -> tuple[_Failpoint, ...]:
     return tuple(points)
 
 
-def hit(point: str, *, batch_id: int | None = None) -> None:
+def failpoint(point: str, *, batch_id: int | None = None) -> None:
     """Fail here if ``point`` is armed for ``batch_id``; otherwise do nothing (cheap)."""
     for fp in _armed():
         if fp.point == point and (fp.batch_id is None or fp.batch_id == batch_id):

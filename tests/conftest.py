@@ -2,7 +2,8 @@
 
 ``spark``: one local SparkSession (``local[2]``) for the whole test run, built with the
 runner's own :func:`runner.runtime.session.build_session` and stopped at the end. Tests that
-use it carry ``@pytest.mark.spark``. Spark's log goes to a file under the run's base temp dir.
+use it carry ``@pytest.mark.spark`` (added here when a test reaches it through a fixture, so
+``-m "not spark and not kafka"`` starts no JVM: the Apache Kafka broker is a JVM too). Spark's log goes to a file under the run's base temp dir.
 The session gets the JVM jars ``scripts/setup.sh`` fetched (delta-spark, Spark's Kafka source)
 the way every runner session does; with ``RUNNER_REQUIRE_JARS=1`` (CI) a session without
 delta-spark or Spark's Kafka source is an error, so no test is skipped for missing jars.
@@ -18,6 +19,20 @@ import pytest
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+#: Fixtures that start a JVM, by the marker their tests must carry.
+_JVM_FIXTURES = {"spark": {"spark", "delta_spark", "delta_engine"},
+                 "kafka": {"kafka_broker", "apache_kafka", "bootstrap"}}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that reaches a Spark session or a broker through its fixtures, so the
+    markers tell the truth whatever the test file says."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in _JVM_FIXTURES.items():
+            if names & fixtures and item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
 
 
 @pytest.fixture(scope="session")

@@ -44,7 +44,7 @@ from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.checkpoint.spark_logs import last_committed
 from runner.compile.graph import ancestors
 from runner.errors import ExecutionError
-from runner.failpoints import hit
+from runner.failpoints import failpoint
 from runner.project.loader import Project
 from runner.runtime.batch import BatchPlan, prepare, run_batch
 from runner.sinks import SinkSpec
@@ -230,7 +230,7 @@ def finish_handover(spark: SparkSession, project: Project, bp: BatchPlan, handov
     todo = {m: e.start for m, e in entries.items() if e.state == "backfilling" and m in run}
     if not todo:
         return False
-    hit("backfill.start")
+    failpoint("backfill.start")
     for m in handover.to_drop:
         if m in run:
             bp.writer.drop(bp.sinks[m])
@@ -240,11 +240,11 @@ def finish_handover(spark: SparkSession, project: Project, bp: BatchPlan, handov
             spark, project, bp, todo, through=handover.committed, stop=stop, on_event=on_event,
             on_progress=on_progress):
         return True
-    hit("backfill.before_live")
+    failpoint("backfill.before_live")
     for m in todo:
         entries[m] = Entry("live", since=handover.next_batch)
     save_registry(project.checkpoint, entries)
-    hit("backfill.after_live")
+    failpoint("backfill.after_live")
     return False
 
 
@@ -317,7 +317,7 @@ def _backfill(spark: SparkSession, project: Project, bp: BatchPlan, todo: Mappin
             continue
         result = run_batch(_cut(bp, targets), read(past), past.batch_id)
         for m in targets:
-            hit(f"backfill.after_commit:{m}", batch_id=past.batch_id)
+            failpoint(f"backfill.after_commit:{m}", batch_id=past.batch_id)
         totals.batches += 1
         totals.input_rows += result.input_rows
         for m, n in result.rows_by_model.items():

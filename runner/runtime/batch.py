@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from runner.compile.plan import Plan
 from runner.compile.reads import PARSED_EVENTS
 from runner.errors import ExecutionError, RunnerError, SinkError
-from runner.failpoints import hit
+from runner.failpoints import failpoint
 from runner.runtime.expectations import (
     ExpectationOutcome,
     apply_expectations,
@@ -190,7 +190,7 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int) -> BatchResult:
     from pyspark.sql import Observation
 
     started = time.perf_counter()
-    hit("batch.start", batch_id=batch_id)  # for crash tests: after batch_id - 1's commit log
+    failpoint("batch.start", batch_id=batch_id)  # for crash tests: after batch_id - 1's commit log
     spark = raw.sparkSession  # the batch's own session: its temp views are private to it
     counts = Observation(f"runner_batch_{batch_id}_{uuid.uuid4().hex}")
     parsed = parse_batch(raw, schema_ddl=bp.plan.schema_ddl, batch_id=batch_id,
@@ -263,7 +263,7 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int) -> BatchResult:
             if failed is not None:  # a 'fail' expectation: name the model and expectation
                 raise failed from errors[0]
             raise errors[0]
-        hit("batch.after_sinks", batch_id=batch_id)
+        failpoint("batch.after_sinks", batch_id=batch_id)
     finally:
         for df in cached:
             df.unpersist()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from runner.checkpoint.ledger import Ledger, LedgerEntry, utc_now
 from runner.checkpoint.lock import MAINTENANCE, CheckpointLock
 from runner.errors import CheckpointBusyError, RunnerError
-from runner.failpoints import hit
+from runner.failpoints import failpoint
 from runner.sinks.maintenance import MaintenanceFailure, Target, maintain_tables
 from runner.sinks.tables import versions_of
 
@@ -76,7 +76,7 @@ class Bookkeeper:
         self.ledger.record(LedgerEntry(result.batch_id, versions, query_id=self.query_id,
                                        written_at=utc_now()))
         self.known = {name: v for name, v in versions.items() if v is not None}
-        hit("batch.after_ledger", batch_id=result.batch_id)
+        failpoint("batch.after_ledger", batch_id=result.batch_id)
         self._batches += 1
 
     def maintain_if_due(self) -> None:

@@ -26,7 +26,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
 
 from runner.errors import SinkError
-from runner.failpoints import hit
+from runner.failpoints import failpoint
 from runner.sinks.base import (
     DeltaWriter,
     SinkSpec,
@@ -109,7 +109,7 @@ class RsWriter(DeltaWriter):
             return self._append_staged(spec, data, batch_id)
         if data.num_rows == 0:
             return 0, None
-        hit(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
         table = _open(spec)  # written through this object, its version is the new one: no reload
         try:
             write_deltalake(spec.path if table is None else table, data, mode="append",
@@ -118,7 +118,7 @@ class RsWriter(DeltaWriter):
         except _ENGINE_ERRORS as e:
             raise SinkError(f"model {spec.model}: appending batch {batch_id} to "
                             f"{spec.path} failed: {e}") from e
-        hit(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return data.num_rows, (DeltaTable(spec.path) if table is None else table).version()
 
     def _append_staged(self, spec: SinkSpec, df: DataFrame,
@@ -141,7 +141,7 @@ class RsWriter(DeltaWriter):
         except _ENGINE_ERRORS + (OSError,) as e:
             raise SinkError(f"model {spec.model}: reading the files staged for batch "
                             f"{batch_id} in {spec.path} failed: {e}") from e
-        hit(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
         try:
             version = commit_staged(spec.path, staged, schema_json=schema, table=table,
                                     partition_by=spec.partition_by,
@@ -149,7 +149,7 @@ class RsWriter(DeltaWriter):
         except _ENGINE_ERRORS + (OSError,) as e:
             raise SinkError(f"model {spec.model}: committing batch {batch_id} to "
                             f"{spec.path} failed: {e}") from e
-        hit(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return staged.rows, version
 
     def _merge(self, spec: SinkSpec, data: pa.Table, batch_id: int) -> tuple[int, int | None]:
@@ -168,12 +168,12 @@ class RsWriter(DeltaWriter):
                 merger = merger.when_matched_update(updates=updates,
                                                     predicate=spec.merge_condition)
             merger = merger.when_not_matched_insert_all()
-            hit(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+            failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
             merger.execute()
         except _ENGINE_ERRORS as e:
             raise SinkError(f"model {spec.model}: merging batch {batch_id} into "
                             f"{spec.path} failed: {e}") from e
-        hit(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return data.num_rows, target.version()
 
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 from deltalake.exceptions import DeltaError
 
 from runner.errors import SinkError
-from runner.failpoints import hit
+from runner.failpoints import failpoint
 from runner.sinks.base import (
     DeltaWriter,
     SinkSpec,
@@ -107,10 +107,10 @@ class SparkWriter(DeltaWriter):
                   .mode("append"))
         if spec.partition_by:
             writer = writer.partitionBy(*spec.partition_by)
-        hit(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
         with _wrapped(spec, "appending", batch_id):
             writer.save(spec.path)
-        hit(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return self._last_commit(spec, data.sparkSession, batch_id, "numOutputRows")
 
     def _merge(self, spec: SinkSpec, data: DataFrame, batch_id: int) -> tuple[int, int | None]:
@@ -136,12 +136,12 @@ class SparkWriter(DeltaWriter):
                     else:
                         merger = merger.whenMatchedUpdateAll(condition=spec.merge_condition)
                     merger = merger.whenNotMatchedInsertAll()
-                    hit(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+                    failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
                     merger.execute()
             finally:
                 for key in confs:
                     spark.conf.unset(key)
-        hit(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return self._last_commit(spec, spark, batch_id, "numSourceRows")
 
     # -- reading back ---------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Spark-native appends of the ``rs`` engine: Spark writes Parquet, delta-rs commits it.
 
-Tables are read back independently: deltalake (through the dataset, see DESIGN "Facts"), and
-Polars, DuckDB and Spark where they are installed. Footer statistics are unit-tested on
+Tables are read back independently: deltalake (through the dataset: ``to_pyarrow_table()``
+aborted the interpreter at exit, exit 134), and Polars, DuckDB and Spark where they are installed. Footer statistics are unit-tested on
 Parquet files written by pyarrow (no Spark).
 """
 

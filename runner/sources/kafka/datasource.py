@@ -69,7 +69,7 @@ from pyspark.sql.types import (
 )
 
 from runner.errors import SourceError
-from runner.failpoints import hit
+from runner.failpoints import failpoint
 from runner.sources.kafka.options import KafkaSourceOptions, mask_client_config
 from runner.sources.kafka.plan import (
     TP,
@@ -260,7 +260,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, KafkaRange)
-        hit("source.read")
+        failpoint("source.read")
         return _read_range(self.options, partition)
 
 

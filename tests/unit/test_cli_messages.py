@@ -1,4 +1,4 @@
-"""The smaller defects of issue 15: a model with a template error still counts as compiled,
+"""What the CLI says in small cases: a model with a template error still counts as compiled,
 `runner --version`, "did you mean" for tags, plurals, and a checkpoint held by another runner
 (its own exit code, 75: try again later)."""
 
