@@ -181,7 +181,7 @@ def time_process(project: Path, repeat: int) -> tuple[list[float], list[float], 
 
 def time_in_process(project: Path, repeat: int) -> dict[str, list[float]]:
     """load + compile + write in this interpreter; render alone timed separately."""
-    from runner.compile.build import compile_project, write_target
+    from runner.build import compile_project, write_target
     from runner.compile.render import render_models
     from runner.project.loader import load_project
 
@@ -218,7 +218,7 @@ def profile(project: Path, top: int = 25) -> None:
     import io
     import pstats
 
-    from runner.compile.build import compile_project, write_target
+    from runner.build import compile_project, write_target
     from runner.project.loader import load_project
 
     prof = cProfile.Profile()

@@ -95,7 +95,7 @@ def _jvm_pids(root: int) -> list[int]:
 def worker(cfg: dict[str, Any]) -> None:
     """Run the runner once in this process; print one ``SCALE {json}`` line."""
     t_start = time.perf_counter()
-    from runner.compile.build import compile_project
+    from runner.build import compile_project
     from runner.project.loader import load_project
     from runner.runtime.stream import run_stream
 

@@ -336,7 +336,7 @@ def worker_runner_prof(cfg: dict[str, Any], *, arrow: bool = False) -> None:
 
     import runner.runtime.batch as batch_mod
     import runner.sinks.rs as rs
-    from runner.compile.build import compile_project
+    from runner.build import compile_project
     from runner.project.loader import load_project
     from runner.runtime.stream import run_stream
 
