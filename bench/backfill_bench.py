@@ -38,7 +38,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, bench_parser, example_project, table_rows, write_result
+from bench.common import (
+    REPO,
+    bench_parser,
+    example_project,
+    progress_record,
+    table_rows,
+    write_result,
+)
 from runner.demo import write_demo_files
 from tests.support.projects import ENDPOINT_COUNTS
 
@@ -63,7 +70,7 @@ def run(project: Path) -> dict[str, Any]:
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"runner failed in {project}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
-    docs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    docs = [d for line in proc.stdout.splitlines() if (d := progress_record(line)) is not None]
     summary = next(d["summary"] for d in docs if "summary" in d)
     done = [d["backfill"] for d in docs if "backfill" in d and d["backfill"]["done"]]
     return {"wall_s": round(wall, 2), "query_s": summary["seconds"],

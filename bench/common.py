@@ -138,6 +138,19 @@ def spark_jars(folder: str | None) -> tuple[str, list[str]]:
     return folder, names
 
 
+def progress_record(line: str) -> dict[str, Any] | None:
+    """One record of ``runner stream --progress json`` (a JSON object on a line of its own),
+    None for any other line (Spark's log, a traceback, a line cut short by a kill)."""
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 def median(xs: Sequence[float]) -> float:
     """The median, NaN for no values (a failed variant still gets a table row)."""
     return statistics.median(xs) if xs else float("nan")

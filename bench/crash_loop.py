@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, bench_parser, example_project, write_result
+from bench.common import REPO, bench_parser, example_project, progress_record, write_result
 from runner.demo import write_demo_files
 from tests.support.projects import ENDPOINT_COUNTS, SLOW_REQUESTS
 from tests.support.reference import (
@@ -110,9 +110,8 @@ def spawn(project: Path, log: Path, *args: str) -> subprocess.Popen:
 def read_progress(log: Path) -> dict[str, Any]:
     batches, backfill, started, summary = [], [], False, None
     for line in log.read_text(errors="replace").splitlines():
-        try:
-            doc = json.loads(line)
-        except ValueError:
+        doc = progress_record(line)
+        if doc is None:
             continue
         if "batch_id" in doc:
             batches.append(doc)

@@ -87,6 +87,7 @@ from bench.common import (
     example_project,
     job_description,
     median,
+    progress_record,
     read_events,
     run_env,
     snapshot_runner,
@@ -173,11 +174,8 @@ class RunnerProcess:
 
     def _read(self) -> None:
         for line in self.proc.stdout:  # type: ignore[union-attr]
-            if line.startswith("{"):
-                try:
-                    doc = json.loads(line)
-                except ValueError:
-                    continue
+            doc = progress_record(line)
+            if doc is not None:
                 self.lines.append((time.perf_counter() - self.started, time.time(), doc))
 
     def batches(self) -> list[tuple[float, float, dict[str, Any]]]:

@@ -45,6 +45,7 @@ from bench.common import (
     command_name,
     descendants,
     example_project,
+    progress_record,
     run_env,
     status_kb,
     write_result,
@@ -115,9 +116,8 @@ def run_stream(root: Path, batches: int) -> tuple[list[dict[str, Any]], list[str
     sampler.start()
     assert proc.stdout is not None
     for line in proc.stdout:
-        try:
-            doc = json.loads(line)
-        except ValueError:
+        doc = progress_record(line)
+        if doc is None:
             continue
         if "batch_id" in doc:
             doc["at"] = time.monotonic() - sampler.started

@@ -113,6 +113,7 @@ from bench.common import (
     git_state,
     machine,
     median,
+    progress_record,
     run_env,
     snapshot_runner,
     spark_conf,
@@ -630,14 +631,9 @@ def run_variant(variant: str, rnd: int, *, workdir: Path, base_cfg: dict[str, An
 
     def read_stdout() -> None:
         for line in proc.stdout:  # type: ignore[union-attr]
-            line = line.strip()
-            if line.startswith(_EVENT_PREFIX):
-                line = line[len(_EVENT_PREFIX):]
-            if line.startswith("{"):
-                try:
-                    events.append((time.perf_counter() - started, json.loads(line)))
-                except ValueError:
-                    pass
+            doc = progress_record(line.strip().removeprefix(_EVENT_PREFIX))
+            if doc is not None:
+                events.append((time.perf_counter() - started, doc))
     out_thread = threading.Thread(target=read_stdout, daemon=True)
     out_thread.start()
     try:
