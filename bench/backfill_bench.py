@@ -1,8 +1,8 @@
 """What a backfill costs: one model added to a pipeline that has processed N events, against
 the same model in the live pipeline over the same events (issue 13, item 6).
 
-    .venv/bin/python bench/backfill_bench.py                    # 1M events, 40 files, 1 round
-    .venv/bin/python bench/backfill_bench.py --events 200000 --files 8 --rounds 2
+    .venv/bin/python -m bench.backfill_bench                    # 1M events, 40 files, 1 round
+    .venv/bin/python -m bench.backfill_bench --events 200000 --files 8 --rounds 2
 
 Per round, each step a whole ``runner stream --available-now --progress json`` process on a
 copy of the example project (rs engine, ``--master``), ``--max-files`` files per trigger:
@@ -23,12 +23,11 @@ with:<model>
 
 Models: ``endpoint_counts`` (accumulating merge, one merge per batch) and ``requests_copy``
 (``request_logs``' SQL under another name: an append of every event). Tables are counted after
-each step against the expected counts. Results: ``bench/results/backfill-<time>.json``.
+each step against the expected counts. Results: ``bench/results/backfill_bench-<date>-<sha>.json``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import statistics
@@ -39,13 +38,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from runner.demo import write_demo_files  # noqa: E402
-from tests.support.projects import ENDPOINT_COUNTS  # noqa: E402
+from bench.common import (
+    REPO,
+    bench_parser,
+    example_project,
+    progress_record,
+    table_rows,
+    write_result,
+)
+from runner.demo import write_demo_files
+from tests.support.projects import ENDPOINT_COUNTS
 
 MODELS = {"endpoint_counts": ENDPOINT_COUNTS,
           "requests_copy": (REPO / "models" / "request_logs.sql").read_text()}
@@ -53,20 +55,10 @@ MODELS = {"endpoint_counts": ENDPOINT_COUNTS,
 
 def make_project(root: Path, data: Path, *, master: str, max_files: int,
                  example: bool = True, extra: tuple[str, ...] = ()) -> Path:
-    root.mkdir(parents=True)
-    shutil.copytree(REPO / "macros", root / "macros")
-    (root / "models").mkdir()
-    if example:
-        for p in (REPO / "models").glob("*.sql"):
-            shutil.copy(p, root / "models" / p.name)
-    for name in extra:
-        (root / "models" / f"{name}.sql").write_text(MODELS[name])
-    config = yaml.safe_load((REPO / "project.yml").read_text())
-    config["source"] = {"type": "files", "path": str(data), "max_files_per_trigger": max_files}
-    config["delta"] = {"engine": "rs"}
-    config["spark"] = {"master": master}
-    (root / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    return root
+    return example_project(
+        root, models=example, extra_models={name: MODELS[name] for name in extra},
+        source={"type": "files", "path": str(data), "max_files_per_trigger": max_files},
+        delta={"engine": "rs"}, spark={"master": master})
 
 
 def run(project: Path) -> dict[str, Any]:
@@ -78,7 +70,7 @@ def run(project: Path) -> dict[str, Any]:
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"runner failed in {project}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
-    docs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    docs = [d for line in proc.stdout.splitlines() if (d := progress_record(line)) is not None]
     summary = next(d["summary"] for d in docs if "summary" in d)
     done = [d["backfill"] for d in docs if "backfill" in d and d["backfill"]["done"]]
     return {"wall_s": round(wall, 2), "query_s": summary["seconds"],
@@ -86,22 +78,14 @@ def run(project: Path) -> dict[str, Any]:
             "backfill": done[0] if done else None}
 
 
-def count(project: Path, name: str) -> int:
-    from deltalake import DeltaTable
-
-    return DeltaTable(str(project / "_warehouse" / name)).to_pyarrow_dataset().count_rows()
+def count(project: Path, name: str) -> int | None:
+    return table_rows(project / "_warehouse" / name)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--files", type=int, default=40)
-    parser.add_argument("--max-files", type=int, default=10)
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--rounds", type=int, default=1)
+    parser = bench_parser(__doc__, events=1_000_000, files=40, max_files=True, master=True,
+                          rounds=1, workdir=True, json=True)
     parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--workdir", type=Path, default=None)
-    parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="backfill-bench-"))
@@ -145,10 +129,8 @@ def main(argv: list[str] | None = None) -> int:
               "master": args.master, "rounds": rounds,
               "median_ratio": {m: statistics.median(r[m]["ratio_backfill_to_alone_inner"]
                                                     for r in rounds) for m in models}}
-    out = args.json or REPO / "bench" / "results" / f"backfill-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
-    print(json.dumps(result["median_ratio"]), "->", out)
+    print(json.dumps(result["median_ratio"]))
+    write_result(__file__, result, args.json)
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
     return 0

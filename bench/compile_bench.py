@@ -19,16 +19,15 @@ Every generated model compiles clean (0 errors; the run fails otherwise).
 
 Usage::
 
-    .venv/bin/python bench/compile_bench.py                 # 1000 models, 5 repetitions
-    .venv/bin/python bench/compile_bench.py --models 200 --repeat 3 --json out.json
+    .venv/bin/python -m bench.compile_bench                 # 1000 models, 5 repetitions
+    .venv/bin/python -m bench.compile_bench --models 200 --repeat 3 --json out.json
+
+Raw results go to ``bench/results/compile_bench-<date>-<sha>.json`` (or ``--json``).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -39,8 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).resolve().parent / "results"
+from bench.common import REPO, bench_parser, git_state, machine, write_result
+
 TARGET_SECONDS = 5.0
 
 _EXTRA_MACROS = """\
@@ -236,14 +235,12 @@ def _fmt(xs: list[float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__doc__, json=True)
     ap.add_argument("--models", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--keep", action="store_true", help="keep the generated project")
     ap.add_argument("--profile", action="store_true",
                     help="also run one in-process compile under cProfile; print the top entries")
-    ap.add_argument("--json", type=Path, default=None,
-                    help="raw results file (default bench/results/compile-<time>.json)")
     args = ap.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="runner-compile-bench-"))
@@ -285,32 +282,15 @@ def main(argv: list[str] | None = None) -> int:
           f"{verdict} ({med:.2f} s wall, {cmed:.2f} s CPU, median of {len(proc_times)}; "
           f"load average at end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
 
-    out = args.json or RESULTS / f"compile-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "bench": "compile", "models": models, "kinds": kinds, "warnings": warnings,
+    write_result(__file__, {
+        "models": models, "kinds": kinds, "warnings": warnings,
         "repeat": args.repeat, "process_seconds": proc_times, "process_cpu_seconds": proc_cpu,
         "in_process_seconds": stages,
         "target_seconds": TARGET_SECONDS, "pass": med < TARGET_SECONDS,
-        "machine": _machine(), "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "runner_stdout_tail": report.get("stdout_tail"), "git": _git(),
-    }, indent=2) + "\n", encoding="utf-8")
-    print(f"raw results: {out}")
+        "machine": machine(), "runner_stdout_tail": report.get("stdout_tail"),
+        "git": git_state(),
+    }, args.json)
     return 0 if med < TARGET_SECONDS else 1
-
-
-def _git() -> dict[str, Any]:
-    def git(*a: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO), *a], capture_output=True,
-                              text=True).stdout.strip()
-    return {"head": git("rev-parse", "--short", "HEAD"),
-            "runner_uncommitted": git("status", "--porcelain", "runner").splitlines()}
-
-
-def _machine() -> dict[str, Any]:
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {"cpus": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform(), "loadavg_at_end": load}
 
 
 if __name__ == "__main__":

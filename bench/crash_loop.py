@@ -1,6 +1,6 @@
 """Crash loop: SIGKILL a running ``runner stream`` N times, then check every table exactly once.
 
-    .venv/bin/python bench/crash_loop.py --kills 20 [--engine rs|spark] [--seed 1] [--keep DIR] [--json OUT]
+    .venv/bin/python -m bench.crash_loop --kills 20 [--engine rs|spark] [--seed 1] [--keep DIR] [--json OUT]
 
 What it does, on a copy of the example project (its three models plus ``endpoint_counts``, an
 accumulating merge: ``requests = target.requests + source.requests``, which a replayed batch
@@ -26,12 +26,12 @@ so the next start-up backfills both from the checkpoint's history; the runs afte
 killed during the backfill (after 1-3 backfill batches, up to 2 s later) whenever one is under
 way, and the final tables must hold the whole history for both.
 
-Exit code 0 when every table matches, 1 on any discrepancy (printed, and in ``--json``).
+Exit code 0 when every table matches, 1 on any discrepancy (printed, and in the record:
+``bench/results/crash_loop-<date>-<sha>.json``, or ``--json``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -45,14 +45,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from runner.demo import write_demo_files  # noqa: E402
-from tests.support.projects import ENDPOINT_COUNTS, SLOW_REQUESTS  # noqa: E402
-from tests.support.reference import (  # noqa: E402
+from bench.common import REPO, bench_parser, example_project, progress_record, write_result
+from runner.demo import write_demo_files
+from tests.support.projects import ENDPOINT_COUNTS, SLOW_REQUESTS
+from tests.support.reference import (
     DEFAULT_TABLES,
     actual_tables,
     compare,
@@ -65,17 +61,9 @@ LATE_MODELS = {"endpoint_counts": ENDPOINT_COUNTS, "slow_requests": SLOW_REQUEST
 def make_project(root: Path, *, late: bool = False, engine: str = "rs") -> Path:
     """A copy of the example project: the given Delta engine, 1 s trigger, plus the merge
     model (unless ``late``: then :func:`add_models` brings it, with slow_requests, later)."""
-    root.mkdir(parents=True)
-    for folder in ("models", "macros"):
-        shutil.copytree(REPO / folder, root / folder)
-    if not late:
-        (root / "models" / "endpoint_counts.sql").write_text(ENDPOINT_COUNTS)
-    config = yaml.safe_load((REPO / "project.yml").read_text())
-    config["source"] = {"type": "files", "path": "data/incoming", "max_files_per_trigger": 8}
-    config["trigger"] = "1 second"
-    config["delta"] = {"engine": engine}
-    config["spark"] = {"master": "local[2]"}
-    (root / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    example_project(root, extra_models={} if late else {"endpoint_counts": ENDPOINT_COUNTS},
+                    source={"type": "files", "path": "data/incoming", "max_files_per_trigger": 8},
+                    trigger="1 second", delta={"engine": engine}, spark={"master": "local[2]"})
     (root / "data" / "incoming").mkdir(parents=True)
     return root
 
@@ -122,9 +110,8 @@ def spawn(project: Path, log: Path, *args: str) -> subprocess.Popen:
 def read_progress(log: Path) -> dict[str, Any]:
     batches, backfill, started, summary = [], [], False, None
     for line in log.read_text(errors="replace").splitlines():
-        try:
-            doc = json.loads(line)
-        except ValueError:
+        doc = progress_record(line)
+        if doc is None:
             continue
         if "batch_id" in doc:
             batches.append(doc)
@@ -140,7 +127,7 @@ def read_progress(log: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, json=True)
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--max-run", type=float, default=20.0,
                         help="a kill lands up to this many seconds after the query started "
@@ -150,7 +137,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, default=None,
                         help="work in this (new) directory and keep it")
-    parser.add_argument("--json", type=Path, default=None, help="write the record here")
     parser.add_argument("--add-models", action="store_true",
                         help="add endpoint_counts and slow_requests halfway (backfilled), and "
                              "kill during their backfill")
@@ -273,8 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         "tables": result, "runs": runs, "work_dir": str(work),
     }
     print(json.dumps({k: v for k, v in record.items() if k != "runs"}, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(record, indent=2))
+    write_result(__file__, record, args.json)
     if not args.keep and ok:
         shutil.rmtree(work, ignore_errors=True)
     print("OK: every table exactly once" if ok else f"FAILED: see {work}")

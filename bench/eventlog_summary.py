@@ -4,31 +4,22 @@ run, CPU and GC seconds, and its description (the runner names its jobs
 
 Record event logs with the stream bench (same settings for every variant)::
 
-    .venv/bin/python bench/stream_bench.py --rounds 1 --variants hand,runner \\
+    .venv/bin/python -m bench.stream_bench --rounds 1 --variants hand,runner \\
         --conf spark.eventLog.enabled=true --conf spark.eventLog.dir=/tmp/ev \\
         --conf spark.eventLog.compress=false
-    .venv/bin/python bench/eventlog_summary.py /tmp/ev/*
+    .venv/bin/python -m bench.eventlog_summary /tmp/ev/*
 
 Each argument is an event-log directory (``eventlog_v2_*``) or file (uncompressed).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-
-def read_events(path: Path) -> list[dict[str, Any]]:
-    files = sorted(p for p in path.iterdir() if p.name.startswith("events_")) \
-        if path.is_dir() else [path]
-    out = []
-    for f in files:
-        with open(f, encoding="utf-8") as fh:
-            out.extend(json.loads(line) for line in fh if line.strip())
-    return out
+from bench.common import job_description, read_events
 
 
 def summarize(path: Path) -> str:
@@ -42,10 +33,8 @@ def summarize(path: Path) -> str:
         if kind == "SparkListenerApplicationStart":
             app = e.get("App Name", "")
         elif kind == "SparkListenerJobStart":
-            props = e.get("Properties") or {}
-            desc = props.get("spark.job.description") or props.get("callSite.short", "")
-            jobs[e["Job ID"]] = {"start": e["Submission Time"], "desc": desc.splitlines()[0]
-                                 if desc else "", "stages": [s["Stage ID"] for s in e["Stage Infos"]]}
+            jobs[e["Job ID"]] = {"start": e["Submission Time"], "desc": job_description(e),
+                                 "stages": [s["Stage ID"] for s in e["Stage Infos"]]}
         elif kind == "SparkListenerJobEnd":
             jobs[e["Job ID"]]["end"] = e["Completion Time"]
         elif kind == "SparkListenerStageCompleted":

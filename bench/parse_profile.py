@@ -1,6 +1,6 @@
 """Where a batch's parse time goes: the seeds' ``from_json`` against the runner's parse.
 
-A companion to ``stream_bench.py`` (which times whole processes): here ONE warm SparkSession
+A companion to ``bench.stream_bench`` (which times whole processes): here ONE warm SparkSession
 times the pieces of one micro-batch on the same input, so start-up and the noisy machine
 matter less. The raw lines of ``--files`` demo files are cached first (reading them is not
 what is measured); then, after one warm-up round, interleaved over ``--repeat`` rounds, each case runs as a Spark job
@@ -27,15 +27,15 @@ dead:runner     after ``fill:runner``: the dead-letter frame -> noop (the runner
 
 Usage::
 
-    .venv/bin/python bench/parse_profile.py                 # 250k events, 3 rounds
-    .venv/bin/python bench/parse_profile.py --events 100000 --repeat 2
+    .venv/bin/python -m bench.parse_profile                 # 250k events, 3 rounds
+    .venv/bin/python -m bench.parse_profile --events 100000 --repeat 2
+
+Results: ``bench/results/parse_profile-<date>-<sha>.json`` (or ``--json``).
 """
 
 from __future__ import annotations
 
-import argparse
 import inspect
-import json
 import os
 import shutil
 import statistics
@@ -46,26 +46,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def _jvm_cpu(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from bench.common import bench_parser, cpu_seconds, example_config, write_result
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--events", type=int, default=250_000)
-    ap.add_argument("--files", type=int, default=10)
+    ap = bench_parser(__doc__, events=250_000, files=10, master=True, json=True)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
 
-    import yaml
     from pyspark.sql import functions as F
 
     from runner.demo import write_demo_files
@@ -73,8 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     from runner.runtime.session import build_session
     from runner.sources.files import BLANK_CHARS
 
-    example = yaml.safe_load((REPO / "project.yml").read_text(encoding="utf-8"))
-    ddl = example["schema"]
+    ddl = example_config()["schema"]
     tmp = Path(tempfile.mkdtemp(prefix="runner-parse-profile-"))
     try:
         write_demo_files(tmp / "data", events=args.events, files=args.files, poison_every=0)
@@ -152,11 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         for rnd in range(args.repeat + 1):  # round 0 warms the JVM up and is not recorded
             for name, run in cases.items():
                 before = cached_mb()
-                c0, t0 = _jvm_cpu(jvm_pid), time.perf_counter()
+                c0, t0 = cpu_seconds(jvm_pid), time.perf_counter()
                 run()
                 if rnd:
                     results[name]["wall"].append(time.perf_counter() - t0)
-                    results[name]["cpu"].append(_jvm_cpu(jvm_pid) - c0)
+                    results[name]["cpu"].append(cpu_seconds(jvm_pid) - c0)
                 if name.startswith("fill:"):
                     sizes[name] = cached_mb() - before
                 if name == "dead:runner":  # the next round fills again: drop every cache,
@@ -177,13 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {statistics.median(r['wall']):.2f} | {cpu:.2f} | "
               f"{cpu / base:.2f}x | {size} |")
     print(f"\nload average at end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    out = args.json or RESULTS / f"parse-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"bench": "parse_profile", "events": n, "args": {
-        k: str(v) for k, v in vars(args).items()}, "results": results, "cached_mb": sizes,
-        "python": sys.version.split()[0], "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
-        indent=1) + "\n", encoding="utf-8")
-    print(f"raw results: {out}")
+    write_result(__file__, {"events": n, "args": vars(args), "results": results,
+                            "cached_mb": sizes, "python": sys.version.split()[0]}, args.json)
     return 0
 
 

@@ -10,21 +10,20 @@ Two cases, each run with the persist forced on and off, alternating, after one w
 Wall time drifts with the machine's load; the CPU seconds of the process and its JVM (user +
 system, from ``/proc``) drift much less. Usage::
 
-    .venv/bin/python bench/persist_bench.py --events 200000 --rounds 5 --case parsed
+    .venv/bin/python -m bench.persist_bench --events 200000 --rounds 5 --case parsed
+
+Results: ``bench/results/persist_bench-<date>-<sha>.json`` (or ``--json``).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import bench_parser, cpu_seconds, descendants, write_result
 
 SCHEMA = ("eventId STRING NOT NULL, timestamp TIMESTAMP NOT NULL, "
           "user STRUCT<userId: STRING, country: STRING>, "
@@ -32,27 +31,15 @@ SCHEMA = ("eventId STRING NOT NULL, timestamp TIMESTAMP NOT NULL, "
           "status_code: INT>, errors ARRAY<STRUCT<errorCode: STRING, severity: STRING>>")
 
 
-def cpu_seconds() -> float:
-    """CPU seconds (user + system) of this process and its children (the JVM) so far."""
-    total = time.process_time()
-    ticks = os.sysconf("SC_CLK_TCK")
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(stat[1]) == os.getpid():
-            total += (int(stat[11]) + int(stat[12])) / ticks
-    return total
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and the processes below it (the JVM)."""
+    return time.process_time() + sum(cpu_seconds(p) for p in descendants(os.getpid()))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=200_000)
-    parser.add_argument("--rounds", type=int, default=5)
+def main(argv: list[str] | None = None) -> int:
+    parser = bench_parser(__doc__, events=200_000, rounds=5, master=True, json=True)
     parser.add_argument("--case", choices=["parsed", "child"], default="parsed")
-    parser.add_argument("--master", default="local[2]")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from pyspark.sql import functions as F
 
@@ -90,9 +77,9 @@ def main() -> None:
             bp = batch.BatchPlan(plan=plan, sinks=sinks, dead_letter=dead,
                                  metadata_columns={"_source_file": "STRING"},
                                  writer=RsWriter(arrow_max_rows=0))
-            wall, cpu = time.perf_counter(), cpu_seconds()
+            wall, cpu = time.perf_counter(), tree_cpu_seconds()
             result = batch.run_batch(bp, raw, 0)
-            wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+            wall, cpu = time.perf_counter() - wall, tree_cpu_seconds() - cpu
             print(f"round {r} persist={persist}: {wall:.2f} s wall, {cpu:.2f} s CPU, "
                   f"{result.input_rows} rows, {result.dead_letters} dead", flush=True)
             if r:
@@ -102,10 +89,11 @@ def main() -> None:
         for key in ("wall", "cpu"):
             values = sorted(x[key] for x in runs if x["persist"] is persist)
             print(f"persist={persist} {key}: median {values[len(values) // 2]:.2f} s {values}")
-    print(json.dumps({"case": args.case, "events": args.events, "load": os.getloadavg(),
-                      "runs": runs}))
+    write_result(__file__, {"case": args.case, "events": args.events,
+                            "load": os.getloadavg(), "runs": runs}, args.json)
     shutil.rmtree(root)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -33,11 +33,11 @@ durations from the event log: where a batch's time goes.
 
 Usage::
 
-    .venv/bin/python bench/scale_bench.py                          # everything
-    .venv/bin/python bench/scale_bench.py --parts models --rounds 1 --events 200000
-    .venv/bin/python bench/scale_bench.py --parts memory --sizes 100000,1000000
+    .venv/bin/python -m bench.scale_bench                          # everything
+    .venv/bin/python -m bench.scale_bench --parts models --rounds 1 --events 200000
+    .venv/bin/python -m bench.scale_bench --parts memory --sizes 100000,1000000
 
-Raw results go to ``bench/results/scale-<time>.json``; a Markdown summary is printed.
+Raw results go to ``bench/results/scale_bench-<date>-<sha>.json``; a Markdown summary is printed.
 Needs matplotlib for the plot (skipped with a note when missing).
 """
 
@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -56,16 +55,30 @@ import time
 from pathlib import Path
 from typing import Any
 
-from proctree import command_name, descendants
+from bench.common import (
+    REPO,
+    bench_parser,
+    command_name,
+    descendants,
+    event_log_conf,
+    event_logs,
+    example_project,
+    git,
+    job_description,
+    machine,
+    read_events,
+    run_env,
+    status_kb,
+    table_rows,
+    write_result,
+)
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).resolve().parent / "results"
 DOCS = REPO / "docs"
 PARTS = ("models", "memory", "cluster", "wide")
 PREFIX = "SCALE "
 
 PROJECTION = """\
--- projection model {i} of {n} (bench/scale_bench.py)
+-- projection model {i} of {n} (bench.scale_bench)
 SELECT eventId, `timestamp`, user.userId AS userId, user.country AS country,
        request.endpoint AS endpoint, request.status_code AS status_code,
        request.latency_ms + {i} AS latency_ms
@@ -74,17 +87,6 @@ FROM parsed_events
 
 
 # -- the worker: one runner process -----------------------------------------------------------
-
-
-def _vmhwm_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def _jvm_pids(root: int) -> list[int]:
@@ -177,8 +179,8 @@ def worker(cfg: dict[str, Any]) -> None:
         "in_process_seconds": t_end - t_start,
         "compile_seconds": t_compiled - t_start,
         "session_seconds": session_info(active).start_seconds if active else None,
-        "py_vmhwm_mb": _vmhwm_kb(os.getpid()) / 1024,
-        "jvm_vmhwm_mb": [_vmhwm_kb(p) / 1024 for p in jvms],
+        "py_vmhwm_mb": status_kb(os.getpid(), "VmHWM") / 1024,
+        "jvm_vmhwm_mb": [status_kb(p, "VmHWM") / 1024 for p in jvms],
         "timers": {k: {"n": len(v), "sum": sum(v), "max": max(v)} for k, v in timers.items()},
         "progress": progress,
     }), flush=True)
@@ -209,45 +211,30 @@ def make_project(dest: Path, *, data: Path, models: dict[str, str] | None, max_f
                  parallelism: int | None = None, prune: bool = False,
                  arrow_max_rows: int | None = None) -> Path:
     """A project reading ``data``: the example models (``models=None``) or the given ones."""
-    import yaml
-
     shutil.rmtree(dest, ignore_errors=True)
-    dest.mkdir(parents=True)
-    shutil.copytree(REPO / "macros", dest / "macros")
-    if models is None:
-        shutil.copytree(REPO / "models", dest / "models")
-    else:
-        (dest / "models").mkdir()
-        for name, sql in models.items():
-            (dest / "models" / f"{name}.sql").write_text(sql)
-    config = yaml.safe_load((REPO / "project.yml").read_text(encoding="utf-8"))
-    config["source"] = {"type": "files", "path": str(data), "max_files_per_trigger": max_files}
-    config["spark"] = {"master": master, "conf": dict(conf or {})}
-    config["delta"] = {"engine": "rs"}
+    delta: dict[str, Any] = {"engine": "rs"}
     if arrow_max_rows is not None:
-        config["delta"]["arrow_max_rows"] = arrow_max_rows
-    config["warehouse"], config["checkpoint"] = "_warehouse", "_checkpoint"
-    if schema is not None:
-        config["schema"] = schema
-    if parallelism is not None:
-        config["parallelism"] = parallelism
-    if prune:
-        config["parse_only_used_fields"] = True
-    (dest / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    return dest
+        delta["arrow_max_rows"] = arrow_max_rows
+    optional = {"schema": schema, "parallelism": parallelism,
+                "parse_only_used_fields": True if prune else None}
+    return example_project(
+        dest, models=models is None, extra_models=models,
+        source={"type": "files", "path": str(data), "max_files_per_trigger": max_files},
+        spark={"master": master, "conf": dict(conf or {})}, delta=delta,
+        warehouse="_warehouse", checkpoint="_checkpoint",
+        **{k: v for k, v in optional.items() if v is not None})
 
 
 def run(label: str, project: Path, *, timeout: float, **flags: Any) -> dict[str, Any]:
     """One worker process; its wall time, its report, and its tables' row counts."""
     cfg_path = project / "bench-worker.json"
     cfg_path.write_text(json.dumps({"project": str(project), **flags}))
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, __file__, "--worker", str(cfg_path)],
-                              capture_output=True, text=True, timeout=timeout, env=env,
-                              cwd=str(project))
+        proc = subprocess.run([sys.executable, "-m", "bench.scale_bench", "--worker",
+                               str(cfg_path)], capture_output=True, text=True, timeout=timeout,
+                              env=run_env(), cwd=str(project))
         rc, out, err = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as e:
         rc, out, err = -9, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else "", "timeout"
@@ -266,14 +253,8 @@ def run(label: str, project: Path, *, timeout: float, **flags: Any) -> dict[str,
 
 
 def _count_tables(warehouse: Path) -> dict[str, int]:
-    from deltalake import DeltaTable
-
-    counts = {}
-    if warehouse.is_dir():
-        for table in sorted(warehouse.iterdir()):
-            if (table / "_delta_log").is_dir():
-                counts[table.name] = DeltaTable(str(table)).to_pyarrow_dataset().count_rows()
-    return counts
+    tables = sorted(warehouse.iterdir()) if warehouse.is_dir() else []
+    return {t.name: rows for t in tables if (rows := table_rows(t)) is not None}
 
 
 # -- parts ----------------------------------------------------------------------------------
@@ -361,18 +342,10 @@ def part_memory(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return {"runs": runs}
 
 
-def _event_log(events_dir: Path) -> tuple[Path, dict[str, str]]:
-    """An empty folder and the Spark settings that write an (uncompressed) event log to it."""
-    shutil.rmtree(events_dir, ignore_errors=True)
-    events_dir.mkdir(parents=True)
-    return events_dir, {"spark.eventLog.enabled": "true",
-                        "spark.eventLog.dir": events_dir.as_uri(),
-                        "spark.eventLog.compress": "false"}
-
-
 def part_cluster(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     data = generate(work / "data-models", args.events, 40)
-    events_dir, conf = _event_log(work / "eventlog")
+    events_dir = work / "eventlog"
+    conf = event_log_conf(events_dir)
     project = make_project(work / "cluster", data=data, models=None, max_files=10,
                            master="local-cluster[2,1,1024]", conf=conf)
     r = run("local-cluster[2,1,1024]", project, timeout=args.timeout)
@@ -388,16 +361,11 @@ def _writers_by_executor(events_dir: Path) -> dict[str, Any]:
     out: dict[str, dict[str, dict[str, int]]] = {}
     durations: dict[str, float] = {}
     starts: dict[int, int] = {}
-    logs = [p for p in events_dir.rglob("*") if p.is_file()
-            and not p.name.startswith((".", "appstatus"))]
-    for log in sorted(logs):  # Spark 4 rolls event logs: eventlog_v2_<app>/events_<n>_<app>
-        for line in log.read_text().splitlines():
-            e = json.loads(line)
+    for log in event_logs(events_dir):  # Spark 4 rolls them: eventlog_v2_<app>/events_<n>
+        for e in read_events(log):
             kind = e.get("Event")
             if kind == "SparkListenerJobStart":
-                props = e.get("Properties") or {}
-                desc = props.get("spark.job.description") or "(no description)"
-                jobs[e["Job ID"]] = desc
+                jobs[e["Job ID"]] = job_description(e) or "(no description)"
                 starts[e["Job ID"]] = e["Submission Time"]
                 for sid in e.get("Stage IDs", []):
                     stage_job[sid] = e["Job ID"]
@@ -490,7 +458,8 @@ def part_wide(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 def part_profile(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     data = generate(work / "data-models", args.events, 40)
-    events_dir, conf = _event_log(work / "eventlog-profile")
+    events_dir = work / "eventlog-profile"
+    conf = event_log_conf(events_dir)
     project = make_project(work / "profile", data=data, models=None, max_files=10,
                            master=args.master, conf=conf)
     r = run("profile (3 example models)", project, timeout=args.timeout, profile=True)
@@ -564,19 +533,14 @@ def report(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = bench_parser(__doc__, events=1_000_000, rounds=2, master=True, workdir=True,
+                      timeout=1800, json=True)
     ap.add_argument("--parts", default=",".join(PARTS))
     ap.add_argument("--profile", action="store_true", help="add the profile run")
-    ap.add_argument("--events", type=int, default=1_000_000, help="models/cluster/profile")
     ap.add_argument("--models", default="1,3,10,30")
     ap.add_argument("--sizes", default="100000,1000000,5000000")
     ap.add_argument("--arrow-sizes", default="100000,1000000")
     ap.add_argument("--wide-events", type=int, default=500_000)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--workdir", type=Path, default=None)
-    ap.add_argument("--timeout", type=float, default=1800)
-    ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -585,10 +549,8 @@ def main(argv: list[str] | None = None) -> int:
     work = args.workdir or Path(tempfile.gettempdir()) / f"scale_bench-{os.getuid()}"
     work.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"meta": {
-        "started": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": platform.machine(),
-        "cpus": os.cpu_count(), "python": platform.python_version(), "argv": sys.argv[1:],
-        "commit": subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                                 capture_output=True, text=True).stdout.strip()}}
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"), **machine(), "argv": sys.argv[1:],
+        "commit": git("rev-parse", "--short", "HEAD")}}
     parts = [p for p in args.parts.split(",") if p]
     fns = {"models": part_models, "memory": part_memory, "cluster": part_cluster,
            "wide": part_wide}
@@ -598,12 +560,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         print("== profile", flush=True)
         results["profile"] = part_profile(args, work)
-    RESULTS.mkdir(exist_ok=True)
-    out = args.json or RESULTS / f"scale-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.write_text(json.dumps(results, indent=1, default=str))
     print()
     print(report(results))
-    print(f"\nraw results: {out}")
+    write_result(__file__, results, args.json)
     return 0
 
 

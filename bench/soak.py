@@ -1,6 +1,6 @@
 """Soak: thousands of small micro-batches with maintenance on; does the pipeline stay flat?
 
-    .venv/bin/python bench/soak.py --batches 2000 [--source files|kafka] [--events 20]
+    .venv/bin/python -m bench.soak --batches 2000 [--source files|kafka] [--events 20]
         [--every 100] [--keep 100] [--json OUT] [--dir DIR]
 
 On a copy of the example project (its three models plus ``endpoint_counts``, an accumulating
@@ -22,15 +22,14 @@ Reported: seconds per batch (wall time between consecutive progress lines, which
 Spark's planning, offsets and commit-log writes and, every ``--every`` batches, the
 maintenance) for the first 200 and the last 200 batches, mean and median, and their ratio;
 memory over time; the end state of every table. Exit code 0 when every table is exact and the
-last 200 batches are at most 20% slower than the first 200 (medians), 1 otherwise.
+last 200 batches are at most 20% slower than the first 200 (medians), 1 otherwise. Results:
+``bench/results/soak-<date>-<sha>.json`` (or ``--json``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -40,31 +39,28 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench.proctree import command_name, descendants  # noqa: E402
-from runner.demo import event_lines  # noqa: E402
-from tests.support.projects import ENDPOINT_COUNTS  # noqa: E402
-from tests.support.reference import actual_tables, compare, expected_tables  # noqa: E402
+from bench.common import (
+    REPO,
+    bench_parser,
+    command_name,
+    descendants,
+    example_project,
+    progress_record,
+    run_env,
+    status_kb,
+    write_result,
+)
+from runner.demo import event_lines
+from tests.support.projects import ENDPOINT_COUNTS
+from tests.support.reference import actual_tables, compare, expected_tables
 
 WINDOW = 200
 
 
 def make_project(root: Path, *, source: dict[str, Any], every: int, keep: int) -> Path:
-    root.mkdir(parents=True)
-    for folder in ("models", "macros"):
-        shutil.copytree(REPO / folder, root / folder)
-    (root / "models" / "endpoint_counts.sql").write_text(ENDPOINT_COUNTS)
-    config = yaml.safe_load((REPO / "project.yml").read_text())
-    config["source"] = source
-    config["delta"] = {"engine": "rs"}
-    config["spark"] = {"master": "local[2]"}
-    config["maintenance"] = {"every_batches": every, "keep_batches": keep}
-    (root / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    return root
+    return example_project(root, extra_models={"endpoint_counts": ENDPOINT_COUNTS},
+                           source=source, delta={"engine": "rs"}, spark={"master": "local[2]"},
+                           maintenance={"every_batches": every, "keep_batches": keep})
 
 
 def batch_lines(batches: int, events: int, *, first: int = 0) -> list[list[str]]:
@@ -84,14 +80,7 @@ def write_files(incoming: Path, groups: list[list[str]], *, first: int = 0) -> N
 
 
 def rss_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return status_kb(pid, "VmRSS")
 
 
 class Sampler(threading.Thread):
@@ -120,17 +109,15 @@ def run_stream(root: Path, batches: int) -> tuple[list[dict[str, Any]], list[str
     proc = subprocess.Popen([sys.executable, "-m", "runner", "stream", "--project-dir",
                              str(root), "--available-now", "--progress", "json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1",
-                                 "PYTHONPATH": str(REPO)}, cwd=REPO)
+                            env=run_env(), cwd=REPO)
     done: list[dict[str, Any]] = []
     events: list[str] = []
     sampler = Sampler(proc.pid, done)
     sampler.start()
     assert proc.stdout is not None
     for line in proc.stdout:
-        try:
-            doc = json.loads(line)
-        except ValueError:
+        doc = progress_record(line)
+        if doc is None:
             continue
         if "batch_id" in doc:
             doc["at"] = time.monotonic() - sampler.started
@@ -165,7 +152,7 @@ def end_state(root: Path) -> dict[str, Any]:
     started = time.perf_counter()
     cli = subprocess.run([sys.executable, "-m", "runner", "status", "--project-dir", str(root),
                           "--format", "json"], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO)
+                         env=run_env(), cwd=REPO)
     command = time.perf_counter() - started
     tables = {}
     for t in status.tables:
@@ -192,16 +179,14 @@ def read_table_at(path: str, version: int | None) -> int | None:
     return DeltaTable(path, version=version).to_pyarrow_dataset().count_rows()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = bench_parser(__doc__, events=20, json=True)
     parser.add_argument("--batches", type=int, default=2000)
-    parser.add_argument("--events", type=int, default=20)
     parser.add_argument("--source", choices=["files", "kafka"], default="files")
     parser.add_argument("--every", type=int, default=100, help="maintenance every N batches")
     parser.add_argument("--keep", type=int, default=100, help="maintenance.keep_batches")
     parser.add_argument("--dir", type=Path, default=None, help="work here (kept)")
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     work = args.dir or Path(tempfile.mkdtemp(prefix="soak-"))
     groups = batch_lines(args.batches, args.events)
@@ -211,7 +196,7 @@ def main() -> int:
     if args.source == "files":
         source = {"type": "files", "path": str(reference_dir), "max_files_per_trigger": 1}
     else:
-        from scripts.brokers import RecordProducer, TansuBroker, create_topic, tansu_binary
+        from tests.support.brokers import RecordProducer, TansuBroker, create_topic, tansu_binary
 
         binary = tansu_binary()
         if binary is None:
@@ -281,8 +266,7 @@ def main() -> int:
     print(json.dumps({k: v for k, v in result.items()
                       if k not in ("tables_compared",)}, indent=1)[:6000])
     print(f"soak {'OK' if ok else 'FAILED'}: exact={exact} ratio(median)={ratio}")
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    write_result(__file__, result, args.json)
     return 0 if ok else 1
 
 

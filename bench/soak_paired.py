@@ -1,41 +1,37 @@
 """After a soak: the aged pipeline against a fresh one, side by side, under the same load.
 
-    .venv/bin/python bench/soak_paired.py --dir DIR [--batches 200] [--json OUT]
+    .venv/bin/python -m bench.soak_paired --dir DIR [--batches 200] [--json OUT]
 
-``bench/soak.py`` compares its first 200 batches with its last 200, hours apart; on a machine
+``bench.soak`` compares its first 200 batches with its last 200, hours apart; on a machine
 shared with other work the load differs between the two windows, and so do the timings. This
 runs the comparison at one time instead: ``--batches`` more input files for the soaked pipeline
 in ``DIR`` (its tables, logs and checkpoint after thousands of batches), and the same number
 for a fresh copy of the project (same settings, empty tables), and both ``runner stream
 --available-now`` processes run at once, so both see the same machine. Reported: per-batch
 seconds of each (median, mean), their ratio (aged / fresh), and both pipelines' tables checked
-exact against the reference computed from their input.
+exact against the reference computed from their input. Results:
+``bench/results/soak_paired-<date>-<sha>.json`` (or ``--json``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from bench.soak import batch_lines, make_project, run_stream, window_stats, write_files  # noqa: E402
-from tests.support.reference import actual_tables, compare, expected_tables  # noqa: E402
+from bench.common import bench_parser, write_result
+from bench.soak import batch_lines, make_project, run_stream, window_stats, write_files
+from tests.support.reference import actual_tables, compare, expected_tables
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dir", type=Path, required=True, help="a finished bench/soak.py run")
+def main(argv: list[str] | None = None) -> int:
+    parser = bench_parser(__doc__, json=True)
+    parser.add_argument("--dir", type=Path, required=True, help="a finished bench.soak run")
     parser.add_argument("--batches", type=int, default=200)
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     aged = args.dir / "project"
     config = yaml.safe_load((aged / "project.yml").read_text())
@@ -86,12 +82,11 @@ def main() -> int:
                           for d in diffs.values())
     out["exact"] = exact
     print(json.dumps(out, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1) + "\n")
+    write_result(__file__, out, args.json)
     ok = all(exact.values()) and out["ratio_median"] <= 1.2
     print(f"paired {'OK' if ok else 'FAILED'}: aged/fresh median ratio {out['ratio_median']}")
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

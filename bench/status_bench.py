@@ -1,18 +1,17 @@
 """How long ``runner status`` takes on a pipeline with thousands of batches and no maintenance.
 
-    .venv/bin/python bench/status_bench.py --batches 2000 [--dir DIR] [--json OUT]
+    .venv/bin/python -m bench.status_bench --batches 2000 [--dir DIR] [--json OUT]
 
 Builds the pipeline without Spark (``tests/support/fake_stream.py``: the real delta-rs writer
 with application transactions and the real ledger, five tables, a commit per table per batch,
 dead letters every 10th batch): the worst case for status, since nothing is compacted and
 every table has a file per batch. Then times ``collect_status`` in process and the ``runner
 status`` command as a process (start-up and imports included), 5 times each, and
-``runner snapshot``.
+``runner snapshot``. Results: ``bench/results/status_bench-<date>-<sha>.json`` (or ``--json``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -22,29 +21,26 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from runner.ops.status import collect_status  # noqa: E402
-from tests.support.fake_stream import FakeStream, make_project  # noqa: E402
+from bench.common import REPO, bench_parser, run_env, write_result
+from runner.ops.status import collect_status
+from tests.support.fake_stream import FakeStream, make_project
 
 
 def timed(command: list[str], runs: int = 5) -> list[float]:
     out = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True,
-                       env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO)
+        subprocess.run(command, check=True, capture_output=True, env=run_env(), cwd=REPO)
         out.append(round(time.perf_counter() - started, 3))
     return out
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = bench_parser(__doc__, json=True)
     parser.add_argument("--batches", type=int, default=2000)
-    parser.add_argument("--dir", type=Path, default=None)
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args()
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="build the pipeline here (reused when it is there)")
+    args = parser.parse_args(argv)
     root = (args.dir or Path(tempfile.mkdtemp(prefix="status-bench-"))) / "proj"
     if not (root / "project.yml").exists():
         started = time.perf_counter()
@@ -78,8 +74,7 @@ def main() -> int:
                 "snapshot_command_seconds"):
         result[key.replace("seconds", "median")] = statistics.median(result[key])
     print(json.dumps(result, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    write_result(__file__, result, args.json)
     return 0
 
 

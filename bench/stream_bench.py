@@ -78,12 +78,12 @@ production set), then the median over rounds.
 
 Usage::
 
-    .venv/bin/python bench/stream_bench.py                   # 1M events, 3 rounds
-    .venv/bin/python bench/stream_bench.py --events 100000 --rounds 1
-    .venv/bin/python bench/stream_bench.py --set production  # floor,hand-spark,runner-spark,runner
-    .venv/bin/python bench/stream_bench.py --variants hand,hand-par,hand-rparse,runner
+    .venv/bin/python -m bench.stream_bench                   # 1M events, 3 rounds
+    .venv/bin/python -m bench.stream_bench --events 100000 --rounds 1
+    .venv/bin/python -m bench.stream_bench --set production  # floor,hand-spark,runner-spark,runner
+    .venv/bin/python -m bench.stream_bench --variants hand,hand-par,hand-rparse,runner
 
-Raw results go to ``bench/results/stream-<time>.json`` (or ``--json``).
+Raw results go to ``bench/results/stream_bench-<date>-<sha>.json`` (or ``--json``).
 """
 
 from __future__ import annotations
@@ -91,9 +91,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -104,10 +102,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proctree import command_name, descendants
+from bench.common import (
+    REPO,
+    bench_parser,
+    command_name,
+    cpu_seconds,
+    descendants,
+    example_config,
+    example_project,
+    git_state,
+    machine,
+    median,
+    progress_record,
+    run_env,
+    snapshot_runner,
+    spark_conf,
+    spark_jars,
+    status_kb,
+    tree_digest,
+    write_result,
+)
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).resolve().parent / "results"
 MAIN_VARIANTS = ("floor", "hand", "naive", "runner")
 PRODUCTION_VARIANTS = ("floor", "hand-spark", "runner-spark", "runner")
 DIAG_VARIANTS = ("hand-par", "hand-rparse", "runner-prof", "runner-arrow")
@@ -436,7 +451,7 @@ class Proc:
     pid: int
     role: str
     hwm_kb: int = 0
-    cpu_ticks: int = 0
+    cpu_s: float = 0.0
 
 
 class TreeSampler(threading.Thread):
@@ -473,44 +488,31 @@ class TreeSampler(threading.Thread):
     def sample(self) -> None:
         rss_total = 0
         for pid in descendants(self.root, include_root=True):
-            try:
-                with open(f"/proc/{pid}/status") as f:
-                    status = f.read()
-                with open(f"/proc/{pid}/stat") as f:
-                    stat = f.read()
-            except OSError:
+            hwm = status_kb(pid, "VmHWM")
+            if not hwm:  # gone (or a kernel thread)
                 continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            ticks = int(fields[11]) + int(fields[12])  # utime + stime
-            values = {line.split(":")[0]: line.split()[1] for line in status.splitlines()
-                      if line.startswith(("VmHWM", "VmRSS"))}
             proc = self.procs.get(pid)
             if proc is None:
                 proc = self.procs[pid] = Proc(pid, self._role(pid))
                 if proc.role == "other":  # count processes by name (a forked child shows
-                    try:                  # its parent thread's name until it exec()s)
-                        with open(f"/proc/{pid}/comm") as f:
-                            comm = f.read().strip()
-                    except OSError:
-                        comm = "?"
+                    comm = command_name(pid) or "?"  # its parent thread's name until exec)
                     self.other_names[comm] = self.other_names.get(comm, 0) + 1
             elif proc.role == "other":  # spark-submit's shell exec()s into the JVM later
                 proc.role = self._role(pid)
-            proc.hwm_kb = max(proc.hwm_kb, int(values.get("VmHWM", 0)))
-            proc.cpu_ticks = max(proc.cpu_ticks, ticks)
+            proc.hwm_kb = max(proc.hwm_kb, hwm)
+            proc.cpu_s = max(proc.cpu_s, cpu_seconds(pid))
             # Not "other": a process the JVM spawns (chmod, jspawnhelper...) shares or copies
             # the JVM's pages until it exec()s, which would count the JVM twice.
             if proc.role != "other":
-                rss_total += int(values.get("VmRSS", 0))
+                rss_total += status_kb(pid, "VmRSS")
         self.tree_rss_peak_kb = max(self.tree_rss_peak_kb, rss_total)
 
     def summary(self) -> dict[str, Any]:
         by_role: dict[str, dict[str, float]] = {}
-        hz = os.sysconf("SC_CLK_TCK")
         for p in self.procs.values():
             r = by_role.setdefault(p.role, {"peak_mb": 0.0, "cpu_s": 0.0, "processes": 0})
             r["peak_mb"] = max(r["peak_mb"], p.hwm_kb / 1024)  # largest single process
-            r["cpu_s"] += p.cpu_ticks / hz
+            r["cpu_s"] += p.cpu_s
             r["processes"] += 1
         return {"roles": by_role, "tree_rss_peak_mb": self.tree_rss_peak_kb / 1024,
                 "other_process_names": self.other_names,
@@ -574,41 +576,13 @@ def runner_project(dest: Path, *, data: Path, max_files: int, master: str,
                    spark_conf: dict[str, str], engine: str) -> Path:
     """A copy of the example project reading ``data`` (fresh warehouse and checkpoint), its
     ``delta.engine`` set to ``engine`` (never ``auto``: the comparison names its engine)."""
-    import yaml
-
-    dest.mkdir(parents=True)
-    shutil.copytree(REPO / "models", dest / "models")
-    shutil.copytree(REPO / "macros", dest / "macros")
-    config = yaml.safe_load((REPO / "project.yml").read_text(encoding="utf-8"))
-    config["source"]["path"] = str(data)
-    config["source"]["max_files_per_trigger"] = max_files
-    config["delta"] = {**(config.get("delta") or {}), "engine": engine}
-    config.setdefault("spark", {})["master"] = master
+    config = example_config()
+    spark = {**(config.get("spark") or {}), "master": master}
     if spark_conf:
-        config["spark"]["conf"] = {**config["spark"].get("conf", {}), **spark_conf}
-    (dest / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    return dest
-
-
-def snapshot_runner(workdir: Path) -> Path:
-    """Copy the work tree's ``runner/`` once: other engineers edit it while the bench runs,
-    and every round must run the same code. Every variant imports from this copy."""
-    dest = workdir / "src" / "worktree"
-    shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(REPO / "runner", dest / "runner",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    return dest
-
-
-def tree_digest(root: Path) -> str:
-    """A short hash of the ``.py`` files under ``root`` (which runner code a run used)."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:12]
+        spark["conf"] = {**spark.get("conf", {}), **spark_conf}
+    return example_project(
+        dest, source={**config["source"], "path": str(data), "max_files_per_trigger": max_files},
+        delta={**(config.get("delta") or {}), "engine": engine}, spark=spark)
 
 
 def run_variant(variant: str, rnd: int, *, workdir: Path, base_cfg: dict[str, Any],
@@ -617,9 +591,9 @@ def run_variant(variant: str, rnd: int, *, workdir: Path, base_cfg: dict[str, An
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     # The snapshot of runner/ has no .jars beside it: name the folder (the same for all).
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "PYTHONUNBUFFERED": "1", "PYTHONPATH": base_cfg["runner_src"],
-           "RUNNER_JARS_DIR": base_cfg["jars_dir"]}
+    env = run_env(base_cfg["runner_src"], base_cfg["jars_dir"])
+    worker = [sys.executable, "-m", "bench.stream_bench", "--worker", variant,
+              "--config", str(out / "cfg.json")]
     if variant.startswith("runner"):
         name, _, ref = variant.partition("@")
         project = runner_project(out / "project", data=Path(base_cfg["data"]),
@@ -635,11 +609,13 @@ def run_variant(variant: str, rnd: int, *, workdir: Path, base_cfg: dict[str, An
                 env["PYTHONPATH"] = str(export_runner(ref, workdir))  # ahead of the editable
             cmd = [sys.executable, "-m", "runner", *stream_args]  # install of the work tree
         else:
-            cmd = [sys.executable, __file__, "--worker", variant, "--config", str(out / "cfg.json")]
+            cmd = worker
     else:
         warehouse = out / "warehouse"
         cfg = {**base_cfg, "out": str(out)}
-        cmd = [sys.executable, __file__, "--worker", variant, "--config", str(out / "cfg.json")]
+        cmd = worker
+    if cmd is worker:  # the worker is this module: the repository after the runner copy
+        env = run_env(base_cfg["runner_src"], base_cfg["jars_dir"], bench=True)
     (out / "cfg.json").write_text(json.dumps(cfg))
 
     events: list[tuple[float, dict[str, Any]]] = []
@@ -655,14 +631,9 @@ def run_variant(variant: str, rnd: int, *, workdir: Path, base_cfg: dict[str, An
 
     def read_stdout() -> None:
         for line in proc.stdout:  # type: ignore[union-attr]
-            line = line.strip()
-            if line.startswith(_EVENT_PREFIX):
-                line = line[len(_EVENT_PREFIX):]
-            if line.startswith("{"):
-                try:
-                    events.append((time.perf_counter() - started, json.loads(line)))
-                except ValueError:
-                    pass
+            doc = progress_record(line.strip().removeprefix(_EVENT_PREFIX))
+            if doc is not None:
+                events.append((time.perf_counter() - started, doc))
     out_thread = threading.Thread(target=read_stdout, daemon=True)
     out_thread.start()
     try:
@@ -692,16 +663,6 @@ def export_runner(ref: str, workdir: Path) -> Path:
     return dest
 
 
-def git_state() -> dict[str, Any]:
-    """HEAD and the runner files that differ from it: what `runner` ran."""
-    def git(*a: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO), *a], capture_output=True,
-                              text=True).stdout.strip()
-    return {"head": git("rev-parse", "--short", "HEAD"),
-            "head_subject": git("log", "-1", "--format=%s"),
-            "runner_uncommitted": git("status", "--porcelain", "runner").splitlines()}
-
-
 def count_tables(warehouse: Path) -> tuple[dict[str, int], dict[str, list[str]]]:
     from deltalake import DeltaTable
 
@@ -718,9 +679,6 @@ def count_tables(warehouse: Path) -> tuple[dict[str, int], dict[str, list[str]]]
 
 
 # ---- report --------------------------------------------------------------------------------
-
-def _median(xs: list[float]) -> float:
-    return statistics.median(xs) if xs else float("nan")
 
 
 def _session_at(run: Run) -> float | None:
@@ -763,19 +721,19 @@ def report(runs: list[Run], meta: dict[str, Any], args: argparse.Namespace) -> s
             continue
         walls = [r.wall for r in rs]
         ratios = [r.wall / base_wall[r.round] for r in rs if r.round in base_wall]
-        ratio = f"{_median(ratios):.2f}x" if ratios else "-"
+        ratio = f"{median(ratios):.2f}x" if ratios else "-"
         if len(ratios) > 1:
             ratio += f" ({min(ratios):.2f}-{max(ratios):.2f})"
         def mem(role: str, rs: list = rs) -> float:  # type: ignore[type-arg]
-            return _median([r.memory["roles"].get(role, {}).get("peak_mb", 0) for r in rs])
-        cpu = _median([r.memory["cpu_s"] for r in rs])
+            return median([r.memory["roles"].get(role, {}).get("peak_mb", 0) for r in rs])
+        cpu = median([r.memory["cpu_s"] for r in rs])
         cpu_ratios = [r.memory["cpu_s"] / base_cpu[r.round] for r in rs if r.round in base_cpu]
-        cpu_ratio = f"{_median(cpu_ratios):.2f}x" if cpu_ratios else "-"
-        tree = _median([r.memory["tree_rss_peak_mb"] for r in rs])
+        cpu_ratio = f"{median(cpu_ratios):.2f}x" if cpu_ratios else "-"
+        tree = median([r.memory["tree_rss_peak_mb"] for r in rs])
         ok = "n/a (noop)" if v == "floor" else (
             "yes" if all(r.counts == meta["expected"] for r in rs) else "NO")
-        lines.append(f"| {v} | {_median(walls):.1f} | {min(walls):.1f}-{max(walls):.1f} | "
-                     f"{events / _median(walls):,.0f} | {ratio} | {cpu:.0f} | {cpu_ratio} | "
+        lines.append(f"| {v} | {median(walls):.1f} | {min(walls):.1f}-{max(walls):.1f} | "
+                     f"{events / median(walls):,.0f} | {ratio} | {cpu:.0f} | {cpu_ratio} | "
                      f"{mem('driver'):,.0f} | {mem('jvm'):,.0f} | {tree:,.0f} | {ok} |")
     lines.append("")
     lines.append("Where the wall time goes (medians): start = process start until the session "
@@ -795,9 +753,9 @@ def report(runs: list[Run], meta: dict[str, Any], args: argparse.Namespace) -> s
         if v in ("floor", "naive"):  # no batch lines / three queries overlapping in time
             bsum_s, per_s, rest_s = "-", "-" if v == "floor" else "3 queries, concurrent", "-"
         else:
-            bsum_s, per_s = f"{_median(bsum):.1f}", "; ".join(per[:3])
-            rest_s = f"{_median(rest):.1f}"
-        lines.append(f"| {v} | {_median(starts):.1f} | {bsum_s} | {_median(counts):.0f} | "
+            bsum_s, per_s = f"{median(bsum):.1f}", "; ".join(per[:3])
+            rest_s = f"{median(rest):.1f}"
+        lines.append(f"| {v} | {median(starts):.1f} | {bsum_s} | {median(counts):.0f} | "
                      f"{per_s} | {rest_s} |")
     sinks = _sink_breakdown(by_v)
     if sinks:
@@ -851,8 +809,8 @@ def _sink_breakdown(by_v: dict[str, list[Run]]) -> list[str]:
                 for k, val in acc.items():
                     per_table.setdefault(name, {}).setdefault(k, []).append(val)
         for name, acc in per_table.items():
-            rows.append(f"| {v} | {name} | {_median(acc['to_arrow']):.1f} | "
-                        f"{_median(acc['write']):.1f} | {_median(acc['check']):.2f} |")
+            rows.append(f"| {v} | {name} | {median(acc['to_arrow']):.1f} | "
+                        f"{median(acc['write']):.1f} | {median(acc['check']):.2f} |")
     return rows
 
 
@@ -871,7 +829,7 @@ def _runner_prof_breakdown(rs: list[Run]) -> list[str]:
                 sums[key] = sums.get(key, 0.0) + float(t["seconds"])
         for key, val in sums.items():
             acc.setdefault(key, []).append(val)
-    return [f"| {kind} | {what or '-'} | {_median(vals):.2f} |"
+    return [f"| {kind} | {what or '-'} | {median(vals):.2f} |"
             for (kind, what), vals in sorted(acc.items())]
 
 
@@ -879,21 +837,13 @@ def _machine() -> dict[str, Any]:
     import pyspark
 
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
-    return {"cpus": os.cpu_count(), "python": platform.python_version(),
-            "pyspark": pyspark.__version__, "java": java.splitlines()[0] if java else None,
-            "platform": platform.platform()}
+    return {**machine(), "pyspark": pyspark.__version__,
+            "java": java.splitlines()[0] if java else None}
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--events", type=int, default=1_000_000)
-    ap.add_argument("--files", type=int, default=40)
-    ap.add_argument("--max-files", type=int, default=10, help="files per trigger, all variants")
-    ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra Spark setting for every variant (the runner's via project.yml "
-                         "spark.conf), e.g. spark.eventLog.enabled=true; repeatable")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = bench_parser(__doc__, events=1_000_000, files=40, max_files=True, master=True,
+                      conf=True, rounds=3, jars=True, workdir=True, timeout=900, json=True)
     ap.add_argument("--set", choices=sorted(SETS), default="main",
                     help="a named list of variants and its baseline: main = "
                          f"{','.join(MAIN_VARIANTS)} (vs hand), production = "
@@ -905,16 +855,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", default=None,
                     help="the variant every ratio is taken against, per round (default: "
                          "the --set's; with --variants: hand, else hand-spark, else the first)")
-    ap.add_argument("--jars", default=None, metavar="DIR",
-                    help="folder of Spark jars (delta-spark, ...) on every variant's "
-                         "spark.jars; default $RUNNER_JARS_DIR, else .jars/spark; '' for none")
-    ap.add_argument("--workdir", type=Path, default=None,
-                    help="keep data and outputs here (data reused when the parameters match)")
-    ap.add_argument("--timeout", type=float, default=900, help="seconds per run")
     ap.add_argument("--runner-ref", default=None, metavar="REF",
                     help="run every variant on runner/ as of git REF (default: a copy of the "
                          "work tree taken at start)")
-    ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--config", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -936,17 +879,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline not in variants:
         ap.error(f"--baseline {args.baseline} is not among the variants {variants}")
     args.variants = ",".join(variants)
-    if args.jars is None:
-        args.jars = os.environ.get("RUNNER_JARS_DIR", str(REPO / ".jars" / "spark"))
-    jars = sorted(p.name for p in Path(args.jars).glob("*.jar")) if args.jars.strip() else []
+    args.jars, jars = spark_jars(args.jars)
     needs_delta = [v for v in variants if v == "hand-spark" or v.startswith("runner-spark")]
     if needs_delta and not any(j.startswith("delta-spark_") for j in jars):
         ap.error(f"{needs_delta} need the delta-spark jar: none in --jars {args.jars!r}")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="runner-stream-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    import yaml
-
-    example = yaml.safe_load((REPO / "project.yml").read_text(encoding="utf-8"))
+    example = example_config()
     meta = generate_data(workdir, args.events, args.files)
     gs = git_state()
     src = export_runner(args.runner_ref, workdir) if args.runner_ref else snapshot_runner(workdir)
@@ -954,7 +893,7 @@ def main(argv: list[str] | None = None) -> int:
         gs.update(head=args.runner_ref, head_subject="--runner-ref", runner_uncommitted=[])
     base_cfg = {"runner_src": str(src), "data": str(workdir / "data"),
                 "max_files": args.max_files,
-                "spark_conf": dict(kv.split("=", 1) for kv in args.conf),
+                "spark_conf": spark_conf(args.conf),
                 "master": args.master, "schema_ddl": example["schema"],
                 "slow_ms": int(example.get("vars", {}).get("slow_request_ms", 1000)),
                 "parallelism": int(example.get("parallelism", 4)),
@@ -997,15 +936,8 @@ def main(argv: list[str] | None = None) -> int:
              f"end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a shared machine: "
              "compare ratios within one run)")
     print(text)
-    out = args.json or RESULTS / f"stream-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "bench": "stream", "args": {k: (str(v) if isinstance(v, Path) else v)
-                                    for k, v in vars(args).items()},
-        "data": meta, "machine": _machine(), "git": gs, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "runs": [r.to_json() for r in runs], "report": text,
-    }, separators=(",", ":")) + "\n", encoding="utf-8")
-    print(f"raw results: {out}")
+    write_result(__file__, {"args": vars(args), "data": meta, "machine": _machine(), "git": gs,
+                            "runs": [r.to_json() for r in runs], "report": text}, args.json)
     failed = [r for r in runs if r.rc != 0 or (r.counts and r.counts != meta["expected"])]
     return 1 if failed else 0
 

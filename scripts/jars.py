@@ -4,7 +4,7 @@ Groups, one pom each under ``jvm/``:
 
 - ``spark``: delta-spark and Spark's Kafka source, for the runner's Spark session
   (``runner/runtime/session.py`` puts them on ``spark.jars``).
-- ``kafka-broker``: an Apache Kafka broker for tests (``scripts/brokers.py``).
+- ``kafka-broker``: an Apache Kafka broker for tests (``tests/support/brokers.py``).
 
 Each group is copied with its transitive runtime dependencies by
 ``mvn -B -q dependency:copy-dependencies``. A group is fetched again only when its pom changes:

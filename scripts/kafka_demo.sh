@@ -18,11 +18,11 @@ PROJECT=examples/kafka
 PORT=${KAFKA_DEMO_PORT:-$(.venv/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 export KAFKA_BOOTSTRAP=127.0.0.1:$PORT   # read by examples/kafka/project.yml
 
-.venv/bin/python scripts/kafka_broker.py --port "$PORT" --topic app_events --partitions 3 &
+.venv/bin/python -m tests.support.brokers --port "$PORT" --topic app_events --partitions 3 &
 BROKER=$!
 trap 'kill "$BROKER" 2>/dev/null || true; wait "$BROKER" 2>/dev/null || true' EXIT
 
-.venv/bin/python scripts/kafka_produce.py --bootstrap "$KAFKA_BOOTSTRAP" --topic app_events \
+.venv/bin/python -m scripts.kafka_produce --bootstrap "$KAFKA_BOOTSTRAP" --topic app_events \
   --events "$EVENTS" --poison-every 2000
 .venv/bin/runner compile --project-dir "$PROJECT"
 .venv/bin/runner stream --project-dir "$PROJECT" --available-now --full-refresh

@@ -1,6 +1,6 @@
 """Produce the example project's app events (with a few poison lines) to a Kafka topic.
 
-    python scripts/kafka_produce.py --bootstrap 127.0.0.1:9092 --topic app_events \\
+    python -m scripts.kafka_produce --bootstrap 127.0.0.1:9092 --topic app_events \\
         --events 20000 [--poison-every 2000] [--start-id 0] [--rate 1000]
 
 Events come from :func:`runner.demo.event_lines` (the seeds' shape; every ``--poison-every``-th
@@ -17,9 +17,8 @@ import json
 import sys
 import time
 
-from brokers import RecordProducer  # noqa: E402
-
-from runner.demo import POISON, event_lines  # noqa: E402
+from runner.demo import POISON, event_lines
+from tests.support.brokers import RecordProducer
 
 
 def _key(line: str) -> str | None:

@@ -2,7 +2,7 @@
 with no cleanup (a failpoint's ``exit``: ``os._exit(137)``) inside a backfill, between two of
 its sink commits, and after the handover before the stream's first batch; each restart ends
 with every table exact. In-process failpoints at every step: ``tests/spark/test_backfill.py``;
-a crash loop adding models mid-run: ``bench/crash_loop.py --add-models``."""
+a crash loop adding models mid-run: ``python -m bench.crash_loop --add-models``."""
 
 from __future__ import annotations
 

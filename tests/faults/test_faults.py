@@ -360,11 +360,12 @@ def test_warehouse_read_only(tmp_path, delta_engine) -> None:
 
 @pytest.mark.slow
 def test_crash_loop_short(tmp_path) -> None:
-    """bench/crash_loop.py with 3 kills (the published record uses 20: docs/RELIABILITY.md)."""
+    """``python -m bench.crash_loop`` with 3 kills (the published record uses 20:
+    docs/RELIABILITY.md). Run as a command, not imported: tests import nothing from bench/."""
     result = subprocess.run(
-        [PYTHON, str(REPO_ROOT / "bench" / "crash_loop.py"), "--kills", "3", "--max-run", "8",
+        [PYTHON, "-m", "bench.crash_loop", "--kills", "3", "--max-run", "8",
          "--keep", str(tmp_path / "loop"), "--json", str(tmp_path / "record.json")],
-        capture_output=True, text=True, timeout=1800)
+        capture_output=True, text=True, timeout=1800, cwd=REPO_ROOT)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     record = json.loads((tmp_path / "record.json").read_text())
     assert record["ok"] and record["kills"] == 3

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scripts.brokers import (
+from tests.support.brokers import (
     ApacheKafkaBroker,
     TansuBroker,
     apache_kafka_jars,

@@ -15,7 +15,7 @@ import pytest
 
 from runner.sources.kafka.datasource import KafkaDataSource
 from runner.sources.kafka.reader import builtin_kafka_available, read_kafka_stream
-from scripts.brokers import create_topic, produce
+from tests.support.brokers import create_topic, produce
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 

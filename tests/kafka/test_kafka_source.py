@@ -37,7 +37,7 @@ from runner.sources.kafka.plan import (
 )
 from runner.sources.kafka.reader import builtin_kafka_available, read_kafka_stream
 from runner.spark_errors import runner_error_in
-from scripts.brokers import create_topic, delete_topic, produce
+from tests.support.brokers import create_topic, delete_topic, produce
 
 # Spark's Python workers run PYSPARK_PYTHON (default: `python3` on PATH, which may lack pyarrow
 # or this package); make them run this interpreter unless the environment says otherwise.

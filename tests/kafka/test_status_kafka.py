@@ -10,7 +10,7 @@ import pytest
 
 from runner.ops.status import collect_status, status_lines
 from runner.project.loader import load_project
-from scripts.brokers import create_topic, produce
+from tests.support.brokers import create_topic, produce
 from tests.support.projects import EVENT_SCHEMA, EXAMPLE_FILES, write_project
 
 pytestmark = pytest.mark.kafka

@@ -28,7 +28,7 @@ from runner.project.loader import Project, load_project
 from runner.runtime.batch import BatchResult
 from runner.runtime.stream import StreamSummary, run_stream
 from runner.sinks.tables import read_table
-from scripts.brokers import create_topic, produce
+from tests.support.brokers import create_topic, produce
 from tests.support.projects import ENDPOINT_COUNTS, EVENT_SCHEMA, EXAMPLE_FILES, write_project
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]

