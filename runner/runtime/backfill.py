@@ -205,10 +205,19 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         rebuild=rebuild, known=known, version=lambda m: bp.writer.committed_version(spec(m)),
         table=lambda m: str(project.table_path(m)),
         exists=lambda m: is_table(project.table_path(m)))
+    joining = [m for m in run if (entries or {}).get(m, Entry("absent")).state in
+               ("absent", "retired") and handover.entries[m].state in ("backfilling", "live")
+               and not handover.entries[m].drop and committed is not None]
+    bp.writer.refuse_foreign_tables(
+        [spec(m) for m in joining],
+        hint="a table kept from before a --full-refresh (its model was disabled or not "
+             "selected then): rebuild it from this checkpoint's history with `runner stream "
+             "--full-refresh --select <model>`, or move the table away")
     for message in handover.messages:
         on_event(message)
     save_registry(checkpoint, handover.entries)
     return handover
+
 
 
 def finish_handover(spark: SparkSession, project: Project, bp: BatchPlan, handover: Handover, *,

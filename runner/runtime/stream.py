@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pyspark.errors import StreamingQueryException
 
+from runner.checkpoint.identity import PipelineIdentity, check_identity
 from runner.checkpoint.lock import CheckpointLock
 from runner.checkpoint.query import new_query_id, read_query_id, reset_checkpoint, write_query_id
 from runner.checkpoint.runs import RunRecord
@@ -39,7 +40,7 @@ from runner.runtime.batch import BatchPlan, BatchResult, prepare, run_batch
 from runner.runtime.bookkeeping import Bookkeeper
 from runner.runtime.evolution import check_schema_changes, model_output_schemas
 from runner.runtime.session import session_info
-from runner.sinks import DeltaWriter, SinkSpec, make_writer, sink_specs
+from runner.sinks import make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
 from runner.sinks.tables import is_table
 from runner.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
@@ -171,6 +172,8 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
     checkpoint = project.checkpoint
     with CheckpointLock(checkpoint), _Stopper() as stopper, RunRecord(checkpoint):
         _check_warehouse(project.warehouse)
+        if not full_refresh:  # before the session: a refusal costs no JVM start
+            check_identity(checkpoint, pipeline_identity(project))
         from runner.runtime.session import (  # noqa: PLC0415 - pyspark loads only here
             build_session,
             missing_jars_note,
@@ -190,6 +193,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
             on_event(f"delta.engine auto: writing with rs; {missing_jars_note()}")
         if full_refresh:
             reset_checkpoint(checkpoint)
+            check_identity(checkpoint, pipeline_identity(project))  # the new checkpoint's
         query_id = read_query_id(checkpoint)
         fresh = query_id is None
         query_id = query_id or new_query_id()
@@ -200,7 +204,10 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
                 writer.drop(spec)
             on_event("full refresh: checkpoint reset, tables dropped")
         elif fresh:
-            _refuse_foreign_tables(writer, [*sinks.values(), dead])
+            writer.refuse_foreign_tables(
+                [*sinks.values(), dead],
+                hint="restore the original checkpoint directory, or pass --full-refresh to "
+                     "drop and recreate every table from the source")
         bp = BatchPlan(plan=plan, sinks=sinks, dead_letter=dead,
                        metadata_columns=source_metadata_columns(project.config.source.type),
                        writer=writer, parallelism=project.config.parallelism,
@@ -240,16 +247,11 @@ def _kafka_unreachable(project: Project, error: BaseException) -> str | None:
             "client's security options")
 
 
-def _refuse_foreign_tables(writer: DeltaWriter, specs: list[SinkSpec]) -> None:
-    for spec in specs:
-        foreign = writer.foreign_app_ids(spec)
-        if foreign:
-            raise ConfigError(
-                f"table {spec.path} already holds batches of another checkpoint "
-                f"(app id {sorted(foreign)[0]}); a new checkpoint restarts at batch 0 and "
-                "would write that data again",
-                hint="restore the original checkpoint directory, or pass --full-refresh to "
-                     "drop and recreate every table from the source")
+def pipeline_identity(project: Project) -> PipelineIdentity:
+    """The name and source identity a checkpoint of this project is valid for."""
+    source = project.config.source
+    where = ",".join(source.topics) if source.type == "kafka" else source.path
+    return PipelineIdentity(name=project.config.name, source=f"{source.type}:{where}")
 
 
 def _check_warehouse(warehouse: Path) -> None:

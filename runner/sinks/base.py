@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from runner.errors import SinkError
+from runner.errors import ConfigError, SinkError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -163,6 +163,22 @@ class DeltaWriter(ABC):
     @abstractmethod
     def foreign_app_ids(self, spec: SinkSpec) -> set[str]:
         """Runner app ids recorded in the table's commits other than ``spec.app_id``."""
+
+    def refuse_foreign_tables(self, specs: Iterable[SinkSpec], *, hint: str) -> None:
+        """Refuse, before anything is written, a table holding batches of another checkpoint:
+        batch ids restart at 0 under a new checkpoint (a ``--full-refresh`` makes one), so
+        writing there would write that data a second time.
+
+        Raises:
+            ConfigError: names the table, its model and the other app id (exit 2).
+        """
+        for spec in specs:
+            foreign = self.foreign_app_ids(spec)
+            if foreign:
+                raise ConfigError(
+                    f"table {spec.path} of model {spec.model} already holds batches of another "
+                    f"checkpoint (app id {sorted(foreign)[0]}); this checkpoint restarts at "
+                    "batch 0 and would write that data again", hint=hint)
 
     def drop(self, spec: SinkSpec) -> None:
         """Remove the table (``--full-refresh``); a missing table is not an error."""
