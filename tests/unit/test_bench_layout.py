@@ -13,6 +13,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from tests.unit.test_layout import imported_roots
+
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "bench"
 #: The name of every file in bench/results (the same pattern as ``bench.common.RESULT_NAME``,
@@ -25,17 +27,6 @@ SCRIPT_UNDER_TEST = {"tests/unit/test_jars.py": {"scripts"}}
 
 def _bench_modules() -> list[str]:
     return sorted(p.stem for p in BENCH.glob("*.py") if p.stem != "__init__")
-
-
-def _imported_packages(path: Path) -> set[str]:
-    """Top-level packages ``path`` imports, at any depth (lazy imports count)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module.split(".")[0])
-    return found
 
 
 def test_bench_edits_no_sys_path() -> None:
@@ -54,7 +45,7 @@ def test_tests_never_import_bench_or_scripts() -> None:
     bad = {}
     for path in sorted((REPO / "tests").rglob("*.py")):
         rel = path.relative_to(REPO).as_posix()
-        wrong = _imported_packages(path) & ({"bench", "scripts"} - SCRIPT_UNDER_TEST.get(rel, set()))
+        wrong = imported_roots(path) & ({"bench", "scripts"} - SCRIPT_UNDER_TEST.get(rel, set()))
         if wrong:
             bad[rel] = sorted(wrong)
     assert bad == {}, "tests import bench/ or scripts/ (move what they need to tests/support)"
