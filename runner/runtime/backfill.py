@@ -209,7 +209,7 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
                ("absent", "retired") and handover.entries[m].state in ("backfilling", "live")
                and not handover.entries[m].drop and committed is not None]
     bp.writer.refuse_foreign_tables(
-        [spec(m) for m in joining],
+        [spec(m) for m in joining], run_id=query_id,
         hint="a table kept from before a --full-refresh (its model was disabled or not "
              "selected then): rebuild it from this checkpoint's history with `runner stream "
              "--full-refresh --select <model>`, or move the table away")

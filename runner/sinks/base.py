@@ -164,16 +164,20 @@ class DeltaWriter(ABC):
     def foreign_app_ids(self, spec: SinkSpec) -> set[str]:
         """Runner app ids recorded in the table's commits other than ``spec.app_id``."""
 
-    def refuse_foreign_tables(self, specs: Iterable[SinkSpec], *, hint: str) -> None:
+    def refuse_foreign_tables(self, specs: Iterable[SinkSpec], *, hint: str,
+                              run_id: str | None = None) -> None:
         """Refuse, before anything is written, a table holding batches of another checkpoint:
         batch ids restart at 0 under a new checkpoint (a ``--full-refresh`` makes one), so
-        writing there would write that data a second time.
+        writing there would write that data a second time. With ``run_id`` (this checkpoint's
+        query id), batches that other models of this checkpoint wrote (a table moved with
+        its renamed model) are not foreign.
 
         Raises:
             ConfigError: names the table, its model and the other app id (exit 2).
         """
         for spec in specs:
-            foreign = self.foreign_app_ids(spec)
+            foreign = {a for a in self.foreign_app_ids(spec)
+                       if run_id is None or not a.endswith(f".{run_id}")}
             if foreign:
                 raise ConfigError(
                     f"table {spec.path} of model {spec.model} already holds batches of another "
