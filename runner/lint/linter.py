@@ -20,6 +20,7 @@ from runner.lint.analysis import (
 )
 from runner.lint.base import Rule
 from runner.lint.context import ModelContext, parse_sql
+from runner.lint.guard import GUARD_RULES, NotAQuery, UnknownTable, UnsafeFunction, UnsafeTable
 from runner.lint.infer import parse_type, type_string
 from runner.lint.resolve import Resolver
 from runner.lint.rules import (
@@ -31,7 +32,6 @@ from runner.lint.rules import (
     SingleSelect,
     SyntaxRule,
     UnknownColumn,
-    UnknownTable,
     UnnamedOutputColumn,
 )
 from runner.lint.shapes import Shape
@@ -42,7 +42,8 @@ from runner.project.loader import Project
 __all__ = ["BUILTIN_RULES", "LintResult", "check_lint_config", "lint_models", "rules_table"]
 
 BUILTIN_RULES: tuple[Rule, ...] = (
-    SyntaxRule(), SingleSelect(), UnknownTable(), UnknownColumn(), DuplicateOutputColumn(),
+    SyntaxRule(), SingleSelect(), NotAQuery(), UnsafeFunction(), UnsafeTable(), UnknownTable(),
+    UnknownColumn(), DuplicateOutputColumn(),
     UnnamedOutputColumn(), MergeKey(), MergeUpdate(), PartitionBy(), Expectations(),
     NondeterministicMerge(), AppendAggregate(), MergeKeyNotUnique(),
     MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
@@ -74,16 +75,22 @@ def rules_table() -> list[tuple[str, str, str]]:
 
 
 def check_lint_config(lint: LintConfig) -> None:
-    """Refuse unknown rule ids in project.yml's ``lint: rules:``.
+    """Refuse unknown rule ids in project.yml's ``lint: rules:``, and any severity but
+    ``error`` for the rules that guard execution (:data:`~runner.lint.guard.GUARD_RULES`).
 
     Raises:
-        ConfigError: naming the unknown id, with "did you mean".
+        ConfigError: naming the unknown id (with "did you mean") or the guarded key.
     """
     ids = [r.id for r in BUILTIN_RULES]
-    for rule_id in lint.rules:
+    for rule_id, level in lint.rules.items():
         if rule_id not in ids:
             raise ConfigError(f"lint.rules: unknown rule '{rule_id}'" + did_you_mean(rule_id, ids),
                               path="project.yml", hint="rules: " + ", ".join(ids))
+        if rule_id in GUARD_RULES and level != "error":
+            raise ConfigError(f"lint.rules.{rule_id}: '{rule_id}' guards what the stream "
+                              f"executes and is always an error (got '{level}')",
+                              path="project.yml", hint="remove the entry; rules that cannot be "
+                              "changed: " + ", ".join(sorted(GUARD_RULES)))
 
 
 def _events_shape(project: Project) -> Shape:
@@ -101,7 +108,8 @@ def lint_models(project: Project, models: Sequence[RenderedModel]) -> LintResult
     severities = project.config.lint.rules
     active: list[tuple[Rule, Level]] = []
     for rule in BUILTIN_RULES:
-        level = severities.get(rule.id, rule.default_severity)
+        level = "error" if rule.id in GUARD_RULES else severities.get(rule.id,
+                                                                       rule.default_severity)
         if level != "off":
             active.append((rule, level))
     events = _events_shape(project)
