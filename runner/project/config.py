@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from runner.errors import ConfigError, RunnerError, did_you_mean
+from runner.project.spark_conf import check_spark_conf
 from runner.project.triggers import validate_interval
 
 __all__ = [
@@ -266,7 +267,8 @@ def load_yaml(text: str, *, path: str, error: type[RunnerError] = ConfigError) -
 
 
 def parse_project_config(text: str, *, path: str) -> ProjectConfig:
-    """Parse and validate project.yml's (already rendered) text.
+    """Parse and validate project.yml's (already rendered) text; ``spark.conf`` keys that load
+    code need a deployment's opt-in (:mod:`runner.project.spark_conf`).
 
     Raises:
         ConfigError: naming the file, the line and the offending key.
@@ -275,9 +277,13 @@ def parse_project_config(text: str, *, path: str) -> ProjectConfig:
     if not isinstance(data, Mapping):
         raise ConfigError("project.yml must be a mapping of keys to values", path=path)
     try:
-        return ProjectConfig.model_validate(data)
+        config = ProjectConfig.model_validate(data)
     except ValidationError as e:
         errors = [ConfigError(message, path=path, line=yaml_line(text, tuple(key.split("."))))
                   for key, message in validation_message(e, ProjectConfig)]
         first = errors[0]
         raise ConfigError(first.message, path=path, line=first.line, also=errors[1:]) from e
+    conf = config.spark.conf
+    check_spark_conf(conf, path=path,
+                     lines={k: yaml_line(text, ("spark", "conf", k)) for k in conf})
+    return config

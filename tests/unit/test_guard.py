@@ -194,3 +194,41 @@ def test_compile_exits_2_when_project_yml_turns_a_guard_off(tmp_path: Path) -> N
     result = CliRunner().invoke(cli, ["compile", "--project-dir", str(root)])
     assert result.exit_code == 2, result.output
     assert "lint.rules.syntax" in result.output
+
+
+# -- Spark settings that load code need a deployment's opt-in ------------------------------
+
+@pytest.mark.parametrize("key", ["spark.jars", "spark.jars.packages", "spark.sql.extensions",
+                                 "spark.driver.extraClassPath", "spark.executor.extraJavaOptions",
+                                 "spark.submit.pyFiles", "spark.sql.runSQLOnFiles",
+                                 "spark.plugins", "spark.executorEnv.LD_PRELOAD",
+                                 "spark.pyspark.python", "spark.sql.catalog.evil"])
+def test_spark_settings_that_load_code_exit_2(tmp_path: Path, key: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RUNNER_ALLOW_SPARK_CONF", raising=False)
+    yml = BASE_YML.replace("  master: local[2]\n",
+                           f"  master: local[2]\n  conf:\n    {key}: 'x'\n")
+    assert yml != BASE_YML
+    root = write_project(tmp_path, {"models/m.sql": "SELECT eventId FROM parsed_events"},
+                         project_yml=yml)
+    result = CliRunner().invoke(cli, ["compile", "--project-dir", str(root)])
+    assert result.exit_code == 2, result.output
+    line = yml.splitlines().index(f"    {key}: 'x'") + 1
+    assert f"project.yml:{line}: spark.conf.{key}:" in result.output
+    assert "RUNNER_ALLOW_SPARK_CONF" in result.output
+
+    monkeypatch.setenv("RUNNER_ALLOW_SPARK_CONF", f"spark.ui.port,{key}")
+    result = CliRunner().invoke(cli, ["compile", "--project-dir", str(root)])
+    assert result.exit_code == 0, result.output
+
+
+def test_ordinary_spark_settings_need_no_opt_in(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RUNNER_ALLOW_SPARK_CONF", raising=False)
+    yml = BASE_YML.replace("  master: local[2]\n", "  master: local[2]\n  conf:\n"
+                           "    spark.sql.shuffle.partitions: 4\n"
+                           "    spark.sql.ansi.enabled: true\n")
+    root = write_project(tmp_path, {"models/m.sql": "SELECT eventId FROM parsed_events"},
+                         project_yml=yml)
+    result = CliRunner().invoke(cli, ["compile", "--project-dir", str(root)])
+    assert result.exit_code == 0, result.output
