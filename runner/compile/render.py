@@ -32,6 +32,7 @@ from runner.compile.sourcemap import SourceMap, SourceMarkers, strip_markers
 from runner.errors import RunnerError, TemplateError, did_you_mean
 from runner.project.config import ModelConfig, validation_message
 from runner.project.loader import ModelSource, Project
+from runner.project.secrets import public_env_var
 
 __all__ = ["RenderBudget", "RenderedModel", "render_models"]
 
@@ -137,6 +138,15 @@ class _Renderer:
             return default
 
         def env_var(name: str, default: Any = _MISSING) -> Any:
+            prefixes = self.project.config.env_var_prefixes
+            if not isinstance(name, str) or not public_env_var(name, prefixes):
+                declared = ", ".join(prefixes) or "none declared"
+                raise _Fail(f"env_var('{name}'): a model reads only environment variables "
+                            f"with a public prefix ({declared}); its value is written to "
+                            "target/, the docs and messages",
+                            hint="name the variable with a prefix listed under "
+                                 "env_var_prefixes: in project.yml (e.g. [PUBLIC_]); secrets "
+                                 "belong in project.yml's source options")
             value = os.environ.get(name)
             if value is not None:
                 return value

@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from runner.errors import ConfigError, RunnerError, did_you_mean
+from runner.project.secrets import MASK, is_secret_name
 from runner.project.spark_conf import check_spark_conf
 from runner.project.triggers import validate_interval
 
@@ -141,6 +142,18 @@ class ProjectConfig(_Strict):
     lint: LintConfig = Field(default_factory=LintConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     vars: dict[str, Any] = Field(default_factory=dict)
+    #: Prefixes of the environment variables models may read with env_var() (their values go
+    #: into target/, the docs and messages): runner/project/secrets.py, docs/SECURITY.md.
+    env_var_prefixes: tuple[str, ...] = ()
+
+    @field_validator("env_var_prefixes")
+    @classmethod
+    def _prefixes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for prefix in value:
+            if not prefix or is_secret_name(prefix):
+                raise ValueError(f"'{prefix}' cannot be a public prefix (empty, or it names a "
+                                 "secret)")
+        return value
 
     @field_validator("trigger")
     @classmethod
@@ -226,9 +239,9 @@ def validation_message(error: ValidationError, model: type[BaseModel]) -> list[t
             msg = f"{key}: type must be 'files' or 'kafka'"
         else:
             msg = f"{key}: {err['msg'].removeprefix('Value error, ')}"
-            if ("input" in err and not isinstance(err["input"], (dict, list))
-                    and "secret" not in key.lower()):
-                msg += f" (got {err['input']!r})"
+            if "input" in err and not isinstance(err["input"], (dict, list)):
+                shown = MASK if is_secret_name(key) else repr(err["input"])
+                msg += f" (got {shown})"
         out.append((key, msg))
     return out
 

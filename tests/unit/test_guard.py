@@ -232,3 +232,60 @@ def test_ordinary_spark_settings_need_no_opt_in(tmp_path: Path,
                          project_yml=yml)
     result = CliRunner().invoke(cli, ["compile", "--project-dir", str(root)])
     assert result.exit_code == 0, result.output
+
+
+# -- secrets: env_var() in models reads only public names -----------------------------------
+
+def test_env_var_of_a_name_without_a_public_prefix_is_a_model_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_TOKEN", "s3cr3t-value")
+    monkeypatch.setenv("PUBLIC_REGION", "eu")
+    yml = BASE_YML + "env_var_prefixes: [PUBLIC_]\n"
+    root = write_project(tmp_path, {
+        "models/m.sql": "SELECT eventId,\n  '{{ env_var('SOME_TOKEN') }}' AS t FROM parsed_events",
+        "models/r.sql": "SELECT * FROM {{ ref(env_var('SOME_TOKEN')) }}",
+        "models/ok.sql": "SELECT eventId, '{{ env_var('PUBLIC_REGION') }}' AS region "
+                         "FROM parsed_events"}, project_yml=yml)
+    for fmt in ("text", "json", "github"):
+        result = CliRunner().invoke(cli, ["compile", "--project-dir", str(root), "--format", fmt])
+        assert result.exit_code == 1, result.output
+        assert "s3cr3t-value" not in result.output
+        assert "SOME_TOKEN" in result.output
+    assert "models/m.sql:2:" in CliRunner().invoke(
+        cli, ["compile", "--project-dir", str(root)]).output
+    assert "'eu' AS region" in (root / "target" / "compiled" / "ok.sql").read_text()
+    leaked = [p for p in (root / "target").rglob("*") if p.is_file()
+              and "s3cr3t-value" in p.read_text(errors="replace")]
+    assert leaked == []
+
+
+def test_without_declared_prefixes_models_read_no_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REGION", "eu")
+    result = lint_or_error(tmp_path, "SELECT '{{ env_var('REGION', 'x') }}' AS r")
+    assert "env_var('REGION')" in result and "none declared" in result
+
+
+def lint_or_error(tmp_path: Path, sql: str) -> str:
+    root = write_project(tmp_path, {"models/m.sql": sql})
+    result = CliRunner().invoke(cli, ["compile", "--project-dir", str(root)])
+    assert result.exit_code == 1, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("prefix", ["", "SECRET_", "API_TOKEN_"])
+def test_a_public_prefix_may_not_name_a_secret(tmp_path: Path, prefix: str) -> None:
+    root = write_project(tmp_path, {"models/m.sql": "SELECT eventId FROM parsed_events"},
+                         project_yml=BASE_YML + f"env_var_prefixes: ['{prefix}']\n")
+    result = CliRunner().invoke(cli, ["compile", "--project-dir", str(root)])
+    assert result.exit_code == 2 and "env_var_prefixes" in result.output, result.output
+
+
+@pytest.mark.parametrize("key", ["sasl.password", "sasl.jaas.config", "api_secret", "auth_token",
+                                 "ssl.key.password", "fs.s3a.access.key", "aws_credentials",
+                                 "ssl.keystore.location", "PGPASSWD"])
+def test_masking_covers_every_key_naming_a_secret(key: str) -> None:
+    from runner.project.secrets import is_secret_name
+
+    assert is_secret_name(key)
+    assert not is_secret_name("bootstrap_servers") and not is_secret_name("topic")
