@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from runner.compile.budget import BudgetExceeded, RenderBudget, time_limit, timer_handler
 from runner.compile.plan import Column
 from runner.compile.render import RenderedModel
 from runner.errors import ConfigError, Level, Violation, did_you_mean
@@ -99,11 +101,16 @@ def _events_shape(project: Project) -> Shape:
     return Shape(tuple(columns))
 
 
-def lint_models(project: Project, models: Sequence[RenderedModel]) -> LintResult:
+def lint_models(project: Project, models: Sequence[RenderedModel], *,
+                budget: RenderBudget = RenderBudget(),  # noqa: B008 - frozen
+                deadline: float | None = None) -> LintResult:
     """Lint ``models`` (in dependency order: refs before the models that use them).
 
     Each model's SQL is parsed once; its names are resolved against parsed_events and the
-    output columns inferred for the models it refs (earlier in ``models``).
+    output columns inferred for the models it refs (earlier in ``models``). Each model has
+    ``budget``'s lint seconds, SQL size and nesting depth; all of them end by ``deadline``
+    (``time.monotonic()``; default: ``budget.total_seconds`` from now). A model past its
+    budget is a ``budget`` violation, never a crash.
     """
     severities = project.config.lint.rules
     active: list[tuple[Rule, Level]] = []
@@ -123,10 +130,12 @@ def lint_models(project: Project, models: Sequence[RenderedModel]) -> LintResult
     columns: dict[str, tuple[Column, ...]] = {}
     ast: dict[str, exp.Expr] = {}
     used: set[str] | None = set()
-    for model in models:
-        statements, syntax = parse_sql(model.sql)
+    def one(model: RenderedModel) -> set[str] | None:
+        """Lint one model; return the parsed_events fields it reads (None: maybe all)."""
+        statements, syntax = parse_sql(model.sql, max_chars=budget.max_sql_chars,
+                                       max_depth=budget.max_depth)
         ctx = ModelContext(project, model, statements, syntax, upstream=shapes)
-        shapes[model.name.lower()] = None
+        reads: set[str] | None = set()
         if statements:
             ast[model.name] = statements[0]
             columns[model.name] = ()
@@ -140,21 +149,39 @@ def lint_models(project: Project, models: Sequence[RenderedModel]) -> LintResult
             except SqlglotError:  # a construct sqlglot cannot type: lint the rest, infer nothing
                 ctx.analysis = None
             if ctx.analysis is None:
-                used = None  # which fields it reads is unknown: the engine must parse them all
+                reads = None  # which fields it reads is unknown: the engine must parse them all
             else:
                 shape = ctx.analysis.shape
                 shapes[model.name.lower()] = shape
                 columns[model.name] = tuple(Column(n, type_string(t)) for n, t in shape.columns)
-                if ctx.analysis.star_over_events:
-                    used = None
-                elif used is not None:
-                    used |= ctx.analysis.used_fields
+                reads = None if ctx.analysis.star_over_events else ctx.analysis.used_fields
         for rule, level in active:
             for v in rule.check(ctx):  # one finding per place: a macro expanded twice is one
                 v = replace(v, severity=level)
                 if v not in seen:
                     seen.add(v)
                     violations.append(v)
+        return reads
+
+    deadline = time.monotonic() + budget.total_seconds if deadline is None else deadline
+    with timer_handler():
+        for model in models:
+            shapes[model.name.lower()] = None
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise BudgetExceeded("compile's total budget of "
+                                         f"{budget.total_seconds:g}s was spent before this model")
+                with time_limit(budget, seconds=min(budget.lint_seconds, left), what="lint"):
+                    reads = one(model)
+            except (BudgetExceeded, RecursionError, MemoryError) as e:
+                why = {RecursionError: "the SQL nests too deeply",
+                       MemoryError: "lint ran out of memory"}.get(type(e), str(e))
+                violations.append(Violation(
+                    "budget", "error", model.path, None, None, f"model {model.name}: {why}",
+                    "compile gives each model a time and size budget (docs/SECURITY.md)"))
+                reads = None
+            used = None if used is None or reads is None else used | reads
     used_fields = None if used is None else tuple(
         f.name for f in project.schema.fields if f.name in used)
     return LintResult(tuple(violations), columns, used_fields, ast)
