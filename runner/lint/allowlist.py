@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from runner.errors import did_you_mean
 
-__all__ = ["RANGE_MAX_ROWS", "Problem", "function_problems", "table_problems"]
+__all__ = ["RANGE_MAX_ROWS", "Problem", "function_problems", "query_problems"]
 
 #: ``range()`` is allowed with literal bounds that make at most this many rows.
 RANGE_MAX_ROWS = 1_000_000
@@ -104,29 +104,62 @@ def _anonymous(node: exp.Anonymous) -> Problem | None:
                    f"not on the allowlist of Spark SQL functions ({category})")
 
 
-def _nodes(tree: exp.Expr) -> Iterator[exp.Expr]:
-    """Every node of ``tree`` but those inside hints (``/*+ BROADCAST(b) */`` names relations
-    and strategies, not functions; Spark ignores a hint it does not know)."""
-    return tree.walk(prune=lambda n: isinstance(n, exp.Hint))
+def _in_hint(node: exp.Expr) -> bool:
+    """Whether ``node`` is inside a hint (``/*+ BROADCAST(b) */`` names relations and
+    strategies, not functions or tables; Spark ignores a hint it does not know)."""
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, exp.Hint):
+            return True
+        parent = parent.parent
+    return False
+
+
+def _call_problem(node: exp.Expr) -> Problem | None:
+    if isinstance(node, exp.Anonymous):
+        return _anonymous(node)
+    if isinstance(node, exp.QueryTransform):
+        return Problem("unsafe-function", node, "TRANSFORM ... USING runs a shell command on "
+                       "the driver or the executors", "compute the columns with SQL functions")
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
+        return Problem("unsafe-function", node, f"'{node.sql(dialect='spark')}' names a "
+                       "function in a catalog", "call built-in functions by their bare name")
+    if isinstance(node, exp.Command):
+        return Problem("not-a-query", node, f"'{node.name}' is a command, not part of a query")
+    return None
+
+
+_CALLS = (exp.Anonymous, exp.QueryTransform, exp.Dot, exp.Command)
 
 
 def function_problems(tree: exp.Expr) -> Iterator[Problem]:
     """Every call in ``tree`` that is not an allowlisted built-in, and every script
     transformation (``SELECT TRANSFORM(...) USING 'command'``)."""
-    for node in _nodes(tree):
-        if isinstance(node, exp.Anonymous):
-            problem = _anonymous(node)
-            if problem is not None:
+    for node in tree.walk():
+        if isinstance(node, _CALLS):
+            problem = _call_problem(node)
+            if problem is not None and not _in_hint(node):
                 yield problem
-        elif isinstance(node, exp.QueryTransform):
-            yield Problem("unsafe-function", node, "TRANSFORM ... USING runs a shell command on "
-                          "the driver or the executors",
-                          "compute the columns with SQL functions")
-        elif isinstance(node, exp.Dot) and isinstance(node.expression, exp.Func):
-            yield Problem("unsafe-function", node, f"'{node.sql(dialect='spark')}' names a "
-                          "function in a catalog", "call built-in functions by their bare name")
-        elif isinstance(node, exp.Command):
-            yield Problem("not-a-query", node, f"'{node.name}' is a command, not part of a query")
+
+
+def query_problems(tree: exp.Expr, *, models: dict[str, str], refs: set[str]
+                   ) -> Iterator[Problem]:
+    """:func:`function_problems` of ``tree``, and every relation that is not parsed_events, a
+    ref'd model or a visible CTE, in one walk.
+
+    Args:
+        models: lower-cased -> name of every model of the project.
+        refs: lower-cased names of the models the model ref()s.
+    """
+    for node in tree.walk():
+        if isinstance(node, exp.Table):
+            problem = _table_problem(node, models=models, refs=refs)
+        elif isinstance(node, _CALLS):
+            problem = _call_problem(node)
+        else:
+            continue
+        if problem is not None and not _in_hint(node):  # problems are rare: check them only
+            yield problem
 
 
 def _visible_ctes(table: exp.Table) -> Iterator[str]:
@@ -157,36 +190,27 @@ def _contains(ancestor: exp.Expr, node: exp.Expr) -> bool:
     return False
 
 
-def table_problems(tree: exp.Expr, *, models: dict[str, str], refs: set[str]
-                   ) -> Iterator[Problem]:
-    """Every relation of ``tree`` that is not parsed_events, a ref'd model or a visible CTE.
-
-    Args:
-        models: lower-cased -> name of every model of the project.
-        refs: lower-cased names of the models the model ref()s.
-    """
-    for table in _nodes(tree):
-        if not isinstance(table, exp.Table):
-            continue
-        this = table.this
-        if isinstance(this, exp.Func):
-            continue  # a table-valued function, or IDENTIFIER(...): function_problems's
-        if not isinstance(this, exp.Identifier) or table.args.get("db") \
-                or table.args.get("catalog"):
-            yield Problem("unsafe-table", table, f"'{table.sql(dialect='spark')}': {_TABLE_HINT}",
-                          "write {{ ref('model') }}, or read parsed_events")
-            continue
-        low = this.name.lower()
-        visible = set(_visible_ctes(table))
-        if low in visible or low == "parsed_events" or low in refs:
-            continue
-        if low in models:
-            name = models[low]
-            yield Problem("unknown-table", this, f"model '{name}' is read without ref()",
-                          f"write {{{{ ref('{name}') }}}}: it makes '{name}' run first in each "
-                          "batch")
-            continue
-        candidates = ["parsed_events", *sorted(refs), *sorted(visible), *models.values()]
-        yield Problem("unknown-table", this, f"unknown table '{this.name}'"
-                      + did_you_mean(this.name, candidates),
-                      "a model reads parsed_events, {{ ref('model') }} or a CTE")
+def _table_problem(table: exp.Table, *, models: dict[str, str], refs: set[str]
+                   ) -> Problem | None:
+    this = table.this
+    if isinstance(this, exp.Func):
+        return None  # a table-valued function, or IDENTIFIER(...): _call_problem's
+    if not isinstance(this, exp.Identifier) or table.args.get("db") \
+            or table.args.get("catalog"):
+        return Problem("unsafe-table", table, f"'{table.sql(dialect='spark')}': {_TABLE_HINT}",
+                       "write {{ ref('model') }}, or read parsed_events")
+    low = this.name.lower()
+    if low == "parsed_events" or low in refs:
+        return None
+    visible = set(_visible_ctes(table))
+    if low in visible:
+        return None
+    if low in models:
+        name = models[low]
+        return Problem("unknown-table", this, f"model '{name}' is read without ref()",
+                       f"write {{{{ ref('{name}') }}}}: it makes '{name}' run first in each "
+                       "batch")
+    candidates = ["parsed_events", *sorted(refs), *sorted(visible), *models.values()]
+    return Problem("unknown-table", this, f"unknown table '{this.name}'"
+                   + did_you_mean(this.name, candidates),
+                   "a model reads parsed_events, {{ ref('model') }} or a CTE")

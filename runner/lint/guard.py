@@ -16,7 +16,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from runner.errors import Violation
-from runner.lint.allowlist import Problem, function_problems, table_problems
+from runner.lint.allowlist import Problem, function_problems, query_problems
 from runner.lint.context import ModelContext
 from runner.lint.rules import ModelRule
 
@@ -38,8 +38,7 @@ def model_problems(ctx: ModelContext) -> tuple[Problem, ...]:
         refs = {r.lower() for r in ctx.model.refs}
         for statement in ctx.statements:
             if isinstance(statement, exp.Query):
-                found += function_problems(statement)
-                found += table_problems(statement, models=models, refs=refs)
+                found += query_problems(statement, models=models, refs=refs)
         cached = tuple(found)
         ctx._guard = cached  # type: ignore[attr-defined]
     return cached
