@@ -7,6 +7,7 @@ import one way: lint uses compile's rendered models and columns, and only this m
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from runner.compile.graph import ancestors, sort_models
 from runner.compile.plan import Plan, Step
 from runner.compile.preflight import check_project
 from runner.compile.reads import reads_of
-from runner.compile.render import render_models
+from runner.compile.render import RenderBudget, render_models
 from runner.compile.selection import select_names
 from runner.errors import ConfigError, RunnerError, Violation
 from runner.lint import check_lint_config, lint_models
@@ -50,7 +51,9 @@ def _template_violation(error: RunnerError, path: str) -> Violation:
                      error.message, error.hint)
 
 
-def compile_project(project: Project, *, select: Sequence[str] = ()) -> CompileResult:
+def compile_project(project: Project, *, select: Sequence[str] = (),
+                    budget: RenderBudget = RenderBudget()  # noqa: B008 - frozen
+                    ) -> CompileResult:
     """Render, check and plan the selected models (and lint their ancestors for context).
 
     Raises:
@@ -59,7 +62,8 @@ def compile_project(project: Project, *, select: Sequence[str] = ()) -> CompileR
     """
     check_project(project)
     check_lint_config(project.config.lint)
-    rendered, render_errors = render_models(project)
+    deadline = time.monotonic() + budget.total_seconds  # render and lint of every model
+    rendered, render_errors = render_models(project, budget=budget, deadline=deadline)
     by_path = {m.path: m.name for m in project.models}
     path_of = {m.name: m.path for m in project.models}
     enabled = [m for m in rendered if m.config.enabled]
@@ -89,7 +93,7 @@ def compile_project(project: Project, *, select: Sequence[str] = ()) -> CompileR
     for name in selected:
         needed |= ancestors(name, edges)
     to_lint = [m for m in ordered if m.name in needed]
-    lint = lint_models(project, to_lint)
+    lint = lint_models(project, to_lint, budget=budget, deadline=deadline)
     violations += [(by_path.get(v.path, ""), v) for v in lint.violations]
 
     steps = tuple(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from runner.compile.sourcemap import SourceMap, SourceMarkers, strip_markers
 from runner.errors import RunnerError, TemplateError, did_you_mean
 from runner.project.config import ModelConfig, validation_message
 from runner.project.loader import ModelSource, Project
+from runner.project.secrets import public_env_var
 
 __all__ = ["RenderBudget", "RenderedModel", "render_models"]
 
@@ -137,6 +139,15 @@ class _Renderer:
             return default
 
         def env_var(name: str, default: Any = _MISSING) -> Any:
+            prefixes = self.project.config.env_var_prefixes
+            if not isinstance(name, str) or not public_env_var(name, prefixes):
+                declared = ", ".join(prefixes) or "none declared"
+                raise _Fail(f"env_var('{name}'): a model reads only environment variables "
+                            f"with a public prefix ({declared}); its value is written to "
+                            "target/, the docs and messages",
+                            hint="name the variable with a prefix listed under "
+                                 "env_var_prefixes: in project.yml (e.g. [PUBLIC_]); secrets "
+                                 "belong in project.yml's source options")
             value = os.environ.get(name)
             if value is not None:
                 return value
@@ -157,11 +168,12 @@ class _Renderer:
             frame = frame.f_back
         return None
 
-    def render(self, model: ModelSource) -> RenderedModel:
+    def render(self, model: ModelSource, *, seconds: float | None = None) -> RenderedModel:
         capture = _Capture()
         context: dict[str, Any] = self._functions(capture)
+        self.env.start()
         try:
-            with time_limit(self.budget):
+            with time_limit(self.budget, seconds=seconds):
                 for template in self.macro_templates:
                     module = template.make_module(vars=dict(context))
                     for name in dir(module):
@@ -187,6 +199,10 @@ class _Renderer:
             raise TemplateError(str(e), path=path or model.path, line=line,
                                 hint="compile gives each model a time and size budget; "
                                      "generate less SQL, or move work into SQL") from e
+        except MemoryError as e:  # a last resort: the sandbox refuses big strings before
+            path, line = _template_line(self.paths)
+            raise TemplateError("rendering ran out of memory", path=path or model.path,
+                                line=line) from e
         except RecursionError as e:
             path, line = _template_line(self.paths)
             raise TemplateError("macro recursion too deep (a macro that calls itself without "
@@ -236,12 +252,14 @@ def _macro_index(env: jinja2.Environment, path: str, text: str
     return index
 
 
-def render_models(project: Project, *, budget: RenderBudget = RenderBudget()  # noqa: B008
+def render_models(project: Project, *, budget: RenderBudget = RenderBudget(),  # noqa: B008
+                  deadline: float | None = None
                   ) -> tuple[list[RenderedModel], dict[str, RunnerError]]:
     """Render every model; collect the errors of all models instead of stopping at the first.
 
     Each model's render has ``budget``'s seconds and output characters (a render past either
-    is that model's error).
+    is that model's error), and all of them end by ``deadline`` (``time.monotonic()``;
+    default: ``budget.total_seconds`` from now).
 
     Returns:
         The models that rendered, and model name -> error for each model that did not (the
@@ -250,10 +268,18 @@ def render_models(project: Project, *, budget: RenderBudget = RenderBudget()  # 
     renderer = _Renderer(project, budget)
     rendered: list[RenderedModel] = []
     errors: dict[str, RunnerError] = {}
+    deadline = time.monotonic() + budget.total_seconds if deadline is None else deadline
     with timer_handler():
         for model in project.models:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                errors[model.name] = TemplateError(
+                    f"compile's total budget of {budget.total_seconds:g}s was spent before "
+                    f"model {model.name} rendered", path=model.path,
+                    hint="fewer or cheaper models (docs/SECURITY.md)")
+                continue
             try:
-                rendered.append(renderer.render(model))
+                rendered.append(renderer.render(model, seconds=min(budget.seconds, left)))
             except TemplateError as e:
                 errors[model.name] = e
     return rendered, errors

@@ -1,7 +1,7 @@
 """Lint rendered models with sqlglot (Spark dialect): rules return violations, never print.
 
 >>> [row[0] for row in rules_table()][:3]
-['syntax', 'single-select', 'unknown-table']
+['syntax', 'single-select', 'not-a-query']
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, build_scope
+from sqlglot.tokens import Token, TokenType
 
 from runner.compile.render import RenderedModel
 from runner.lint.shapes import Analysis, Shape
@@ -44,12 +45,43 @@ def _readable(message: str) -> str:
     return _CLASS.sub(lambda m: m.group(1).upper(), message)
 
 
-def parse_sql(sql: str) -> tuple[tuple[exp.Expr, ...], SyntaxProblem | None]:
-    """Parse Spark SQL into its statements (empty ones dropped), or say why it does not parse."""
+_OPEN = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.CASE})
+_CLOSE = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.END})
+
+
+def _too_deep(tokens: list[Token], sql: str, max_depth: int) -> SyntaxProblem | None:
+    """Where the SQL nests parentheses, brackets or CASE deeper than ``max_depth`` (the
+    parser recurses per level: deeper input would exhaust Python's stack)."""
+    depth = 0
+    for token in tokens:
+        if token.token_type in _OPEN:
+            depth += 1
+            if depth > max_depth:
+                line, col = _line_col(sql, token.start)
+                return SyntaxProblem(f"the SQL nests parentheses, brackets or CASE more than "
+                                     f"{max_depth} deep", line, col)
+        elif token.token_type in _CLOSE:
+            depth -= 1
+    return None
+
+
+def parse_sql(sql: str, *, max_chars: int = 2_000_000, max_depth: int = 40
+              ) -> tuple[tuple[exp.Expr, ...], SyntaxProblem | None]:
+    """Parse Spark SQL into its statements (empty ones dropped), or say why it does not parse.
+
+    SQL longer than ``max_chars`` or nested deeper than ``max_depth`` is not parsed (a
+    problem at its start, or where it gets too deep): parsing is bounded by its input.
+    """
+    if len(sql) > max_chars:
+        return (), SyntaxProblem(f"the rendered SQL has {len(sql):,} characters; lint parses "
+                                 f"at most {max_chars:,}", 1, 1)
     dialect = Dialect.get_or_raise("spark")
     tokenizer = dialect.tokenizer()
     try:
         tokens = tokenizer.tokenize(sql)
+        deep = _too_deep(tokens, sql, max_depth)
+        if deep is not None:
+            return (), deep
     except TokenError as e:
         # where the failing token starts (a private attribute: absent in compiled builds)
         start = getattr(getattr(tokenizer, "_core", tokenizer), "_start", None)
@@ -60,6 +92,8 @@ def parse_sql(sql: str) -> tuple[tuple[exp.Expr, ...], SyntaxProblem | None]:
         return (), SyntaxProblem(cause, line, col)
     try:
         parsed = dialect.parser().parse(tokens, sql)
+    except RecursionError:
+        return (), SyntaxProblem("the SQL nests too deeply to parse", 1, 1)
     except ParseError as e:
         first = e.errors[0] if e.errors else {}
         line, col, highlight = first.get("line"), first.get("col"), first.get("highlight") or ""

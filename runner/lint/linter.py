@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from runner.compile.budget import BudgetExceeded, RenderBudget, time_limit, timer_handler
 from runner.compile.plan import Column
 from runner.compile.render import RenderedModel
 from runner.errors import ConfigError, Level, Violation, did_you_mean
@@ -20,6 +22,7 @@ from runner.lint.analysis import (
 )
 from runner.lint.base import Rule
 from runner.lint.context import ModelContext, parse_sql
+from runner.lint.guard import GUARD_RULES, NotAQuery, UnknownTable, UnsafeFunction, UnsafeTable
 from runner.lint.infer import parse_type, type_string
 from runner.lint.resolve import Resolver
 from runner.lint.rules import (
@@ -31,7 +34,6 @@ from runner.lint.rules import (
     SingleSelect,
     SyntaxRule,
     UnknownColumn,
-    UnknownTable,
     UnnamedOutputColumn,
 )
 from runner.lint.shapes import Shape
@@ -42,7 +44,8 @@ from runner.project.loader import Project
 __all__ = ["BUILTIN_RULES", "LintResult", "check_lint_config", "lint_models", "rules_table"]
 
 BUILTIN_RULES: tuple[Rule, ...] = (
-    SyntaxRule(), SingleSelect(), UnknownTable(), UnknownColumn(), DuplicateOutputColumn(),
+    SyntaxRule(), SingleSelect(), NotAQuery(), UnsafeFunction(), UnsafeTable(), UnknownTable(),
+    UnknownColumn(), DuplicateOutputColumn(),
     UnnamedOutputColumn(), MergeKey(), MergeUpdate(), PartitionBy(), Expectations(),
     NondeterministicMerge(), AppendAggregate(), MergeKeyNotUnique(),
     MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
@@ -74,16 +77,22 @@ def rules_table() -> list[tuple[str, str, str]]:
 
 
 def check_lint_config(lint: LintConfig) -> None:
-    """Refuse unknown rule ids in project.yml's ``lint: rules:``.
+    """Refuse unknown rule ids in project.yml's ``lint: rules:``, and any severity but
+    ``error`` for the rules that guard execution (:data:`~runner.lint.guard.GUARD_RULES`).
 
     Raises:
-        ConfigError: naming the unknown id, with "did you mean".
+        ConfigError: naming the unknown id (with "did you mean") or the guarded key.
     """
     ids = [r.id for r in BUILTIN_RULES]
-    for rule_id in lint.rules:
+    for rule_id, level in lint.rules.items():
         if rule_id not in ids:
             raise ConfigError(f"lint.rules: unknown rule '{rule_id}'" + did_you_mean(rule_id, ids),
                               path="project.yml", hint="rules: " + ", ".join(ids))
+        if rule_id in GUARD_RULES and level != "error":
+            raise ConfigError(f"lint.rules.{rule_id}: '{rule_id}' guards what the stream "
+                              f"executes and is always an error (got '{level}')",
+                              path="project.yml", hint="remove the entry; rules that cannot be "
+                              "changed: " + ", ".join(sorted(GUARD_RULES)))
 
 
 def _events_shape(project: Project) -> Shape:
@@ -92,16 +101,22 @@ def _events_shape(project: Project) -> Shape:
     return Shape(tuple(columns))
 
 
-def lint_models(project: Project, models: Sequence[RenderedModel]) -> LintResult:
+def lint_models(project: Project, models: Sequence[RenderedModel], *,
+                budget: RenderBudget = RenderBudget(),  # noqa: B008 - frozen
+                deadline: float | None = None) -> LintResult:
     """Lint ``models`` (in dependency order: refs before the models that use them).
 
     Each model's SQL is parsed once; its names are resolved against parsed_events and the
-    output columns inferred for the models it refs (earlier in ``models``).
+    output columns inferred for the models it refs (earlier in ``models``). Each model has
+    ``budget``'s lint seconds, SQL size and nesting depth; all of them end by ``deadline``
+    (``time.monotonic()``; default: ``budget.total_seconds`` from now). A model past its
+    budget is a ``budget`` violation, never a crash.
     """
     severities = project.config.lint.rules
     active: list[tuple[Rule, Level]] = []
     for rule in BUILTIN_RULES:
-        level = severities.get(rule.id, rule.default_severity)
+        level = "error" if rule.id in GUARD_RULES else severities.get(rule.id,
+                                                                       rule.default_severity)
         if level != "off":
             active.append((rule, level))
     events = _events_shape(project)
@@ -115,10 +130,12 @@ def lint_models(project: Project, models: Sequence[RenderedModel]) -> LintResult
     columns: dict[str, tuple[Column, ...]] = {}
     ast: dict[str, exp.Expr] = {}
     used: set[str] | None = set()
-    for model in models:
-        statements, syntax = parse_sql(model.sql)
+    def one(model: RenderedModel) -> set[str] | None:
+        """Lint one model; return the parsed_events fields it reads (None: maybe all)."""
+        statements, syntax = parse_sql(model.sql, max_chars=budget.max_sql_chars,
+                                       max_depth=budget.max_depth)
         ctx = ModelContext(project, model, statements, syntax, upstream=shapes)
-        shapes[model.name.lower()] = None
+        reads: set[str] | None = set()
         if statements:
             ast[model.name] = statements[0]
             columns[model.name] = ()
@@ -132,21 +149,39 @@ def lint_models(project: Project, models: Sequence[RenderedModel]) -> LintResult
             except SqlglotError:  # a construct sqlglot cannot type: lint the rest, infer nothing
                 ctx.analysis = None
             if ctx.analysis is None:
-                used = None  # which fields it reads is unknown: the engine must parse them all
+                reads = None  # which fields it reads is unknown: the engine must parse them all
             else:
                 shape = ctx.analysis.shape
                 shapes[model.name.lower()] = shape
                 columns[model.name] = tuple(Column(n, type_string(t)) for n, t in shape.columns)
-                if ctx.analysis.star_over_events:
-                    used = None
-                elif used is not None:
-                    used |= ctx.analysis.used_fields
+                reads = None if ctx.analysis.star_over_events else ctx.analysis.used_fields
         for rule, level in active:
             for v in rule.check(ctx):  # one finding per place: a macro expanded twice is one
                 v = replace(v, severity=level)
                 if v not in seen:
                     seen.add(v)
                     violations.append(v)
+        return reads
+
+    deadline = time.monotonic() + budget.total_seconds if deadline is None else deadline
+    with timer_handler():
+        for model in models:
+            shapes[model.name.lower()] = None
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise BudgetExceeded("compile's total budget of "
+                                         f"{budget.total_seconds:g}s was spent before this model")
+                with time_limit(budget, seconds=min(budget.lint_seconds, left), what="lint"):
+                    reads = one(model)
+            except (BudgetExceeded, RecursionError, MemoryError) as e:
+                why = {RecursionError: "the SQL nests too deeply",
+                       MemoryError: "lint ran out of memory"}.get(type(e), str(e))
+                violations.append(Violation(
+                    "budget", "error", model.path, None, None, f"model {model.name}: {why}",
+                    "compile gives each model a time and size budget (docs/SECURITY.md)"))
+                reads = None
+            used = None if used is None or reads is None else used | reads
     used_fields = None if used is None else tuple(
         f.name for f in project.schema.fields if f.name in used)
     return LintResult(tuple(violations), columns, used_fields, ast)

@@ -32,10 +32,9 @@ from itertools import takewhile
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, ScopeType
 
-from runner.errors import did_you_mean
 from runner.lint.infer import UNKNOWN, generator_columns, is_, is_generator, is_known, struct_fields
 from runner.lint.names import Frame, NameResolver
-from runner.lint.shapes import OPEN, Analysis, Finding, Output, Shape
+from runner.lint.shapes import OPEN, Analysis, Output, Shape
 from runner.lint.unique import unique_sets
 
 __all__ = ["Resolver", "relation_selects"]
@@ -140,10 +139,11 @@ class Resolver(NameResolver):
         return source
 
     def _table(self, node: exp.Table, scope: Scope) -> Shape:
+        """The shape of a named relation; an unknown or qualified one is OPEN (the guard,
+        :mod:`.guard`, reports it)."""
         ident = node.this
         low = ident.name.lower()
         if node.args.get("db") or node.args.get("catalog"):
-            self._table_finding(node, node.sql(dialect="spark"), scope)
             return OPEN
         # Spark names are case-insensitive: sqlglot's own CTE lookup is not.
         ctes = {name.lower(): cte for name, cte in scope.cte_sources.items()}
@@ -151,22 +151,7 @@ class Resolver(NameResolver):
             return self._shapes.get(id(ctes[low]), OPEN)  # a recursive CTE is not traversed
         if low == "parsed_events":
             return self.events
-        if low in self.refs:
-            return self.refs[low] or OPEN
-        if low in self.models:
-            name = self.models[low]
-            self.analysis.unknown_tables.append(Finding(
-                ident, f"model '{name}' is read without ref()",
-                f"write {{{{ ref('{name}') }}}}: it makes '{name}' run first in each batch"))
-            return OPEN
-        self._table_finding(ident, ident.name, scope)
-        return OPEN
-
-    def _table_finding(self, node: exp.Expr, name: str, scope: Scope) -> None:
-        candidates = ["parsed_events", *self.refs, *scope.cte_sources, *self.models.values()]
-        self.analysis.unknown_tables.append(Finding(
-            node, f"unknown table '{name}'" + did_you_mean(name, candidates),
-            "a model reads parsed_events, {{ ref('model') }} or a CTE"))
+        return self.refs.get(low) or OPEN
 
     def _lateral(self, node: exp.Lateral, scope: Scope) -> Shape:
         func = node.this

@@ -27,7 +27,6 @@ __all__ = [
     "SingleSelect",
     "SyntaxRule",
     "UnknownColumn",
-    "UnknownTable",
     "UnnamedOutputColumn",
 ]
 
@@ -68,8 +67,8 @@ class SyntaxRule(ModelRule):
 
 
 class SingleSelect(ModelRule):
-    """A model is exactly one query (SELECT, WITH ... SELECT, UNION ...): no DDL, no DML, no
-    second statement."""
+    """A model is exactly one statement (and :class:`~runner.lint.guard.NotAQuery` checks
+    that it is a query): no second statement, not an empty file."""
 
     id = "single-select"
 
@@ -80,22 +79,9 @@ class SingleSelect(ModelRule):
         hint = "a model is the SELECT whose rows the runner writes to the model's table"
         if not statements:
             yield self.at_config(ctx, "the model has no SQL statement", hint)
-        elif not isinstance(statements[0], exp.Query):
-            kind = statements[0].key.upper()
-            yield self.at(ctx, statements[0], f"a model is one SELECT query, not {kind}", hint)
         elif len(statements) > 1:
             yield self.at(ctx, statements[1], f"a model is one query; found {len(statements)} "
                           "statements", "remove the second statement (or make it another model)")
-
-
-class UnknownTable(ModelRule):
-    """Tables are parsed_events, models read through {{ ref('name') }}, or CTEs."""
-
-    id = "unknown-table"
-
-    def check(self, ctx: ModelContext) -> Iterator[Violation]:
-        if ctx.analysis is not None:
-            yield from self.findings(ctx, ctx.analysis.unknown_tables)
 
 
 class UnknownColumn(ModelRule):
@@ -170,7 +156,7 @@ class MergeKey(ModelRule):
 
 class MergeUpdate(ModelRule):
     """merge_update keys must be non-key output columns; merge_update expressions and
-    merge_condition must parse and may only read target.<column> and source.<column> of
+    merge_condition may only read target.<column> and source.<column> of
     output columns."""
 
     id = "merge-update"
@@ -203,10 +189,8 @@ class MergeUpdate(ModelRule):
     def _expression(self, ctx: ModelContext, where: str, text: str) -> Iterator[Violation]:
         try:
             node = sqlglot.parse_one(text, read="spark")
-        except (ParseError, TokenError) as e:
-            first = e.errors[0]["description"] if isinstance(e, ParseError) and e.errors else e
-            yield self.at_config(ctx, f"{where} does not parse: {first}")
-            return
+        except (ParseError, TokenError):
+            return  # not-a-query reports it (runner.lint.guard)
         names = ctx.output_names
         for col in node.find_all(exp.Column):
             parts = [p.name for p in col.parts if isinstance(p, exp.Identifier)]
@@ -229,8 +213,8 @@ class PartitionBy(ModelRule):
 
 
 class Expectations(ModelRule):
-    """Each expectation's expr must parse as a Spark predicate over the model's output
-    columns (and their struct fields)."""
+    """Each expectation's expr is a Spark predicate over the model's output columns (and
+    their struct fields)."""
 
     id = "expectation"
 
@@ -239,10 +223,8 @@ class Expectations(ModelRule):
             where = f"expectation '{expectation.name}'"
             try:
                 node = sqlglot.parse_one(expectation.expr, read="spark")
-            except (ParseError, TokenError) as e:
-                first = e.errors[0]["description"] if isinstance(e, ParseError) and e.errors else e
-                yield self.at_config(ctx, f"{where} does not parse: {first}")
-                continue
+            except (ParseError, TokenError):
+                continue  # not-a-query reports it (runner.lint.guard)
             if ctx.analysis is None or ctx.analysis.shape.open:
                 continue
             shape = ctx.analysis.shape

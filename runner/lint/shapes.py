@@ -96,7 +96,6 @@ class Analysis:
 
     shape: Shape
     outputs: list[Output]
-    unknown_tables: list[Finding] = field(default_factory=list)
     unknown_columns: list[Finding] = field(default_factory=list)
     ambiguous_columns: list[Finding] = field(default_factory=list)
     used_fields: set[str] = field(default_factory=set)

@@ -21,6 +21,8 @@ from pydantic import (
 )
 
 from runner.errors import ConfigError, RunnerError, did_you_mean
+from runner.project.secrets import MASK, is_secret_name
+from runner.project.spark_conf import check_spark_conf
 from runner.project.triggers import validate_interval
 
 __all__ = [
@@ -140,6 +142,18 @@ class ProjectConfig(_Strict):
     lint: LintConfig = Field(default_factory=LintConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     vars: dict[str, Any] = Field(default_factory=dict)
+    #: Prefixes of the environment variables models may read with env_var() (their values go
+    #: into target/, the docs and messages): runner/project/secrets.py, docs/SECURITY.md.
+    env_var_prefixes: tuple[str, ...] = ()
+
+    @field_validator("env_var_prefixes")
+    @classmethod
+    def _prefixes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for prefix in value:
+            if not prefix or is_secret_name(prefix):
+                raise ValueError(f"'{prefix}' cannot be a public prefix (empty, or it names a "
+                                 "secret)")
+        return value
 
     @field_validator("trigger")
     @classmethod
@@ -225,9 +239,9 @@ def validation_message(error: ValidationError, model: type[BaseModel]) -> list[t
             msg = f"{key}: type must be 'files' or 'kafka'"
         else:
             msg = f"{key}: {err['msg'].removeprefix('Value error, ')}"
-            if ("input" in err and not isinstance(err["input"], (dict, list))
-                    and "secret" not in key.lower()):
-                msg += f" (got {err['input']!r})"
+            if "input" in err and not isinstance(err["input"], (dict, list)):
+                shown = MASK if is_secret_name(key) else repr(err["input"])
+                msg += f" (got {shown})"
         out.append((key, msg))
     return out
 
@@ -266,7 +280,8 @@ def load_yaml(text: str, *, path: str, error: type[RunnerError] = ConfigError) -
 
 
 def parse_project_config(text: str, *, path: str) -> ProjectConfig:
-    """Parse and validate project.yml's (already rendered) text.
+    """Parse and validate project.yml's (already rendered) text; ``spark.conf`` keys that load
+    code need a deployment's opt-in (:mod:`runner.project.spark_conf`).
 
     Raises:
         ConfigError: naming the file, the line and the offending key.
@@ -275,9 +290,13 @@ def parse_project_config(text: str, *, path: str) -> ProjectConfig:
     if not isinstance(data, Mapping):
         raise ConfigError("project.yml must be a mapping of keys to values", path=path)
     try:
-        return ProjectConfig.model_validate(data)
+        config = ProjectConfig.model_validate(data)
     except ValidationError as e:
         errors = [ConfigError(message, path=path, line=yaml_line(text, tuple(key.split("."))))
                   for key, message in validation_message(e, ProjectConfig)]
         first = errors[0]
         raise ConfigError(first.message, path=path, line=first.line, also=errors[1:]) from e
+    conf = config.spark.conf
+    check_spark_conf(conf, path=path,
+                     lines={k: yaml_line(text, ("spark", "conf", k)) for k in conf})
+    return config

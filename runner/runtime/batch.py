@@ -48,6 +48,7 @@ from runner.runtime.expectations import (
     apply_expectations,
     expectation_failure,
 )
+from runner.runtime.guard import checked_query
 from runner.runtime.metrics import ready_metrics
 from runner.runtime.parse import parse_batch, prepare_parse
 from runner.sinks import DeltaWriter, SinkSpec, WriteResult
@@ -209,7 +210,7 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int) -> BatchResult:
         quarantined: list[DataFrame] = []
         for step in bp.plan.steps:  # dependency order: a ref'd view exists before its reader
             try:
-                df = spark.sql(step.sql)
+                df = spark.sql(checked_query(spark, step.sql))  # runtime/guard.py
             except Exception as e:  # analysis errors (the plan was linted, but be explicit)
                 raise ExecutionError(f"model {step.name} failed in batch {batch_id}: "
                                      f"{first_line(e)}", path=step.path) from e

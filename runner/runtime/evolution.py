@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.compile.plan import Column, Plan, Step
 from runner.errors import ExecutionError, SinkError
+from runner.runtime.guard import checked_query
 from runner.runtime.parse import parse_schema
 from runner.sinks.base import quote_column
 from runner.sinks.schema import (
@@ -155,7 +156,7 @@ def model_output_schemas(spark: SparkSession, plan: Plan,
             out[step.name] = f"it refs model {broken[0]}, which does not analyse"
             continue
         try:
-            df = session.sql(step.sql)
+            df = session.sql(checked_query(session, step.sql))  # runtime/guard.py
             df.createOrReplaceTempView(step.name)
             out[step.name] = df.schema
         except Exception as e:  # noqa: BLE001 - Spark's analysis errors

@@ -12,6 +12,7 @@ Defaults (a user's ``conf`` overrides every one of them):
   default 50 makes every delta-spark commit end with a 50-task job rebuilding the table's
   state, which on one machine costs more than the write itself (docs/BENCHMARKS.md).
 - UI and console progress bar off.
+- ``spark.sql.runSQLOnFiles=false``: SQL reads no table by path (docs/SECURITY.md).
 - ``spark.sql.variant.allowDuplicateKeys=true`` (``try_parse_json`` agrees with ``from_json``:
   the last duplicate key wins).
 - Spark's own logging (WARN and up) goes to ``<log_dir>/spark.log`` through a generated log4j2
@@ -241,6 +242,9 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},  # 
         # as from_json does), so the variant parser must too.
         "spark.sql.variant.allowDuplicateKeys": "true",
         LOG_FILE_KEY: log_file.as_posix(),
+        # No table by path in SQL (text.`/etc/passwd`): docs/SECURITY.md. A deployment may
+        # opt in (runner/project/spark_conf.py); project.yml alone cannot.
+        "spark.sql.runSQLOnFiles": "false",
     }
     if is_local:
         settings.update({

@@ -493,7 +493,7 @@ def test_single_select_and_ast(tmp_path: Path) -> None:
     result = lint_files(tmp_path, {"ok": "SELECT eventId FROM parsed_events;\n",
                                    "dml": "INSERT INTO t SELECT eventId FROM parsed_events",
                                    "empty": "-- nothing here\n"})
-    assert found(result) == {("single-select", "models/dml.sql", 1),
+    assert found(result) == {("not-a-query", "models/dml.sql", 1),
                              ("single-select", "models/empty.sql", None)}
     assert set(result.ast) == {"ok", "dml"}
     assert result.columns["ok"][0].name == "eventId"

@@ -10,7 +10,7 @@ import pytest
 from runner.compile.render import render_models
 from runner.errors import TemplateError
 from runner.project.loader import load_project
-from tests.support.projects import REPO_ROOT, write_project
+from tests.support.projects import BASE_YML, REPO_ROOT, write_project
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
@@ -51,12 +51,13 @@ def test_ref_and_config_are_captured_from_calls(tmp_path) -> None:
 
 
 def test_macros_var_and_env_var(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("REGION", "eu")
+    monkeypatch.setenv("PUBLIC_REGION", "eu")
     rendered, errors = _render(tmp_path, {
         "macros/m.sql": "{% macro slow(col) %}{{ col }} >= {{ var('slow_ms') }}{% endmacro %}",
-        "models/a.sql": "SELECT {{ slow('request.latency_ms') }} AS s, '{{ env_var('REGION') }}'"
-                        " AS r, '{{ env_var('NOT_SET_X', 'dflt') }}' AS d FROM parsed_events",
-    })
+        "models/a.sql": "SELECT {{ slow('request.latency_ms') }} AS s, "
+                        "'{{ env_var('PUBLIC_REGION') }}' AS r, "
+                        "'{{ env_var('PUBLIC_NOT_SET_X', 'dflt') }}' AS d FROM parsed_events",
+    }, project_yml=BASE_YML + "env_var_prefixes: [PUBLIC_]\n")
     assert errors == {}
     assert rendered[0].sql.strip() == ("SELECT request.latency_ms >= 1000 AS s, 'eu' AS r, "
                                        "'dflt' AS d FROM parsed_events")
