@@ -2,7 +2,7 @@
 :class:`~runner.compile.plan.Step`: how often it reads ``parsed_events``, and which names it
 may read (to know, e.g., whether any model reads a source metadata column).
 
-The answers are conservative: SQL that sqlglot cannot parse reads ``parsed_events`` once and
+The answers are conservative: SQL that sqlglot cannot parse (or nests too deep) reads ``parsed_events`` once and
 may read any name; a ``*`` may read any name.
 """
 
@@ -57,7 +57,7 @@ def reads_of(sql: str) -> Reads:
     """
     try:
         tree = sqlglot.parse_one(sql, read="spark")
-    except sqlglot.errors.SqlglotError:
+    except (sqlglot.errors.SqlglotError, RecursionError):  # lint reports either, by model
         return ANY_READS
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     events = 1 if PARSED_EVENTS in ctes else sum(

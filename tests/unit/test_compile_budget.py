@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from runner.build import compile_project
 from runner.cli import cli
-from runner.compile.build import compile_project
 from runner.compile.render import RenderBudget, render_models
 from runner.project.loader import load_project
 from tests.support.projects import write_project
