@@ -43,7 +43,7 @@ from runner.runtime.checkpoint import (
 )
 from runner.runtime.evolution import check_schema_changes, model_output_schemas
 from runner.runtime.session import session_info
-from runner.sinks import DeltaWriter, SinkSpec, make_writer, sink_specs
+from runner.sinks import DeltaWriter, SinkSpec, engine_choice, make_writer, sink_specs
 from runner.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
 
 if TYPE_CHECKING:
@@ -192,10 +192,11 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
                               app_name=f"runner:{project.config.name}",
                               log_dir=str(project.root / "logs"))
         stopper.install()  # over the SIGINT handler SparkContext has just installed
-        writer = make_writer(project.config.delta.engine, spark,
+        choice = engine_choice(project.config.delta.engine, spark)
+        writer = make_writer(choice.engine, spark,
                              arrow_max_rows=project.config.delta.arrow_max_rows)
-        if project.config.delta.engine == "auto" and writer.engine == "rs":
-            on_event(f"delta.engine auto: writing with rs; {missing_jars_note()}")
+        on_event(f"delta engine {choice.engine}: {choice.reason}"
+                 + (f"; {missing_jars_note()}" if choice.classes_missing else ""))
         if full_refresh:
             reset_checkpoint(checkpoint)
         query_id = read_query_id(checkpoint)
