@@ -73,7 +73,24 @@ class KafkaSource(_Strict):
     #: ``spark``: Spark's own Kafka source (the spark-sql-kafka jars); ``python``: the runner's
     #: reader on confluent-kafka; ``auto``: Spark's when its classes load, else the runner's.
     reader: Literal["auto", "spark", "python"] = "auto"
+    #: How long ``runner stream`` waits for the brokers at start (and, split over its three
+    #: attempts, Spark's Kafka source for each offset look-up) before it stops with exit 2.
+    connect_timeout: str = "30 seconds"
     options: dict[str, SecretStr] = Field(default_factory=dict)
+
+    @field_validator("connect_timeout")
+    @classmethod
+    def _timeout(cls, value: str) -> str:
+        try:
+            if validate_interval(value) <= 0:
+                raise ValueError("must be more than 0 seconds")
+        except ConfigError as e:
+            raise ValueError(f"not an interval; {e.hint}") from e
+        return value
+
+    @property
+    def connect_timeout_seconds(self) -> float:
+        return validate_interval(self.connect_timeout)
 
     @field_validator("options", mode="before")
     @classmethod

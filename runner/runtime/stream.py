@@ -101,7 +101,8 @@ def _source_stream(spark: SparkSession, project: Project) -> DataFrame:
         max_offsets_per_trigger=source.max_offsets_per_trigger,
         fail_on_data_loss=source.fail_on_data_loss,
         options={k: v.get_secret_value() for k, v in source.options.items()},
-        implementation=_READER_IMPLEMENTATION[source.reader])
+        implementation=_READER_IMPLEMENTATION[source.reader],
+        connect_timeout=source.connect_timeout_seconds)
 
 
 #: project.yml's ``source.reader`` -> :func:`read_kafka_stream`'s ``implementation``.
@@ -197,6 +198,10 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
                              arrow_max_rows=project.config.delta.arrow_max_rows)
         on_event(f"delta engine {choice.engine}: {choice.reason}"
                  + (f"; {missing_jars_note()}" if choice.classes_missing else ""))
+        if project.config.source.type == "kafka":  # unreachable, misconfigured: exit 2 now
+            from runner.sources.kafka.preflight import check_brokers
+
+            check_brokers(spark, project.config.source)
         if full_refresh:
             reset_checkpoint(checkpoint)
         query_id = read_query_id(checkpoint)
