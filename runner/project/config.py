@@ -30,6 +30,7 @@ __all__ = [
     "KafkaSource",
     "LintConfig",
     "MaintenanceConfig",
+    "MetricsConfig",
     "ModelConfig",
     "ProjectConfig",
     "SparkConfig",
@@ -140,6 +141,15 @@ class MaintenanceConfig(_Strict):
     keep_batches: int = Field(default=100, ge=1)
 
 
+class MetricsConfig(_Strict):
+    """Prometheus metrics of ``runner stream`` (docs/METRICS.md): served on ``port`` (unset:
+    not served; ``--metrics-port`` overrides) at ``host`` (all interfaces by default, so a
+    scraper outside a container reaches it)."""
+
+    port: int | None = Field(default=None, ge=1, le=65535)
+    host: str = "0.0.0.0"
+
+
 class ProjectConfig(_Strict):
     """The whole of project.yml."""
 
@@ -156,6 +166,7 @@ class ProjectConfig(_Strict):
     spark: SparkConfig = Field(default_factory=SparkConfig)
     lint: LintConfig = Field(default_factory=LintConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     vars: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("trigger")

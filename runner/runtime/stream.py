@@ -164,8 +164,13 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
                trigger: str, full_refresh: bool = False, rebuild: Collection[str] = (),
                on_batch: Callable[[BatchResult], None] = lambda r: None,
                on_event: Callable[[str], None] = lambda m: None,
-               on_backfill: Callable[[BackfillProgress], None] = lambda p: None) -> StreamSummary:
+               on_backfill: Callable[[BackfillProgress], None] = lambda p: None,
+               on_progress: Callable[[dict[str, Any] | None], None] = lambda p: None,
+               ) -> StreamSummary:
     """Run the pipeline until ``available_now`` input is done, a signal, or a failure.
+
+    ``on_progress`` gets Spark's ``StreamingQuery.lastProgress`` about twice a second while
+    the query runs, and once at its end (repeats included: :mod:`runner.runtime.prometheus`).
 
     Before the query starts, models new to the checkpoint (and those in ``rebuild``, whose
     tables are dropped first) are backfilled from the checkpoint's history
@@ -240,7 +245,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         # After each batch's sinks: its ledger entry (snapshots), then maintenance when due.
         on_batch = Bookkeeper(project, bp, query_id=query_id, on_event=on_event).wrap(on_batch)
         return _run_query(spark, project, bp, mode=mode, trigger=trigger, stopper=stopper,
-                          on_batch=on_batch, on_event=on_event)
+                          on_batch=on_batch, on_event=on_event, on_progress=on_progress)
 
 
 def _kafka_unreachable(project: Project, error: BaseException) -> str | None:
@@ -305,7 +310,8 @@ class _Batches:
 def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
                mode: Literal["available_now", "processing_time"], trigger: str,
                stopper: _Stopper, on_batch: Callable[[BatchResult], None],
-               on_event: Callable[[str], None]) -> StreamSummary:
+               on_event: Callable[[str], None],
+               on_progress: Callable[[dict[str, Any] | None], None]) -> StreamSummary:
     summary = StreamSummary()
     failure: list[BaseException] = []
     batches = _Batches()
@@ -346,6 +352,7 @@ def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
                 query.awaitTermination(0.5)  # type: ignore[arg-type]
             except StreamingQueryException:
                 break  # reported below, from the batch's own error when there is one
+            on_progress(query.lastProgress)
             if stopper.requested.is_set():
                 on_event("stop requested: finishing the batch in flight "
                          "(Ctrl-C again to stop at once)")
@@ -354,6 +361,7 @@ def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
                 summary.stopped_by_signal = True
                 break
         error = query.exception() if not summary.stopped_by_signal else None
+        on_progress(query.lastProgress)
     finally:
         summary.seconds = time.perf_counter() - started
     if failure:
