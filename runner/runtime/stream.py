@@ -254,7 +254,8 @@ def _kafka_unreachable(project: Project, error: BaseException) -> str | None:
     if source.type != "kafka" or not is_kafka_timeout(error):
         return None
     timeout = source.options.get("timeout_ms")
-    within = f" within {int(timeout.get_secret_value()) / 1000:g} s" if timeout else ""
+    within = (f" within {int(timeout.get_secret_value()) / 1000:g} s" if timeout
+              else f" within {source.connect_timeout_seconds:g} s (source.connect_timeout)")
     return (f"cannot reach the Kafka brokers at {source.bootstrap_servers}{within} "
             "(Spark's Kafka source)\nhint: check bootstrap_servers, the network and the "
             "client's security options")

@@ -20,8 +20,10 @@ from typing import Any
 
 import pytest
 
-from runner.errors import ConfigError
+from runner.compile.build import compile_project
+from runner.errors import ConfigError, ExecutionError
 from runner.project.loader import Project, load_project
+from runner.runtime.stream import run_stream
 from tests.kafka.test_stream_kafka import EVENT_OFFSETS, Topic, _check_tables, _project, _run
 from tests.kafka.test_stream_kafka import _unused_port as unused_port
 
@@ -117,3 +119,51 @@ def test_unknown_topic_and_tls_mismatch_are_named_at_start(
                             source_extra="  connect_timeout: 8 seconds\n  options:\n"
                                          "    security.protocol: SSL\n"))
     assert "security.protocol" in str(tls), str(tls)
+
+
+def test_broker_lost_mid_stream_stops_clearly_within_the_timeout(tmp_path: Path,
+                                                                 spark: Any) -> None:
+    """The production path (Spark's source, delta-spark) on a broker of its own, stopped after
+    batch 0 committed while the stream waits for more (a 1 s processing-time trigger): the
+    query stops after its bounded retries (three attempts of a third of connect_timeout), with
+    a message naming the brokers; the tables hold exactly the committed batch. The Python
+    reader's look-up is one call bounded by timeout_ms (5 s; measured 6.5 s to exit)."""
+    import threading
+
+    from scripts.brokers import ApacheKafkaBroker, apache_kafka_jars, start_with_retries
+
+    jars = apache_kafka_jars()
+    if jars is None:
+        pytest.skip("Apache Kafka broker jars not in .jars/kafka-broker (run scripts/setup.sh)")
+    broker = start_with_retries(lambda: ApacheKafkaBroker(jars))
+    try:
+        topic = Topic.create(broker.bootstrap, partitions=2)
+        topic.send(100, poison_every=25)
+        project = _project(tmp_path / "p", topic, reader="spark", engine="spark",
+                           source_extra="  connect_timeout: 6 seconds\n",
+                           models={"models/event_offsets.sql": EVENT_OFFSETS})
+        committed = threading.Event()
+        failure: list[BaseException] = []
+
+        def stream() -> None:
+            try:
+                run_stream(project, compile_project(project).plan, mode="processing_time",
+                           trigger="1 second", on_batch=lambda r: committed.set())
+            except BaseException as e:  # noqa: BLE001 - handed to the test's thread
+                failure.append(e)
+
+        thread = threading.Thread(target=stream, daemon=True)
+        thread.start()
+        assert committed.wait(180), "batch 0 did not complete"
+        time.sleep(1.0)  # Spark's commit-log entry of batch 0
+        broker.stop()
+        lost = time.monotonic()
+        thread.join(60)
+        assert not thread.is_alive(), "the stream did not stop within 60 s of the broker loss"
+        assert time.monotonic() - lost < 30
+    finally:
+        broker.stop()
+    assert len(failure) == 1 and isinstance(failure[0], ExecutionError), failure
+    message = str(failure[0])
+    assert f"cannot reach the Kafka brokers at {topic.bootstrap} within 6 s" in message, message
+    _check_tables(project, topic)  # exactly the committed batch: nothing lost, nothing twice
