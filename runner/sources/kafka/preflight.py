@@ -159,8 +159,7 @@ def _java_metadata(spark: SparkSession, servers: str, topics: Sequence[str],
     same properties)."""
     from py4j.protocol import Py4JJavaError
 
-    jvm = spark._jvm  # noqa: SLF001 - the Java Kafka client lives in the session's JVM
-    assert jvm is not None
+    jvm: Any = spark._jvm  # noqa: SLF001 - the Java Kafka client lives in the session's JVM
     ms = max(1000, int(timeout * 1000))
     props = jvm.java.util.Properties()
     for key, value in {**client, "bootstrap.servers": servers, "request.timeout.ms": str(ms),
@@ -215,8 +214,7 @@ def check_brokers(spark: SparkSession | None, source: KafkaSource) -> None:
     left = max(1.0, deadline - time.monotonic())
     builtin = spark is not None and source.reader != "python" and (
         source.reader == "spark" or builtin_kafka_available(spark))
-    if builtin:
-        assert spark is not None
+    if builtin and spark is not None and getattr(spark, "_jvm", None) is not None:
         _java_metadata(spark, servers, source.topics, client, timeout=left)
-    else:
+    else:  # the Python reader (or no JVM to ask: Spark Connect)
         watermarks({**client, "bootstrap.servers": servers}, source.topics, timeout=left)
