@@ -122,8 +122,11 @@ def _plan_or_exit(project: Project, select: tuple[str, ...]) -> Plan:
                    "from the checkpoint's history, keeping the checkpoint and every other table.")
 @click.option("--progress", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="One line per batch as text, or as JSON lines.")
+@click.option("--metrics-port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
+              help="Serve Prometheus metrics on this port (default: project.yml metrics.port; "
+                   "see docs/METRICS.md).")
 def stream(project_dir: str, select: tuple[str, ...], available_now: bool, trigger: str | None,
-           full_refresh: bool, progress: str) -> None:
+           full_refresh: bool, progress: str, metrics_port: int | None) -> None:
     """Run the pipeline: one streaming query, one checkpoint, every model written exactly once.
 
     Models new to the checkpoint are first backfilled from the input it has already
@@ -144,12 +147,20 @@ def stream(project_dir: str, select: tuple[str, ...], available_now: bool, trigg
     printer = console.json_line if progress == "json" else None
     from runner.runtime.stream import run_stream
 
+    show = (lambda r: printer(batch_doc(r))) if printer else console.batch
+    port = metrics_port or project.config.metrics.port
+    metrics = None
+    if port is not None:
+        from runner.runtime.prometheus import start_metrics
+
+        metrics = start_metrics(project, plan, port=port)
     summary = run_stream(
         project, plan, mode="available_now" if available_now else "processing_time",
         trigger=interval, full_refresh=full_refresh, rebuild=rebuild,
-        on_batch=(lambda r: printer(batch_doc(r))) if printer else console.batch,
+        on_batch=metrics.wrap(show) if metrics else show,
         on_event=(lambda m: printer({"event": m})) if printer else console.event,
-        on_backfill=(lambda p: printer(backfill_doc(p))) if printer else console.backfill)
+        on_backfill=(lambda p: printer(backfill_doc(p))) if printer else console.backfill,
+        on_progress=metrics.on_progress if metrics else lambda p: None)
     if printer:
         printer({"summary": summary_doc(summary)})
     else:

@@ -2,8 +2,8 @@
 :class:`~runner.compile.plan.Step`: how often it reads ``parsed_events``, and which names it
 may read (to know, e.g., whether any model reads a source metadata column).
 
-The answers are conservative: SQL that sqlglot cannot parse (or nests too deep) reads ``parsed_events`` once and
-may read any name; a ``*`` may read any name.
+The answers are conservative: SQL that sqlglot cannot parse (or nests too deep) reads
+``parsed_events`` once and may read any name; a ``*`` may read any name.
 """
 
 from __future__ import annotations

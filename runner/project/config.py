@@ -32,6 +32,7 @@ __all__ = [
     "KafkaSource",
     "LintConfig",
     "MaintenanceConfig",
+    "MetricsConfig",
     "ModelConfig",
     "ProjectConfig",
     "SparkConfig",
@@ -75,7 +76,24 @@ class KafkaSource(_Strict):
     #: ``spark``: Spark's own Kafka source (the spark-sql-kafka jars); ``python``: the runner's
     #: reader on confluent-kafka; ``auto``: Spark's when its classes load, else the runner's.
     reader: Literal["auto", "spark", "python"] = "auto"
+    #: How long ``runner stream`` waits for the brokers at start (and, split over its three
+    #: attempts, Spark's Kafka source for each offset look-up) before it stops with exit 2.
+    connect_timeout: str = "30 seconds"
     options: dict[str, SecretStr] = Field(default_factory=dict)
+
+    @field_validator("connect_timeout")
+    @classmethod
+    def _timeout(cls, value: str) -> str:
+        try:
+            if validate_interval(value) <= 0:
+                raise ValueError("must be more than 0 seconds")
+        except ConfigError as e:
+            raise ValueError(f"not an interval; {e.hint}") from e
+        return value
+
+    @property
+    def connect_timeout_seconds(self) -> float:
+        return validate_interval(self.connect_timeout)
 
     @field_validator("options", mode="before")
     @classmethod
@@ -125,6 +143,15 @@ class MaintenanceConfig(_Strict):
     keep_batches: int = Field(default=100, ge=1)
 
 
+class MetricsConfig(_Strict):
+    """Prometheus metrics of ``runner stream`` (docs/METRICS.md): served on ``port`` (unset:
+    not served; ``--metrics-port`` overrides) at ``host`` (all interfaces by default, so a
+    scraper outside a container reaches it)."""
+
+    port: int | None = Field(default=None, ge=1, le=65535)
+    host: str = "0.0.0.0"
+
+
 class ProjectConfig(_Strict):
     """The whole of project.yml."""
 
@@ -141,6 +168,7 @@ class ProjectConfig(_Strict):
     spark: SparkConfig = Field(default_factory=SparkConfig)
     lint: LintConfig = Field(default_factory=LintConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     vars: dict[str, Any] = Field(default_factory=dict)
     #: Prefixes of the environment variables models may read with env_var() (their values go
     #: into target/, the docs and messages): runner/project/secrets.py, docs/SECURITY.md.

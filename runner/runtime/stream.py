@@ -40,7 +40,7 @@ from runner.runtime.batch import BatchPlan, BatchResult, prepare, run_batch
 from runner.runtime.bookkeeping import Bookkeeper
 from runner.runtime.evolution import check_schema_changes, model_output_schemas
 from runner.runtime.session import session_info
-from runner.sinks import make_writer, sink_specs
+from runner.sinks import engine_choice, make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
 from runner.sinks.tables import is_table
 from runner.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
@@ -100,7 +100,8 @@ def _source_stream(spark: SparkSession, project: Project) -> DataFrame:
         max_offsets_per_trigger=source.max_offsets_per_trigger,
         fail_on_data_loss=source.fail_on_data_loss,
         options={k: v.get_secret_value() for k, v in source.options.items()},
-        implementation=_READER_IMPLEMENTATION[source.reader])
+        implementation=_READER_IMPLEMENTATION[source.reader],
+        connect_timeout=source.connect_timeout_seconds)
 
 
 #: project.yml's ``source.reader`` -> :func:`read_kafka_stream`'s ``implementation``.
@@ -156,8 +157,13 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
                trigger: str, full_refresh: bool = False, rebuild: Collection[str] = (),
                on_batch: Callable[[BatchResult], None] = lambda r: None,
                on_event: Callable[[str], None] = lambda m: None,
-               on_backfill: Callable[[BackfillProgress], None] = lambda p: None) -> StreamSummary:
+               on_backfill: Callable[[BackfillProgress], None] = lambda p: None,
+               on_progress: Callable[[dict[str, Any] | None], None] = lambda p: None,
+               ) -> StreamSummary:
     """Run the pipeline until ``available_now`` input is done, a signal, or a failure.
+
+    ``on_progress`` gets Spark's ``StreamingQuery.lastProgress`` about twice a second while
+    the query runs, and once at its end (repeats included: :mod:`runner.runtime.prometheus`).
 
     Before the query starts, models new to the checkpoint (and those in ``rebuild``, whose
     tables are dropped first) are backfilled from the checkpoint's history
@@ -187,10 +193,15 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
                               app_name=f"runner:{project.config.name}",
                               log_dir=str(project.root / "logs"))
         stopper.install()  # over the SIGINT handler SparkContext has just installed
-        writer = make_writer(project.config.delta.engine, spark,
+        choice = engine_choice(project.config.delta.engine, spark)
+        writer = make_writer(choice.engine, spark,
                              arrow_max_rows=project.config.delta.arrow_max_rows)
-        if project.config.delta.engine == "auto" and writer.engine == "rs":
-            on_event(f"delta.engine auto: writing with rs; {missing_jars_note()}")
+        on_event(f"delta engine {choice.engine}: {choice.reason}"
+                 + (f"; {missing_jars_note()}" if choice.classes_missing else ""))
+        if project.config.source.type == "kafka":  # unreachable, misconfigured: exit 2 now
+            from runner.sources.kafka.preflight import check_brokers
+
+            check_brokers(spark, project.config.source)
         if full_refresh:
             reset_checkpoint(checkpoint)
             check_identity(checkpoint, pipeline_identity(project))  # the new checkpoint's
@@ -232,7 +243,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         # After each batch's sinks: its ledger entry (snapshots), then maintenance when due.
         on_batch = Bookkeeper(project, bp, query_id=query_id, on_event=on_event).wrap(on_batch)
         return _run_query(spark, project, bp, mode=mode, trigger=trigger, stopper=stopper,
-                          on_batch=on_batch, on_event=on_event)
+                          on_batch=on_batch, on_event=on_event, on_progress=on_progress)
 
 
 def _kafka_unreachable(project: Project, error: BaseException) -> str | None:
@@ -241,7 +252,8 @@ def _kafka_unreachable(project: Project, error: BaseException) -> str | None:
     if source.type != "kafka" or not is_kafka_timeout(error):
         return None
     timeout = source.options.get("timeout_ms")
-    within = f" within {int(timeout.get_secret_value()) / 1000:g} s" if timeout else ""
+    within = (f" within {int(timeout.get_secret_value()) / 1000:g} s" if timeout
+              else f" within {source.connect_timeout_seconds:g} s (source.connect_timeout)")
     return (f"cannot reach the Kafka brokers at {source.bootstrap_servers}{within} "
             "(Spark's Kafka source)\nhint: check bootstrap_servers, the network and the "
             "client's security options")
@@ -292,7 +304,8 @@ class _Batches:
 def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
                mode: Literal["available_now", "processing_time"], trigger: str,
                stopper: _Stopper, on_batch: Callable[[BatchResult], None],
-               on_event: Callable[[str], None]) -> StreamSummary:
+               on_event: Callable[[str], None],
+               on_progress: Callable[[dict[str, Any] | None], None]) -> StreamSummary:
     summary = StreamSummary()
     failure: list[BaseException] = []
     batches = _Batches()
@@ -333,6 +346,7 @@ def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
                 query.awaitTermination(0.5)  # type: ignore[arg-type]
             except StreamingQueryException:
                 break  # reported below, from the batch's own error when there is one
+            on_progress(query.lastProgress)
             if stopper.requested.is_set():
                 on_event("stop requested: finishing the batch in flight "
                          "(Ctrl-C again to stop at once)")
@@ -341,6 +355,7 @@ def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
                 summary.stopped_by_signal = True
                 break
         error = query.exception() if not summary.stopped_by_signal else None
+        on_progress(query.lastProgress)
     finally:
         summary.seconds = time.perf_counter() - started
     if failure:

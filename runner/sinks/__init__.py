@@ -10,6 +10,8 @@ batch id) (:mod:`.base`), staged appends (:mod:`.staged`), table schemas and sch
 from __future__ import annotations
 
 import importlib
+import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from runner.errors import ConfigError
@@ -23,12 +25,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DeltaWriter",
+    "EngineChoice",
     "RsWriter",
     "SinkSpec",
     "SparkWriter",
     "WriteResult",
     "app_id",
+    "choose_engine",
     "delta_spark_available",
+    "engine_choice",
+    "is_local_master",
     "make_writer",
     "sink_specs",
 ]
@@ -52,10 +58,90 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine a run writes with, and why (``runner stream`` prints both at start).
+
+    Attributes:
+        engine: ``spark`` (delta-spark) or ``rs`` (delta-rs).
+        reason: one clause saying why, for the start-up line.
+        classes_missing: ``auto`` fell back to ``rs`` because the io.delta classes did not
+            load (the caller may add why: :func:`runner.runtime.session.missing_jars_note`).
+    """
+
+    engine: Literal["spark", "rs"]
+    reason: str
+    classes_missing: bool = False
+
+
+def is_local_master(master: str | None) -> bool:
+    """``local``, ``local[N]``, ``local[*]``, ``local[N,F]``: one JVM on one machine.
+
+    ``local-cluster[...]`` is not: it starts executor JVMs as a cluster does, and exists to
+    behave like one.
+
+    >>> [is_local_master(m) for m in ("local", "local[2]", "local-cluster[2,1,1024]", "yarn")]
+    [True, True, False, False]
+    """
+    return re.fullmatch(r"local(\[[^\]]*\])?", (master or "").strip()) is not None
+
+
+def choose_engine(engine: Engine, *, master: str | None, delta_classes: bool) -> EngineChoice:
+    """DESIGN.md "Delta engines": ``auto`` on a local master picks ``rs`` (the faster exact
+    engine on one machine: delta-spark measured 1.6-1.8x slower there); on any other master
+    ``spark`` when the io.delta classes are on the JVM classpath, else ``rs``.
+
+    Args:
+        engine: project.yml's ``delta.engine``.
+        master: the session's master URL (None: no session).
+        delta_classes: whether ``io.delta.tables.DeltaTable`` loads in the session's JVM.
+
+    Raises:
+        ConfigError: unknown engine, or ``spark`` asked for without the delta-spark classes.
+
+    >>> choose_engine("auto", master="local[2]", delta_classes=True).engine
+    'rs'
+    >>> choose_engine("auto", master="spark://h:7077", delta_classes=True).engine
+    'spark'
+    """
+    if engine == "rs":
+        return EngineChoice("rs", "delta.engine: rs in project.yml")
+    if engine == "spark":
+        if not delta_classes:
+            raise ConfigError(
+                "delta.engine is 'spark' but the delta-spark classes (io.delta.tables.DeltaTable)"
+                " are not on the Spark classpath",
+                hint="use delta.engine: auto or rs, or start Spark with the delta-spark jars")
+        return EngineChoice("spark", "delta.engine: spark in project.yml")
+    if engine != "auto":
+        raise ConfigError(f"unknown delta.engine {engine!r}", hint="use one of: auto, spark, rs")
+    if master is None:
+        return EngineChoice("rs", "delta.engine auto without a Spark session")
+    if is_local_master(master):
+        return EngineChoice("rs", f"delta.engine auto on the local master {master}: delta-rs "
+                                  "is the faster exact engine on one machine (set delta.engine:"
+                                  " spark to write with delta-spark)")
+    if delta_classes:
+        return EngineChoice("spark", f"delta.engine auto on the cluster master {master}: the "
+                                     "delta-spark classes are on Spark's classpath")
+    return EngineChoice("rs", f"delta.engine auto on the cluster master {master}: the "
+                              "delta-spark classes are not on Spark's classpath",
+                        classes_missing=True)
+
+
+def engine_choice(engine: Engine, spark: SparkSession | None) -> EngineChoice:
+    """:func:`choose_engine` for a live session (its master, its JVM's classpath)."""
+    from runner.sinks.spark import delta_spark_available
+
+    needs_probe = engine == "spark" or (engine == "auto" and spark is not None
+                                        and not is_local_master(_master(spark)))
+    return choose_engine(engine, master=_master(spark),
+                         delta_classes=needs_probe and delta_spark_available(spark))
+
+
 def make_writer(engine: Engine, spark: SparkSession | None, *,
                 arrow_max_rows: int | None = None) -> DeltaWriter:
-    """The Delta writer for ``delta.engine``: ``auto`` picks ``spark`` when the io.delta
-    classes are on the session's JVM classpath, else ``rs``.
+    """The Delta writer for ``delta.engine``, chosen by :func:`engine_choice`.
 
     Args:
         arrow_max_rows: ``delta.arrow_max_rows`` for the ``rs`` engine (appends of batches up
@@ -66,25 +152,13 @@ def make_writer(engine: Engine, spark: SparkSession | None, *,
         ConfigError: unknown engine, or ``spark`` asked for without the delta-spark jars.
     """
     from runner.sinks.rs import RsWriter, default_arrow_max_rows
-    from runner.sinks.spark import SparkWriter, delta_spark_available
+    from runner.sinks.spark import SparkWriter
 
-    def rs() -> RsWriter:
-        limit = arrow_max_rows if arrow_max_rows is not None else \
-            default_arrow_max_rows(_master(spark))
-        return RsWriter(arrow_max_rows=limit)
-
-    if engine == "rs":
-        return rs()
-    if engine == "auto":
-        return SparkWriter(spark) if spark is not None and delta_spark_available(spark) else rs()
-    if engine == "spark":
-        if spark is None or not delta_spark_available(spark):
-            raise ConfigError(
-                "delta.engine is 'spark' but the delta-spark classes (io.delta.tables.DeltaTable)"
-                " are not on the Spark classpath",
-                hint="use delta.engine: auto or rs, or start Spark with the delta-spark jars")
+    if engine_choice(engine, spark).engine == "spark" and spark is not None:
         return SparkWriter(spark)
-    raise ConfigError(f"unknown delta.engine {engine!r}", hint="use one of: auto, spark, rs")
+    limit = arrow_max_rows if arrow_max_rows is not None else \
+        default_arrow_max_rows(_master(spark))
+    return RsWriter(arrow_max_rows=limit)
 
 
 def _master(spark: SparkSession | None) -> str | None:

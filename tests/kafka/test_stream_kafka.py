@@ -230,6 +230,9 @@ def _unused_port() -> int:
 @pytest.mark.parametrize("reader", ["spark", "python"])
 def test_bad_bootstrap_address_fails_fast_with_one_clear_error(
         reader: str, spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused at start (exit 2, before any table or checkpoint is written) after
+    ``source.connect_timeout``; secrets stay out of the message. More failures (a checkpoint
+    from a good broker, unknown topics, TLS mismatches): tests/kafka/test_kafka_failures.py."""
     from click.testing import CliRunner
 
     from runner.cli import cli
@@ -238,30 +241,26 @@ def test_bad_bootstrap_address_fails_fast_with_one_clear_error(
     monkeypatch.setenv("KAFKA_TEST_PASSWORD", SECRET)
     topic = Topic(address, "events", 1)
     project = _project(tmp_path / "p", topic, reader=reader, source_extra=(
+        "  connect_timeout: 3 seconds\n"
         "  options:\n"
         "    timeout_ms: \"2000\"\n"  # a source setting among the client's (default 5000)
         "    sasl.username: runner\n"
         "    sasl.password: \"{{ env_var('KAFKA_TEST_PASSWORD') }}\"\n"))
 
-    # Production's mode (a processing-time trigger): the query fails, it does not wait.
+    # Production's mode (a processing-time trigger): refused at start, it does not wait.
     started = time.monotonic()
     result = CliRunner().invoke(cli, ["stream", "--project-dir", str(project.root),
                                       "--trigger", "1 second"])
     elapsed = time.monotonic() - started
-    assert result.exit_code == 1, result.output
-    assert result.stderr.startswith(f"error: the streaming query failed: cannot reach the Kafka "
-                                    f"brokers at {address} within 2 s"), result.stderr
-    assert "hint: check bootstrap_servers" in result.stderr
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(
+        f"error: cannot reach the Kafka brokers at {address} within 3 s: {address}: "
+        "connection refused"), result.stderr
+    assert "check source.bootstrap_servers" in result.stderr
     assert "Traceback" not in result.output and "\tat " not in result.output
     assert SECRET not in result.output
-    assert elapsed < 45, f"took {elapsed:.1f} s"  # about 5 s on an idle machine
-
-    started = time.monotonic()
-    with pytest.raises(ExecutionError, match=f"cannot reach the Kafka brokers at {address}") as e:
-        run_stream(project, compile_project(project).plan, mode="available_now",
-                   trigger="1 second")
-    assert time.monotonic() - started < 45
-    assert SECRET not in str(e.value)
+    assert elapsed < 30, f"took {elapsed:.1f} s"
+    assert not (project.root / "wh" / "request_logs").exists()
 
 
 def _delete_records(bootstrap: str, topic: str, before: dict[int, int]) -> None:

@@ -42,6 +42,10 @@ _BUILTIN_TUNING = {"min_partitions": "minPartitions",
                    "read_timeout_ms": "kafkaConsumer.pollTimeoutMs"}
 
 
+#: Spark's Kafka source tries each driver-side offset look-up this many times (its default).
+_OFFSET_ATTEMPTS = 3
+
+
 def builtin_kafka_available(spark: SparkSession) -> bool:
     """Whether Spark's own Kafka source can be loaded (never raises).
 
@@ -74,6 +78,7 @@ def read_kafka_stream(
     fail_on_data_loss: bool = True,
     options: Mapping[str, Any] | None = None,
     implementation: Implementation = "auto",
+    connect_timeout: float | None = None,
 ) -> DataFrame:
     """A streaming DataFrame of Kafka records.
 
@@ -100,6 +105,12 @@ def read_kafka_stream(
             :mod:`runner.sources.kafka.datasource`): ``min_partitions``,
             ``max_records_per_partition``, ``timeout_ms`` and ``read_timeout_ms``.
         implementation: ``auto`` (Spark's source when present), ``builtin`` or ``python``.
+        connect_timeout: seconds Spark's source may wait for the brokers in one offset
+            look-up, over its three attempts (``fetchOffset.numRetries``): each attempt's
+            Java client request and API timeouts are a third of it, and an executor's poll
+            waits at most all of it (``kafkaConsumer.pollTimeoutMs``), unless ``timeout_ms``,
+            ``read_timeout_ms`` or the client properties say otherwise. None: Spark's
+            defaults (60 s per attempt, polls of ``spark.network.timeout``).
 
     Raises:
         ConfigError: malformed options, or ``builtin`` asked for but not available.
@@ -122,7 +133,8 @@ def read_kafka_stream(
              mask_client_config(client))
     if use_builtin:
         return _read_builtin(spark, bootstrap_servers, topic_list, start_text,
-                             max_offsets_per_trigger, fail_on_data_loss, client, tuning)
+                             max_offsets_per_trigger, fail_on_data_loss, client, tuning,
+                             connect_timeout)
 
     source_options = {
         "bootstrap_servers": bootstrap_servers,
@@ -142,11 +154,16 @@ def read_kafka_stream(
 def _read_builtin(spark: SparkSession, bootstrap_servers: str, topics: list[str],
                   starting_offsets: str, max_offsets_per_trigger: int | None,
                   fail_on_data_loss: bool, client: Mapping[str, str],
-                  tuning: Mapping[str, str]) -> DataFrame:
+                  tuning: Mapping[str, str], connect_timeout: float | None) -> DataFrame:
     from pyspark.sql import functions as F
 
     KafkaSourceOptions.parse({**tuning, "bootstrap_servers": bootstrap_servers,
                               "topic": ",".join(topics)})  # validates the numbers
+    tuning = dict(tuning)
+    if connect_timeout is not None:  # bounded waits (see read_kafka_stream)
+        per_attempt = str(max(1000, int(connect_timeout * 1000 / _OFFSET_ATTEMPTS)))
+        tuning.setdefault("timeout_ms", per_attempt)
+        tuning.setdefault("read_timeout_ms", str(max(1000, int(connect_timeout * 1000))))
     if "timeout_ms" in tuning:  # the driver's metadata and offset look-ups give up after it
         client = {"request.timeout.ms": tuning["timeout_ms"],
                   "default.api.timeout.ms": tuning["timeout_ms"], **client}
@@ -159,6 +176,8 @@ def _read_builtin(spark: SparkSession, bootstrap_servers: str, topics: list[str]
               .options(**{f"kafka.{k}": v for k, v in client.items()})
               .options(**{_BUILTIN_TUNING[k]: v for k, v in tuning.items()
                           if k in _BUILTIN_TUNING}))
+    if connect_timeout is not None:
+        reader = reader.option("fetchOffset.numRetries", str(_OFFSET_ATTEMPTS))
     if max_offsets_per_trigger is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
     return reader.load().select(
