@@ -1,0 +1,62 @@
+"""Nothing dropped without a record (issue 20, item 8), end to end through ``runner stream``,
+tables read back with delta-rs and compared with the plain-Python reference
+(tests/support/reference.py: ``json.loads`` refuses trailing content, so it calls such a line
+a dead letter)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner.compile.build import compile_project
+from runner.demo import write_demo_files
+from runner.project.loader import load_project
+from runner.runtime.reasons import TRAILING_REASON
+from runner.runtime.stream import run_stream
+from runner.sinks.tables import read_table
+from tests.support.projects import BASE_YML, EXAMPLE_FILES, write_project
+from tests.support.reference import DEAD, actual_tables, expected_tables
+
+pytestmark = pytest.mark.spark
+
+
+def _project(tmp_path: Path, *, engine: str = "rs", extra_yml: str = ""):
+    yml = BASE_YML.replace("vars:\n  slow_ms: 1000\n", "vars:\n  slow_request_ms: 1000\n")
+    root = write_project(tmp_path / "proj", EXAMPLE_FILES, project_yml=yml + extra_yml,
+                         engine=engine)
+    (root / "incoming").mkdir()
+    return load_project(root)
+
+
+def _run(project) -> None:
+    run_stream(project, compile_project(project).plan, mode="available_now", trigger="1 second")
+
+
+def test_a_second_object_on_a_line_is_a_dead_letter(tmp_path) -> None:
+    """Before, ``{..}{..}`` on one line wrote the first object and dropped the second without
+    a record. On rs only: the parse is engine-independent (one Spark expression before any
+    writer) and the dead-letter table is written like any other table, which the engine tests
+    cover on both engines."""
+    project = _project(tmp_path)
+    incoming = project.root / "incoming"
+    write_demo_files(incoming, events=200, files=1, poison_every=0)
+    lines = (incoming / sorted(p.name for p in incoming.glob("*.json"))[0]).read_text()
+    events = [json.loads(line) for line in lines.splitlines()[:4]]
+    one = json.dumps(events[0])
+    glued = [one + json.dumps(events[1]),  # two objects, no space
+             json.dumps(events[2]) + "  " + json.dumps(events[3]),
+             one + "] [1}",  # closes a wrapping array early
+             one + "}"]
+    (incoming / "glued.json").write_text("\n".join(glued) + "\n", encoding="utf-8")
+    _run(project)
+
+    expected = expected_tables(incoming)
+    actual = actual_tables(project.warehouse)
+    for name in ("request_logs", "error_events", "performance_metrics", DEAD):
+        lost, extra = expected[name] - actual[name], actual[name] - expected[name]
+        assert not lost and not extra, f"{name}: lost {list(lost)[:2]}, extra {list(extra)[:2]}"
+    dead = read_table(str(project.table_path(DEAD))).to_pylist()
+    assert sorted(d["raw"] for d in dead) == sorted(glued)
+    assert {d["reason"] for d in dead} == {TRAILING_REASON}
