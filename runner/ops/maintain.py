@@ -67,9 +67,11 @@ class MaintenanceReport:
     oldest_batch: int | None  # the oldest batch `runner snapshot --batch` still serves
     latest_batch: int | None
     seconds: float
+    vacuum_retention_hours: int = 168  # removed files kept this long (maintenance config)
 
     def to_dict(self) -> dict[str, object]:
         return {"stream_running": self.stream_running, "ledger_pruned": self.ledger_pruned,
+                "vacuum_retention_hours": self.vacuum_retention_hours,
                 "oldest_batch": self.oldest_batch, "latest_batch": self.latest_batch,
                 "seconds": round(self.seconds, 3),
                 "tables": {t.name: {k: v for k, v in vars(t).items() if k != "name"}
@@ -190,6 +192,7 @@ def maintain_tables(project: Project, targets: Sequence[Target], *, stream_runni
         pruned = ledger.prune(below=first_kept)  # before vacuum: never serve a vacuumed cut
         kept = [e for e in (ledger.get(i) for i in ids if i >= first_kept) if e is not None]
     oldest, latest = (kept[0], kept[-1]) if kept else (None, None)
+    retention = project.config.maintenance.vacuum_retention_hours
     results = []
     for t in targets:
         if not (Path(t.path) / "_delta_log").is_dir():
@@ -204,8 +207,10 @@ def maintain_tables(project: Project, targets: Sequence[Target], *, stream_runni
             # versions after the newest entry's: a batch in flight may name them next (a table
             # it creates is in no entry yet: all of its versions)
             keep_newer_than=(newest if newest is not None else 0) if latest else None,
-            keep_from_version=named[0] if named else None, app_id=t.app_id))
+            keep_from_version=named[0] if named else None, app_id=t.app_id,
+            retention_hours=retention))
     return MaintenanceReport(tables=tuple(results), stream_running=stream_running,
+                             vacuum_retention_hours=retention,
                              ledger_pruned=pruned,
                              oldest_batch=oldest.batch_id if oldest else None,
                              latest_batch=latest.batch_id if latest else None,
@@ -232,6 +237,7 @@ def report_lines(report: MaintenanceReport) -> list[str]:
     retained = ("no snapshots yet" if report.latest_batch is None else
                 f"snapshots retained for batches {report.oldest_batch}..{report.latest_batch}")
     lines.append(f"{retained}; {report.ledger_pruned} older ledger entries dropped; "
+                 f"vacuum retention {report.vacuum_retention_hours} h; "
                  f"stream {'running' if report.stream_running else 'not running'}; "
                  f"{report.seconds:.1f}s")
     return lines

@@ -16,7 +16,7 @@ from runner.project.loader import load_project
 from runner.runtime.reasons import TRAILING_REASON
 from runner.runtime.stream import run_stream
 from runner.sinks.tables import read_table
-from tests.support.projects import BASE_YML, EXAMPLE_FILES, write_project
+from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, write_project
 from tests.support.reference import DEAD, actual_tables, expected_tables
 
 pytestmark = pytest.mark.spark
@@ -24,8 +24,9 @@ pytestmark = pytest.mark.spark
 
 def _project(tmp_path: Path, *, engine: str = "rs", extra_yml: str = ""):
     yml = BASE_YML.replace("vars:\n  slow_ms: 1000\n", "vars:\n  slow_request_ms: 1000\n")
-    root = write_project(tmp_path / "proj", EXAMPLE_FILES, project_yml=yml + extra_yml,
-                         engine=engine)
+    root = write_project(tmp_path / "proj",
+                         {**EXAMPLE_FILES, "models/endpoint_counts.sql": ENDPOINT_COUNTS},
+                         project_yml=yml + extra_yml, engine=engine)
     (root / "incoming").mkdir()
     return load_project(root)
 
@@ -60,3 +61,41 @@ def test_a_second_object_on_a_line_is_a_dead_letter(tmp_path) -> None:
     dead = read_table(str(project.table_path(DEAD))).to_pylist()
     assert sorted(d["raw"] for d in dead) == sorted(glued)
     assert {d["reason"] for d in dead} == {TRAILING_REASON}
+
+
+def test_vacuum_keeps_removed_files_for_the_retention(tmp_path, delta_engine) -> None:
+    """Vacuum ran with retention 0: a file a MERGE replaced was deleted at the next
+    maintenance, under a reader still on the older version. Now the default keeps files
+    removed in the last 168 hours; ``vacuum_retention_hours: 0`` (explicit) removes them, and
+    the report counts them per table. Both engines: each writes its own remove actions
+    (delta-spark's MERGE, delta-rs'), which the retention reads."""
+    from deltalake import DeltaTable
+
+    from runner.ops.maintain import maintain, report_lines
+
+    project = _project(tmp_path, engine=delta_engine,
+                       extra_yml="maintenance:\n  keep_batches: 1\n")
+    incoming = project.root / "incoming"
+    for n in range(2):  # two batches: the merge table rewrites its file
+        write_demo_files(incoming, events=300, files=1, poison_every=0, seed=n)
+        _run(project)
+    merge = str(project.table_path("endpoint_counts"))
+    first = DeltaTable(merge, version=0).to_pyarrow_dataset().to_table(use_threads=False)
+
+    report = maintain(project)
+    by_name = {t.name: t for t in report.tables}
+    assert by_name["endpoint_counts"].files_vacuumed == 0, report_lines(report)
+    assert "vacuum retention 168 h" in report_lines(report)[-1]
+    again = DeltaTable(merge, version=0).to_pyarrow_dataset().to_table(use_threads=False)
+    assert again.num_rows == first.num_rows > 0  # a reader on version 0 still reads it
+
+    (project.root / "project.yml").write_text(
+        (project.root / "project.yml").read_text() + "  vacuum_retention_hours: 0\n")
+    report = maintain(load_project(project.root))
+    by_name = {t.name: t for t in report.tables}
+    assert by_name["endpoint_counts"].files_vacuumed >= 1, report_lines(report)
+    assert f"vacuumed {by_name['endpoint_counts'].files_vacuumed} files" in next(
+        line for line in report_lines(report) if line.startswith("endpoint_counts:"))
+    # the latest version is whole
+    latest = DeltaTable(merge).to_pyarrow_dataset().to_table(use_threads=False)
+    assert sum(latest.column("requests").to_pylist()) == 600
