@@ -150,10 +150,14 @@ class ParsedBatch:
                         F.lit(self.batch_id).cast("bigint").alias(BATCH_ID_COLUMN), *x.meta))
 
     def counting(self, observation: Observation) -> DataFrame:
-        """:attr:`frame` observing ``rows`` (every record) and ``dead`` (dead letters) into
+        """:attr:`frame` observing ``rows`` (every record), ``dead`` (dead letters) and
+        ``dead_bytes`` (their raw text's UTF-8 bytes, None when there are none) into
         ``observation`` as any action computes it: counts without an action of their own."""
+        dead = F.col(_KIND).isNotNull()
         return self.frame.observe(observation, F.count(F.lit(1)).alias("rows"),
-                                  F.count_if(F.col(_KIND).isNotNull()).alias("dead"))
+                                  F.count_if(dead).alias("dead"),
+                                  F.sum(F.when(dead, F.octet_length(F.col(_RAW))))
+                                  .alias("dead_bytes"))
 
     def persist(self) -> ParsedBatch:
         """Persist :attr:`frame` (Spark's default level, ``MEMORY_AND_DISK``); returns

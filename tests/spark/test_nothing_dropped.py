@@ -99,3 +99,32 @@ def test_vacuum_keeps_removed_files_for_the_retention(tmp_path, delta_engine) ->
     # the latest version is whole
     latest = DeltaTable(merge).to_pyarrow_dataset().to_table(use_threads=False)
     assert sum(latest.column("requests").to_pylist()) == 600
+
+
+def test_many_dead_letters_do_not_go_through_the_driver(tmp_path, monkeypatch) -> None:
+    """An all-dead-letter batch sent every raw record through the driver (``toArrow``) on rs:
+    the row bound (``arrow_max_rows``, 500k locally) says nothing of a record's size. Dead
+    letters whose raw text passes ``DEAD_LETTER_ARROW_MAX_BYTES`` are written Spark-native
+    (staged Parquet under ``<table>/batches/``, committed by delta-rs). The bound is lowered
+    here to keep the batch small. On rs only: the spark engine never collects a table write."""
+    from deltalake import DeltaTable
+
+    from runner.runtime import batch
+
+    monkeypatch.setattr(batch, "DEAD_LETTER_ARROW_MAX_BYTES", 20_000, raising=False)
+    project = _project(tmp_path)
+    incoming = project.root / "incoming"
+    lines = [json.dumps({"eventID": f"e{i}", "pad": "x" * 200}) for i in range(300)]
+    (incoming / "dead.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _run(project)
+    dead_path = str(project.table_path(DEAD))
+    files = DeltaTable(dead_path).file_uris()
+    assert files and all("/batches/" in f for f in files), files  # Spark wrote them
+    dead = read_table(dead_path).to_pylist()
+    assert sorted(d["raw"] for d in dead) == sorted(lines)
+    assert {d["reason"] for d in dead} == {"missing NOT NULL field eventId"}
+
+    # a few small dead letters still go through Arrow (no Spark write job for them)
+    (incoming / "few.json").write_text('{"eventID": "x"}\n', encoding="utf-8")
+    _run(project)
+    assert sum("/batches/" not in f for f in DeltaTable(dead_path).file_uris()) == 1
