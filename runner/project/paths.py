@@ -40,10 +40,13 @@ __all__ = [
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):/")
 #: The project's own files: no managed location may be, contain or lie inside one of them.
 PROJECT_FILES = ("project.yml", "models", "macros", "seeds", "target", ".git")
+#: The rs engine's staging folder inside a table (``runner.sinks.staged.STAGING_DIR``; not
+#: imported: that module loads pyarrow, and compile should not).
+STAGING_DIR = "batches"
 #: What may sit in a table's folder before its first Delta commit (a crashed first write):
-#: Parquet data and checksum files, partition folders, the runner's staging folder, hidden
-#: and ``_``-prefixed entries (``_delta_log``, ``_staging``, ``.part-*.crc``).
-_TABLE_DATA = re.compile(r"^[._].*|.*\.parquet|.*\.crc|[^/]*=[^/]*$")
+#: Parquet data and checksum files, partition folders, the staging folder, hidden and
+#: ``_``-prefixed entries (``_delta_log``, ``.part-*.crc``).
+_TABLE_DATA = re.compile(rf"[._].*|.*\.parquet|.*\.crc|[^/]*=[^/]*|{STAGING_DIR}")
 
 _WHY_LOCAL = {
     "checkpoint": "the runner keeps its lock, registry and snapshot ledger in the checkpoint "

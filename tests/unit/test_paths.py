@@ -121,7 +121,7 @@ def test_a_table_over_a_home_directory_is_refused(tmp_path, monkeypatch) -> None
     ({"a/_delta_log/00000000000000000000.json": "{}"}, None),
     # a first write that crashed before its Delta commit: data files only; the replay heals it
     ({"a/part-00000-x.snappy.parquet": "", "a/.part-00000-x.snappy.parquet.crc": "",
-      "a/_staging/app/0/part-0.parquet": "", "a/country=DE/part-1.parquet": ""}, None),
+      "a/batches/app/0/part-0.parquet": "", "a/country=DE/part-1.parquet": ""}, None),
 ])
 def test_a_table_folder_holding_something_else_is_refused(tmp_path, existing, refused) -> None:
     root = write_project(tmp_path / "proj", MODEL, project_yml=_yml(warehouse="../data"))
@@ -175,3 +175,10 @@ def test_the_default_layout_and_a_kafka_project_pass(tmp_path) -> None:
     _refused(kafka, "warehouse: ")
     write_project(kafka, {}, project_yml=KAFKA)
     assert _run(kafka, "compile").exit_code == 0
+
+
+def test_the_staging_folder_name_is_the_sinks_own() -> None:
+    from runner.project import paths
+    from runner.sinks import staged
+
+    assert paths.STAGING_DIR == staged.STAGING_DIR
