@@ -116,10 +116,9 @@ def _overlap(a: Path, b: Path) -> str | None:
 
 
 def _homes() -> set[Path]:
-    homes = {Path.home()}
-    if os.environ.get("HOME"):
-        homes.add(Path(os.environ["HOME"]))
-    return {_real(h) for h in homes}
+    """The current user's home directory ($HOME, and the password database's)."""
+    homes = {os.path.expanduser("~"), os.environ.get("HOME") or ""}
+    return {_real(Path(h)) for h in homes if os.path.isabs(h)}
 
 
 def _protected(path: Path) -> str | None:
