@@ -106,6 +106,7 @@ def report_lines(report: MaintenanceReport) -> list[str]:
     retained = ("no snapshots yet" if report.latest_batch is None else
                 f"snapshots retained for batches {report.oldest_batch}..{report.latest_batch}")
     lines.append(f"{retained}; {report.ledger_pruned} older ledger entries dropped; "
+                 f"vacuum retention {report.vacuum_retention_hours} h; "
                  f"stream {'running' if report.stream_running else 'not running'}; "
                  f"{report.seconds:.1f}s")
     return lines

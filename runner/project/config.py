@@ -136,11 +136,16 @@ class MaintenanceConfig(_Strict):
     ``every_batches`` / ``every_minutes`` (either or both; unset: never inside the stream) run
     it between batches. ``keep_batches``: the snapshots of that many latest batches stay
     readable (vacuum keeps the versions they name; older ledger entries are dropped).
+    ``vacuum_retention_hours``: vacuum also keeps every file removed from a table less than
+    this many hours ago, and log expiry every commit that recent (Delta's own default: 168,
+    7 days), so Delta readers that lag (a downstream streaming consumer, a long query on an
+    older version) keep their files. 0: only the kept snapshots decide.
     """
 
     every_batches: int | None = Field(default=None, ge=1)
     every_minutes: float | None = Field(default=None, gt=0)
     keep_batches: int = Field(default=100, ge=1)
+    vacuum_retention_hours: int = Field(default=168, ge=0)
 
 
 class MetricsConfig(_Strict):

@@ -12,6 +12,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from runner.errors import ConfigError
 from runner.project.config import ProjectConfig, parse_project_config
+from runner.project.paths import check_project_paths, resolve_location
 from runner.project.schema import EventSchema, metadata_columns
 
 __all__ = ["MacroSource", "ModelSource", "Project", "load_project"]
@@ -44,9 +45,9 @@ class Project:
     macros: tuple[MacroSource, ...]
 
     def resolve(self, relative: str) -> Path:
-        """A project path (relative to the project directory unless absolute)."""
-        p = Path(relative)
-        return p if p.is_absolute() else self.root / p
+        """A project path: relative to the project directory unless absolute, ``~`` expanded,
+        a ``file:`` URI as its local path (remote URIs are refused when the project loads)."""
+        return resolve_location(self.root, relative)
 
     @property
     def warehouse(self) -> Path:
@@ -104,8 +105,8 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
     if not yml.is_file():
         raise ConfigError(f"no project.yml in {root}",
                           hint="run from the project directory or pass --project-dir")
-    config = parse_project_config(_render_project_yml(yml.read_text(encoding="utf-8")),
-                                  path="project.yml")
+    text = _render_project_yml(yml.read_text(encoding="utf-8"))
+    config = parse_project_config(text, path="project.yml")
     schema = EventSchema.parse(config.schema_ddl)
 
     models: list[ModelSource] = []
@@ -125,4 +126,5 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
         models.append(ModelSource(name, rel, path.read_text(encoding="utf-8")))
     macros = tuple(MacroSource(rel, p.read_text(encoding="utf-8"))
                    for rel, p in _read_sources(root, "macros"))
+    check_project_paths(root, config, tables=[m.name for m in models], text=text)
     return Project(root=root, config=config, schema=schema, models=tuple(models), macros=macros)

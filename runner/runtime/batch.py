@@ -20,7 +20,8 @@ No avoidable passes over the batch:
   come from the sink (Parquet footers, or the Arrow table of a merge).
 - The parse runs first, alone, as one job: a ``noop`` write of the persisted frame fills the
   cache in parallel tasks and counts the batch. Dead letters are written only when there are
-  some (they are few: the writer sends them through Arrow); a batch without any pays neither
+  some (usually few: the writer sends them through Arrow, unless their raw text passes
+  :data:`DEAD_LETTER_ARROW_MAX_BYTES`); a batch without any pays neither
   for a write job nor for building the dead-letter reasons. Then the models are written in
   parallel (a bounded thread pool of ``parallelism`` threads), from the cache, with the
   batch's size as a hint to the writer (the ``rs`` engine sends tiny batches through Arrow,
@@ -181,6 +182,14 @@ def _fill(frame: DataFrame, batch_id: int) -> None:
                                   "then restart (the batch is replayed)") from e
 
 
+#: Dead letters whose raw text is larger than this (UTF-8 bytes, as the parse observed) are
+#: written without a size hint, so the ``rs`` engine writes them Spark-native instead of
+#: through ``toArrow()`` in the driver: a row bound (``delta.arrow_max_rows``) says nothing of
+#: a dead record's size. Measured (bench/driver_memory.py): 300k dead records (62 MB) through
+#: Arrow raised the driver's peak by about 130 MB (Python) and 320 MB (JVM).
+DEAD_LETTER_ARROW_MAX_BYTES = 32 * 2**20
+
+
 def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int) -> BatchResult:
     """Process one micro-batch (``raw``: ``value`` plus source metadata columns).
 
@@ -233,6 +242,8 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int) -> BatchResult:
             _fill(parsed.counting(counts), batch_id)
             observed = counts.get
             dead, dead_hint = (parsed.dead if observed["dead"] else None), observed["dead"]
+            if (observed["dead_bytes"] or 0) > DEAD_LETTER_ARROW_MAX_BYTES:
+                dead_hint = None  # too big for the driver: the writer goes Spark-native
         else:  # no model reads parsed_events: the dead-letter write is the one pass, counting
             counted_dead = parsed.dead_of(parsed.counting(counts))
             dead, dead_hint = counted_dead, None

@@ -8,10 +8,10 @@ A record is dead when
     - it is not a JSON object: invalid or truncated JSON, a JSON array, a string, number,
       boolean or ``null``; JSON5 extras are invalid (single quotes, unquoted names, comments,
       ``NaN``/``Infinity`` literals, leading zeros, unescaped control characters);
-    - text follows the object on its line (``{"a":1} trailing``). Jackson itself ignores
-      anything after the first complete value; we reject a line whose last non-whitespace
-      character is not ``}``. Limitation: a second object glued on (``{...}{...}``) still ends
-      in ``}`` and passes with the first object's values;
+    - text follows the object on its line (``{"a":1} trailing``, a second object glued on:
+      ``{...}{...}``, ``{...},{...}``). Jackson itself ignores anything after the first
+      complete value; :func:`runner.runtime.reasons.trailing_content` finds it with two
+      wrappers Jackson must read to their end;
     - a declared field holds a value Spark cannot convert to the declared type (nothing is
       silently nulled), or a container has the wrong shape (a string where a STRUCT/ARRAY/MAP
       is declared);
@@ -79,7 +79,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from runner.errors import ConfigError
-from runner.runtime.reasons import dead_letter_reason
+from runner.runtime.reasons import dead_letter_reason, trailing_content
 from runner.sinks.base import quote_column
 from runner.spark_errors import first_line
 
@@ -116,7 +116,6 @@ _KIND = "__runner_dead_kind"  # cached: null for a valid row; 0-3 for a dead one
 BAD_UTF8_REASON = "invalid UTF-8 (bad bytes replaced by U+FFFD in raw)"
 _VARIANT = "__runner_variant"
 _BARRIER = "__runner_partition"
-_JSON_WS = " \t\r\n"
 
 
 @dataclass(frozen=True)
@@ -151,10 +150,14 @@ class ParsedBatch:
                         F.lit(self.batch_id).cast("bigint").alias(BATCH_ID_COLUMN), *x.meta))
 
     def counting(self, observation: Observation) -> DataFrame:
-        """:attr:`frame` observing ``rows`` (every record) and ``dead`` (dead letters) into
+        """:attr:`frame` observing ``rows`` (every record), ``dead`` (dead letters) and
+        ``dead_bytes`` (their raw text's UTF-8 bytes, None when there are none) into
         ``observation`` as any action computes it: counts without an action of their own."""
+        dead = F.col(_KIND).isNotNull()
         return self.frame.observe(observation, F.count(F.lit(1)).alias("rows"),
-                                  F.count_if(F.col(_KIND).isNotNull()).alias("dead"))
+                                  F.count_if(dead).alias("dead"),
+                                  F.sum(F.when(dead, F.octet_length(F.col(_RAW))))
+                                  .alias("dead_bytes"))
 
     def persist(self) -> ParsedBatch:
         """Persist :attr:`frame` (Spark's default level, ``MEMORY_AND_DISK``); returns
@@ -311,10 +314,7 @@ def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str
     parsed = F.col(_PARSED)
     corrupt = parsed.getField(_CORRUPT).isNotNull()
     violation = _not_null_violation(parsed, schema)
-    # Most lines end with '}' exactly: only the others pay for a trimmed copy. (btrim ends
-    # like rtrim; the two-argument rtrim is deprecated and logs a warning.)
-    trailing = (F.when(F.endswith(value, F.lit("}")), F.lit(False))
-                .otherwise(~F.endswith(F.btrim(value, F.lit(_JSON_WS)), F.lit("}"))))
+    trailing = trailing_content(value)  # a second object on the line, or text after it
     # Bytes that are not UTF-8 would otherwise become U+FFFD inside a value, silently.
     bad_utf8 = F.coalesce(~F.is_valid_utf8(value), F.lit(False))
     dead_flag = parsed.isNull() | corrupt | trailing | bad_utf8

@@ -13,17 +13,18 @@ and its callers guarantee around it (it never compacts a merge table while anoth
   delta-rs plans it (a dry run, ``lite`` mode) and the files are deleted here, without the
   two log entries delta-rs' vacuum commits (a concurrent MERGE made those fail). In ``lite``
   mode, files that no commit names, i.e. the files Spark is staging for a batch in flight,
-  are never touched. Its time retention is zero, and it keeps the files of every version a
-  kept ledger entry names and of every version after the newest entry (a batch in flight may
-  name one of them next, e.g. after a compaction committed between its sink commit and its
-  entry), passed as ``keep_versions`` (:func:`needed_versions` drops those whose files a
-  later kept version has too). Without a ledger (a pipeline that never ran with one),
-  Delta's default retention (7 days) applies.
+  are never touched. It keeps every file removed less than ``retention_hours`` ago
+  (``maintenance.vacuum_retention_hours``, default 168 as Delta's own: readers that lag keep
+  their files), and the files of every version a kept ledger entry names and of every
+  version after the newest entry (a batch in flight may name one of them next, e.g. after a
+  compaction committed between its sink commit and its entry), passed as ``keep_versions``
+  (:func:`needed_versions` drops those whose files a later kept version has too).
 - **Log checkpoint** (``create_checkpoint``): one Parquet file summing the log up to now, so
   readers and writers replay fewer commit files.
 - **Log expiry**: commit files and checkpoints older than the newest checkpoint at or before
-  the oldest kept version are deleted (Delta's own expiry waits 30 days); every kept version
-  still loads from that checkpoint onwards.
+  the oldest kept version and older than the retention are deleted (Delta's own expiry waits
+  30 days); every kept version, and every version committed within the retention, still
+  loads from that checkpoint onwards.
 - **Staging folders** (:mod:`runner.sinks.staged`): once a batch is committed its folder holds
   table files; when compaction and vacuum have removed them all, the empty folders go.
 """
@@ -118,18 +119,21 @@ def log_size(path: str | Path) -> tuple[int, int]:
 
 def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
                  keep_versions: Sequence[int], keep_newer_than: int | None,
-                 keep_from_version: int | None, app_id: str | None) -> TableMaintenance:
+                 keep_from_version: int | None, app_id: str | None,
+                 retention_hours: int) -> TableMaintenance:
     """Maintain one table; errors of a step are reported in the result, not raised.
 
     Args:
         compact: True to compact; a string says why compaction is skipped.
-        ledger: whether the pipeline has a ledger; without one, vacuum keeps Delta's default
-            retention (7 days) instead of the versions below.
+        ledger: whether the pipeline has a ledger; without one, vacuum keeps only by
+            ``retention_hours``, not by the versions below.
         keep_versions: versions whose files vacuum must keep (those kept ledger entries name).
         keep_newer_than: vacuum also keeps this version and every later one (None: none).
         keep_from_version: the oldest version a kept ledger entry names (None: no log expiry).
         app_id: the sink's app id, whose committed batches' staging folders are pruned (None:
             leave them alone).
+        retention_hours: vacuum keeps files removed less than this many hours ago, and log
+            expiry the commits of that period.
     """
     started = time.perf_counter()
     table = DeltaTable(path)
@@ -155,11 +159,8 @@ def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
         current = table.version()
         newer = range(keep_newer_than, current + 1) if keep_newer_than is not None else ()
         keep = needed_versions(Path(path), {*keep_versions, *newer}, current)
-        if not ledger:
-            plan = table.vacuum(dry_run=True)  # Delta's default retention (7 days)
-        else:
-            plan = table.vacuum(retention_hours=0, enforce_retention_duration=False,
-                                dry_run=True, keep_versions=keep or None)
+        plan = table.vacuum(retention_hours=retention_hours, enforce_retention_duration=False,
+                            dry_run=True, keep_versions=(keep or None) if ledger else None)
         delete_files(Path(path), plan)
     except DeltaError as e:
         errors.append(f"vacuum: {_first_line(e)}")
@@ -176,7 +177,8 @@ def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
 
     if keep_from_version is not None:
         try:
-            out["log_files_expired"] = expire_log(Path(path), keep_from_version)
+            out["log_files_expired"] = expire_log(
+                Path(path), keep_from_version, older_than=time.time() - retention_hours * 3600)
         except OSError as e:
             errors.append(f"log expiry: {e}")
 
@@ -243,18 +245,21 @@ def _removes(table: Path, version: int) -> bool:
         return True
 
 
-def expire_log(table: Path, keep_from_version: int) -> int:
+def expire_log(table: Path, keep_from_version: int, *, older_than: float | None = None) -> int:
     """Delete log files that no version ``>= keep_from_version`` needs; return how many.
 
     Every version from the newest checkpoint at or before ``keep_from_version`` on loads from
-    that checkpoint and the commit files after it: everything older goes. Without such a
-    checkpoint nothing is deleted.
+    that checkpoint and the commit files after it: everything older goes. With
+    ``older_than`` (a time), only a checkpoint whose commit was written before it counts, so
+    every commit since then stays (a reader that lags reads on from where it is). Without
+    such a checkpoint nothing is deleted.
     """
     log = table / "_delta_log"
     names = os.listdir(log)
     checkpoints = sorted({int(n.split(".", 1)[0]) for n in names
                           if ".checkpoint." in n and n.split(".", 1)[0].isdigit()})
-    base = max((c for c in checkpoints if c <= keep_from_version), default=None)
+    base = max((c for c in checkpoints if c <= keep_from_version
+                and (older_than is None or _written(log, c) < older_than)), default=None)
     if base is None:
         return 0
     last = _last_checkpoint(log)
@@ -270,6 +275,17 @@ def expire_log(table: Path, keep_from_version: int) -> int:
             except FileNotFoundError:
                 pass
     return removed
+
+
+def _written(log: Path, version: int) -> float:
+    """When ``version`` was committed (its commit file's mtime; the checkpoint's when the
+    commit file is gone)."""
+    for name in (f"{version:0{_DIGITS}d}.json", f"{version:0{_DIGITS}d}.checkpoint.parquet"):
+        try:
+            return (log / name).stat().st_mtime
+        except OSError:
+            continue
+    return float("inf")  # unknown: never old enough
 
 
 def _last_checkpoint(log: Path) -> int | None:
@@ -329,9 +345,11 @@ class MaintenanceReport:
     oldest_batch: int | None  # the oldest batch `runner snapshot --batch` still serves
     latest_batch: int | None
     seconds: float
+    vacuum_retention_hours: int = 168  # removed files kept this long (maintenance config)
 
     def to_dict(self) -> dict[str, object]:
         return {"stream_running": self.stream_running, "ledger_pruned": self.ledger_pruned,
+                "vacuum_retention_hours": self.vacuum_retention_hours,
                 "oldest_batch": self.oldest_batch, "latest_batch": self.latest_batch,
                 "seconds": round(self.seconds, 3),
                 "tables": {t.name: {k: v for k, v in vars(t).items() if k != "name"}
@@ -352,6 +370,7 @@ def maintain_tables(project: Project, targets: Sequence[Target], *, stream_runni
         pruned = ledger.prune(below=first_kept)  # before vacuum: never serve a vacuumed cut
         kept = [e for e in (ledger.get(i) for i in ids if i >= first_kept) if e is not None]
     oldest, latest = (kept[0], kept[-1]) if kept else (None, None)
+    retention = project.config.maintenance.vacuum_retention_hours
     results = []
     for t in targets:
         if not is_table(t.path):
@@ -366,8 +385,10 @@ def maintain_tables(project: Project, targets: Sequence[Target], *, stream_runni
             # versions after the newest entry's: a batch in flight may name them next (a table
             # it creates is in no entry yet: all of its versions)
             keep_newer_than=(newest if newest is not None else 0) if latest else None,
-            keep_from_version=named[0] if named else None, app_id=t.app_id))
+            keep_from_version=named[0] if named else None, app_id=t.app_id,
+            retention_hours=retention))
     return MaintenanceReport(tables=tuple(results), stream_running=stream_running,
+                             vacuum_retention_hours=retention,
                              ledger_pruned=pruned,
                              oldest_batch=oldest.batch_id if oldest else None,
                              latest_batch=latest.batch_id if latest else None,

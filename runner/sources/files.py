@@ -15,6 +15,11 @@ Behaviour (Spark's file stream source, ``format("text")``):
     - Blank (whitespace-only) lines are not records: they are filtered out here. The query's
       ``numInputRows`` still counts them (it counts rows the source emitted, before the filter),
       so ``numInputRows - (valid + dead)`` is the number of blank lines in a batch.
+    - No file is skipped for its age. Spark's source ignores a new file whose modification
+      time is older than ``maxFileAge`` (default 7 days) before the newest file it has seen,
+      once a batch has run (a file copied with ``cp -p`` or ``rsync -t`` was lost); the runner
+      sets ``maxFileAge`` beyond any file's age (:data:`NO_MAX_FILE_AGE`). The files Spark
+      remembers are the ones its checkpoint log holds anyway (restored from it on restart).
     - ``max_files_per_trigger`` bounds the files per micro-batch (also with ``availableNow``,
       which then runs several batches).
     - The directory must exist: a missing path is a :class:`~runner.errors.SourceError`, unless
@@ -33,10 +38,14 @@ from runner.errors import SourceError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["BLANK_CHARS", "read_files_stream"]
+__all__ = ["BLANK_CHARS", "NO_MAX_FILE_AGE", "read_files_stream"]
 
 BLANK_CHARS = " \t\r\n\f\u000b"
 """Characters that make a line blank when it holds nothing else."""
+
+NO_MAX_FILE_AGE = "100000d"
+"""Spark's ``maxFileAge`` for the runner's file source: about 270 years, older than any
+modification time, so no file is skipped for its age."""
 
 
 def read_files_stream(spark: SparkSession, *, path: str, max_files_per_trigger: int | None,
@@ -64,7 +73,7 @@ def read_files_stream(spark: SparkSession, *, path: str, max_files_per_trigger: 
                           f"got {max_files_per_trigger!r}")
     _check_directory(spark, path, create_missing=create_missing)
 
-    reader = spark.readStream.format("text")
+    reader = spark.readStream.format("text").option("maxFileAge", NO_MAX_FILE_AGE)
     if max_files_per_trigger is not None:
         reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
     lines = reader.load(path)

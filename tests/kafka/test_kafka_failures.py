@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from runner.compile.build import compile_project
+from runner.build import compile_project
 from runner.errors import ConfigError, ExecutionError
 from runner.project.loader import Project, load_project
 from runner.runtime.stream import run_stream

@@ -38,6 +38,17 @@ CASES: dict[str, tuple[str, str]] = {
     "null": ("null", "not a JSON object (null)"),
     "single_quotes": ("{'eventId':'sq'," + TS.replace('"', "'") + "}", "invalid JSON"),
     "trailing_text": ('{"eventId":"tt",' + TS + "} trailing", "after the closing '}'"),
+    # a second value glued on: Jackson reads the first object and ignores the rest
+    "second_object": ('{"eventId":"s1",' + TS + '}{"eventId":"s2",' + TS + "}",
+                      "after the closing '}'"),
+    "second_object_spaced": ('{"eventId":"s3",' + TS + '}  {"eventId":"s4",' + TS + "}",
+                             "after the closing '}'"),
+    "second_object_comma": ('{"eventId":"s5",' + TS + '},{"eventId":"s6",' + TS + "}",
+                            "after the closing '}'"),
+    "bracket_then_object": ('{"eventId":"s7",' + TS + '}] [{"x":1}', "after the closing '}'"),
+    "extra_brace": ('{"eventId":"s8",' + TS + "}}", "after the closing '}'"),
+    "comma_member": ('{"eventId":"s9",' + TS + '},"k":0}', "after the closing '}'"),
+    "close_both": ('{"eventId":"s10",' + TS + "}]}", "after the closing '}'"),
     "nan_literal": ('{"eventId":"n1",' + TS + ',"amount":NaN}', "invalid JSON"),
     "too_deep": ('{"eventId":"d2",' + TS + ',"x":' + "[" * 5000 + "]" * 5000 + "}",
                  "nested deeper than 1000 levels"),
@@ -87,6 +98,7 @@ CASES: dict[str, tuple[str, str]] = {
     "deep_ok": ('{"eventId":"d1",' + TS + ',"x":' + "[" * 500 + "]" * 500 + "}", VALID),
     "big_valid": ('{"eventId":"bv",' + TS + ',"note":"' + BIG + '"}', VALID),
     "padded": ('  {"eventId":"pad",' + TS + "}  \t", VALID),
+    "braces_in_strings": ('{"eventId":"}{ ]} ,{",' + TS + ',"note":"} {\\"a\\":1}"}', VALID),
 }
 
 
@@ -212,7 +224,8 @@ def test_pruned_parse_keeps_used_and_not_null_fields(spark: SparkSession) -> Non
         "nested_not_null": "missing NOT NULL field user.userId",
         "in_array_not_null": "missing NOT NULL field errors[0].errorCode",
         "invalid_json_in_unused": "invalid JSON",
-        "trailing": "invalid JSON: unexpected content after the closing '}'",
+        "trailing": "invalid JSON: unexpected content after the closing '}' (a second value "
+                    "on the line, or trailing text)",
     }
 
 

@@ -86,3 +86,24 @@ def test_missing_or_bad_path(spark: SparkSession, tmp_path: Path) -> None:
         read_files_stream(spark, path=str(a_file), max_files_per_trigger=None)
     with pytest.raises(SourceError, match="positive integer"):
         read_files_stream(spark, path=str(missing), max_files_per_trigger=0)
+
+
+def test_a_file_older_than_a_week_is_read(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark's file source skips a new file whose mtime is older than ``maxFileAge`` (7 days)
+    before the newest file it has seen, once a batch has run: a file copied with its mtime
+    (``cp -p``, ``rsync -t``) was lost. The runner reads every file, whatever its age."""
+    import os
+    import time
+
+    incoming, checkpoint = tmp_path / "incoming", tmp_path / "checkpoint"
+    incoming.mkdir()
+    (incoming / "new.json").write_text('{"n":1}\n', encoding="utf-8")
+    batches, _ = _run(spark, incoming, checkpoint)
+    assert [r for b in batches for r in b] == [('{"n":1}', "new.json")]
+
+    old = incoming / "old.json"
+    old.write_text('{"n":2}\n', encoding="utf-8")
+    month_ago = time.time() - 30 * 86400
+    os.utime(old, (month_ago, month_ago))
+    batches, _ = _run(spark, incoming, checkpoint)
+    assert [r for b in batches for r in b] == [('{"n":2}', "old.json")]

@@ -17,11 +17,12 @@ from runner.checkpoint.ledger import Ledger
 from runner.checkpoint.lock import MAINTENANCE, CheckpointLock
 from runner.cli import cli
 from runner.errors import ExecutionError
-from runner.ops.maintain import maintain
+from runner.ops.maintain import maintain, report_lines
 from runner.sinks.maintenance import data_files_on_disk, needed_versions, prune_staging
 from tests.support.fake_stream import APPENDS, DEAD, FakeStream, make_project, read
 
-KEEP = "maintenance:\n  keep_batches: 4\n"
+#: Vacuum without a time retention: only the ledger's kept versions decide (explicitly set).
+KEEP = "maintenance:\n  keep_batches: 4\n  vacuum_retention_hours: 0\n"
 
 
 def _snapshot_rows(project, batch: int) -> dict[str, Counter]:
@@ -172,3 +173,46 @@ def test_a_failing_maintenance_never_fails_the_stream(tmp_path, monkeypatch) -> 
     assert len(failures) == 2 and "No space left on device" in failures[0]
     assert Ledger(s.project.checkpoint).batch_ids() == [0, 1, 2, 3]
     _assert_tables_exact(s)
+
+
+def test_vacuum_keeps_recently_removed_files_by_default(tmp_path) -> None:
+    """Issue 20, item 8: vacuum ran with retention 0, deleting a file as soon as no kept
+    snapshot needed it, which breaks Delta readers that lag (a downstream streaming consumer, a
+    long query on an older version). By default it keeps what was removed in the last 168
+    hours (Delta's own default); the report says what each table's vacuum removed."""
+    s = FakeStream(make_project(tmp_path / "proj", maintenance="maintenance:\n"
+                                                               "  keep_batches: 1\n"))
+    for n in range(4):
+        s.batch(n, dead=1)
+    merge = str(s.project.table_path("endpoint_counts"))
+    on_disk = data_files_on_disk(merge)
+    report = maintain(s.project)
+    assert {t.name: t.files_vacuumed for t in report.tables} == dict.fromkeys(
+        (*APPENDS, "endpoint_counts", DEAD), 0)
+    assert data_files_on_disk(merge) >= on_disk
+    assert all(t.log_files_expired == 0 for t in report.tables)
+    assert read(merge, 0), "version 0 (files removed by later merges) is still readable"
+    assert "vacuum retention 168 h" in report_lines(report)[-1]
+    _assert_tables_exact(s)
+
+    make_project(s.project.root, maintenance="maintenance:\n  keep_batches: 1\n"
+                                             "  vacuum_retention_hours: 0\n")
+    s.project = runner.load_project(s.project.root)
+    report = maintain(s.project)
+    by_name = {t.name: t for t in report.tables}
+    assert by_name["endpoint_counts"].files_vacuumed >= 3  # one file per merge rewrite
+    # the kept snapshot (batch 3) names request_logs' version before the compaction
+    assert by_name["request_logs"].files_vacuumed == 0
+    line = next(x for x in report_lines(report) if x.startswith("endpoint_counts:"))
+    assert f"vacuumed {by_name['endpoint_counts'].files_vacuumed} files" in line
+    assert "vacuum retention 0 h" in report_lines(report)[-1]
+    _assert_tables_exact(s)
+
+
+def test_vacuum_retention_must_be_a_whole_number_of_hours(tmp_path) -> None:
+    root = make_project(tmp_path / "proj").root
+    (root / "project.yml").write_text((root / "project.yml").read_text()
+                                      + "maintenance:\n  vacuum_retention_hours: -1\n")
+    result = CliRunner().invoke(cli, ["maintain", "--project-dir", str(root)])
+    assert result.exit_code == 2
+    assert "maintenance.vacuum_retention_hours" in result.output

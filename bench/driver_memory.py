@@ -1,0 +1,105 @@
+"""Driver memory of one big batch on the ``rs`` engine (issue 20, item 8): peak RSS of the
+runner's Python process and of its JVM (the Spark driver) while ``runner stream
+--available-now`` processes one batch of N records that are all valid, all dead letters, or
+all valid through a merge model keyed on ``eventId`` (N distinct keys: N merge-source rows).
+
+    PYTHONPATH=. .venv/bin/python -m bench.driver_memory --records 300000 --cases valid,dead,merge
+
+Each case is a whole process (interpreter, JVM, session) on a fresh copy of a small project;
+RSS is sampled from /proc every 0.1 s (VmHWM, the kernel's own peak, of each process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.proctree import command_name, descendants
+from runner.demo import write_demo_files
+
+REPO = Path(__file__).resolve().parents[1]
+
+_YML = """\
+name: memory_bench
+source: {{type: files, path: incoming}}
+schema: >-
+  eventId STRING NOT NULL, timestamp TIMESTAMP NOT NULL,
+  user STRUCT<userId: STRING, country: STRING>,
+  request STRUCT<endpoint: STRING, method: STRING, latency_ms: INT, status_code: INT>
+delta: {{engine: rs}}
+spark: {{master: 'local[2]', conf: {{spark.driver.memory: 2g}}}}
+"""
+_APPEND = "SELECT eventId, request.endpoint AS endpoint FROM parsed_events"
+_MERGE = ("{{ config(materialized='merge', unique_key='eventId') }}\n"
+          "SELECT eventId, request.endpoint AS endpoint, request.latency_ms AS latency_ms "
+          "FROM parsed_events")
+
+
+def _hwm_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run_case(case: str, records: int, work: Path, repo: Path = REPO) -> dict[str, object]:
+    root = work / case
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "models").mkdir(parents=True)
+    (root / "project.yml").write_text(_YML.format())
+    (root / "models" / "m.sql").write_text(_MERGE if case == "merge" else _APPEND)
+    incoming = root / "incoming"
+    write_demo_files(incoming, events=records, files=4, poison_every=0)
+    if case == "dead":  # every line a dead letter of the same size: NOT NULL eventId missing
+        for f in incoming.glob("*.json"):
+            f.write_text("".join(line.replace('"eventId"', '"eventID"', 1) + "\n"
+                                 for line in f.read_text().splitlines()))
+    size = sum(f.stat().st_size for f in incoming.glob("*.json"))
+    cmd = [sys.executable, "-m", "runner", "stream", "--available-now",
+           "--project-dir", str(root)]
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, "PYTHONPATH": str(repo)})
+    peaks: dict[int, tuple[str, int]] = {}
+    while proc.poll() is None:
+        for pid in descendants(proc.pid, include_root=True):
+            name = command_name(pid) or "?"
+            peaks[pid] = (name, max(_hwm_kb(pid), peaks.get(pid, ("", 0))[1]))
+        time.sleep(0.1)
+    out = proc.stdout.read() if proc.stdout else ""
+    python = max((kb for n, kb in peaks.values() if n.startswith("python")), default=0)
+    java = max((kb for n, kb in peaks.values() if n == "java"), default=0)
+    return {"case": case, "records": records, "input_mb": round(size / 2**20, 1),
+            "exit": proc.returncode, "seconds": round(time.perf_counter() - started, 1),
+            "python_peak_mb": round(python / 1024), "jvm_peak_mb": round(java / 1024),
+            "tail": out.strip().splitlines()[-1:] if proc.returncode else []}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--cases", default="valid,dead,merge")
+    parser.add_argument("--repo", type=Path, default=REPO,
+                        help="the checkout whose runner/ runs (e.g. an older commit's export)")
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="driver-memory-") as tmp:
+        for _ in range(args.rounds):
+            for case in args.cases.split(","):
+                print(json.dumps(run_case(case, args.records, Path(tmp), args.repo)),
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()

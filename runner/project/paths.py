@@ -1,0 +1,248 @@
+"""Where the pipeline's locations are, and the refusals that keep them from destroying data.
+
+``--full-refresh`` deletes the checkpoint's contents and every model table; a rebuild deletes
+one table. So a checkpoint, warehouse, dead-letter table or source folder that is, contains or
+lies inside another of them, the project directory or the project's own files, the filesystem
+root or a home directory would let an ordinary command delete what the user never meant to
+hand over. :func:`check_locations` refuses such a project when it is loaded (every command
+loads it first), before anything is read or written, with exit 2.
+
+Locations are local paths: relative to the project directory unless absolute, ``~`` expanded,
+and ``file:`` URIs taken as the local path they name. Remote URIs (``s3://``, ``abfss://``,
+``gs://``, ``hdfs://``, ``dbfs:/`` ...) are refused by name rather than joined onto the
+project directory: the runner keeps its lock, registry and ledger in the checkpoint and
+creates, checks, drops and maintains tables with local file operations, so a bucket has to be
+mounted (s3fs, gcsfuse, blobfuse2, Databricks ``/dbfs`` or ``/Volumes``) and named by its
+mount path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from runner.errors import ConfigError
+from runner.project.config import ProjectConfig, yaml_line
+
+__all__ = [
+    "ProjectLocations",
+    "check_locations",
+    "check_project_paths",
+    "is_uri",
+    "resolve_location",
+]
+
+#: ``scheme:/...``: a URI, never a relative path (``s3://b/k``, ``dbfs:/mnt/x``, ``file:///x``).
+_URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):/")
+#: The project's own files: no managed location may be, contain or lie inside one of them.
+PROJECT_FILES = ("project.yml", "models", "macros", "seeds", "target", ".git")
+#: The rs engine's staging folder inside a table (``runner.sinks.staged.STAGING_DIR``; not
+#: imported: that module loads pyarrow, and compile should not).
+STAGING_DIR = "batches"
+#: What may sit in a table's folder before its first Delta commit (a crashed first write):
+#: Parquet data and checksum files, partition folders, the staging folder, hidden and
+#: ``_``-prefixed entries (``_delta_log``, ``.part-*.crc``).
+_TABLE_DATA = re.compile(rf"[._].*|.*\.parquet|.*\.crc|[^/]*=[^/]*|{STAGING_DIR}")
+
+_WHY_LOCAL = {
+    "checkpoint": "the runner keeps its lock, registry and snapshot ledger in the checkpoint "
+                  "with local file operations",
+    "warehouse": "the runner creates, checks, drops and maintains tables through the local "
+                 "file system",
+    "source.path": "the runner lists the source folder itself (backlog, backfill history)",
+}
+
+
+def is_uri(value: str) -> bool:
+    """``value`` names a location by URI (``s3://...``, ``file:///...``), not by path."""
+    return _URI.match(value) is not None
+
+
+def resolve_location(root: Path, value: str, *, key: str = "path") -> Path:
+    """The local path ``value`` names: relative to ``root`` unless absolute, ``~`` expanded,
+    a ``file:`` URI as its path. Not resolved through symlinks (callers compare with
+    :meth:`Path.resolve`).
+
+    Raises:
+        ConfigError: ``value`` is a remote URI, or a ``file:`` URI naming another host or a
+            relative path.
+    """
+    match = _URI.match(value)
+    if match is None:
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else root / path
+    if match["scheme"].lower() != "file":
+        why = _WHY_LOCAL.get(key, "the runner reads and writes it with local file operations")
+        raise ConfigError(
+            f"{key}: {value!r} is a {match['scheme']}:// URI; remote storage is not supported "
+            f"here: {why}", path="project.yml",
+            hint="mount the bucket (s3fs, gcsfuse, blobfuse2, a Databricks /dbfs or /Volumes "
+                 "path) and give the mounted path, or a local path")
+    url = urlparse(value)
+    if url.netloc not in ("", "localhost") or not url.path.startswith("/"):
+        raise ConfigError(f"{key}: {value!r} is not a local file: URI", path="project.yml",
+                          hint="write file:///absolute/path, or a plain path")
+    return Path(unquote(url.path))
+
+
+@dataclass(frozen=True)
+class ProjectLocations:
+    """The resolved locations of one project, as :func:`check_locations` compares them."""
+
+    root: Path
+    checkpoint: Path
+    warehouse: Path
+    dead_letter: Path
+    source: Path | None  # files source; None for Kafka
+    tables: tuple[Path, ...]  # <warehouse>/<model>, the dead-letter table included
+
+
+def _real(path: Path) -> Path:
+    return path.resolve()  # symlinks followed for the part that exists
+
+
+def _overlap(a: Path, b: Path) -> str | None:
+    if a == b:
+        return "is"
+    if b in a.parents:
+        return "lies inside"
+    if a in b.parents:
+        return "contains"
+    return None
+
+
+def _homes() -> set[Path]:
+    """The current user's home directory ($HOME, and the password database's)."""
+    homes = {os.path.expanduser("~"), os.environ.get("HOME") or ""}
+    return {_real(Path(h)) for h in homes if os.path.isabs(h)}
+
+
+def _protected(path: Path) -> str | None:
+    """Why ``path`` may never be a managed location: the root, a home directory, a folder
+    holding every user's homes, or a folder containing the current user's home."""
+    if path == Path(path.anchor):
+        return "the filesystem root"
+    if path in (Path("/home"), Path("/Users")):
+        return "the folder of every user's home directory"
+    if path == Path("/root") or path.parent in (Path("/home"), Path("/Users")):
+        return "a home directory"
+    for home in _homes():
+        if path == home:
+            return "a home directory ($HOME)"
+        if path in home.parents:
+            return f"a folder containing the home directory {home}"
+    return None
+
+
+def _line(text: str | None, key: str) -> int | None:
+    return yaml_line(text, tuple(key.split("."))) if text else None
+
+
+def _not_a_table(path: Path) -> str | None:
+    """Why the existing ``path`` cannot be a model table the runner may drop and recreate."""
+    if not path.exists():
+        return None
+    if not path.is_dir():
+        return "is a file"
+    if (path / "_delta_log").is_dir():
+        return None
+    strangers = sorted(p.name for p in path.iterdir() if not _TABLE_DATA.fullmatch(p.name))
+    if strangers:
+        return f"holds files that are not a Delta table's ({', '.join(strangers[:3])})"
+    return None
+
+
+def check_locations(loc: ProjectLocations, *, text: str | None = None) -> None:
+    """Refuse locations that an ordinary command could destroy data through.
+
+    Args:
+        loc: the project's locations (see :class:`ProjectLocations`).
+        text: project.yml's rendered text, for the line of the offending key.
+
+    Raises:
+        ConfigError: every offending location, each naming its key, its line and the fix.
+    """
+    errors: list[ConfigError] = []
+
+    def refuse(key: str, message: str, hint: str) -> None:
+        errors.append(ConfigError(f"{key}: {message}", path="project.yml",
+                                  line=_line(text, key), hint=hint))
+
+    root = _real(loc.root)
+    managed: list[tuple[str, Path]] = [("checkpoint", _real(loc.checkpoint)),
+                                       ("warehouse", _real(loc.warehouse))]
+    if loc.source is not None:
+        managed.append(("source.path", _real(loc.source)))
+    for key, path in managed:
+        why = _protected(path)
+        if why:
+            refuse(key, f"{path} is {why}; a --full-refresh or a rebuild deletes what the "
+                        f"{key.split('.')[0]} holds", f"give {key} a folder of its own")
+            continue
+        if path == root or path in root.parents:
+            refuse(key, f"{path} {'is' if path == root else 'contains'} the project directory "
+                        f"{root}; a --full-refresh would delete project.yml, models/ and .git",
+                   f"give {key} a folder of its own, e.g. {root / ('_' + key.split('.')[0])}")
+            continue
+        for own in PROJECT_FILES:
+            how = _overlap(path, _real(root / own))
+            if how:
+                refuse(key, f"{path} {how} the project's {own}",
+                       f"give {key} a folder of its own, outside {own}")
+                break
+    for i, (key_a, a) in enumerate(managed):
+        for key_b, b in managed[i + 1:]:
+            how = _overlap(a, b)
+            if how:
+                refuse(key_a, f"{a} {how} {key_b} {b}; each needs a folder of its own "
+                              "(a --full-refresh of one would delete the other)",
+                       f"move {key_a} or {key_b} so that neither contains the other")
+    if not errors:
+        for table in loc.tables:
+            key = "dead_letter" if table == loc.dead_letter else "warehouse"
+            path = _real(table)
+            why = _protected(path) or (_not_a_table(path) and f"an existing path that "
+                                                              f"{_not_a_table(path)}")
+            if why:
+                refuse(key, f"table {table.name} would live at {path}, which is {why}; "
+                            "--full-refresh and rebuilds delete a table's folder",
+                       "point warehouse at a folder that holds only this pipeline's tables, "
+                       "or rename the model")
+    if errors:
+        raise ConfigError(errors[0].message, path="project.yml", line=errors[0].line,
+                          hint=errors[0].hint, also=errors[1:])
+
+
+def check_project_paths(root: Path, config: ProjectConfig, *, tables: Iterable[str],
+                        text: str | None = None) -> None:
+    """Resolve project.yml's locations and refuse the unsafe ones (see :func:`check_locations`).
+
+    Args:
+        root: the project directory.
+        config: project.yml, validated.
+        tables: the names of the tables under the warehouse (models and the dead-letter table).
+        text: project.yml's rendered text, for line numbers.
+
+    Raises:
+        ConfigError: a remote URI, or a location that overlaps another, the project, the
+            filesystem root or a home directory.
+    """
+    values = [("checkpoint", config.checkpoint), ("warehouse", config.warehouse)]
+    if config.source.type == "files":
+        values.append(("source.path", config.source.path))
+    paths: dict[str, Path] = {}
+    for key, value in values:
+        try:
+            paths[key] = resolve_location(root, value, key=key)
+        except ConfigError as e:
+            raise ConfigError(e.message, path="project.yml", line=_line(text, key),
+                              hint=e.hint) from e
+    warehouse = paths["warehouse"]
+    check_locations(ProjectLocations(
+        root=root, checkpoint=paths["checkpoint"], warehouse=warehouse,
+        dead_letter=warehouse / config.dead_letter, source=paths.get("source.path"),
+        tables=tuple(warehouse / name for name in (*tables, config.dead_letter))), text=text)
