@@ -62,7 +62,10 @@ def make_project(root: Path, *, source: dict[str, Any], every: int, keep: int) -
     config["source"] = source
     config["delta"] = {"engine": "rs"}
     config["spark"] = {"master": "local[2]"}
-    config["maintenance"] = {"every_batches": every, "keep_batches": keep}
+    # retention 0: a soak of minutes stands for weeks; with the default (168 h) vacuum and log
+    # expiry would remove nothing during the run
+    config["maintenance"] = {"every_batches": every, "keep_batches": keep,
+                             "vacuum_retention_hours": 0}
     (root / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     return root
 
