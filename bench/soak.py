@@ -58,9 +58,12 @@ WINDOW = 200
 
 
 def make_project(root: Path, *, source: dict[str, Any], every: int, keep: int) -> Path:
+    # retention 0: a soak of minutes stands for weeks; with the default (168 h) vacuum and log
+    # expiry would remove nothing during the run
     return example_project(root, extra_models={"endpoint_counts": ENDPOINT_COUNTS},
                            source=source, delta={"engine": "rs"}, spark={"master": "local[2]"},
-                           maintenance={"every_batches": every, "keep_batches": keep})
+                           maintenance={"every_batches": every, "keep_batches": keep,
+                                        "vacuum_retention_hours": 0})
 
 
 def batch_lines(batches: int, events: int, *, first: int = 0) -> list[list[str]]:

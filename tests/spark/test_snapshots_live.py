@@ -42,7 +42,8 @@ pytestmark = pytest.mark.spark
 FILES = 6
 YML = (BASE_YML.replace("vars:\n  slow_ms: 1000\n", "vars:\n  slow_request_ms: 1000\n")
        .replace("  path: incoming\n", "  path: incoming\n  max_files_per_trigger: 1\n")
-       + "maintenance:\n  every_batches: 2\n  keep_batches: 3\n")
+       # retention 0: vacuum deletes what the 3 kept snapshots do not need, under the readers
+       + "maintenance:\n  every_batches: 2\n  keep_batches: 3\n  vacuum_retention_hours: 0\n")
 
 
 def _rows(path: str, version: int | None = None) -> list[dict]:
