@@ -279,6 +279,9 @@ class BudgetedEnvironment(SandboxedEnvironment):
         owner = getattr(__obj, "__self__", None)
         if isinstance(owner, str):
             args = __self._check_str_method(owner, getattr(__obj, "__name__", ""), args)
+        elif isinstance(owner, (list, dict, set)) and args and hasattr(args[0], "__len__") \
+                and getattr(__obj, "__name__", "") in ("extend", "update"):
+            __self.grow(len(owner) + len(args[0]))  # l.extend(l) doubles a list
         result = super().call(__context, __obj, *args, **kwargs)
         if isinstance(result, (str, list)):
             __self.grow(len(result))

@@ -39,6 +39,7 @@ ATTACKS = {
     "join_filter": BIG + "{{ [s, s] | join(',') }}",
     "indent": "{{ 'a\\nb' | indent(3000000000) }}",
     "batch": "{{ [1] | batch(3000000000, 'x') | list }}",
+    "list_doubling": "{% set l = ['x'] %}{% for i in range(40) %}{{ l.extend(l) }}{% endfor %}",
     "built_in_all": BIG + "{% for i in range(10) %}{% set t = s ~ i %}{% endfor %}",
 }
 
