@@ -3,7 +3,7 @@ runner's Python process and of its JVM (the Spark driver) while ``runner stream
 --available-now`` processes one batch of N records that are all valid, all dead letters, or
 all valid through a merge model keyed on ``eventId`` (N distinct keys: N merge-source rows).
 
-    PYTHONPATH=. .venv/bin/python -m bench.driver_memory --records 300000 --cases valid,dead,merge
+    .venv/bin/python -m bench.driver_memory --records 300000 --cases valid,dead,merge
 
 Each case is a whole process (interpreter, JVM, session) on a fresh copy of a small project;
 RSS is sampled from /proc every 0.1 s (VmHWM, the kernel's own peak, of each process).
@@ -11,7 +11,6 @@ RSS is sampled from /proc every 0.1 s (VmHWM, the kernel's own peak, of each pro
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -21,10 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.proctree import command_name, descendants
+from bench.common import REPO, bench_parser, command_name, descendants, status_kb, write_result
 from runner.demo import write_demo_files
-
-REPO = Path(__file__).resolve().parents[1]
 
 _YML = """\
 name: memory_bench
@@ -40,17 +37,6 @@ _APPEND = "SELECT eventId, request.endpoint AS endpoint FROM parsed_events"
 _MERGE = ("{{ config(materialized='merge', unique_key='eventId') }}\n"
           "SELECT eventId, request.endpoint AS endpoint, request.latency_ms AS latency_ms "
           "FROM parsed_events")
-
-
-def _hwm_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def run_case(case: str, records: int, work: Path, repo: Path = REPO) -> dict[str, object]:
@@ -75,7 +61,7 @@ def run_case(case: str, records: int, work: Path, repo: Path = REPO) -> dict[str
     while proc.poll() is None:
         for pid in descendants(proc.pid, include_root=True):
             name = command_name(pid) or "?"
-            peaks[pid] = (name, max(_hwm_kb(pid), peaks.get(pid, ("", 0))[1]))
+            peaks[pid] = (name, max(status_kb(pid, "VmHWM"), peaks.get(pid, ("", 0))[1]))
         time.sleep(0.1)
     out = proc.stdout.read() if proc.stdout else ""
     python = max((kb for n, kb in peaks.values() if n.startswith("python")), default=0)
@@ -87,18 +73,20 @@ def run_case(case: str, records: int, work: Path, repo: Path = REPO) -> dict[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, json=True)
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--cases", default="valid,dead,merge")
     parser.add_argument("--repo", type=Path, default=REPO,
                         help="the checkout whose runner/ runs (e.g. an older commit's export)")
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
+    runs = []
     with tempfile.TemporaryDirectory(prefix="driver-memory-") as tmp:
         for _ in range(args.rounds):
             for case in args.cases.split(","):
-                print(json.dumps(run_case(case, args.records, Path(tmp), args.repo)),
-                      flush=True)
+                runs.append(run_case(case, args.records, Path(tmp), args.repo))
+                print(json.dumps(runs[-1]), flush=True)
+    write_result(__file__, {"records": args.records, "runs": runs}, args.json)
 
 
 if __name__ == "__main__":

@@ -40,14 +40,6 @@ __all__ = [
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):/")
 #: The project's own files: no managed location may be, contain or lie inside one of them.
 PROJECT_FILES = ("project.yml", "models", "macros", "seeds", "target", ".git")
-#: The rs engine's staging folder inside a table (``runner.sinks.staged.STAGING_DIR``; not
-#: imported: that module loads pyarrow, and compile should not).
-STAGING_DIR = "batches"
-#: What may sit in a table's folder before its first Delta commit (a crashed first write):
-#: Parquet data and checksum files, partition folders, the staging folder, hidden and
-#: ``_``-prefixed entries (``_delta_log``, ``.part-*.crc``).
-_TABLE_DATA = re.compile(rf"[._].*|.*\.parquet|.*\.crc|[^/]*=[^/]*|{STAGING_DIR}")
-
 _WHY_LOCAL = {
     "checkpoint": "the runner keeps its lock, registry and snapshot ledger in the checkpoint "
                   "with local file operations",
@@ -142,20 +134,6 @@ def _line(text: str | None, key: str) -> int | None:
     return yaml_line(text, tuple(key.split("."))) if text else None
 
 
-def _not_a_table(path: Path) -> str | None:
-    """Why the existing ``path`` cannot be a model table the runner may drop and recreate."""
-    if not path.exists():
-        return None
-    if not path.is_dir():
-        return "is a file"
-    if (path / "_delta_log").is_dir():
-        return None
-    strangers = sorted(p.name for p in path.iterdir() if not _TABLE_DATA.fullmatch(p.name))
-    if strangers:
-        return f"holds files that are not a Delta table's ({', '.join(strangers[:3])})"
-    return None
-
-
 def check_locations(loc: ProjectLocations, *, text: str | None = None) -> None:
     """Refuse locations that an ordinary command could destroy data through.
 
@@ -205,8 +183,7 @@ def check_locations(loc: ProjectLocations, *, text: str | None = None) -> None:
         for table in loc.tables:
             key = "dead_letter" if table == loc.dead_letter else "warehouse"
             path = _real(table)
-            why = _protected(path) or (_not_a_table(path) and f"an existing path that "
-                                                              f"{_not_a_table(path)}")
+            why = _protected(path)
             if why:
                 refuse(key, f"table {table.name} would live at {path}, which is {why}; "
                             "--full-refresh and rebuilds delete a table's folder",

@@ -49,7 +49,7 @@ from runner.project.loader import Project
 from runner.runtime.batch import BatchPlan, prepare, run_batch
 from runner.sinks import SinkSpec
 from runner.sinks.base import app_id
-from runner.sinks.tables import is_table
+from runner.sinks.tables import check_droppable, is_table
 from runner.sources.history import PastBatch, file_batches, kafka_batches
 
 if TYPE_CHECKING:
@@ -213,6 +213,7 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         hint="a table kept from before a --full-refresh (its model was disabled or not "
              "selected then): rebuild it from this checkpoint's history with `runner stream "
              "--full-refresh --select <model>`, or move the table away")
+    check_droppable({m: project.table_path(m) for m in handover.to_drop})
     for message in handover.messages:
         on_event(message)
     save_registry(checkpoint, handover.entries)

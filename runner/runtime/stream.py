@@ -42,7 +42,7 @@ from runner.runtime.evolution import check_schema_changes, model_output_schemas
 from runner.runtime.session import session_info
 from runner.sinks import engine_choice, make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
-from runner.sinks.tables import is_table
+from runner.sinks.tables import check_droppable, is_table
 from runner.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
 
 if TYPE_CHECKING:
@@ -180,6 +180,9 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         _check_warehouse(project.warehouse)
         if not full_refresh:  # before the session: a refusal costs no JVM start
             check_identity(checkpoint, pipeline_identity(project))
+        else:  # check, then act: every folder the refresh deletes must be a table's
+            check_droppable({name: project.table_path(name) for name in
+                             [*(s.name for s in plan.steps), project.config.dead_letter]})
         from runner.runtime.session import (  # noqa: PLC0415 - pyspark loads only here
             build_session,
             missing_jars_note,

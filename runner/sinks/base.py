@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from runner.errors import ConfigError, SinkError
+from runner.sinks.tables import check_droppable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -185,7 +186,9 @@ class DeltaWriter(ABC):
                     "batch 0 and would write that data again", hint=hint)
 
     def drop(self, spec: SinkSpec) -> None:
-        """Remove the table (``--full-refresh``); a missing table is not an error."""
+        """Remove the table (``--full-refresh``); a missing table is not an error, a folder that
+        holds something else is (:func:`runner.sinks.tables.check_droppable`)."""
+        check_droppable({spec.model: spec.path})
         path = Path(spec.path)
         if path.exists():
             shutil.rmtree(path)

@@ -42,6 +42,7 @@ from deltalake import DeltaTable, Schema
 from deltalake.transaction import AddAction, create_table_with_add_actions
 
 from runner.errors import SinkError
+from runner.sinks.tables import STAGING_DIR
 
 if TYPE_CHECKING:
     from deltalake import CommitProperties
@@ -59,7 +60,6 @@ __all__ = [
 ]
 
 #: Top-level folder, inside the table directory, of the files Spark writes for a batch.
-STAGING_DIR = "batches"
 
 _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _DEFAULT_INDEXED_COLS = 32  # Delta's default delta.dataSkippingNumIndexedCols

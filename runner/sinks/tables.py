@@ -10,17 +10,25 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.errors import ConfigError
 from runner.project.loader import Project
 
-__all__ = ["TableInfo", "current_version", "describe_tables", "is_table", "read_table",
-           "versions_of"]
+__all__ = ["STAGING_DIR", "TableInfo", "check_droppable", "current_version", "describe_tables",
+           "is_table", "not_a_table", "read_table", "versions_of"]
 
 _DIGITS = 20  # the width of Delta's commit file names
+#: The rs engine's staging folder inside a table (:mod:`runner.sinks.staged`).
+STAGING_DIR = "batches"
+#: What may sit in a table's folder before its first Delta commit (a crashed first write):
+#: Parquet data and checksum files, partition folders, the staging folder, hidden and
+#: ``_``-prefixed entries (``_delta_log``, ``.part-*.crc``).
+_TABLE_DATA = re.compile(rf"[._].*|.*\.parquet|.*\.crc|[^/]*=[^/]*|{STAGING_DIR}")
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,47 @@ class TableInfo:
 def is_table(path: str | Path) -> bool:
     """Whether ``path`` holds a Delta table (its ``_delta_log`` folder exists)."""
     return (Path(path) / "_delta_log").is_dir()
+
+
+def not_a_table(path: str | Path) -> str | None:
+    """Why the existing ``path`` is not a folder the runner may drop and recreate as a table
+    (None: no such path, a Delta table, or the data files of a first write that crashed).
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "part-0.parquet").write_text(""); not_a_table(d) is None
+    True
+    >>> _ = (d / "notes.txt").write_text("mine"); not_a_table(d)
+    "holds files that are not a Delta table's (notes.txt)"
+    """
+    path = Path(path)
+    if not path.exists():
+        return None
+    if not path.is_dir():
+        return "is a file"
+    if is_table(path):
+        return None
+    strangers = sorted(p.name for p in path.iterdir() if not _TABLE_DATA.fullmatch(p.name))
+    if strangers:
+        return f"holds files that are not a Delta table's ({', '.join(strangers[:3])})"
+    return None
+
+
+def check_droppable(paths: Mapping[str, str | Path]) -> None:
+    """Refuse, before anything is deleted, to drop a table folder (``--full-refresh``, a
+    rebuild) that holds something else than a table: ``warehouse: /`` with a model ``home``.
+
+    Raises:
+        ConfigError: names the model, the folder and what is in it (exit 2).
+    """
+    for model, path in paths.items():
+        why = not_a_table(path)
+        if why is not None:
+            raise ConfigError(
+                f"the table of model {model} would be dropped at {Path(path).resolve()}, "
+                f"which {why}",
+                hint="point warehouse at a folder that holds only this pipeline's tables, or "
+                     "rename the model; nothing was deleted")
 
 
 def read_table(path: str) -> Any:

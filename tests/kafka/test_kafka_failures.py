@@ -130,7 +130,7 @@ def test_broker_lost_mid_stream_stops_clearly_within_the_timeout(tmp_path: Path,
     reader's look-up is one call bounded by timeout_ms (5 s; measured 6.5 s to exit)."""
     import threading
 
-    from scripts.brokers import ApacheKafkaBroker, apache_kafka_jars, start_with_retries
+    from tests.support.brokers import ApacheKafkaBroker, apache_kafka_jars, start_with_retries
 
     jars = apache_kafka_jars()
     if jars is None:

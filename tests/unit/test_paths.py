@@ -123,19 +123,27 @@ def test_a_table_over_a_home_directory_is_refused(tmp_path, monkeypatch) -> None
     ({"a/part-00000-x.snappy.parquet": "", "a/.part-00000-x.snappy.parquet.crc": "",
       "a/batches/app/0/part-0.parquet": "", "a/country=DE/part-1.parquet": ""}, None),
 ])
-def test_a_table_folder_holding_something_else_is_refused(tmp_path, existing, refused) -> None:
+def test_a_table_folder_holding_something_else_is_never_dropped(tmp_path, existing,
+                                                                 refused) -> None:
+    """The sinks own what a table folder may hold; a --full-refresh checks every folder it
+    would delete before it deletes anything (before the JVM starts, too)."""
+    from runner.sinks.tables import not_a_table
+
     root = write_project(tmp_path / "proj", MODEL, project_yml=_yml(warehouse="../data"))
     for rel, text in existing.items():
         path = tmp_path / "data" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    result = _run(root, "compile")
-    if refused is None:
-        assert result.exit_code == 0, result.output
-    else:
+    assert not_a_table(tmp_path / "data" / "a") == refused
+    if refused is not None:
+        (root / "cp").mkdir()
+        (root / "cp" / "metadata").write_text('{"id": "q"}\n')
+        result = _run(root, "stream", "--available-now", "--full-refresh")
         assert result.exit_code == 2, result.output
-        assert f"table a would live at {tmp_path / 'data' / 'a'}" in result.output
-        assert refused in result.output
+        assert f"model a would be dropped at {tmp_path / 'data' / 'a'}, which {refused}" \
+            in result.output
+        assert (root / "cp" / "metadata").is_file()  # nothing reset, nothing deleted
+        assert all((tmp_path / "data" / rel).exists() for rel in existing)
 
 
 @pytest.mark.parametrize("uri", ["s3://bucket/wh", "s3a://bucket/wh", "abfss://c@acct.dfs/wh",
@@ -175,10 +183,3 @@ def test_the_default_layout_and_a_kafka_project_pass(tmp_path) -> None:
     _refused(kafka, "warehouse: ")
     write_project(kafka, {}, project_yml=KAFKA)
     assert _run(kafka, "compile").exit_code == 0
-
-
-def test_the_staging_folder_name_is_the_sinks_own() -> None:
-    from runner.project import paths
-    from runner.sinks import staged
-
-    assert paths.STAGING_DIR == staged.STAGING_DIR
