@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         write_demo_files(tmp / "data", events=args.events, files=args.files, poison_every=0)
         spark = build_session(master=args.master, app_name="parse-profile",
                               log_dir=str(tmp / "logs"))
-        jvm_pid = spark.sparkContext._gateway.proc.pid  # noqa: SLF001
+        jvm_pid = spark.sparkContext._gateway.proc.pid
         raw = (spark.read.format("text").load(str(tmp / "data"))
                .select(F.col("value"), F.col("_metadata.file_path").alias("_source_file"))
                .filter(F.trim(F.col("value"), F.lit(BLANK_CHARS)) != "")
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in cases}
         sizes: dict[str, float] = {}
         def cached_mb() -> float:
-            infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()  # noqa: SLF001
+            infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
             return sum(i.memSize() + i.diskSize() for i in infos) / 1e6
 
         for rnd in range(args.repeat + 1):  # round 0 warms the JVM up and is not recorded

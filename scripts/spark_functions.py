@@ -66,7 +66,7 @@ def main() -> int:
 
     spark = build_session(master="local[1]", app_name="spark-functions")
     try:
-        jvm = spark._jvm
+        jvm = spark._jvm  # noqa: SLF001 - Spark's registry through py4j
         assert jvm is not None
         analysis = jvm.org.apache.spark.sql.catalyst.analysis
         groups: dict[str, str] = {}
@@ -74,7 +74,7 @@ def main() -> int:
         keys = registry.keySet().iterator()
         while keys.hasNext():
             key = keys.next()
-            groups[str(key)] = str(registry.get(key).get()._1().getGroup() or "")
+            groups[str(key)] = str(registry.get(key).get()._1().getGroup() or "")  # noqa: SLF001 - a Scala tuple through py4j
         tvfs = analysis.TableFunctionRegistry.builtin().listFunction()
         for i in range(tvfs.size()):
             groups.setdefault(str(tvfs.apply(i).funcName()), "table_funcs")

@@ -68,7 +68,7 @@ class _Expired(BaseException):
     template code or Jinja swallows it); :func:`time_limit` turns it into BudgetExceeded."""
 
 
-def _expired(signum: int, frame: object) -> None:
+def _expired(_signum: int, _frame: object) -> None:
     raise _Expired
 
 
@@ -274,7 +274,7 @@ class BudgetedEnvironment(SandboxedEnvironment):
 
         return budgeted
 
-    def call(__self, __context: Any, __obj: Any, *args: Any,  # noqa: N805 - Jinja's spelling
+    def call(__self, __context: Any, __obj: Any, *args: Any,
              **kwargs: Any) -> Any:
         owner = getattr(__obj, "__self__", None)
         if isinstance(owner, str):

@@ -160,7 +160,7 @@ class _Renderer:
 
     def _calling_line(self) -> int | None:
         """Template line of the innermost template frame on the current call stack."""
-        frame: FrameType | None = sys._getframe(1)
+        frame: FrameType | None = sys._getframe(1)  # noqa: SLF001 - the template line lives only in the frame stack
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename in self.paths:

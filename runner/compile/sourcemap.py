@@ -54,7 +54,7 @@ class SourceMarkers(Extension):
         environment.extend(marked_templates=set(), source_origins=[])
         self._sources: dict[str, str] = {}
 
-    def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
+    def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:  # noqa: ARG002 - Jinja extension hook signature
         if name and name in self.environment.marked_templates and _OPEN not in source:  # type: ignore[attr-defined]
             self._sources[name] = source
         return source

@@ -52,7 +52,7 @@ def _depths(steps: Sequence[Step]) -> dict[str, int]:
     return depth
 
 
-def dag_svg(plan: Plan, steps: Sequence[Step], *, dead_letter: str, href: str = "models/",
+def dag_svg(steps: Sequence[Step], *, dead_letter: str, href: str = "models/",
             reads_events: Mapping[str, bool] | None = None) -> str:
     """The model DAG: ``parsed_events`` -> models (by depth) -> the dead-letter table."""
     reads = reads_events if reads_events is not None else {s.name: _reads_events(s) for s in steps}
@@ -185,7 +185,7 @@ def build_site(project: Project, plan: Plan, *, select: Sequence[str] = (),
     index = out / "index.html"
     _write(index, env.from_string(INDEX).render(
         project=info, models=models, css=CSS, js=JS, root="",
-        dag=dag_svg(plan, steps, dead_letter=project.config.dead_letter, reads_events=reads),
+        dag=dag_svg(steps, dead_letter=project.config.dead_letter, reads_events=reads),
         fields=_field_rows(project, {s.name: lineage[s.name] for s in steps})))
     return DocsSite(out, index, tuple(pages))
 

@@ -14,6 +14,7 @@ from sqlglot.optimizer.scope import Scope, build_scope
 from sqlglot.tokens import Token, TokenType
 
 from runner.compile.render import RenderedModel
+from runner.lint.allowlist import Problem, query_problems
 from runner.lint.shapes import Analysis, Shape
 from runner.project.loader import Project
 
@@ -132,6 +133,15 @@ class ModelContext:
         return None
 
     @cached_property
+    def guard_problems(self) -> tuple[Problem, ...]:
+        """What the guard (:mod:`runner.lint.allowlist`) refuses in the model's own query
+        statements: found once per model, read by each guard rule."""
+        models = {m.name.lower(): m.name for m in self.project.models}
+        refs = {r.lower() for r in self.model.refs}
+        return tuple(p for statement in self.statements if isinstance(statement, exp.Query)
+                     for p in query_problems(statement, models=models, refs=refs))
+
+    @cached_property
     def scope(self) -> Scope | None:
         """sqlglot's scope tree of the query (None when it is not one query, or when sqlglot
         cannot build the tree)."""
@@ -177,7 +187,7 @@ class ModelContext:
             return None, None
         best: int | None = None
         for n in node.walk(bfs=False):
-            meta = n._meta  # reading .meta would allocate a dict on every node
+            meta = n._meta  # noqa: SLF001 - .meta would allocate a dict on every node
             start = meta.get("start") if meta else None
             if isinstance(start, int) and (best is None or start < best):
                 best = start

@@ -16,7 +16,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from runner.errors import Violation
-from runner.lint.allowlist import Problem, function_problems, query_problems
+from runner.lint.allowlist import Problem, function_problems
 from runner.lint.context import ModelContext
 from runner.lint.rules import ModelRule
 
@@ -31,17 +31,7 @@ GUARD_RULES = frozenset({"syntax", "single-select", "not-a-query", "unsafe-funct
 
 def model_problems(ctx: ModelContext) -> tuple[Problem, ...]:
     """What the guard refuses in the model's own SQL (its query statements), once per model."""
-    cached: tuple[Problem, ...] | None = getattr(ctx, "_guard", None)
-    if cached is None:
-        found: list[Problem] = []
-        models = {m.name.lower(): m.name for m in ctx.project.models}
-        refs = {r.lower() for r in ctx.model.refs}
-        for statement in ctx.statements:
-            if isinstance(statement, exp.Query):
-                found += query_problems(statement, models=models, refs=refs)
-        cached = tuple(found)
-        ctx._guard = cached  # type: ignore[attr-defined]
-    return cached
+    return ctx.guard_problems
 
 
 def fragments(ctx: ModelContext) -> Iterator[tuple[str, str]]:

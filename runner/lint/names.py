@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import zip_longest
+from typing import Any
 
 from sqlglot import exp
 
@@ -78,7 +79,7 @@ class NameResolver:
         self.names: dict[int, str] = {}  # resolved reference node -> Spark's name for it
 
     # -- expressions --------------------------------------------------------------------------
-    def walk(self, root: exp.Expr | list | None, frame: Frame,
+    def walk(self, root: exp.Expr | list[Any] | None, frame: Frame,
              lambdas: _Lambdas = _NO_LAMBDAS) -> None:
         """Resolve every reference under ``root`` (pre-order, siblings in argument order).
 

@@ -55,17 +55,23 @@ def _is_int(node: exp.Expr, value: int) -> bool:
     return isinstance(node, exp.Literal) and node.is_int and int(node.name) == value
 
 
+def _unnested(node: exp.Expr) -> exp.Expr:
+    """``node`` without the parentheses around it."""
+    inner: exp.Expr = node.unnest()
+    return inner
+
+
 def _first_row_filter(cond: exp.Expr) -> exp.Expr | None:
     """``x = 1``, ``1 = x``, ``x <= 1``, ``x < 2`` -> ``x``."""
     if isinstance(cond, exp.EQ):
         if _is_int(cond.expression, 1):
-            return cond.this.unnest()
+            return _unnested(cond.this)
         if _is_int(cond.this, 1):
-            return cond.expression.unnest()
+            return _unnested(cond.expression)
     if isinstance(cond, exp.LTE) and _is_int(cond.expression, 1):
-        return cond.this.unnest()
+        return _unnested(cond.this)
     if isinstance(cond, exp.LT) and _is_int(cond.expression, 2):
-        return cond.this.unnest()
+        return _unnested(cond.this)
     return None
 
 

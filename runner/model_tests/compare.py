@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["canonical", "diff_rows", "show_value", "json_default"]
 
@@ -41,7 +41,7 @@ def canonical(value: Any) -> Hashable:
         return ("{}", tuple(sorted((str(k), canonical(v)) for k, v in value.items())))
     if isinstance(value, (list, tuple)):
         return tuple(canonical(v) for v in value)
-    return value
+    return cast(Hashable, value)
 
 
 def json_default(value: Any) -> Any:
@@ -84,8 +84,7 @@ def diff_rows(expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[st
     missing, extra = want - got, got - want
     if not missing and not extra:
         return True, []
-    plural = lambda n, word: f"{n} {word}{'s' * (n != 1)}"  # noqa: E731
-    lines = [f"expected {plural(len(expected), 'row')}, got {len(actual)}: "
+    lines = [f"expected {_plural(len(expected), 'row')}, got {len(actual)}: "
              f"{sum(missing.values())} missing (-), {sum(extra.values())} unexpected (+)"]
     diff = [("-", k) for k, n in missing.items() for _ in range(n)]
     diff += [("+", k) for k, n in extra.items() for _ in range(n)]
@@ -103,3 +102,7 @@ def diff_rows(expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[st
     if len(diff_cells) > _MAX_DIFF_ROWS:
         lines.append(f"  ... and {len(diff_cells) - _MAX_DIFF_ROWS} more")
     return False, lines
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"

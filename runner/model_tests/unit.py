@@ -278,7 +278,8 @@ def _project_rows(actual: Any, columns: Sequence[str], expected: Any) -> list[di
         table = table.cast(expected.schema)
     except Exception:  # noqa: BLE001 - compare as read when the types do not line up exactly
         pass
-    return table.to_pylist()
+    rows: list[dict[str, Any]] = table.to_pylist()
+    return rows
 
 
 def _dead_letter_check(case: UnitTest, lines: Sequence[str], dead: Any

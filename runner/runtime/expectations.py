@@ -124,16 +124,16 @@ def apply_expectations(df: DataFrame, step: Step, *, batch_id: int,
     for i, e in enumerate(expectations):
         try:
             predicate = F.expr(e.expr)
-        except Exception as error:  # noqa: BLE001 - Spark's ParseException
+        except Exception as error:
             raise _bad(step, e, error) from error
         flags.append((~F.coalesce(predicate, F.lit(False))).alias(_FLAG.format(i)))
     try:
         checked = df.select(*[F.col(quote_column(c)) for c in columns], *flags)
-    except Exception as error:  # noqa: BLE001 - AnalysisException: unknown column, bad type
+    except Exception as error:
         for e, flag_column in zip(expectations, flags):  # which one: analyse each alone
             try:
                 df.select(flag_column)
-            except Exception as own:  # noqa: BLE001 - the same analysis errors
+            except Exception as own:
                 raise _bad(step, e, own) from own
         raise _bad(step, expectations[0], error) from error
 

@@ -52,10 +52,10 @@ def checked_query(spark: SparkSession, sql: str) -> str:
     if known is not None:
         return known
     query = _without_terminators(sql)
-    parser = spark._jsparkSession.sessionState().sqlParser()
+    parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001 - Spark's own parser is reached through py4j only
     try:
         plan = parser.parseQuery(query)
-    except Exception as e:  # noqa: BLE001 - py4j's error for Spark's ParseException
+    except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ExecutionError(f"not one query to Spark's parser, refused before running: "
                              f"{first}",

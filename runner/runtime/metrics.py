@@ -20,7 +20,7 @@ def ready_metrics(observation: Observation) -> dict[str, Any] | None:
     # pyspark has no public "is it filled?": ask the JVM-side Observation's future.
     if not hasattr(observation, "_jo"):  # no JVM-side handle (Spark Connect): ask directly
         return observation.get
-    jo = observation._jo
+    jo = observation._jo  # noqa: SLF001 - the observation's Java object (py4j)
     if jo is None:  # not attached to any frame yet
         return None
     try:

@@ -192,20 +192,21 @@ def _launch_gateway_quietly(master: str, app_name: str, settings: Mapping[str, s
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    if SparkContext._gateway is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
+    # PySpark keeps its one gateway in SparkContext's class attributes: set them as it does.
+    if SparkContext._gateway is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):  # noqa: SLF001
         return
     sconf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name)
     for key, value in settings.items():
         sconf.set(key, value)
     with open(log_file, "ab") as err:
         gateway = launch_gateway(sconf, popen_kwargs={"stderr": err})
-    with SparkContext._lock:
-        if SparkContext._gateway is None:
-            SparkContext._gateway = gateway
-            SparkContext._jvm = gateway.jvm
+    with SparkContext._lock:  # noqa: SLF001
+        if SparkContext._gateway is None:  # noqa: SLF001
+            SparkContext._gateway = gateway  # noqa: SLF001
+            SparkContext._jvm = gateway.jvm  # noqa: SLF001
 
 
-def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},  # noqa: B006
+def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},
                   app_name: str = "runner", log_dir: str | None = None) -> SparkSession:
     """Start (or reuse) the process's SparkSession with the runner's defaults.
 

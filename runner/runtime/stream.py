@@ -131,7 +131,7 @@ class _Stopper:
                 previous = signal.signal(sig, self._on_signal)
                 self._previous.setdefault(sig, previous)
 
-    def _on_signal(self, signum: int, frame: object) -> None:
+    def _on_signal(self, signum: int, frame: object) -> None:  # noqa: ARG002 - signal handler signature
         if not self.requested.is_set():
             self.requested.set()
             return
@@ -183,7 +183,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         else:  # check, then act: every folder the refresh deletes must be a table's
             check_droppable({name: project.table_path(name) for name in
                              [*(s.name for s in plan.steps), project.config.dead_letter]})
-        from runner.runtime.session import (  # noqa: PLC0415 - pyspark loads only here
+        from runner.runtime.session import (
             build_session,
             missing_jars_note,
         )
@@ -340,7 +340,7 @@ def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
               else writer.trigger(processingTime=trigger))
     try:
         query = writer.start()
-    except Exception as e:  # noqa: BLE001 - Spark reports bad triggers/sources here
+    except Exception as e:
         raise ExecutionError(f"could not start the streaming query: {first_line(e)}") from e
     try:
         while query.isActive:

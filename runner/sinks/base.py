@@ -195,8 +195,8 @@ class DeltaWriter(ABC):
 
     # -- engine steps ---------------------------------------------------------------------
 
-    def _prepare(self, spec: SinkSpec, data: DataFrame | pa.Table,
-                 rows_hint: int | None = None) -> Any:
+    def _prepare(self, spec: SinkSpec, data: DataFrame | pa.Table,  # noqa: ARG002 - the engines' hook; the base keeps the data as is
+                 rows_hint: int | None = None) -> Any:  # noqa: ARG002 - see above
         """Turn the caller's data into what the engine writes (called only when not skipped)."""
         return data
 

@@ -94,8 +94,8 @@ class SparkWriter(DeltaWriter):
 
     # -- engine steps ---------------------------------------------------------------------
 
-    def _prepare(self, spec: SinkSpec, data: DataFrame | pa.Table,
-                 rows_hint: int | None = None) -> DataFrame:
+    def _prepare(self, spec: SinkSpec, data: DataFrame | pa.Table,  # noqa: ARG002 - the engines' hook signature
+                 rows_hint: int | None = None) -> DataFrame:  # noqa: ARG002 - see above
         """An Arrow table becomes a DataFrame: delta-spark writes DataFrames only."""
         return self._spark.createDataFrame(data) if isinstance(data, pa.Table) else data
 

@@ -96,7 +96,8 @@ def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     path inside it."""
     if "://" not in path:
         return pafs.LocalFileSystem(), os.path.abspath(path)
-    return pafs.FileSystem.from_uri(path)
+    fs, inner = pafs.FileSystem.from_uri(path)
+    return fs, str(inner)
 
 
 def remove_staged(table_path: str, app_id: str, batch_id: int, *,

@@ -91,10 +91,10 @@ def _check_directory(spark: SparkSession, path: str, *, create_missing: bool) ->
     """
     if any(ch in path for ch in "*?[{"):
         return  # a glob: Spark expands it on every trigger; matches may appear later
-    jvm = spark.sparkContext._jvm
+    jvm = spark.sparkContext._jvm  # noqa: SLF001 - Hadoop's FileSystem through py4j
     assert jvm is not None
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())  # noqa: SLF001 - see above
     if fs.exists(hadoop_path):
         if not fs.getFileStatus(hadoop_path).isDirectory():
             raise SourceError(f"source.path {path!r} is a file, not a directory",

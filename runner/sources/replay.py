@@ -49,9 +49,9 @@ def read_files(spark: SparkSession, batch: PastBatch) -> DataFrame:
 
     from runner.sources.files import BLANK_CHARS
 
-    jvm = spark.sparkContext._jvm
+    jvm = spark.sparkContext._jvm  # noqa: SLF001 - the JVM through py4j
     assert jvm is not None
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001 - see above
     paths = []
     for uri in batch.files:  # as FileStreamSource does: new Path(new URI(logged path))
         path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(uri))

@@ -137,7 +137,7 @@ class KafkaDataSource(DataSource):
     def schema(self) -> StructType:
         return spark_schema()
 
-    def streamReader(self, schema: Any) -> KafkaStreamReader:
+    def streamReader(self, schema: Any) -> KafkaStreamReader:  # noqa: ARG002 - the DataSource API's signature
         return KafkaStreamReader(KafkaSourceOptions.parse(self.options))
 
     def __repr__(self) -> str:
@@ -208,7 +208,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"{_kafka_error_text(e)}") from e
         return {tp: Watermarks(marks["low"][tp], marks["high"][tp]) for tp in marks["low"]}
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         available = self._fetch_available()
         missing = [t for t in self.options.topics if not any(tp[0] == t for tp in available)]
         if missing:
@@ -231,7 +231,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = {tp: w.high for tp, w in self._fetch_available().items()}
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         available = self._fetch_available()
         self._latest = {tp: w.high for tp, w in available.items()}
         max_offsets = limit.max_rows if isinstance(limit, ReadMaxRows) else None
@@ -241,16 +241,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         raise_or_warn(losses, fail_on_data_loss=self.options.fail_on_data_loss)
         return offsets_to_json(end)
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict[str, Any] | None:
         return offsets_to_json(self._latest) if self._latest is not None else None
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         ranges = plan_ranges(offsets_from_json(start), offsets_from_json(end),
                              min_partitions=self.options.min_partitions,
                              max_records_per_partition=self.options.max_records_per_partition)
         return [KafkaRange(r.topic, r.partition, r.start, r.end) for r in ranges]
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: offsets live in Spark's checkpoint only."""
 
     def stop(self) -> None:
@@ -303,7 +303,7 @@ def _read_range(opts: KafkaSourceOptions, rng: KafkaRange) -> Iterator[Any]:
             for msg in messages:
                 err = msg.error()
                 if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
+                    if err.code() == KafkaError._PARTITION_EOF:  # noqa: SLF001 - librdkafka's own code, public in its API
                         eof = msg.offset()
                         if eof is not None and eof < rng.end:  # the partition ends too soon
                             loss = DataLoss(rng.topic, rng.partition, "reset", rng.end,
@@ -312,7 +312,7 @@ def _read_range(opts: KafkaSourceOptions, rng: KafkaRange) -> Iterator[Any]:
                         done = True
                         break
                     if err.code() in (KafkaError.OFFSET_OUT_OF_RANGE,
-                                      KafkaError._AUTO_OFFSET_RESET):
+                                      KafkaError._AUTO_OFFSET_RESET):  # noqa: SLF001 - librdkafka's own code, public in its API
                         position = _skip_lost(consumer, opts, rng, position)
                         done = position >= rng.end
                         break

@@ -52,7 +52,7 @@ def builtin_kafka_available(spark: SparkSession) -> bool:
     False on Spark Connect (no JVM access) and whenever the provider class is missing.
     """
     try:
-        jvm = spark._jvm
+        jvm = spark._jvm  # noqa: SLF001 - the JVM through py4j
         if jvm is None:
             return False
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
