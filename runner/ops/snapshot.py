@@ -11,10 +11,11 @@ travel by version (docs/SNAPSHOTS.md has recipes for delta-rs, Polars, DuckDB an
 
 No Spark, no table opened: one directory listing and one small file read.
 
-A parked model (its SQL failed, ``on_model_error: park``) is listed with ``parked_since``: k
-when the snapshot's batch is k or later; its version then holds its batches before k only (its
-last good batch), so the cut is consistent for every other table and that one lags. Leave it
-out of a consistent read, or wait until the fixed model has caught up (the next start-up).
+A model parked at that batch (its SQL failed, ``on_model_error: park``) is listed with
+``parked_since``: k, as the batch's ledger entry says; its version then holds its batches
+before k only (its last good batch): the cut is consistent for every other table and that one
+lags. It stays so after the fixed model caught up (the entry records what was true at that
+batch); snapshots of the batches after the catch-up include it in full.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.checkpoint.ledger import Ledger, LedgerEntry
-from runner.checkpoint.registry import load_registry
 from runner.errors import ConfigError, ExecutionError
 from runner.project.loader import Project, load_project
 
@@ -119,14 +119,8 @@ def snapshot_of(project: Project, *, batch: int | None = None) -> Snapshot:
 
 
 def _from_entry(project: Project, entry: LedgerEntry) -> Snapshot:
-    try:
-        registry = load_registry(project.checkpoint) or {}
-    except ExecutionError:
-        registry = {}
-    parked = {m: e.left_at for m, e in registry.items()
-              if e.state == "parked" and e.left_at <= entry.batch_id}
     tables = {name: TableVersion(str(Path(project.table_path(name))), version,
-                                 parked.get(name))
+                                 entry.parked.get(name))
               for name, version in entry.tables.items()}
     return Snapshot(batch_id=entry.batch_id, tables=tables, written_at=entry.written_at)
 

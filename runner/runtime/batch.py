@@ -54,6 +54,7 @@ from runner.runtime.parking import (
     ModelFailure,
     ParkedError,
     error_class,
+    from_spark,
     model_failure,
     parked_with,
 )
@@ -233,7 +234,7 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
             try:
                 df = spark.sql(step.sql)
             except Exception as e:  # analysis errors (the plan was linted, but be explicit)
-                if step.name not in bp.park:
+                if step.name not in bp.park or not from_spark(e):
                     raise ExecutionError(f"model {step.name} failed in batch {batch_id}: "
                                          f"{first_line(e)}", path=step.path) from e
                 own[step.name] = ParkedError(step.name, batch_id, error_class(e),

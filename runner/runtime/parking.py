@@ -32,8 +32,8 @@ from runner.compile.plan import Plan
 from runner.errors import DuplicateKeyError, ExecutionError
 from runner.spark_errors import chain, first_line, java_causes
 
-__all__ = ["ModelFailure", "ParkedError", "error_class", "model_failure", "park_policy",
-           "parked_line", "parked_with", "record_parked"]
+__all__ = ["ModelFailure", "ParkedError", "error_class", "from_spark", "model_failure",
+           "park_policy", "parked_line", "parked_with", "record_parked"]
 
 
 class ModelFailure(ExecutionError):
@@ -95,12 +95,25 @@ def error_class(error: BaseException) -> str | None:
 
 
 def model_failure(model: str, error: BaseException, cause: str, *, batch_id: int,
-                  path: str | None) -> ModelFailure:
-    """The :class:`ModelFailure` for ``error`` raised while computing ``model``'s rows."""
-    return ModelFailure(f"model {model} failed in batch {batch_id}: {cause}", model=model,
-                        error_class=error_class(error), line=first_line(cause), path=path,
-                        hint=f"fix {path or f'models/{model}.sql'} (or its input), then "
-                             "restart: the batch is replayed, committed sinks are skipped")
+                  path: str | None) -> ExecutionError:
+    """The error for ``error`` raised while computing ``model``'s rows: a
+    :class:`ModelFailure` when Spark raised it (a job or an analysis failed), else (a failpoint,
+    a bug of the runner) a plain :class:`ExecutionError`, never parked."""
+    message = f"model {model} failed in batch {batch_id}: {cause}"
+    hint = (f"fix {path or f'models/{model}.sql'} (or its input), then restart: the batch is "
+            "replayed, committed sinks are skipped")
+    if not from_spark(error):
+        return ExecutionError(message, path=path, hint=hint)
+    return ModelFailure(message, model=model, error_class=error_class(error),
+                        line=first_line(cause), path=path, hint=hint)
+
+
+def from_spark(error: BaseException) -> bool:
+    """Whether Spark raised ``error`` (a pyspark exception, or a Java one through py4j)."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    return any(isinstance(e, (PySparkException, Py4JJavaError)) for e in chain(error))
 
 
 def park_policy(plan: Plan, default: str) -> frozenset[str]:

@@ -140,6 +140,9 @@ def test_a_failing_model_is_parked_then_caught_up_once_fixed(
     assert _table_ids(root, "fragile_child") == _ids(root, everything)
     registry = load_registry(root / "cp")
     assert registry is not None and registry["fragile"].state == "live"
+    # the ledger keeps what was true at each batch: at batch 2 fragile lagged, at 3 it did not
+    assert snapshot_of(load_project(root), batch=2).tables["fragile"].parked_since == 1
+    assert snapshot_of(load_project(root)).tables["fragile"].parked_since is None
 
 
 def test_a_parked_model_that_fails_again_stays_parked_and_a_replay_parks_it_again(
