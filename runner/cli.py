@@ -13,7 +13,7 @@ import click
 from runner.build import compile_project, write_target
 from runner.compile.plan import Plan
 from runner.console import Console, Format, backfill_doc, batch_doc, plural, summary_doc
-from runner.errors import ConfigError, RunnerError
+from runner.errors import ConfigError, ExecutionError, RunnerError
 from runner.project.loader import Project, load_project
 from runner.project.triggers import validate_interval
 
@@ -165,6 +165,11 @@ def stream(project_dir: str, select: tuple[str, ...], available_now: bool, trigg
         printer({"summary": summary_doc(summary)})
     else:
         console.summary(summary)
+    if summary.parked and available_now:  # processing-time mode goes on without them
+        names = ", ".join(sorted(summary.parked))
+        raise ExecutionError(f"{len(summary.parked)} model(s) parked during this run: {names}",
+                             hint="their tables stay at their last good batch (`runner status` "
+                                  "shows why); fix the SQL and run again: they catch up")
 
 
 @cli.command()

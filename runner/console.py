@@ -131,7 +131,8 @@ class Console:
                    f"{plural(s.dead_letters, 'dead letter')}, "
                    f"rows written: {models or 'none'}; "
                    f"{plural(s.skipped_sinks, 'sink write')} skipped as already committed; "
-                   f"{s.seconds:.1f}s")
+                   f"{s.seconds:.1f}s"
+                   + (f"; parked: {', '.join(sorted(s.parked))}" if s.parked else ""))
 
     def tables(self, infos: Sequence[TableInfo]) -> None:
         for t in infos:
@@ -159,6 +160,7 @@ def batch_doc(r: BatchResult) -> dict[str, Any]:
     return {"batch_id": r.batch_id, "input_rows": r.input_rows, "dead_letters": r.dead_letters,
             "rows": r.rows_by_model, "skipped": list(r.skipped),
             "expectations": {m: dict(c) for m, c in r.expectations.items()},
+            "parked": {m: p.text for m, p in r.parked.items()},
             "seconds": round(r.seconds, 3)}
 
 
@@ -173,4 +175,6 @@ def backfill_doc(p: BackfillProgress) -> dict[str, Any]:
 def summary_doc(s: StreamSummary) -> dict[str, Any]:
     return {"batches": s.batches, "input_rows": s.input_rows, "dead_letters": s.dead_letters,
             "rows": s.rows_by_model, "skipped_sinks": s.skipped_sinks,
-            "seconds": round(s.seconds, 3), "stopped_by_signal": s.stopped_by_signal}
+            "seconds": round(s.seconds, 3), "stopped_by_signal": s.stopped_by_signal,
+            "parked": {m: {"batch_id": p.batch_id, "error_class": p.error_class,
+                           "error": p.text, "path": p.path} for m, p in s.parked.items()}}

@@ -21,6 +21,7 @@ __all__ = [
     "ExecutionError",
     "CheckpointBusyError",
     "SinkError",
+    "DuplicateKeyError",
     "SourceError",
 ]
 
@@ -93,6 +94,11 @@ class CheckpointBusyError(ExecutionError):
 
 class SinkError(ExecutionError):
     """A Delta sink could not be written (names the model and table)."""
+
+
+class DuplicateKeyError(SinkError):
+    """A merge model's batch has two rows for one ``unique_key``: the model's own fault, found
+    by its sink before anything is written (parked like a model's run-time error)."""
 
 
 class SourceError(ExecutionError):

@@ -15,7 +15,9 @@ Layout: one small JSON file per batch under ``<checkpoint>/ledger/``::
     {"batch_id": 42, "query_id": "...", "written_at": "2026-...Z",
      "tables": {"request_logs": 17, "error_events": 12, "_dead_letter": null}}
 
-``null`` means the table did not exist at that cut (a reader treats it as empty).
+``null`` means the table did not exist at that cut (a reader treats it as empty). An entry may
+also say ``"parked": {"fragile": 40}``: that model was parked (its SQL failed,
+:mod:`runner.runtime.parking`) since batch 40, so its version holds its batches before 40 only.
 
 Crash safety: an entry is written to a temporary name, flushed to disk, then linked to its
 final name, which fails when the name exists: an entry is all there or not there, and a batch
@@ -59,18 +61,23 @@ class LedgerEntry:
     tables: Mapping[str, int | None] = field(hash=False)
     query_id: str | None = None
     written_at: str | None = None
+    # model -> the batch it is parked since (its version holds the batches before it)
+    parked: Mapping[str, int] = field(default_factory=dict, hash=False)
 
     def to_json(self) -> str:
-        return json.dumps({"batch_id": self.batch_id, "query_id": self.query_id,
-                           "written_at": self.written_at, "tables": dict(self.tables)},
-                          separators=(",", ":"))
+        doc = {"batch_id": self.batch_id, "query_id": self.query_id,
+               "written_at": self.written_at, "tables": dict(self.tables)}
+        if self.parked:
+            doc["parked"] = dict(self.parked)
+        return json.dumps(doc, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> LedgerEntry:
         doc = json.loads(text)
         tables = {str(k): (None if v is None else int(v)) for k, v in doc["tables"].items()}
         return cls(batch_id=int(doc["batch_id"]), tables=tables, query_id=doc.get("query_id"),
-                   written_at=doc.get("written_at"))
+                   written_at=doc.get("written_at"),
+                   parked={str(k): int(v) for k, v in doc.get("parked", {}).items()})
 
 
 class Ledger:

@@ -14,6 +14,12 @@ Each model has one entry:
 - ``absent``: left out of a run (``enabled=false``, or not selected) from batch ``left_at``;
   when it is back it catches up from there.
 - ``retired``: its SQL file is gone since batch ``left_at``; the table is left in place.
+- ``parked``: its SQL failed at run time in batch ``left_at`` (``error``: why), or an
+  ancestor's did (``on_model_error: park``, :mod:`runner.runtime.parking`); its table stays
+  at its last good batch, and the next start-up catches it up from ``left_at`` like a model
+  that is back.
+
+Fields added later have defaults, so an older file stays readable.
 
 The file is replaced atomically (write, then rename). ``--full-refresh`` removes it with the
 rest of the checkpoint. A checkpoint written before this file existed has none: the start-up
@@ -34,7 +40,7 @@ __all__ = ["REGISTRY_FILE", "Entry", "State", "load_registry", "save_registry"]
 
 REGISTRY_FILE = "runner.models.json"
 
-State = Literal["live", "backfilling", "absent", "retired"]
+State = Literal["live", "backfilling", "absent", "retired", "parked"]
 
 
 @dataclass(frozen=True)
@@ -46,8 +52,9 @@ class Entry:
     start: int = 0
     drop: bool = False
     left_at: int = 0
+    error: str = ""
 
-    def to(self, state: State, **changes: int | bool) -> Entry:
+    def to(self, state: State, **changes: int | bool | str) -> Entry:
         return replace(self, state=state, **changes)  # type: ignore[arg-type]
 
 
@@ -73,5 +80,10 @@ def save_registry(checkpoint: Path, entries: dict[str, Entry]) -> None:
     """Write the entries (sorted by name) atomically."""
     checkpoint.mkdir(parents=True, exist_ok=True)
     path = checkpoint / REGISTRY_FILE
-    doc = {"version": 1, "models": {name: asdict(entries[name]) for name in sorted(entries)}}
+    doc = {"version": 1, "models": {name: _fields(entries[name]) for name in sorted(entries)}}
     write_atomic(path, json.dumps(doc, indent=1) + "\n")
+
+
+def _fields(entry: Entry) -> dict[str, object]:
+    """The entry's fields; ``error`` only when set (an older runner reads the file as it was)."""
+    return {k: v for k, v in asdict(entry).items() if k != "error" or v}

@@ -10,6 +10,12 @@ travel by version (docs/SNAPSHOTS.md has recipes for delta-rs, Polars, DuckDB an
     logs = DeltaTable(snap.path("request_logs"), version=snap.version("request_logs"))
 
 No Spark, no table opened: one directory listing and one small file read.
+
+A model parked at that batch (its SQL failed, ``on_model_error: park``) is listed with
+``parked_since``: k, as the batch's ledger entry says; its version then holds its batches
+before k only (its last good batch): the cut is consistent for every other table and that one
+lags. It stays so after the fixed model caught up (the entry records what was true at that
+batch); snapshots of the batches after the catch-up include it in full.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ class TableVersion:
 
     path: str
     version: int | None
+    parked_since: int | None = None  # parked from this batch: the version holds batches before
 
 
 @dataclass(frozen=True)
@@ -60,9 +67,12 @@ class Snapshot:
         return None if t.version is None else open_table(t.path, t.version)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"batch_id": N, "tables": {name: {"path": ..., "version": V}}}``."""
+        """``{"batch_id": N, "tables": {name: {"path": ..., "version": V}}}``, with
+        ``"parked_since": k`` for a parked table."""
         return {"batch_id": self.batch_id,
-                "tables": {name: {"path": t.path, "version": t.version}
+                "tables": {name: {"path": t.path, "version": t.version,
+                                  **({"parked_since": t.parked_since}
+                                     if t.parked_since is not None else {})}
                            for name, t in self.tables.items()}}
 
     def _table(self, table: str) -> TableVersion:
@@ -109,7 +119,8 @@ def snapshot_of(project: Project, *, batch: int | None = None) -> Snapshot:
 
 
 def _from_entry(project: Project, entry: LedgerEntry) -> Snapshot:
-    tables = {name: TableVersion(str(Path(project.table_path(name))), version)
+    tables = {name: TableVersion(str(Path(project.table_path(name))), version,
+                                 entry.parked.get(name))
               for name, version in entry.tables.items()}
     return Snapshot(batch_id=entry.batch_id, tables=tables, written_at=entry.written_at)
 
@@ -121,5 +132,7 @@ def snapshot_lines(snap: Snapshot) -> list[str]:
                                          if snap.written_at else "")]
     for name, t in snap.tables.items():
         version = "no table yet" if t.version is None else f"version {t.version}"
-        lines.append(f"  {name:<{width}}  {version:<14} {t.path}")
+        lines.append(f"  {name:<{width}}  {version:<14} {t.path}"
+                     + (f"  (parked since batch {t.parked_since}: holds batches before it "
+                        "only)" if t.parked_since is not None else ""))
     return lines

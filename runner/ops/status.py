@@ -11,7 +11,9 @@ does not grow with the number of batches), the rest are small files. Reported:
 - dead letters of the last batches (count per batch and the latest reasons), read from the
   files whose statistics say they hold those batches;
 - the process holding the checkpoint now (pid, host, since), and a maintenance in progress;
-- how the last run ended, with its error if it failed (:mod:`runner.checkpoint.runs`).
+- how the last run ended, with its error if it failed (:mod:`runner.checkpoint.runs`);
+- the parked models (``on_model_error: park``): since which batch, and why (the checkpoint's
+  model registry, :mod:`runner.checkpoint.registry`).
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from typing import Any
 from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.checkpoint.lock import MAINTENANCE, lock_holder
 from runner.checkpoint.query import read_query_id
+from runner.checkpoint.registry import Entry, load_registry
 from runner.checkpoint.runs import read_last_run
 from runner.checkpoint.spark_logs import last_committed, last_planned
+from runner.errors import RunnerError
 from runner.ops.backlog import Backlog, files_backlog, kafka_backlog
 from runner.project.loader import Project
 from runner.sinks.base import app_id
@@ -48,6 +52,8 @@ class TableStatus:
     log_files: int = 0
     log_bytes: int = 0
     error: str | None = None
+    parked_since: int | None = None  # parked (its SQL failed) from this batch on
+    parked_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,8 @@ class PipelineStatus:
             "backlog": self.backlog.to_dict(), "dead_letters": self.dead_letters,
             "lock": self.lock, "maintenance": self.maintenance_lock,
             "last_run": self.last_run, "seconds": round(self.seconds, 3),
+            "parked": {t.name: {"since": t.parked_since, "error": t.parked_error}
+                       for t in self.tables if t.parked_since is not None},
         }
 
 
@@ -89,8 +97,14 @@ def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
     names = [m.name for m in project.models] + [project.config.dead_letter]
     if latest is not None:
         names += [n for n in latest.tables if n not in names]
-    tables = tuple(_table(project, n, query_id, latest) for n in names)
-    tables = tuple(t for t in tables if t.exists or t.name in (latest.tables if latest else ()))
+    try:
+        registry = load_registry(checkpoint) or {}
+    except RunnerError:
+        registry = {}
+    parked = {m: e for m, e in registry.items() if e.state == "parked"}
+    tables = tuple(_table(project, n, query_id, latest, parked.get(n)) for n in names)
+    tables = tuple(t for t in tables if t.exists or t.parked_since is not None
+                   or t.name in (latest.tables if latest else ()))
     committed = last_committed(checkpoint)
     planned = last_planned(checkpoint)
     in_flight = planned if planned is not None and (committed is None or planned > committed) \
@@ -114,14 +128,17 @@ def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
 
 
 def _table(project: Project, name: str, query_id: str | None,
-           latest: LedgerEntry | None) -> TableStatus:
+           latest: LedgerEntry | None, parked: Entry | None) -> TableStatus:
     path = str(project.table_path(name))
     snap = latest.tables.get(name) if latest is not None else None
+    since, why = (parked.left_at, parked.error) if parked is not None else (None, None)
     state = table_state(path, app_id(project.config.name, name, query_id) if query_id else None)
     if not state.exists:
-        return TableStatus(name, path, False, snapshot_version=snap)
+        return TableStatus(name, path, False, snapshot_version=snap, parked_since=since,
+                           parked_error=why)
     return TableStatus(name, path, True, state.last_batch, state.version, snap, state.files,
-                       state.size, state.log_files, state.log_bytes, error=state.error)
+                       state.size, state.log_files, state.log_bytes, error=state.error,
+                       parked_since=since, parked_error=why)
 
 
 def _dead_letters(project: Project, *, last: int, newest: int | None) -> dict[str, Any]:
@@ -177,13 +194,15 @@ def status_lines(s: PipelineStatus) -> list[str]:
                     if s.in_flight_batch is not None else ""))
     width = max((len(t.name) for t in s.tables), default=0)
     for t in s.tables:
+        parked = (f"  PARKED since batch {t.parked_since}: {t.parked_error}"
+                  if t.parked_since is not None else "")
         if not t.exists:
-            lines.append(f"  {t.name:<{width}}  no table yet")
+            lines.append(f"  {t.name:<{width}}  no table yet{parked}")
             continue
         text = (f"  {t.name:<{width}}  last batch {_opt(t.last_batch)}, version {t.version} "
                 f"(snapshot {_opt(t.snapshot_version)}), {t.files:,} files {_size(t.bytes)}, "
                 f"log {t.log_files:,} files {_size(t.log_bytes)}")
-        lines.append(text + (f"  problem: {t.error}" if t.error else ""))
+        lines.append(text + (f"  problem: {t.error}" if t.error else "") + parked)
     b = s.backlog
     if b.error:
         lines.append(f"backlog: unknown ({b.error})")

@@ -34,6 +34,7 @@ __all__ = [
     "MaintenanceConfig",
     "MetricsConfig",
     "ModelConfig",
+    "OnModelError",
     "ProjectConfig",
     "SparkConfig",
     "Severity",
@@ -42,6 +43,9 @@ __all__ = [
 ]
 
 Severity = Literal["error", "warn", "off"]
+#: What a model's own run-time failure does: ``park`` it (and its descendants) and go on, or
+#: ``halt`` the batch (the stream fails; every replay fails the same way until fixed).
+OnModelError = Literal["park", "halt"]
 
 
 def _stringify(value: Any) -> Any:
@@ -169,6 +173,7 @@ class ProjectConfig(_Strict):
     trigger: str = "10 seconds"
     parallelism: int = Field(default=4, ge=1, le=64)
     parse_only_used_fields: bool = False
+    on_model_error: OnModelError = "park"
     delta: DeltaConfig = Field(default_factory=DeltaConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     lint: LintConfig = Field(default_factory=LintConfig)
@@ -220,6 +225,8 @@ class ModelConfig(_Strict):
     # New to an existing checkpoint: load the history first (True) or start at the next batch.
     backfill: bool = True
     expectations: tuple[Expectation, ...] = ()
+    # Unset: project.yml's on_model_error (park by default).
+    on_model_error: OnModelError | None = None
 
     @field_validator("unique_key", "partition_by", "tags", mode="before")
     @classmethod

@@ -47,6 +47,7 @@ from runner.errors import ExecutionError
 from runner.failpoints import failpoint
 from runner.project.loader import Project
 from runner.runtime.batch import BatchPlan, prepare, run_batch
+from runner.runtime.parking import ParkedError
 from runner.sinks import SinkSpec
 from runner.sinks.base import app_id
 from runner.sinks.tables import check_droppable, is_table
@@ -123,9 +124,10 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
             new[m] = Entry("backfilling", start=0, drop=True)
             said.append(f"model {m}: --full-refresh: its table is dropped and rebuilt from "
                         + history(0))
-        elif e is None or e.state in ("absent", "retired"):
+        elif e is None or e.state in ("absent", "retired", "parked"):
             start = 0 if e is None else e.left_at
-            what = "is new to this checkpoint" if e is None else "is back"
+            what = ("is new to this checkpoint" if e is None else "is back" if
+                    e.state != "parked" else f"was parked at batch {start} ({e.error})")
             if e is not None and e.drop:
                 new[m] = Entry("backfilling", start=0, drop=True)
                 said.append(f"model {m} {what}: its rebuild goes on from "
@@ -133,7 +135,9 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
             elif start >= nxt:
                 new[m] = Entry("live", since=nxt)
                 if e is not None:
-                    said.append(f"model {m} is back; it missed no batch")
+                    said.append(f"model {m} {what}; it missed no committed batch"
+                                if e.state == "parked" else f"model {m} is back; it missed "
+                                "no batch")
             elif m in no_backfill:
                 new[m] = Entry("live", since=nxt)
                 said.append(f"model {m} {what}: backfill=false, so it starts at batch {nxt} "
@@ -153,6 +157,10 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
             del new[m]  # so that, back, it is new (a batch that gave no rows gives none again)
             if gone:
                 said.append(f"model {m} is retired (its SQL file is gone) and has no table")
+            continue
+        if e.state == "parked" and not gone:  # stays parked, and catches up when it is back
+            said.append(f"model {m} is parked since batch {e.left_at} ({e.error}) and not in "
+                        "this run")
             continue
         if e.state == "live" and legacy:  # since when it sat out is unknown: its table says
             v = version(m)
@@ -206,7 +214,8 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         table=lambda m: str(project.table_path(m)),
         exists=lambda m: is_table(project.table_path(m)))
     joining = [m for m in run if (entries or {}).get(m, Entry("absent")).state in
-               ("absent", "retired") and handover.entries[m].state in ("backfilling", "live")
+               ("absent", "retired", "parked")
+               and handover.entries[m].state in ("backfilling", "live")
                and not handover.entries[m].drop and committed is not None]
     bp.writer.refuse_foreign_tables(
         [spec(m) for m in joining], run_id=query_id,
@@ -224,9 +233,12 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
 def finish_handover(spark: SparkSession, project: Project, bp: BatchPlan, handover: Handover, *,
                     stop: threading.Event | None = None,
                     on_event: Callable[[str], None] = lambda m: None,
-                    on_progress: Callable[[BackfillProgress], None] = lambda p: None) -> bool:
+                    on_progress: Callable[[BackfillProgress], None] = lambda p: None,
+                    on_parked: Callable[[ParkedError], None] = lambda p: None) -> bool:
     """Drop the tables to rebuild, backfill the models the handover left ``backfilling``,
-    then mark them live.
+    then mark them live. A model of ``bp.park`` whose SQL fails in a backfill batch (or whose
+    ancestor's does) is parked at that batch instead (registry saved at once, ``on_parked``);
+    the others go on.
 
     Returns:
         True when a stop was requested during the backfill (the stream must not start).
@@ -246,13 +258,20 @@ def finish_handover(spark: SparkSession, project: Project, bp: BatchPlan, handov
             bp.writer.drop(bp.sinks[m])
             entries[m] = entries[m].to("backfilling", drop=False)
             save_registry(project.checkpoint, entries)
+
+    def park(p: ParkedError) -> None:
+        entries[p.model] = Entry("parked", left_at=p.batch_id, error=p.text)
+        save_registry(project.checkpoint, entries)
+        on_parked(p)
+
     if handover.committed is not None and _backfill(
             spark, project, bp, todo, through=handover.committed, stop=stop, on_event=on_event,
-            on_progress=on_progress):
+            on_progress=on_progress, on_parked=park):
         return True
     failpoint("backfill.before_live")
     for m in todo:
-        entries[m] = Entry("live", since=handover.next_batch)
+        if entries[m].state != "parked":
+            entries[m] = Entry("live", since=handover.next_batch)
     save_registry(project.checkpoint, entries)
     failpoint("backfill.after_live")
     return False
@@ -297,7 +316,8 @@ class _Totals:
 
 def _backfill(spark: SparkSession, project: Project, bp: BatchPlan, todo: Mapping[str, int], *,
               through: int, stop: threading.Event | None, on_event: Callable[[str], None],
-              on_progress: Callable[[BackfillProgress], None]) -> bool:
+              on_progress: Callable[[BackfillProgress], None],
+              on_parked: Callable[[ParkedError], None]) -> bool:
     """Run the models of ``todo`` (model -> first batch) on batches up to ``through``; True
     when stopped by a signal."""
     resume = {}
@@ -326,6 +346,10 @@ def _backfill(spark: SparkSession, project: Project, bp: BatchPlan, todo: Mappin
         if not targets:
             continue
         result = run_batch(_cut(bp, targets), read(past), past.batch_id)
+        for m in targets:
+            if m in result.parked:  # its SQL (or an ancestor's) failed: parked, not retried
+                del pending[m]
+                on_parked(result.parked[m])
         for m in targets:
             failpoint(f"backfill.after_commit:{m}", batch_id=past.batch_id)
         totals.batches += 1

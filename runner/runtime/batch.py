@@ -35,14 +35,15 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from runner.compile.graph import descendants
 from runner.compile.plan import Plan
 from runner.compile.reads import PARSED_EVENTS
-from runner.errors import ExecutionError, RunnerError, SinkError
+from runner.errors import DuplicateKeyError, ExecutionError, RunnerError, SinkError
 from runner.failpoints import failpoint
 from runner.runtime.expectations import (
     ExpectationOutcome,
@@ -51,6 +52,14 @@ from runner.runtime.expectations import (
 )
 from runner.runtime.guard import checked_query
 from runner.runtime.metrics import ready_metrics
+from runner.runtime.parking import (
+    ModelFailure,
+    ParkedError,
+    error_class,
+    from_spark,
+    model_failure,
+    parked_with,
+)
 from runner.runtime.parse import parse_batch, prepare_parse
 from runner.sinks import DeltaWriter, SinkSpec, WriteResult
 from runner.spark_errors import first_line, is_storage_failure, root_cause
@@ -78,6 +87,9 @@ class BatchPlan:
     # the steps with a sink are written, and the dead-letter table (which holds those batches
     # already) is left alone.
     write_dead_letters: bool = True
+    # The models parked (runner.runtime.parking) when their own SQL fails, rather than failing
+    # the batch: on_model_error 'park' (project.yml, or the model's config). Empty: all halt.
+    park: frozenset[str] = frozenset()
 
     @property
     def parse_fields(self) -> tuple[str, ...] | None:
@@ -102,6 +114,8 @@ class BatchResult:
     seconds: float
     # model -> expectation name -> rows that violated it (models whose counts are known)
     expectations: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # models parked by this batch (they failed, or an ancestor did): not written from it on
+    parked: Mapping[str, ParkedError] = field(default_factory=dict)
 
     @property
     def skipped(self) -> tuple[str, ...]:
@@ -132,7 +146,8 @@ def persisted_models(plan: Plan) -> frozenset[str]:
 
 
 def _write(writer: DeltaWriter, spec: SinkSpec, df: DataFrame, batch_id: int,
-           rows_hint: int | None = None, *, is_model: bool = True) -> WriteResult:
+           rows_hint: int | None = None, *, is_model: bool = True,
+           path: str | None = None) -> WriteResult:
     try:
         # Names this thread's Spark jobs (UI, event log): "runner: <model> batch <id>".
         df.sparkSession.sparkContext.setJobDescription(f"runner: {spec.model} batch {batch_id}")
@@ -151,9 +166,7 @@ def _write(writer: DeltaWriter, spec: SinkSpec, df: DataFrame, batch_id: int,
                 f"the dead-letter table {spec.path} failed in batch {batch_id}: {cause}",
                 hint="this write also computes the rows that models quarantine by expectation: "
                      "check those models, then restart (the batch is replayed)") from e
-        raise ExecutionError(f"model {spec.model} failed in batch {batch_id}: {cause}",
-                             hint=f"fix models/{spec.model}.sql (or its input), then restart: "
-                                  "the batch is replayed, committed sinks are skipped") from e
+        raise model_failure(spec.model, e, cause, batch_id=batch_id, path=path) from e
 
 
 def prepare(bp: BatchPlan) -> None:
@@ -190,12 +203,17 @@ def _fill(frame: DataFrame, batch_id: int) -> None:
 DEAD_LETTER_ARROW_MAX_BYTES = 32 * 2**20
 
 
-def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int) -> BatchResult:
+def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
+              parked: Collection[str] = ()) -> BatchResult:
     """Process one micro-batch (``raw``: ``value`` plus source metadata columns).
 
+    ``parked``: models parked before this batch (and their descendants): not run. A model of
+    ``bp.park`` whose own SQL fails is parked by this batch (:attr:`BatchResult.parked`)
+    rather than failing it.
+
     Raises:
-        ExecutionError: a model or a sink failed; sinks that committed stay committed and are
-            skipped when Spark replays the batch.
+        ExecutionError: a model (not parkable) or a sink failed; sinks that committed stay
+            committed and are skipped when Spark replays the batch.
     """
     from pyspark.sql import Observation
 
@@ -217,12 +235,22 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int) -> BatchResult:
         frames: dict[str, DataFrame] = {}
         outcomes: dict[str, ExpectationOutcome] = {}
         quarantined: list[DataFrame] = []
+        edges = {s.name: s.depends_on for s in bp.plan.steps}
+        skip = set(parked).union(*(descendants(m, edges) for m in parked))
+        own: dict[str, ParkedError] = {}
         for step in bp.plan.steps:  # dependency order: a ref'd view exists before its reader
+            if step.name in skip:
+                continue
             try:
                 df = spark.sql(checked_query(spark, step.sql))  # runtime/guard.py
             except Exception as e:  # analysis errors (the plan was linted, but be explicit)
-                raise ExecutionError(f"model {step.name} failed in batch {batch_id}: "
-                                     f"{first_line(e)}", path=step.path) from e
+                if step.name not in bp.park or not from_spark(e):
+                    raise ExecutionError(f"model {step.name} failed in batch {batch_id}: "
+                                         f"{first_line(e)}", path=step.path) from e
+                own[step.name] = ParkedError(step.name, batch_id, error_class(e),
+                                                first_line(e), step.path)
+                skip |= descendants(step.name, edges)
+                continue
             if step.name in persisted:
                 df = df.persist()
                 cached.append(df)
@@ -261,15 +289,18 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int) -> BatchResult:
         with ThreadPoolExecutor(max_workers=bp.parallelism,
                                 thread_name_prefix=f"batch{batch_id}") as pool:
             futures = {name: pool.submit(_write, bp.writer, bp.sinks[name], df, batch_id,
-                                         rows_hint)
+                                         rows_hint, path=bp.plan.step(name).path)
                        for name, df in frames.items() if name in bp.sinks}
             results: dict[str, WriteResult] = {}
-            errors: list[BaseException] = []
+            raised: dict[str, BaseException] = {}
             for name, future in futures.items():
                 try:
                     results[name] = future.result()
                 except BaseException as e:  # noqa: BLE001 - collected, the first is raised
-                    errors.append(e)
+                    raised[name] = e
+        own.update(_parkable(bp, raised, batch_id))
+        covered = set(own).union(*(descendants(m, edges) for m in own))
+        errors = [e for name, e in raised.items() if name not in covered]
         if errors:
             failed = next((f for f in map(expectation_failure, errors) if f is not None), None)
             if failed is not None:  # a 'fail' expectation: name the model and expectation
@@ -279,8 +310,26 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int) -> BatchResult:
     finally:
         for df in cached:
             df.unpersist()
-    violations = {name: o.counts() for name, o in outcomes.items() if o.expectations}
+    violations = {name: o.counts() for name, o in outcomes.items()
+                  if o.expectations and name not in covered}
     return BatchResult(batch_id=batch_id, input_rows=int(observed["rows"]),
                        dead_letters=int(observed["dead"]), writes=tuple(results.values()),
                        seconds=time.perf_counter() - started,
-                       expectations={m: c for m, c in violations.items() if c is not None})
+                       expectations={m: c for m, c in violations.items() if c is not None},
+                       parked=parked_with(bp.plan, own, skip=parked))
+
+
+def _parkable(bp: BatchPlan, raised: Mapping[str, BaseException],
+              batch_id: int) -> dict[str, ParkedError]:
+    """The write failures that are their model's own (parkable, see
+    :mod:`runner.runtime.parking`): not a sink's, not a 'fail' expectation's."""
+    out = {}
+    for name, e in raised.items():
+        if name not in bp.park or expectation_failure(e) is not None:
+            continue
+        if isinstance(e, ModelFailure):
+            out[name] = ParkedError(name, batch_id, e.error_class, e.first, e.path)
+        elif isinstance(e, DuplicateKeyError):
+            out[name] = ParkedError(name, batch_id, error_class(e), first_line(e.message),
+                                    bp.plan.step(name).path)
+    return out

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from runner.checkpoint.ledger import Ledger, LedgerEntry, utc_now
 from runner.checkpoint.lock import MAINTENANCE, CheckpointLock
+from runner.checkpoint.registry import load_registry
 from runner.errors import CheckpointBusyError, RunnerError
 from runner.failpoints import failpoint
 from runner.sinks.maintenance import MaintenanceFailure, Target, maintain_tables
@@ -73,8 +74,11 @@ class Bookkeeper:
     def record(self, result: BatchResult) -> None:
         """Record batch ``result.batch_id`` in the ledger (kept as it is on a replay)."""
         versions = versions_of(self.tables, known=self.known)
+        registry = load_registry(self.project.checkpoint) or {}  # parked before this entry
+        parked = {m: e.left_at for m, e in registry.items() if e.state == "parked"
+                  and e.left_at <= result.batch_id and m in versions}
         self.ledger.record(LedgerEntry(result.batch_id, versions, query_id=self.query_id,
-                                       written_at=utc_now()))
+                                       written_at=utc_now(), parked=parked))
         self.known = {name: v for name, v in versions.items() if v is not None}
         failpoint("batch.after_ledger", batch_id=result.batch_id)
         self._batches += 1

@@ -17,7 +17,8 @@ Defaults (a user's ``conf`` overrides every one of them):
   the last duplicate key wins).
 - Spark's own logging (WARN and up) goes to ``<log_dir>/spark.log`` through a generated log4j2
   configuration, never to the user's terminal. ``log_dir`` defaults to a per-user folder under
-  the system temp dir.
+  the system temp dir. pyspark's own query-context loggers (which log each SQL error with its
+  Java stack trace) go to ``<log_dir>/pyspark.log``.
 - the JVM jars ``scripts/setup.sh`` fetched (delta-spark, Spark's Kafka source) on
   ``spark.jars``, from whatever directory the runner is started (:func:`spark_jars`); with
   delta-spark among them, its SQL extension and catalog. No network: the jars are local files.
@@ -274,9 +275,34 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    _pyspark_logs_to_file(log_file.parent / "pyspark.log")
     elapsed = time.perf_counter() - started
     spark.conf.set(START_SECONDS_KEY, f"{elapsed:.3f}")
     return spark
+
+
+#: pyspark's Python-side loggers that log every SQL error with its Java stack trace (JSON, to
+#: stderr, before the exception reaches the runner).
+_QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def _pyspark_logs_to_file(path: Path) -> None:
+    """Send pyspark's query-context loggers to ``path`` (next to ``spark.log``) instead of
+    the terminal: the runner reports the error itself, in one line."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in _QUERY_CONTEXT_LOGGERS:
+        logger = PySparkLogger.getLogger(name)
+        if any(getattr(h, "baseFilename", None) == str(path) for h in logger.handlers):
+            continue
+        for handler in list(logger.handlers):
+            if isinstance(handler, logging.StreamHandler) and not isinstance(
+                    handler, logging.FileHandler):
+                logger.removeHandler(handler)
+        logger.addHandler(logging.FileHandler(path, encoding="utf-8", delay=True))
+        logger.propagate = False
 
 
 def session_info(spark: SparkSession) -> SessionInfo:

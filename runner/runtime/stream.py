@@ -39,6 +39,7 @@ from runner.runtime.backfill import BackfillProgress, finish_handover, prepare_h
 from runner.runtime.batch import BatchPlan, BatchResult, prepare, run_batch
 from runner.runtime.bookkeeping import Bookkeeper
 from runner.runtime.evolution import check_schema_changes, model_output_schemas
+from runner.runtime.parking import ParkedError, park_policy, parked_line, record_parked
 from runner.runtime.session import session_info
 from runner.sinks import engine_choice, make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
@@ -63,6 +64,8 @@ class StreamSummary:
     skipped_sinks: int = 0
     seconds: float = 0.0
     stopped_by_signal: bool = False
+    # models parked during this run (their SQL failed; on_model_error: park), by name
+    parked: dict[str, ParkedError] = field(default_factory=dict)
 
     def add(self, result: BatchResult) -> None:
         self.batches += 1
@@ -225,7 +228,14 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         bp = BatchPlan(plan=plan, sinks=sinks, dead_letter=dead,
                        metadata_columns=source_metadata_columns(project.config.source.type),
                        writer=writer, parallelism=project.config.parallelism,
-                       parse_only_used_fields=project.config.parse_only_used_fields)
+                       parse_only_used_fields=project.config.parse_only_used_fields,
+                       park=park_policy(plan, project.config.on_model_error))
+        parked: dict[str, ParkedError] = {}
+
+        def park(p: ParkedError) -> None:
+            parked[p.model] = p
+            on_event(parked_line(p))
+
         handover = prepare_handover(project, bp, query_id=query_id, rebuild=rebuild,
                                     on_event=on_event)
         tables_exist = any(is_table(project.table_path(s.name)) for s in plan.steps)
@@ -237,8 +247,8 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         if fresh:
             write_query_id(checkpoint, query_id)
         if finish_handover(spark, project, bp, handover, stop=stopper.requested,
-                           on_event=on_event, on_progress=on_backfill):
-            return StreamSummary(stopped_by_signal=True)
+                           on_event=on_event, on_progress=on_backfill, on_parked=park):
+            return StreamSummary(stopped_by_signal=True, parked=parked)
 
         on_event(f"pipeline {plan.project}: {len(plan.steps)} models "
                  f"({', '.join(s.name for s in plan.steps)}), engine {writer.engine}, "
@@ -246,7 +256,10 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         # After each batch's sinks: its ledger entry (snapshots), then maintenance when due.
         on_batch = Bookkeeper(project, bp, query_id=query_id, on_event=on_event).wrap(on_batch)
         return _run_query(spark, project, bp, mode=mode, trigger=trigger, stopper=stopper,
-                          on_batch=on_batch, on_event=on_event, on_progress=on_progress)
+                          on_batch=on_batch, on_event=on_event, on_progress=on_progress,
+                          parked=parked, on_parked=park,
+                          still_parked={m for m, e in handover.entries.items()
+                                        if e.state == "parked"})
 
 
 def _kafka_unreachable(project: Project, error: BaseException) -> str | None:
@@ -308,20 +321,27 @@ def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
                mode: Literal["available_now", "processing_time"], trigger: str,
                stopper: _Stopper, on_batch: Callable[[BatchResult], None],
                on_event: Callable[[str], None],
-               on_progress: Callable[[dict[str, Any] | None], None]) -> StreamSummary:
-    summary = StreamSummary()
+               on_progress: Callable[[dict[str, Any] | None], None],
+               parked: dict[str, ParkedError], on_parked: Callable[[ParkedError], None],
+               still_parked: set[str]) -> StreamSummary:
+    summary = StreamSummary(parked=parked)
     failure: list[BaseException] = []
     batches = _Batches()
 
     def process(df: DataFrame, batch_id: int) -> None:
         batches.running = batch_id
         try:
-            result = run_batch(bp, df, batch_id)
+            result = run_batch(bp, df, batch_id, frozenset(still_parked))
+            # Parked before Spark's commit-log entry: a replay of this batch parks it again.
+            record_parked(project.checkpoint, result.parked)
         except BaseException as e:
             failure.append(e)
             raise
         finally:
             batches.running = None
+        still_parked.update(result.parked)
+        for p in result.parked.values():
+            on_parked(p)
         batches.finished = batch_id
         summary.add(result)
         on_batch(result)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from runner.errors import ConfigError, SinkError
+from runner.errors import ConfigError, DuplicateKeyError, SinkError
 from runner.sinks.tables import check_droppable
 
 if TYPE_CHECKING:
@@ -282,11 +282,11 @@ def merge_predicate(unique_key: Iterable[str]) -> str:
 
 
 def duplicate_key_error(spec: SinkSpec, key_values: tuple[Any, ...], count: int,
-                        batch_id: int) -> SinkError:
+                        batch_id: int) -> DuplicateKeyError:
     """The error for a merge source that has ``count`` rows for one key."""
     columns = ", ".join(spec.unique_key)
     value = repr(key_values[0]) if len(key_values) == 1 else repr(tuple(key_values))
-    return SinkError(
+    return DuplicateKeyError(
         f"model {spec.model}: merge source has {count} rows for unique_key ({columns})={value} "
         f"in batch {batch_id}; a merge model must yield one row per key "
         f"(GROUP BY the key or filter row_number() = 1)"

@@ -142,8 +142,17 @@ def test_merge_with_duplicate_keys_names_model_and_key(tmp_path, delta_engine) -
         SELECT request.endpoint AS endpoint, eventId FROM parsed_events
     """}, engine=delta_engine)
     write_demo_files(project.root / "incoming", events=200, files=1, poison_every=0)
+    summary = _run(project)  # parked (on_model_error: park), the other models written
+    parked = summary.parked["bad_merge"]
+    assert (parked.batch_id, parked.error_class) == (0, "DUPLICATE_MERGE_KEY")
+    assert "unique_key (endpoint)" in parked.message
+    assert summary.rows_by_model["request_logs"] == 200
+    # With on_model_error='halt' its catch-up fails the start, naming model and key.
+    sql = project.root / "models" / "bad_merge.sql"
+    sql.write_text(sql.read_text().replace("unique_key='endpoint'",
+                                           "unique_key='endpoint', on_model_error='halt'"))
     with pytest.raises(ExecutionError, match="bad_merge.*unique_key.*endpoint"):
-        _run(project)
+        _run(load_project(project.root))
 
 
 def test_expectations_drop_quarantine_and_fail_in_the_stream(tmp_path, delta_engine) -> None:

@@ -1,0 +1,173 @@
+"""Parking a failing model: what counts as the model's own failure, and what is parked with it.
+
+With ``on_model_error: park`` (the default; project.yml, or per model in ``config()``), a model
+whose own SQL fails at run time does not fail the batch: the batch completes for every other
+model, and the model and its descendants in the plan are *parked* from that batch on (their
+tables stay at their last good batch). The stream records them in the checkpoint's model
+registry (:mod:`runner.checkpoint.registry`) before Spark's commit-log entry, skips them in
+later batches, and the next start-up catches them up from the retained history like a backfill
+(:mod:`runner.runtime.backfill`).
+
+A model's own failure is an error raised while Spark analyses (``spark.sql``) or computes its
+rows (Spark is lazy: at its write), except:
+
+- a storage failure (:func:`runner.spark_errors.is_storage_failure`): a :class:`SinkError`;
+- any other error of a sink (a Delta commit, a conflict): a :class:`SinkError`;
+- a ``fail`` expectation: the user asked for the batch to fail (it halts);
+- a failure of the source or of the parse (raised before any model runs).
+
+A merge model's duplicate keys are its own failure too (:class:`DuplicateKeyError`).
+A descendant is parked with its ancestor whatever its own policy (it reads the ancestor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.checkpoint.registry import Entry, load_registry, save_registry
+from runner.compile.graph import descendants
+from runner.compile.plan import Plan
+from runner.errors import DuplicateKeyError, ExecutionError
+from runner.spark_errors import chain, first_line, java_causes
+
+__all__ = ["ModelFailure", "ParkedError", "error_class", "from_spark", "model_failure",
+           "park_policy", "parked_line", "parked_with", "record_parked"]
+
+
+class ModelFailure(ExecutionError):
+    """A model's own SQL failed at run time (raised by the batch's write of that model)."""
+
+    def __init__(self, message: str, *, model: str, error_class: str | None, line: str,
+                 path: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message, path=path, hint=hint)
+        self.model = model
+        self.error_class = error_class
+        self.first = line
+
+
+@dataclass(frozen=True)
+class ParkedError:
+    """Why a model is parked, from which batch (``ancestor``: parked because that one failed)."""
+
+    model: str
+    batch_id: int
+    error_class: str | None
+    message: str  # the first line of Spark's message
+    path: str | None = None  # the model's SQL file
+    ancestor: str | None = None
+
+    @property
+    def text(self) -> str:
+        """One line: the error class and message, or which ancestor failed."""
+        if self.ancestor is not None:
+            return f"its ancestor {self.ancestor} failed"
+        return f"[{self.error_class}] {self.message}" if self.error_class else self.message
+
+
+def error_class(error: BaseException) -> str | None:
+    """Spark's error class (condition) of ``error``: a pyspark exception's ``getCondition()``
+    (``getErrorClass()`` before Spark 4), else the first Java cause that has one, else None."""
+    from py4j.protocol import Py4JError
+
+    for e in chain(error):
+        if isinstance(e, DuplicateKeyError):
+            return "DUPLICATE_MERGE_KEY"
+        for name in ("getCondition", "getErrorClass"):
+            method = getattr(e, name, None)
+            if callable(method):
+                try:
+                    value = method()
+                except (Py4JError, AttributeError, TypeError):
+                    value = None
+                if value:
+                    return str(value)
+    for java in java_causes(error):
+        for name in ("getCondition", "getErrorClass"):
+            try:
+                value = getattr(java, name)()
+            except (Py4JError, AttributeError, TypeError):
+                continue
+            if value:
+                return str(value)
+    return None
+
+
+def model_failure(model: str, error: BaseException, cause: str, *, batch_id: int,
+                  path: str | None) -> ExecutionError:
+    """The error for ``error`` raised while computing ``model``'s rows: a
+    :class:`ModelFailure` when Spark raised it (a job or an analysis failed), else (a failpoint,
+    a bug of the runner) a plain :class:`ExecutionError`, never parked."""
+    message = f"model {model} failed in batch {batch_id}: {cause}"
+    hint = (f"fix {path or f'models/{model}.sql'} (or its input), then restart: the batch is "
+            "replayed, committed sinks are skipped")
+    if not from_spark(error):
+        return ExecutionError(message, path=path, hint=hint)
+    return ModelFailure(message, model=model, error_class=error_class(error),
+                        line=first_line(cause), path=path, hint=hint)
+
+
+def from_spark(error: BaseException) -> bool:
+    """Whether Spark raised ``error`` (a pyspark exception, or a Java one through py4j)."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    return any(isinstance(e, (PySparkException, Py4JJavaError)) for e in chain(error))
+
+
+def park_policy(plan: Plan, default: str) -> frozenset[str]:
+    """The models whose effective ``on_model_error`` is ``park`` (theirs, else ``default``)."""
+    return frozenset(s.name for s in plan.steps
+                     if (s.config.on_model_error or default) == "park")
+
+
+def parked_with(plan: Plan, failed: Mapping[str, ParkedError],
+                skip: Collection[str] = ()) -> dict[str, ParkedError]:
+    """``failed`` (the models that failed on their own), and every descendant of one not
+    already in ``skip``, each named with the failed ancestor (the first in plan order)."""
+    edges = {s.name: s.depends_on for s in plan.steps}
+    out: dict[str, ParkedError] = {}
+    for step in plan.steps:  # dependency order: an ancestor before its descendants
+        if step.name in failed:
+            own = failed[step.name]
+            anc = next((a for a in out if step.name in descendants(a, edges)), None)
+            out[step.name] = own if anc is None else ParkedError(
+                step.name, own.batch_id, own.error_class, own.message, step.path,
+                ancestor=out[anc].ancestor or anc)
+    for name in list(out):
+        if out[name].ancestor is not None:
+            continue
+        for d in _ordered(plan, descendants(name, edges)):
+            if d not in out and d not in skip:
+                own = out[name]
+                out[d] = ParkedError(d, own.batch_id, own.error_class, own.message,
+                                     plan.step(d).path, ancestor=name)
+    return out
+
+
+def _ordered(plan: Plan, names: Iterable[str]) -> list[str]:
+    wanted = set(names)
+    return [s.name for s in plan.steps if s.name in wanted]
+
+
+def record_parked(checkpoint: Path, parked: Mapping[str, ParkedError]) -> None:
+    """Mark the models parked in the checkpoint's registry (saved at once). A model already
+    parked from an earlier batch keeps it (a replayed batch parks it again: same result)."""
+    if not parked:
+        return
+    entries = load_registry(checkpoint) or {}
+    for name, p in parked.items():
+        old = entries.get(name)
+        if old is not None and old.state == "parked" and old.left_at <= p.batch_id:
+            continue
+        entries[name] = Entry("parked", left_at=p.batch_id, error=p.text)
+    save_registry(checkpoint, entries)
+
+
+def parked_line(p: ParkedError) -> str:
+    """The one line the stream prints for a parked model."""
+    where = f" ({p.path})" if p.path else ""
+    return (f"model {p.model}{where} parked from batch {p.batch_id}: {p.text}; its table stays "
+            f"at its last good batch; fix the SQL and restart: it catches up from batch "
+            f"{p.batch_id}")

@@ -1,0 +1,89 @@
+"""The pure half of parking failing models (no Spark): the policy, what is parked with a
+failing model, the registry state and what the next start-up decides about it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner.checkpoint.registry import REGISTRY_FILE, Entry, load_registry, save_registry
+from runner.compile.plan import Plan, Step
+from runner.errors import ConfigError
+from runner.project.config import ModelConfig, parse_project_config
+from runner.runtime.backfill import decide
+from runner.runtime.parking import ParkedError, park_policy, parked_line, parked_with
+
+SCHEMA = "eventId STRING"
+
+
+def _plan(**configs: ModelConfig) -> Plan:
+    """a -> b -> c, and d alone."""
+    deps = {"a": (), "b": ("a",), "c": ("b",), "d": ()}
+    steps = tuple(Step(name=n, path=f"models/{n}.sql", sql="SELECT 1 AS x",
+                       config=configs.get(n, ModelConfig()), depends_on=deps[n], columns=())
+                  for n in deps)
+    return Plan("p", "files", SCHEMA, "_dead", steps, ())
+
+
+def test_the_policy_is_the_models_else_the_projects() -> None:
+    plan = _plan(b=ModelConfig(on_model_error="halt"), d=ModelConfig(on_model_error="park"))
+    assert park_policy(plan, "park") == {"a", "c", "d"}
+    assert park_policy(plan, "halt") == {"d"}
+
+
+def test_on_model_error_is_checked_in_project_yml() -> None:
+    base = "name: p\nsource: {type: files}\nschema: 'eventId STRING'\n"
+    assert parse_project_config(base, path="project.yml").on_model_error == "park"
+    with pytest.raises(ConfigError, match="on_model_error: Input should be 'park' or 'halt'"):
+        parse_project_config(base + "on_model_error: skip\n", path="project.yml")
+
+
+def test_descendants_are_parked_with_the_failing_model() -> None:
+    plan = _plan()
+    own = ParkedError("a", 3, "DIVIDE_BY_ZERO", "Division by zero.", "models/a.sql")
+    parked = parked_with(plan, {"a": own})
+    assert list(parked) == ["a", "b", "c"]
+    assert parked["c"].ancestor == "a" and parked["c"].text == "its ancestor a failed"
+    assert parked["a"].text == "[DIVIDE_BY_ZERO] Division by zero."
+    # b failed too (it reads a): its failure is a's
+    both = parked_with(plan, {"a": own, "b": ParkedError("b", 3, "X", "x", "models/b.sql")})
+    assert both["b"].ancestor == "a"
+    assert "model a (models/a.sql) parked from batch 3: [DIVIDE_BY_ZERO]" in parked_line(own)
+    # already parked models are not named again
+    assert list(parked_with(plan, {"b": ParkedError("b", 3, None, "x")}, skip={"c"})) == ["b"]
+
+
+def test_the_registry_keeps_the_error_and_reads_older_files(tmp_path: Path) -> None:
+    (tmp_path / REGISTRY_FILE).write_text(json.dumps(
+        {"version": 1, "models": {"a": {"state": "live", "since": 0, "start": 0,
+                                        "drop": False, "left_at": 0}}}))
+    entries = load_registry(tmp_path)
+    assert entries == {"a": Entry("live")}
+    entries["b"] = Entry("parked", left_at=4, error="[DIVIDE_BY_ZERO] Division by zero.")
+    save_registry(tmp_path, entries)
+    doc = json.loads((tmp_path / REGISTRY_FILE).read_text())
+    assert "error" not in doc["models"]["a"]  # an older runner still reads the live ones
+    assert load_registry(tmp_path) == entries
+
+
+def test_a_parked_model_catches_up_from_the_batch_it_failed_in() -> None:
+    parked = Entry("parked", left_at=4, error="[DIVIDE_BY_ZERO] x")
+    h = decide(entries={"a": Entry("live"), "b": parked}, run=["a", "b"], files={"a", "b"},
+               committed=9)
+    assert h.entries["b"] == Entry("backfilling", start=4)
+    assert any("model b was parked at batch 4 ([DIVIDE_BY_ZERO] x): backfilling batches "
+               "4..9" in m for m in h.messages)
+    # parked in the batch that was not committed (a crash before its commit-log entry):
+    # nothing to catch up, it runs again from that batch
+    h = decide(entries={"b": parked}, run=["b"], files={"b"}, committed=3)
+    assert h.entries["b"] == Entry("live", since=4)
+    # not in this run (disabled): it stays parked, and catches up when it is back
+    h = decide(entries={"a": Entry("live"), "b": parked}, run=["a"], files={"a", "b"},
+               committed=9)
+    assert h.entries["b"] == parked
+    # its SQL file is gone: retired, its table holds batches before 4
+    h = decide(entries={"a": Entry("live"), "b": parked}, run=["a"], files={"a"},
+               committed=9)
+    assert h.entries["b"] == Entry("retired", left_at=4)
