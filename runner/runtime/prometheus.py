@@ -81,9 +81,11 @@ class StreamMetrics:
         started = time.time()
         age.labels(**self._source).set_function(
             lambda: time.time() - (self._last_batch or started))
-        self.parked = Gauge("runner_parked_models", "Models parked after a failure (they and "
-                            "their descendants wait at their last good batch).", ["pipeline"],
+        self.parked = Gauge("runner_parked_models", "Models parked by a failure of their own "
+                            "SQL during this run (they and their descendants wait at their last "
+                            "good batch until a restart catches them up).", ["pipeline"],
                             registry=r)
+        self._parked: set[str] = set()
         self.parked.labels(**self._labels).set(0)
         self.query_rows = Gauge("runner_query_input_rows", "Spark's last batch: numInputRows.",
                                 ["pipeline"], registry=r)
@@ -115,6 +117,8 @@ class StreamMetrics:
         self.records.labels(**self._source).inc(result.input_rows)
         self.dead.labels(**self._source).inc(result.dead_letters)
         self.source_batches.labels(**self._source).inc()
+        self._parked.update(result.parked)
+        self.parked.labels(**self._labels).set(len(self._parked))
         self._last_batch = time.time()
         self.last_batch.labels(**self._source).set(self._last_batch)
 

@@ -10,6 +10,7 @@ import pytest
 
 from runner.errors import ConfigError
 from runner.runtime.batch import BatchResult
+from runner.runtime.parking import ParkedError
 from runner.runtime.prometheus import StreamMetrics, serve
 from runner.sinks.base import WriteResult
 
@@ -35,6 +36,11 @@ def test_batches_replays_and_dead_letters() -> None:
     assert _value(m, "runner_source_dead_letters_total", source="kafka") == 2
     assert _value(m, "runner_source_last_batch_age_seconds", source="kafka") < 5
     assert _value(m, "runner_parked_models") == 0
+    boom = ParkedError("a", 2, "DIVIDE_BY_ZERO", "Division by zero")
+    m.on_batch(BatchResult(batch_id=2, input_rows=1, dead_letters=0, seconds=1.0, writes=(),
+                           parked={"a": boom, "b": ParkedError("b", 2, None, "", ancestor="a")}))
+    m.on_batch(BatchResult(batch_id=3, input_rows=1, dead_letters=0, seconds=1.0, writes=()))
+    assert _value(m, "runner_parked_models") == 2  # parked for the rest of the run
 
 
 def test_progress_lag_and_idle_triggers() -> None:
