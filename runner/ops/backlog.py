@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlparse
 from runner.checkpoint.spark_logs import committed_source_offset, file_log
 from runner.errors import SourceError
 from runner.project.loader import Project
+from runner.sources.kafka.admin import list_watermarks, read_committed
 
 __all__ = ["Backlog", "files_backlog", "kafka_backlog"]
 
@@ -79,35 +80,26 @@ def kafka_backlog(project: Project, *, timeout: float = 1.5) -> Backlog:
             **{k: v.get_secret_value() for k, v in source.options.items()  # type: ignore
                if "." in k}}
     try:
-        from confluent_kafka import KafkaException, TopicPartition
-        from confluent_kafka.admin import AdminClient, OffsetSpec
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
     except ImportError as e:
         return Backlog("kafka", None, {}, f"confluent-kafka is not installed: {e}")
-    partitions: dict[str, dict[str, int | None]] = {}
     try:
-        admin = AdminClient(conf)
-        # All topics: naming one would make some brokers (Tansu) create it.
-        metadata = admin.list_topics(timeout=timeout)
-        tps = []
-        for topic in source.topics:  # type: ignore[union-attr]
-            info = metadata.topics.get(topic)
-            problem = ("not found" if info is None else
-                       info.error.str() if info.error is not None else None)
-            if info is None or problem is not None:
-                return Backlog("kafka", None, {"partitions": partitions},
-                               f"topic {topic}: {problem}")
-            tps += [TopicPartition(topic, p) for p in sorted(info.partitions)]
-        futures = admin.list_offsets({tp: OffsetSpec.latest() for tp in tps},
-                                     request_timeout=timeout)
-        total = 0
-        for tp, future in futures.items():
-            high = future.result().offset
-            position = offsets.get(tp.topic, {}).get(str(tp.partition))
-            lag = high - position if position is not None else None
-            partitions.setdefault(tp.topic, {})[str(tp.partition)] = lag
-            total += lag or 0
+        listing = list_watermarks(AdminClient(conf), source.topics,  # type: ignore[union-attr]
+                                  timeout=timeout, committed=read_committed(conf))
     except KafkaException as e:
-        return Backlog("kafka", None, {"partitions": partitions},
+        return Backlog("kafka", None, {"partitions": {}},
                        f"broker {servers} unreachable: {e.args[0] if e.args else e}")
+    problems = {**{t: "not found" for t in listing.missing}, **listing.refused}
+    if problems:
+        topic, problem = next(iter(problems.items()))
+        return Backlog("kafka", None, {"partitions": {}}, f"topic {topic}: {problem}")
+    partitions: dict[str, dict[str, int | None]] = {}
+    total = 0
+    for (topic, partition), marks in sorted(listing.marks.items()):
+        position = offsets.get(topic, {}).get(str(partition))
+        lag = marks.high - position if position is not None else None
+        partitions.setdefault(topic, {})[str(partition)] = lag
+        total += lag or 0
     return Backlog("kafka", total, {"partitions": partitions,
                                     "note": "lag = latest offset - next offset to read"})

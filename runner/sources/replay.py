@@ -130,7 +130,7 @@ class KafkaHistory:
             return self._read_builtin(batch.spans)
         from runner.sources.kafka.datasource import KafkaStreamReader, spark_schema
 
-        available = KafkaStreamReader(self.options)._fetch_available()  # noqa: SLF001
+        available = KafkaStreamReader(self.options).fetch_available()
         ranges, losses = resolve_spans(batch.spans, available)
         if losses:
             lines = "\n".join(f"  - {loss.describe()}" for loss in losses)

@@ -70,6 +70,7 @@ from pyspark.sql.types import (
 
 from runner.errors import SourceError
 from runner.failpoints import failpoint
+from runner.sources.kafka.admin import list_watermarks, read_committed
 from runner.sources.kafka.options import KafkaSourceOptions, mask_client_config
 from runner.sources.kafka.plan import (
     TP,
@@ -159,57 +160,36 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- driver side -------------------------------------------------------------------------
 
-    def _fetch_available(self) -> dict[TP, Watermarks]:
-        """Watermarks of every partition of the subscribed topics that exist now."""
-        from confluent_kafka import KafkaException, TopicPartition
-        from confluent_kafka.admin import AdminClient, OffsetSpec
+    def fetch_available(self) -> dict[TP, Watermarks]:
+        """Watermarks of every partition of the subscribed topics that exist now
+        (:func:`runner.sources.kafka.admin.list_watermarks`).
+
+        Raises:
+            SourceError: the brokers did not answer within ``timeout_ms``, or refuse a topic.
+        """
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
 
         opts = self.options
         timeout = opts.timeout_ms / 1000
         if self._admin is None:
             self._admin = AdminClient(opts.client())
         try:
-            # All topics: naming one would make some brokers (Tansu) auto-create it.
-            metadata = self._admin.list_topics(timeout=timeout)
+            listing = list_watermarks(self._admin, opts.topics, timeout=timeout,
+                                      committed=read_committed(opts.client_config))
         except KafkaException as e:
             raise SourceError(
                 f"cannot reach the Kafka brokers at {opts.bootstrap_servers} within "
                 f"{timeout:g} s: {_kafka_error_text(e)}",
                 hint="check bootstrap_servers, the network and the security options "
                      "(or raise timeout_ms)") from e
-        self._admin.poll(0)  # serves librdkafka's log queue (to the runner.kafka.client logger)
-        tps: list[TopicPartition] = []
-        for topic in opts.topics:
-            info = metadata.topics.get(topic)
-            if info is None:
-                continue
-            if info.error is not None:
-                raise SourceError(f"Kafka topic '{topic}' at {opts.bootstrap_servers}: "
-                                  f"{info.error.str()}")
-            tps.extend(TopicPartition(topic, p) for p in sorted(info.partitions))
-        self._existing_topics = sorted(metadata.topics)
-        if not tps:
-            return {}
-        committed = str(opts.client_config.get("isolation.level", "")) == "read_committed"
-        kwargs: dict[str, Any] = {"request_timeout": timeout}
-        if committed:
-            from confluent_kafka import IsolationLevel
-            kwargs["isolation_level"] = IsolationLevel.READ_COMMITTED
-        marks: dict[str, dict[TP, int]] = {}
-        for name, spec in (("low", OffsetSpec.earliest()), ("high", OffsetSpec.latest())):
-            futures = self._admin.list_offsets({tp: spec for tp in tps}, **kwargs)
-            try:
-                marks[name] = {(tp.topic, tp.partition): f.result().offset
-                               for tp, f in futures.items()}
-            except KafkaException as e:
-                raise SourceError(
-                    f"cannot list the {'earliest' if name == 'low' else 'latest'} offsets of "
-                    f"{', '.join(opts.topics)} at {opts.bootstrap_servers}: "
-                    f"{_kafka_error_text(e)}") from e
-        return {tp: Watermarks(marks["low"][tp], marks["high"][tp]) for tp in marks["low"]}
+        for topic, error in listing.refused.items():
+            raise SourceError(f"Kafka topic '{topic}' at {opts.bootstrap_servers}: {error}")
+        self._existing_topics = listing.existing
+        return listing.marks
 
     def initialOffset(self) -> dict[str, Any]:
-        available = self._fetch_available()
+        available = self.fetch_available()
         missing = [t for t in self.options.topics if not any(tp[0] == t for tp in available)]
         if missing:
             existing = self._existing_topics
@@ -229,10 +209,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = {tp: w.high for tp, w in self._fetch_available().items()}
+        self._target = {tp: w.high for tp, w in self.fetch_available().items()}
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
-        available = self._fetch_available()
+        available = self.fetch_available()
         self._latest = {tp: w.high for tp, w in available.items()}
         max_offsets = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         end, losses = plan_next_offsets(offsets_from_json(start), available,

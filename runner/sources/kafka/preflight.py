@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
+from runner.sources.kafka.admin import list_watermarks, read_committed
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -98,8 +99,8 @@ def watermarks(client_config: Mapping[str, Any], topics: Sequence[str], *,
             SASL), a topic that does not exist (with "did you mean"), or one this client may
             not read.
     """
-    from confluent_kafka import KafkaException, TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
 
     servers = str(client_config.get("bootstrap.servers", ""))
     errors: list[str] = []
@@ -108,32 +109,20 @@ def watermarks(client_config: Mapping[str, Any], topics: Sequence[str], *,
               "socket.timeout.ms": max(1000, int(timeout * 1000))}
     admin = AdminClient(config)
     try:
-        # All topics: naming one would make some brokers (Tansu) auto-create it.
-        metadata = admin.list_topics(timeout=timeout)
+        listing = list_watermarks(admin, topics, timeout=timeout,
+                                  committed=read_committed(client_config))
     except KafkaException as e:
         admin.poll(0)
         raise ConfigError(
-            f"no metadata from the Kafka brokers at {servers} within {timeout:.0f} s: "
-            f"{errors[-1] if errors else e.args[0].str()}; check the client's security "
-            "options (security.protocol, ssl.*, sasl.*) against the broker's listener") from e
-    tps = []
-    for topic in topics:
-        info = metadata.topics.get(topic)
-        if info is None:
-            raise _unknown_topic(topic, servers, sorted(metadata.topics))
-        if info.error is not None:
-            raise ConfigError(f"Kafka topic {topic!r} at {servers}: {info.error.str()}")
-        tps += [TopicPartition(topic, p) for p in sorted(info.partitions)]
-    marks: dict[str, dict[tuple[str, int], int]] = {}
-    for name, spec in (("low", OffsetSpec.earliest()), ("high", OffsetSpec.latest())):
-        futures = admin.list_offsets({tp: spec for tp in tps}, request_timeout=timeout)
-        try:
-            marks[name] = {(tp.topic, tp.partition): f.result().offset
-                           for tp, f in futures.items()}
-        except KafkaException as e:
-            raise ConfigError(f"cannot read the offsets of {', '.join(topics)} at {servers}: "
-                              f"{e.args[0].str()}") from e
-    return {tp: (marks["low"][tp], marks["high"][tp]) for tp in marks["low"]}
+            f"no metadata or offsets from the Kafka brokers at {servers} within "
+            f"{timeout:.0f} s: {errors[-1] if errors else e.args[0].str()}; check the client's "
+            "security options (security.protocol, ssl.*, sasl.*) against the broker's listener"
+        ) from e
+    for topic in listing.missing:
+        raise _unknown_topic(topic, servers, listing.existing)
+    for topic, error in listing.refused.items():
+        raise ConfigError(f"Kafka topic {topic!r} at {servers}: {error}")
+    return {tp: (w.low, w.high) for tp, w in listing.marks.items()}
 
 
 def _unknown_topic(topic: str, servers: str, existing: list[str]) -> ConfigError:
