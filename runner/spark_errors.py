@@ -5,9 +5,11 @@ converted into them (``CapturedException``: ``AnalysisException``, ``StreamingQu
 each with Spark's error condition), and ``Py4JJavaError`` for every other Java exception; a
 failed job is a ``SparkException`` whose Java cause chain holds the task's own error. The runner
 tells them apart by type: Python exception classes, and the classes of the Java exceptions in
-the cause chain (:func:`is_storage_failure`), not by the words of Spark's messages. The one
-exception is :func:`runner_error_in`: an error the runner raised inside a Python worker (the
-Kafka source) reaches the driver only as text inside Spark's message.
+the cause chain (:func:`is_storage_failure`), not by the words of Spark's messages. The
+exceptions, all here: the runner's own words carried through Spark, which only text can carry
+(:func:`runner_error_in`: an error the runner raised inside a Python worker, the Kafka source;
+:func:`marked_text_in`: the message of a ``raise_error()`` the runner put into SQL, a failing
+expectation), and delta-rs' operating-system errors, which it names only in its text.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["chain", "delta_error", "first_line", "is_kafka_timeout", "is_storage_failure",
-           "java_causes", "root_cause", "runner_error_in"]
+           "java_causes", "marked_text_in", "root_cause", "runner_error_in"]
 
 _MAX_CHARS = 400
 _MAX_CAUSES = 32  # a Java cause chain is a few links long; bounds a cyclic one
@@ -198,6 +200,22 @@ def _is_delta_rs(error: BaseException) -> bool:
 _RUNNER_ERROR = re.compile(
     r"^runner\.[\w.]*?(\w+Error): (.*?)(?=\n SQLSTATE|\n=== Streaming Query|\n\s*at |\Z)",
     re.MULTILINE | re.DOTALL)
+
+
+def marked_text_in(error: BaseException, start: str, end: str) -> str | None:
+    """The text between ``start`` and ``end`` in the message of ``error`` or of an error in
+    its chain: how a ``raise_error('<start> ... <end>')`` the runner wrote into SQL comes
+    back from Spark (as ``USER_RAISED_EXCEPTION``, wrapped in whatever the job raised).
+
+    >>> marked_text_in(RuntimeError("[X] job failed: <<boom>> at ..."), "<<", ">>")
+    'boom'
+    """
+    pattern = re.compile(re.escape(start) + r"\s?(.*?)\s?" + re.escape(end), re.S)
+    for current in chain(error):
+        match = pattern.search(str(current))
+        if match:
+            return match.group(1)
+    return None
 
 
 def runner_error_in(error: BaseException | str) -> str | None:

@@ -53,10 +53,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 def _require_jars(session: SparkSession) -> None:
     from runner.runtime.session import missing_jars_note, stop_session
     from runner.sinks import delta_spark_available
-    from runner.sources.kafka import builtin_kafka_available
+    from runner.sources.kafka import spark_kafka_available
 
     missing = [name for name, ok in (("delta-spark", delta_spark_available(session)),
-                                     ("spark-sql-kafka", builtin_kafka_available(session)))
+                                     ("spark-sql-kafka", spark_kafka_available(session)))
                if not ok]
     if missing:
         stop_session(session)

@@ -28,7 +28,6 @@ runner's own :class:`~runner.errors.ExecutionError`.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ from runner.project.config import Expectation
 from runner.runtime.metrics import ready_metrics
 from runner.runtime.parse import BATCH_ID_COLUMN
 from runner.sinks.base import quote_column
-from runner.spark_errors import chain, first_line
+from runner.spark_errors import first_line, marked_text_in
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation
@@ -188,22 +187,18 @@ def _bad(step: Step, expectation: Expectation, error: BaseException) -> Executio
         path=step.path, hint="`runner compile` checks expectations (rule 'expectation')")
 
 
-_FAILED = re.compile(re.escape(_MARK) + r" (.*?) " + re.escape(_END), re.S)
-
-
 def expectation_failure(error: BaseException) -> ExecutionError | None:
     """The runner's error for a ``fail`` expectation that Spark raised in a job, else None.
 
     >>> expectation_failure(RuntimeError("x")) is None
     True
     """
-    for current in chain(error):
-        match = _FAILED.search(str(current))
-        if match:
-            message, _, row = match.group(1).partition("; a violating row: ")
-            return ExecutionError(message, hint=(f"a violating row: {row}; fix the model or its "
-                                                 "input, or set on_violation to 'drop' or "
-                                                 "'quarantine'") if row else None)
-    return None
+    text = marked_text_in(error, _MARK, _END)
+    if text is None:
+        return None
+    message, _, row = text.partition("; a violating row: ")
+    return ExecutionError(message, hint=(f"a violating row: {row}; fix the model or its input, "
+                                         "or set on_violation to 'drop' or 'quarantine'")
+                          if row else None)
 
 

@@ -103,13 +103,10 @@ def _source_stream(spark: SparkSession, project: Project) -> DataFrame:
         max_offsets_per_trigger=source.max_offsets_per_trigger,
         fail_on_data_loss=source.fail_on_data_loss,
         options={k: v.get_secret_value() for k, v in source.options.items()},
-        implementation=_READER_IMPLEMENTATION[source.reader],
+        implementation=source.reader,
         connect_timeout=source.connect_timeout_seconds)
 
 
-#: project.yml's ``source.reader`` -> :func:`read_kafka_stream`'s ``implementation``.
-_READER_IMPLEMENTATION: dict[str, Literal["auto", "builtin", "python"]] = {
-    "auto": "auto", "spark": "builtin", "python": "python"}
 
 class _Stopper:
     """SIGINT/SIGTERM set a flag; the main loop stops the query between batches.

@@ -105,7 +105,7 @@ class KafkaHistory:
 
     def __init__(self, spark: SparkSession, source: KafkaSource, *,
                  on_loss: Callable[[str], None] = lambda m: None) -> None:
-        from runner.sources.kafka.reader import SOURCE_TUNING_OPTIONS, builtin_kafka_available
+        from runner.sources.kafka.reader import SOURCE_TUNING_OPTIONS, spark_kafka_available
 
         self.spark = spark
         self.source = source
@@ -113,7 +113,7 @@ class KafkaHistory:
         client = {k: v.get_secret_value() for k, v in source.options.items()}
         self.tuning = {k: client.pop(k) for k in SOURCE_TUNING_OPTIONS if k in client}
         self.client = client
-        self.builtin = builtin_kafka_available(spark)
+        self.spark_source = spark_kafka_available(spark)
         self.options = KafkaSourceOptions.parse({
             "bootstrap_servers": source.bootstrap_servers, "topic": ",".join(source.topics),
             "fail_on_data_loss": str(source.fail_on_data_loss).lower(), **self.tuning,
@@ -126,8 +126,8 @@ class KafkaHistory:
             SourceError: offsets of the batch are gone and ``fail_on_data_loss`` is true
                 (names the partitions and offsets).
         """
-        if self.builtin:  # Spark's source applies failOnDataLoss itself
-            return self._read_builtin(batch.spans)
+        if self.spark_source:  # Spark's source applies failOnDataLoss itself
+            return self._read_with_spark(batch.spans)
         from runner.sources.kafka.datasource import KafkaStreamReader, spark_schema
 
         available = KafkaStreamReader(self.options).fetch_available()
@@ -153,7 +153,7 @@ class KafkaHistory:
         frame = frame.repartition(max(1, len(rows)))
         return frame.mapInArrow(functools.partial(_read_ranges, self.options), spark_schema())
 
-    def _read_builtin(self, spans: Sequence[KafkaSpan]) -> DataFrame:
+    def _read_with_spark(self, spans: Sequence[KafkaSpan]) -> DataFrame:
         from pyspark.sql import functions as F
 
         from runner.sources.kafka.datasource import spark_schema

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from runner.sources.kafka.datasource import KafkaDataSource
-from runner.sources.kafka.reader import builtin_kafka_available, read_kafka_stream
+from runner.sources.kafka.reader import read_kafka_stream, spark_kafka_available
 from tests.support.brokers import create_topic, produce
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -100,10 +100,10 @@ def test_python_reader_reads_offsets_and_records(apache_kafka: str) -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("implementation", ["builtin", "python"])
+@pytest.mark.parametrize("implementation", ["spark", "python"])
 def test_both_readers_stream_the_same_records(spark: Any, apache_kafka: str, tmp_path: Path,
                                               implementation: str) -> None:
-    if implementation == "builtin" and not builtin_kafka_available(spark):
+    if implementation == "spark" and not spark_kafka_available(spark):
         if os.environ.get("RUNNER_REQUIRE_JARS") == "1":
             pytest.fail("RUNNER_REQUIRE_JARS=1 but Spark's Kafka source did not load")
         pytest.skip("Spark's Kafka source (spark-sql-kafka jars) not on the classpath")

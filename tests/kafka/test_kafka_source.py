@@ -35,7 +35,7 @@ from runner.sources.kafka.plan import (
     raise_or_warn,
     resolve_starting_offsets,
 )
-from runner.sources.kafka.reader import builtin_kafka_available, read_kafka_stream
+from runner.sources.kafka.reader import read_kafka_stream, spark_kafka_available
 from runner.spark_errors import runner_error_in
 from tests.support.brokers import create_topic, delete_topic, produce
 
@@ -253,7 +253,7 @@ class TestOptions:
         with pytest.raises(ConfigError, match="kafka.group.id is not allowed"):
             read_kafka_stream(None, bootstrap_servers="b:1", topics="t",  # type: ignore[arg-type]
                               options={"group.id": SECRET})
-        assert builtin_kafka_available(None) is False  # type: ignore[arg-type]
+        assert spark_kafka_available(None) is False  # type: ignore[arg-type]
 
     def test_entry_points_importable_from_the_kafka_package(self) -> None:
         from runner.sources.kafka import read_kafka_stream as from_package
@@ -499,8 +499,8 @@ class TestStreaming:
 
 
 @pytest.mark.spark
-def test_builtin_probe_does_not_crash(spark: Any) -> None:
-    assert builtin_kafka_available(spark) in (True, False)
+def test_spark_kafka_probe_does_not_crash(spark: Any) -> None:
+    assert spark_kafka_available(spark) in (True, False)
 
 
 

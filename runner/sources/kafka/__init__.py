@@ -12,9 +12,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runner.sources.kafka.reader import builtin_kafka_available, read_kafka_stream
+    from runner.sources.kafka.reader import read_kafka_stream, spark_kafka_available
 
-__all__ = ["builtin_kafka_available", "read_kafka_stream"]
+__all__ = ["spark_kafka_available", "read_kafka_stream"]
 
 
 def __getattr__(name: str) -> Any:

@@ -193,7 +193,7 @@ def check_brokers(spark: SparkSession | None, source: KafkaSource) -> None:
     Raises:
         ConfigError: what the module docstring lists, in one line naming the brokers.
     """
-    from runner.sources.kafka.reader import builtin_kafka_available
+    from runner.sources.kafka.reader import spark_kafka_available
 
     timeout = source.connect_timeout_seconds
     deadline = time.monotonic() + timeout
@@ -201,9 +201,9 @@ def check_brokers(spark: SparkSession | None, source: KafkaSource) -> None:
     client = {k: v.get_secret_value() for k, v in source.options.items() if "." in k}
     reach_bootstrap(servers, timeout=timeout)
     left = max(1.0, deadline - time.monotonic())
-    builtin = spark is not None and source.reader != "python" and (
-        source.reader == "spark" or builtin_kafka_available(spark))
-    if builtin and spark is not None and getattr(spark, "_jvm", None) is not None:
+    with_spark = spark is not None and source.reader != "python" and (
+        source.reader == "spark" or spark_kafka_available(spark))
+    if with_spark and spark is not None and getattr(spark, "_jvm", None) is not None:
         _java_metadata(spark, servers, source.topics, client, timeout=left)
     else:  # the Python reader (or no JVM to ask: Spark Connect)
         watermarks({**client, "bootstrap.servers": servers}, source.topics, timeout=left)

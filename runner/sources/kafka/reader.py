@@ -21,14 +21,14 @@ from runner.sources.kafka.plan import offsets_to_json, parse_starting_offsets
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["BUILTIN_PROVIDER", "SOURCE_TUNING_OPTIONS", "builtin_kafka_available",
+__all__ = ["SPARK_KAFKA_PROVIDER", "SOURCE_TUNING_OPTIONS", "spark_kafka_available",
            "read_kafka_stream"]
 
 log = logging.getLogger("runner.kafka")
 
-BUILTIN_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 
-Implementation = Literal["auto", "builtin", "python"]
+Implementation = Literal["auto", "spark", "python"]
 
 SOURCE_TUNING_OPTIONS = ("min_partitions", "max_records_per_partition", "timeout_ms",
                          "read_timeout_ms")
@@ -36,8 +36,8 @@ SOURCE_TUNING_OPTIONS = ("min_partitions", "max_records_per_partition", "timeout
 always contain a dot, these never do)."""
 
 # The same tuning for Spark's own source; ``timeout_ms`` becomes the Java client's request and
-# API timeouts (see _read_builtin).
-_BUILTIN_TUNING = {"min_partitions": "minPartitions",
+# API timeouts (see _read_with_spark).
+_SPARK_TUNING = {"min_partitions": "minPartitions",
                    "max_records_per_partition": "maxRecordsPerPartition",
                    "read_timeout_ms": "kafkaConsumer.pollTimeoutMs"}
 
@@ -46,7 +46,7 @@ _BUILTIN_TUNING = {"min_partitions": "minPartitions",
 _OFFSET_ATTEMPTS = 3
 
 
-def builtin_kafka_available(spark: SparkSession) -> bool:
+def spark_kafka_available(spark: SparkSession) -> bool:
     """Whether Spark's own Kafka source can be loaded (never raises).
 
     False on Spark Connect (no JVM access) and whenever the provider class is missing.
@@ -56,7 +56,7 @@ def builtin_kafka_available(spark: SparkSession) -> bool:
         if jvm is None:
             return False
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        jvm.java.lang.Class.forName(BUILTIN_PROVIDER, False, loader)
+        jvm.java.lang.Class.forName(SPARK_KAFKA_PROVIDER, False, loader)
         return True
     except Exception:  # noqa: BLE001 - py4j raises Py4JJavaError/Py4JError, Connect others
         return False
@@ -104,7 +104,7 @@ def read_kafka_stream(
             :data:`SOURCE_TUNING_OPTIONS` tune the source instead (see
             :mod:`runner.sources.kafka.datasource`): ``min_partitions``,
             ``max_records_per_partition``, ``timeout_ms`` and ``read_timeout_ms``.
-        implementation: ``auto`` (Spark's source when present), ``builtin`` or ``python``.
+        implementation: ``auto`` (Spark's source when present), ``spark`` or ``python``.
         connect_timeout: seconds Spark's source may wait for the brokers in one offset
             look-up, over its three attempts (``fetchOffset.numRetries``): each attempt's
             Java client request and API timeouts are a third of it, and an executor's poll
@@ -113,7 +113,7 @@ def read_kafka_stream(
             defaults (60 s per attempt, polls of ``spark.network.timeout``).
 
     Raises:
-        ConfigError: malformed options, or ``builtin`` asked for but not available.
+        ConfigError: malformed options, or ``spark`` asked for but not available.
     """
     names = [topics] if isinstance(topics, str) else [str(t) for t in topics]
     topic_list = list(dict.fromkeys(t.strip() for n in names for t in n.split(",") if t.strip()))
@@ -124,15 +124,15 @@ def read_kafka_stream(
     client = {str(k): _secret_value(v) for k, v in (options or {}).items()}
     tuning = {k: client.pop(k) for k in SOURCE_TUNING_OPTIONS if k in client}
 
-    use_builtin = implementation == "builtin" or (
-        implementation == "auto" and builtin_kafka_available(spark))
-    if implementation == "builtin" and not builtin_kafka_available(spark):
-        raise ConfigError(f"Spark's Kafka source ({BUILTIN_PROVIDER}) is not on the classpath")
+    use_spark = implementation == "spark" or (
+        implementation == "auto" and spark_kafka_available(spark))
+    if implementation == "spark" and not spark_kafka_available(spark):
+        raise ConfigError(f"Spark's Kafka source ({SPARK_KAFKA_PROVIDER}) is not on the classpath")
     log.info("Kafka source (%s): %s topics=%s options=%s",
-             "spark" if use_builtin else "python", bootstrap_servers, topic_list,
+             "spark" if use_spark else "python", bootstrap_servers, topic_list,
              mask_client_config(client))
-    if use_builtin:
-        return _read_builtin(spark, bootstrap_servers, topic_list, start_text,
+    if use_spark:
+        return _read_with_spark(spark, bootstrap_servers, topic_list, start_text,
                              max_offsets_per_trigger, fail_on_data_loss, client, tuning,
                              connect_timeout)
 
@@ -151,7 +151,7 @@ def read_kafka_stream(
     return spark.readStream.format(SOURCE_NAME).options(**source_options).load()
 
 
-def _read_builtin(spark: SparkSession, bootstrap_servers: str, topics: list[str],
+def _read_with_spark(spark: SparkSession, bootstrap_servers: str, topics: list[str],
                   starting_offsets: str, max_offsets_per_trigger: int | None,
                   fail_on_data_loss: bool, client: Mapping[str, str],
                   tuning: Mapping[str, str], connect_timeout: float | None) -> DataFrame:
@@ -174,8 +174,8 @@ def _read_builtin(spark: SparkSession, bootstrap_servers: str, topics: list[str]
               .option("startingOffsets", starting_offsets)
               .option("failOnDataLoss", str(bool(fail_on_data_loss)).lower())
               .options(**{f"kafka.{k}": v for k, v in client.items()})
-              .options(**{_BUILTIN_TUNING[k]: v for k, v in tuning.items()
-                          if k in _BUILTIN_TUNING}))
+              .options(**{_SPARK_TUNING[k]: v for k, v in tuning.items()
+                          if k in _SPARK_TUNING}))
     if connect_timeout is not None:
         reader = reader.option("fetchOffset.numRetries", str(_OFFSET_ATTEMPTS))
     if max_offsets_per_trigger is not None:
