@@ -1,5 +1,5 @@
 """What a backfill costs: one model added to a pipeline that has processed N events, against
-the same model in the live pipeline over the same events (issue 13, item 6).
+the same model in the live pipeline over the same events.
 
     .venv/bin/python -m bench.backfill_bench                    # 1M events, 40 files, 1 round
     .venv/bin/python -m bench.backfill_bench --events 200000 --files 8 --rounds 2

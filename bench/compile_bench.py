@@ -1,4 +1,4 @@
-"""How fast is ``runner compile`` on a big project? (issue 2, item 6: 1000 models under 5 s)
+"""How fast is ``runner compile`` on a big project? (target: 1000 models under 5 s)
 
 Generates a project with ``--models`` models (default 1000) in a temp directory, on the example
 project's event schema and macro, then times compile two ways, ``--repeat`` times each:

@@ -1,4 +1,4 @@
-"""Driver memory of one big batch on the ``rs`` engine (issue 20, item 8): peak RSS of the
+"""Driver memory of one big batch on the ``rs`` engine: peak RSS of the
 runner's Python process and of its JVM (the Spark driver) while ``runner stream
 --available-now`` processes one batch of N records that are all valid, all dead letters, or
 all valid through a merge model keyed on ``eventId`` (N distinct keys: N merge-source rows).

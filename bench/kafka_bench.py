@@ -1,5 +1,4 @@
-"""Kafka-to-Delta: throughput on a backlog, and latency at a fixed input rate (issue 4, item 6;
-issue 14, item 5).
+"""Kafka-to-Delta: throughput on a backlog, and latency at a fixed input rate.
 
 Everything runs against one local broker (``--broker``): ``apache`` (default), one Apache Kafka
 KRaft node (:class:`tests.support.brokers.ApacheKafkaBroker`, the jars ``scripts/setup.sh`` put in
@@ -228,7 +227,7 @@ def read_rows(path: Path) -> Any:
     from deltalake import DeltaTable
 
     return DeltaTable(str(path)).to_pyarrow_dataset().to_table(use_threads=False)  # not
-    # to_pyarrow_table(): see DESIGN "Facts" (exit 134)
+    # to_pyarrow_table(): aborted the interpreter at exit (exit 134) with deltalake 1.6.6
 
 
 def count_tables(warehouse: Path) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""Where a batch's parse time goes: the seeds' ``from_json`` against the runner's parse.
+"""Where a batch's parse time goes: the hand-written pattern's ``from_json`` against the runner's parse.
 
 A companion to ``bench.stream_bench`` (which times whole processes): here ONE warm SparkSession
 times the pieces of one micro-batch on the same input, so start-up and the noisy machine
@@ -7,7 +7,7 @@ what is measured); then, after one warm-up round, interleaved over ``--repeat`` 
 and reports wall seconds and the JVM's CPU seconds (``/proc/<jvm>/stat``; a busy machine
 inflates the first, much less the second):
 
-plain           ``from_json(value, schema)`` -> ``e.*`` -> noop write (the seeds' parse)
+plain           ``from_json(value, schema)`` -> ``e.*`` -> noop write (the hand-written pattern's parse)
 plain+strict    the same with the runner's JSON options and corrupt-record column
 plain+trailing  plus the runner's "text after the closing brace" check (rtrim + endswith)
 plain+notnull   plus a NOT NULL flag (record, eventId or timestamp null)

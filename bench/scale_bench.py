@@ -1,4 +1,4 @@
-"""Scale evidence for ``runner stream`` (issue 7, item 4): models, batch sizes, executors.
+"""Scale evidence for ``runner stream``: models, batch sizes, executors.
 
 One command runs four parts, each run of the runner AS A WHOLE PROCESS (interpreter, JVM and
 SparkSession start included) through ``runner.load_project``/``compile_project``/``run_stream``

@@ -1,4 +1,4 @@
-"""Throughput of ``runner stream`` against the hand-written pattern it replaces (issue 3, item 9).
+"""Throughput of ``runner stream`` against the hand-written pattern it replaces.
 
 One command generates seed-shaped events once (``runner.demo.write_demo_files``: the example
 project's shape, no poison lines) and runs every variant AS A WHOLE PROCESS (interpreter, JVM
@@ -27,7 +27,7 @@ Production-path variants (``--set production`` runs ``floor,hand-spark,runner-sp
 with ``hand-spark`` as the baseline): what a cluster with the delta-spark jars runs.
 
 hand-spark
-    The seeds' pattern as the seeds write it (``seeds/001``): one ``foreachBatch``: parse once
+    The hand-written pattern the project was conceived from: one ``foreachBatch``: parse once
     (``from_json``), ``persist``, the three projections, each written with
     ``.write.format("delta").mode("append").option("txnAppId", ...)
     .option("txnVersion", batch_id).save(path)`` through delta-spark, sequentially;
@@ -165,7 +165,7 @@ def _lines(spark, cfg: dict[str, Any]):  # type: ignore[no-untyped-def]
 
 
 def _parse(lines, cfg: dict[str, Any]):  # type: ignore[no-untyped-def]
-    """from_json with every field of the project schema, flattened (the seeds' parse)."""
+    """from_json with every field of the project schema, flattened (the hand-written pattern's parse)."""
     from pyspark.sql import functions as F
 
     from runner.runtime.parse import parse_schema

@@ -1,4 +1,4 @@
-"""Nothing dropped without a record (issue 20, item 8), end to end through ``runner stream``,
+"""Nothing dropped without a record, end to end through ``runner stream``,
 tables read back with delta-rs and compared with the plain-Python reference
 (tests/support/reference.py: ``json.loads`` refuses trailing content, so it calls such a line
 a dead letter)."""

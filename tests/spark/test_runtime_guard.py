@@ -1,4 +1,4 @@
-"""Defence in depth at run time (issue 21): the runner's session reads no file by path in SQL,
+"""Defence in depth at run time: the runner's session reads no file by path in SQL,
 and a model reaches ``spark.sql`` only as one query without script transformation, checked by
 Spark's own parser, whatever compile let through.
 

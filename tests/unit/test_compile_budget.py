@@ -1,4 +1,4 @@
-"""Budgets for the whole compile (issue 21): every string-building operation of the sandbox is
+"""Budgets for the whole compile: every string-building operation of the sandbox is
 refused before it builds past the bound, what a render builds in all is bounded, and parse and
 lint are bounded by input size, nesting depth and time. Always a model error naming the model
 (exit 1, a JSON document), never MemoryError or RecursionError (exit 3)."""

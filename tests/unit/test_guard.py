@@ -1,4 +1,4 @@
-"""compile as a security boundary (issue 21): every attack found on main, and every category of
+"""compile as a security boundary: every attack found on main, and every category of
 the function allowlist, is refused with its rule, file and line; the guard cannot be turned off.
 """
 

@@ -1,4 +1,4 @@
-"""Paths that could destroy data are refused when the project loads (issue 20, item 6).
+"""Paths that could destroy data are refused when the project loads.
 
 ``--full-refresh`` deletes the checkpoint's contents and every table folder, a rebuild one
 table folder: a checkpoint, warehouse or source folder that is, contains or lies inside
