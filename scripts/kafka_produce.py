@@ -4,10 +4,11 @@
         --events 20000 [--poison-every 2000] [--start-id 0] [--rate 1000]
 
 Events come from :func:`runner.demo.event_lines` (the example project's shape; every
-``--poison-every``-th line is a poison line that must end in the dead-letter table). Each record is keyed by its
-``user.userId`` (poison lines have no key), so the producer's partitioner spreads users over
-the partitions. One record per record batch: Tansu's high watermark counts batches, not
-records. Waits up to ``--wait`` seconds for the topic to exist (a broker still starting).
+``--poison-every``-th line is a poison line that must end in the dead-letter table). Each
+record is keyed by its ``user.userId`` (poison lines have no key), so the producer's
+partitioner spreads users over the partitions. One record per record batch: Tansu's high
+watermark counts batches, not records. Waits up to ``--wait`` seconds for the topic to exist
+(a broker still starting).
 """
 
 from __future__ import annotations
