@@ -178,6 +178,38 @@ def time_process(project: Path, repeat: int) -> tuple[list[float], list[float], 
     return times, cpu, report
 
 
+def _compile_cpu(checkout: Path, project: Path) -> float:
+    """CPU seconds (user + system) of one ``python -m runner compile`` of ``checkout``'s runner
+    (``PYTHONSAFEPATH``: the current folder does not shadow it)."""
+    env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONSAFEPATH": "1"}
+    cpu0 = _children_cpu()
+    proc = subprocess.run([sys.executable, "-m", "runner", "compile", "--project-dir",
+                           str(project), "--format", "json"], capture_output=True, text=True,
+                          env=env, cwd=project)
+    if proc.returncode not in (0, 1):
+        sys.exit(f"{checkout}: runner compile exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    return _children_cpu() - cpu0
+
+
+def compare(baseline: Path, projects: dict[str, Path], rounds: int) -> dict[str, Any]:
+    """This checkout's whole-process compile against ``baseline``'s on each project,
+    interleaved round by round (a noisy machine hits both alike); CPU seconds and the ratio
+    of the medians (this / baseline)."""
+    out: dict[str, Any] = {}
+    for name, project in projects.items():
+        ours: list[float] = []
+        theirs: list[float] = []
+        for i in range(rounds):
+            order = [(REPO, ours), (baseline, theirs)]
+            for checkout, xs in (order if i % 2 == 0 else order[::-1]):
+                xs.append(_compile_cpu(checkout, project))
+        ratio = statistics.median(ours) / statistics.median(theirs)
+        out[name] = {"this_cpu": ours, "baseline_cpu": theirs, "ratio": round(ratio, 3)}
+        print(f"| {name} | {statistics.median(ours):.2f} | {statistics.median(theirs):.2f} | "
+              f"{ratio:.2f} |")
+    return out
+
+
 def time_in_process(project: Path, repeat: int) -> dict[str, list[float]]:
     """load + compile + write in this interpreter; render alone timed separately."""
     from runner.build import compile_project, write_target
@@ -239,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--keep", action="store_true", help="keep the generated project")
+    ap.add_argument("--baseline", type=Path, default=None, metavar="CHECKOUT",
+                    help="also compare whole-process compile CPU with another checkout's "
+                         "runner (e.g. a `git worktree` of an older commit), on the example "
+                         "project and the generated one, interleaved")
     ap.add_argument("--profile", action="store_true",
                     help="also run one in-process compile under cProfile; print the top entries")
     args = ap.parse_args(argv)
@@ -252,6 +288,13 @@ def main(argv: list[str] | None = None) -> int:
         proc_times, proc_cpu, report = time_process(project, args.repeat)
         if args.profile:
             profile(project)
+        compared = None
+        if args.baseline is not None:
+            print(f"\n## whole-process compile CPU s, median of {args.repeat}: this checkout "
+                  f"vs {args.baseline}\n\n| project | this | baseline | ratio |\n|---|---:|---:|---:|")
+            compared = compare(args.baseline, {"example project": REPO,
+                                               f"{args.models} generated models": project},
+                               args.repeat)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -288,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
         "in_process_seconds": stages,
         "target_seconds": TARGET_SECONDS, "pass": med < TARGET_SECONDS,
         "machine": machine(), "runner_stdout_tail": report.get("stdout_tail"),
-        "git": git_state(),
+        "git": git_state(), "baseline": str(args.baseline) if args.baseline else None,
+        "compared": compared,
     }, args.json)
     return 0 if med < TARGET_SECONDS else 1
 

@@ -98,7 +98,7 @@ def compile_project(project: Project, *, select: Sequence[str] = (),
 
     steps = tuple(
         Step(m.name, m.path, m.sql, m.config, m.refs, tuple(lint.columns.get(m.name, ())),
-             reads_of(m.sql))
+             reads_of(lint.ast.get(m.name)))  # the statement lint parsed: no second parse
         for m in ordered if m.name in selected)
     chosen = [v for model, v in violations if model in selected]
     chosen.sort(key=lambda v: (v.path, v.line or 0, v.column or 0, v.rule))

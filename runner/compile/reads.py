@@ -45,8 +45,9 @@ class Reads:
 ANY_READS = Reads(parsed_events=1, names=None)
 
 
-def reads_of(sql: str) -> Reads:
-    """What ``sql`` reads.
+def reads_of(sql: str | exp.Expr | None) -> Reads:
+    """What ``sql`` reads (its text, or the statement lint already parsed from it; None: a
+    model that did not parse, which may read anything).
 
     >>> reads_of("SELECT a FROM parsed_events").parsed_events
     1
@@ -55,8 +56,10 @@ def reads_of(sql: str) -> Reads:
     >>> r = reads_of("SELECT n FROM other_model"); r.parsed_events, sorted(r.names or ())
     (0, ['n', 'other_model'])
     """
+    if sql is None:
+        return ANY_READS
     try:
-        tree = sqlglot.parse_one(sql, read="spark")
+        tree = sqlglot.parse_one(sql, read="spark") if isinstance(sql, str) else sql
     except (sqlglot.errors.SqlglotError, RecursionError):  # lint reports either, by model
         return ANY_READS
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
