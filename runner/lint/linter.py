@@ -20,6 +20,7 @@ from runner.lint.analysis import (
     TypeMismatch,
     WindowOrder,
 )
+from runner.lint.ansi import AnsiCast, AnsiDivide, AnsiIndex
 from runner.lint.base import Rule
 from runner.lint.context import ModelContext, parse_sql
 from runner.lint.guard import GUARD_RULES, NotAQuery, UnknownTable, UnsafeFunction, UnsafeTable
@@ -49,6 +50,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     UnnamedOutputColumn(), MergeKey(), MergeUpdate(), PartitionBy(), Expectations(),
     NondeterministicMerge(), AppendAggregate(), MergeKeyNotUnique(),
     MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
+    AnsiIndex(), AnsiDivide(), AnsiCast(),
 )
 
 

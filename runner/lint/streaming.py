@@ -106,11 +106,11 @@ class AppendAggregate(ModelRule):
 
 
 class MergeKeyNotUnique(ModelRule):
-    """A merge model should yield one row per unique_key in each batch (GROUP BY the key, or a
-    row_number() = 1 filter per key): a MERGE fails when two source rows match one target row."""
+    """A merge model must yield one row per unique_key in each batch, provably (GROUP BY the
+    key, DISTINCT, or a row_number() = 1 filter per key): a MERGE fails when two source rows
+    match one target row."""
 
     id = "merge-key-not-unique"
-    default_severity = "warn"
 
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
         config = ctx.model.config

@@ -141,6 +141,12 @@ def test_merge_with_duplicate_keys_names_model_and_key(tmp_path, delta_engine) -
         {{ config(materialized='merge', unique_key='endpoint') }}
         SELECT request.endpoint AS endpoint, eventId FROM parsed_events
     """}, engine=delta_engine)
+    # lint refuses the model (merge-key-not-unique is an error): the duplicates are the point
+    yml = project.root / "project.yml"
+    yml.write_text(yml.read_text() + "lint:\n  rules:\n    merge-key-not-unique: warn\n")
+    project = load_project(project.root)
+    assert any(v.rule == "merge-key-not-unique" and v.severity == "warn"
+               for v in compile_project(project).violations)
     write_demo_files(project.root / "incoming", events=200, files=1, poison_every=0)
     summary = _run(project)  # parked (on_model_error: park), the other models written
     parked = summary.parked["bad_merge"]

@@ -370,8 +370,14 @@ GALLERY: dict[str, str] = {
 
 def test_gallery_of_valid_spark_sql_has_no_findings(tmp_path: Path) -> None:
     result = lint_files(tmp_path, {**_BASE, **GALLERY})
-    assert result.violations == (), "\n".join(
-        f"{v.location()}: [{v.rule}] {v.message}" for v in result.violations)
+    # Valid SQL that may still fail on some rows under ANSI mode: the three array indexes
+    # (tests/unit/test_lint_ansi.py checks that rule).
+    ansi = [v for v in result.violations if v.rule == "ansi-index"]
+    assert {(v.path, v.line) for v in ansi} == {("models/collections_down.sql", 1),
+                                               ("models/index_access.sql", 1),
+                                               ("models/index_access.sql", 2)}
+    others = [v for v in result.violations if v not in ansi]
+    assert others == [], "\n".join(f"{v.location()}: [{v.rule}] {v.message}" for v in others)
     assert set(result.columns) == set(GALLERY) | set(_BASE)
 
 
