@@ -62,9 +62,17 @@ def reads_of(sql: str | exp.Expr | None) -> Reads:
         tree = sqlglot.parse_one(sql, read="spark") if isinstance(sql, str) else sql
     except (sqlglot.errors.SqlglotError, RecursionError):  # lint reports either, by model
         return ANY_READS
-    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-    events = 1 if PARSED_EVENTS in ctes else sum(
-        1 for t in tree.find_all(exp.Table) if t.name.lower() == PARSED_EVENTS and not t.db)
-    if any(True for _ in tree.find_all(exp.Star)):
-        return Reads(events, None)
-    return Reads(events, frozenset(i.name.lower() for i in tree.find_all(exp.Identifier)))
+    ctes: set[str] = set()
+    tables = 0
+    names: set[str] | None = set()
+    for node in tree.walk():  # one pass over the tree
+        if isinstance(node, exp.CTE):
+            ctes.add(node.alias_or_name.lower())
+        elif isinstance(node, exp.Table) and node.name.lower() == PARSED_EVENTS and not node.db:
+            tables += 1
+        elif isinstance(node, exp.Star):
+            names = None
+        if names is not None and isinstance(node, exp.Identifier):
+            names.add(node.name.lower())
+    events = 1 if PARSED_EVENTS in ctes else tables
+    return Reads(events, None if names is None else frozenset(names))

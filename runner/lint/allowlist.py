@@ -12,7 +12,7 @@ that no denied name becomes a typed node), so a typed node is a function sqlglot
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -142,7 +142,7 @@ def function_problems(tree: exp.Expr) -> Iterator[Problem]:
                 yield problem
 
 
-def query_problems(tree: exp.Expr, *, models: dict[str, str], refs: set[str]
+def query_problems(tree: exp.Expr, *, models: Mapping[str, str], refs: set[str]
                    ) -> Iterator[Problem]:
     """:func:`function_problems` of ``tree``, and every relation that is not parsed_events, a
     ref'd model or a visible CTE, in one walk.
@@ -190,7 +190,7 @@ def _contains(ancestor: exp.Expr, node: exp.Expr) -> bool:
     return False
 
 
-def _table_problem(table: exp.Table, *, models: dict[str, str], refs: set[str]
+def _table_problem(table: exp.Table, *, models: Mapping[str, str], refs: set[str]
                    ) -> Problem | None:
     this = table.this
     if isinstance(this, exp.Func):

@@ -116,6 +116,7 @@ class ModelContext:
         scope: sqlglot's scope tree of the query (see the property).
         analysis: name resolution of the model's query (None unless it is one query).
         upstream: lower-cased model name -> inferred shape of models linted before this one.
+        models: lower-cased name -> name of every model of the project.
     """
 
     project: Project
@@ -124,6 +125,8 @@ class ModelContext:
     syntax: SyntaxProblem | None
     analysis: Analysis | None = None
     upstream: Mapping[str, Shape | None] | None = None
+    #: lower-cased name -> name of every model of the project (the linter builds it once)
+    models: Mapping[str, str] | None = None
 
     @property
     def query(self) -> exp.Query | None:
@@ -136,7 +139,8 @@ class ModelContext:
     def guard_problems(self) -> tuple[Problem, ...]:
         """What the guard (:mod:`runner.lint.allowlist`) refuses in the model's own query
         statements: found once per model, read by each guard rule."""
-        models = {m.name.lower(): m.name for m in self.project.models}
+        models = self.models if self.models is not None else {
+            m.name.lower(): m.name for m in self.project.models}
         refs = {r.lower() for r in self.model.refs}
         return tuple(p for statement in self.statements if isinstance(statement, exp.Query)
                      for p in query_problems(statement, models=models, refs=refs))

@@ -136,7 +136,8 @@ def lint_models(project: Project, models: Sequence[RenderedModel], *,
         """Lint one model; return the parsed_events fields it reads (None: maybe all)."""
         statements, syntax = parse_sql(model.sql, max_chars=budget.max_sql_chars,
                                        max_depth=budget.max_depth)
-        ctx = ModelContext(project, model, statements, syntax, upstream=shapes)
+        ctx = ModelContext(project, model, statements, syntax, upstream=shapes,
+                           models=all_models)
         reads: set[str] | None = set()
         if statements:
             ast[model.name] = statements[0]
