@@ -3,14 +3,19 @@ ledger rewrite, and the refusal of `--full-refresh --select +m`."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from click.testing import CliRunner
 
 from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.cli import cli
-from runner.runtime.history_check import local_path, missing_files
+from runner.errors import ConfigError
+from runner.project.loader import load_project
+from runner.runtime.history_check import check_history, local_path, missing_files
 from runner.runtime.restate import forget
 from runner.sources.history import PastBatch
-from tests.support.projects import write_project
+from tests.support.projects import BASE_YML, write_project
 
 GOOD = {"models/a.sql": "SELECT eventId, user.userId AS uid FROM parsed_events",
         "models/b.sql": "SELECT uid, count(*) AS n FROM {{ ref('a') }} GROUP BY uid"}
@@ -52,3 +57,31 @@ def test_full_refresh_select_with_ancestors_is_refused_with_the_spelling_to_use(
     assert "every ancestor" in result.output
     assert "--full-refresh --select b" in result.output
     assert not (root / "_checkpoint").exists() and not (root / "cp").exists()
+
+
+def _kafka_project(tmp_path, *, strict: bool):
+    yml = BASE_YML.replace("  type: files\n  path: incoming\n",
+                           "  type: kafka\n  bootstrap_servers: localhost:1\n  topic: events\n"
+                           f"  fail_on_data_loss: {str(strict).lower()}\n")
+    root = write_project(tmp_path / ("strict" if strict else "lenient"), GOOD, project_yml=yml)
+    cp = root / "cp"
+    for b, end in enumerate((5, 9)):  # as Spark writes them; no sources/0/0: start unknown
+        for folder, doc in (("offsets", json.dumps({"events": {"0": end}})),
+                            ("commits", '{"nextBatchWatermarkMs":0}')):
+            (cp / folder).mkdir(parents=True, exist_ok=True)
+            (cp / folder / str(b)).write_text(
+                "v1\n" + ('{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n'
+                          if folder == "offsets" else "") + doc)
+    return load_project(root)
+
+
+def test_kafka_replay_with_an_unknown_batch_0_start_is_refused_under_fail_on_data_loss(
+        tmp_path) -> None:
+    project = _kafka_project(tmp_path, strict=True)
+    with pytest.raises(ConfigError, match=r"(?s)cannot rebuild b: where batch 0 started is "
+                                          r"unknown for events\[0\].*starting_offsets"):
+        check_history(project, {"b": 0}, committed=1, rebuild=["b"])
+    said: list[str] = []
+    check_history(_kafka_project(tmp_path, strict=False), {"b": 0}, committed=1,
+                  rebuild=["b"], on_event=said.append)  # reported, not refused (no broker)
+    assert len(said) == 1 and "fail_on_data_loss is false" in said[0]
