@@ -5,8 +5,9 @@ nothing changed: no table dropped or written, the registry and the ledger as the
 - Files source: every input file of the batches to replay must still exist. Local paths
   (``file:`` URIs, plain paths) are checked with ``stat``; files on other file systems
   (``s3a://``, ``abfss://``...) are checked by the replay itself, which names a missing one.
-- Kafka source: where batch 0 started must be known (concrete ``starting_offsets``, or Spark's
-  record of it in ``sources/0/0``), and the brokers must still hold every offset of the
+- Kafka source: where batch 0 started must be known (concrete ``starting_offsets``, Spark's
+  record of it in ``sources/0/0``, or ``earliest`` on partitions that still start at offset
+  0: nothing was ever deleted from them), and the brokers must still hold every offset of the
   batches to replay. With ``fail_on_data_loss: false`` both are reported and the backfill
   replays what is left, as the stream itself would.
 """
@@ -19,7 +20,7 @@ from urllib.parse import unquote, urlparse
 
 from runner.errors import ConfigError
 from runner.project.loader import Project
-from runner.sources.history import PastBatch, file_batches, kafka_batches
+from runner.sources.history import KafkaSpan, PastBatch, file_batches, kafka_batches
 
 __all__ = ["check_history", "local_path", "missing_files", "past_batches"]
 
@@ -111,7 +112,7 @@ def check_history(project: Project, starts: Mapping[str, int], *, committed: int
 
 def _check_kafka(project: Project, batches: Sequence[PastBatch], *, since: int, what: str,
                  dropped: str, on_event: Callable[[str], None]) -> None:
-    from runner.sources.replay import broker_losses
+    from runner.sources.replay import broker_watermarks, resolve_spans
 
     source = project.config.source
     assert source.type == "kafka"
@@ -120,24 +121,39 @@ def _check_kafka(project: Project, batches: Sequence[PastBatch], *, since: int, 
         return
     strict = source.fail_on_data_loss
     unknown = [s for s in todo[0].spans if s.start is None] if todo[0].first == 0 else []
-    if unknown:
-        parts = ", ".join(f"{s.topic}[{s.partition}]" for s in unknown)
-        text = (f"{what}: where batch 0 started is unknown for {parts} (starting_offsets is "
-                "not a concrete offset per partition and the checkpoint has no sources/0/0), "
-                "so the replay would start at the earliest offset the brokers still have and "
-                "could not tell whether records are missing")
-        if strict:
-            raise ConfigError(text + " (fail_on_data_loss is true)",
-                              hint="set source.starting_offsets to the offsets batch 0 started "
-                                   "at, or set fail_on_data_loss: false to replay what the "
-                                   "brokers still hold" + dropped)
-        on_event(text + " (fail_on_data_loss is false: replaying what is there)")
     if not strict:  # the replay reports (and skips) what is gone, as the stream would
+        if unknown:
+            on_event(f"{what.replace('cannot ', '')}: where batch 0 started is unknown for "
+                     f"{_partitions(unknown)}; replaying from the earliest offset the brokers "
+                     "still have (fail_on_data_loss is false)")
         return
-    losses = broker_losses(source, [s for b in todo for s in b.spans if s.start is not None])
+    if unknown and source.starting_offsets != "earliest":
+        raise _unknown_start(what, unknown, dropped)
+    available = broker_watermarks(source)
+    # with `earliest`, batch 0 started at offset 0 where nothing was ever deleted
+    unknown = [s for s in unknown
+               if (w := available.get((s.topic, s.partition))) is None or w.low > 0]
+    if unknown:
+        raise _unknown_start(what, unknown, dropped)
+    losses = resolve_spans([s for b in todo for s in b.spans if s.start is not None],
+                           available)[1]
     if losses:
         lines = "\n".join(f"  - {loss.describe()}" for loss in losses)
         raise ConfigError(f"{what}: the brokers no longer hold the whole history of batches "
                           f"{since}..{todo[-1].batch_id} (fail_on_data_loss is true):\n{lines}",
                           hint="set fail_on_data_loss: false to replay what is left (the "
                                "missing offsets stay missing)" + dropped)
+
+
+def _unknown_start(what: str, spans: Sequence[KafkaSpan], dropped: str) -> ConfigError:
+    return ConfigError(
+        f"{what}: where batch 0 started is unknown for {_partitions(spans)} "
+        "(starting_offsets is not a concrete offset per partition, the checkpoint has no "
+        "record of it, and the partition no longer starts at offset 0), so the replay could "
+        "miss records without noticing (fail_on_data_loss is true)",
+        hint="set source.starting_offsets to the offsets batch 0 started at, or set "
+             "fail_on_data_loss: false to replay what the brokers still hold" + dropped)
+
+
+def _partitions(spans: Sequence[KafkaSpan]) -> str:
+    return ", ".join(f"{s.topic}[{s.partition}]" for s in spans)

@@ -36,7 +36,7 @@ from runner.sources.kafka.plan import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["KafkaHistory", "broker_losses", "read_files", "resolve_spans"]
+__all__ = ["KafkaHistory", "broker_watermarks", "read_files", "resolve_spans"]
 
 
 def read_files(spark: SparkSession, batch: PastBatch) -> DataFrame:
@@ -106,13 +106,13 @@ def _options(source: KafkaSource) -> KafkaSourceOptions:
         **{f"kafka.{k}": v for k, v in client.items()}})
 
 
-def broker_losses(source: KafkaSource, spans: Sequence[KafkaSpan]) -> list[DataLoss]:
-    """What of ``spans`` the brokers no longer hold (one metadata and watermark round trip;
-    no Spark): checked before a backfill or rebuild changes anything."""
+def broker_watermarks(source: KafkaSource) -> dict[TP, Watermarks]:
+    """The offsets the brokers hold now for each partition of the source's topics (one
+    metadata and watermark round trip; no Spark): checked before a backfill or rebuild
+    changes anything."""
     from runner.sources.kafka.datasource import KafkaStreamReader
 
-    available = KafkaStreamReader(_options(source))._fetch_available()  # noqa: SLF001
-    return resolve_spans(spans, available)[1]
+    return KafkaStreamReader(_options(source))._fetch_available()  # noqa: SLF001
 
 
 class KafkaHistory:
