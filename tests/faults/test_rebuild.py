@@ -1,6 +1,6 @@
 """A rebuild (``--full-refresh --select m``) checks, then acts: it refuses before dropping
-anything when the history it would replay is incomplete, and afterwards the snapshot ledger
-names the rebuilt table's versions, not the dropped table's.
+anything when the history it would replay is incomplete (a new model's backfill too), and
+afterwards the snapshot ledger names the rebuilt table's versions, not the dropped table's.
 
 Both engines: what is checked is what lands in Delta tables.
 """
@@ -22,6 +22,7 @@ from runner.project.loader import load_project
 from runner.sinks.inspect import open_table
 from runner.sinks.tables import current_version
 from tests.faults.test_operations import _exact, _feed, _project, _run
+from tests.support.projects import ENDPOINT_COUNTS
 from tests.support.reference import expected_tables
 
 pytestmark = pytest.mark.spark
@@ -46,6 +47,14 @@ def test_rebuild_refuses_before_dropping_when_an_input_file_is_gone(
         _run(root, rebuild=["error_events"])  # before: dropped, then "history incomplete"
     assert current_version(table) == version  # nothing changed
     assert (root / "cp" / REGISTRY_FILE).read_text() == registry
+    new = root / "models" / "endpoint_counts.sql"  # a new model would miss batch 0's rows
+    new.write_text(ENDPOINT_COUNTS)
+    with pytest.raises(ConfigError, match=r"(?s)cannot backfill endpoint_counts.*"
+                                          r"backfill=false"):
+        _run(root)
+    assert not (root / "wh" / "endpoint_counts").exists()
+    assert (root / "cp" / REGISTRY_FILE).read_text() == registry
+    new.unlink()
     gone.write_bytes(kept)
     _run(root, rebuild=["error_events"])
     _exact(root, TABLES)
