@@ -140,6 +140,14 @@ def stream(project_dir: str, select: tuple[str, ...], available_now: bool, trigg
     validate_interval(interval)
     rebuild: tuple[str, ...] = ()
     if full_refresh and select:  # rebuild the selected tables; the stream runs every model
+        upstream = [p for s in select for p in s.split() if p.startswith("+")]
+        if upstream:  # a rebuild computes ancestors from the history, never from their tables
+            names = " ".join(p.lstrip("+") for s in select for p in s.split())
+            raise ConfigError(
+                f"--full-refresh --select {upstream[0]}: '+' would rebuild (drop and "
+                "replay) every ancestor too, and a rebuild needs none of them: it computes "
+                "them from the checkpoint's history without reading or writing their tables",
+                hint=f"name only the models to rebuild: --full-refresh --select {names}")
         rebuild = tuple(s.name for s in compile_project(project, select=select).plan.steps)
         full_refresh, select = False, ()
     plan = _plan_or_exit(project, select)

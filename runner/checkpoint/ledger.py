@@ -28,6 +28,14 @@ the replay skips every sink (they all committed), so no table gains data.
 Versions are found without opening the tables (:func:`runner.sinks.tables.versions_of`): a
 few ``stat`` calls per table per batch.
 
+Rebuilds and backfills (:mod:`runner.runtime.restate`): a table that is rebuilt or backfilled
+gets new versions for old batches. Before a rebuild drops a table, the table is removed from
+every entry (a snapshot of those batches then lacks it rather than naming versions of a dropped
+table); once the backfill is complete, every entry from the backfill's first batch on is
+rewritten (:meth:`Ledger.rewrite`) with the version of the new table that holds exactly the
+batches up to the entry's, read from the table's own log (the commit carrying each batch's
+application transaction).
+
 Retention: ``runner maintain`` deletes entries older than the ones it keeps
 (``maintenance.keep_batches``) before it vacuums, and vacuum keeps every version that a kept
 entry names, so every entry in the ledger can be read.
@@ -42,7 +50,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.checkpoint.files import write_once
+from runner.checkpoint.files import write_atomic, write_once
 from runner.errors import ExecutionError
 
 __all__ = ["LEDGER_DIR", "Ledger", "LedgerEntry", "utc_now"]
@@ -124,6 +132,13 @@ class Ledger:
         """
         self.folder.mkdir(parents=True, exist_ok=True)
         return write_once(self._path(entry.batch_id), entry.to_json())
+
+    def rewrite(self, entry: LedgerEntry) -> None:
+        """Replace the entry of ``entry.batch_id`` (atomic, durable): only for a backfill or
+        rebuild restating the versions of the tables it wrote (:mod:`runner.runtime.restate`);
+        the stream's entries are write-once (:meth:`record`)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(self._path(entry.batch_id), entry.to_json(), durable=True)
 
     def prune(self, below: int) -> int:
         """Delete the entries of batches ``< below`` (no longer retained); return how many."""

@@ -8,13 +8,18 @@ At start-up, before the query starts (:func:`prepare_handover`, then the schema 
    that sat out some runs (``enabled=false``, not selected) is *back* and missed batches
    ``left_at`` .. last committed; ``--full-refresh --select`` asks for a *rebuild*; a model
    whose SQL file is gone is *retired* (its table is left in place, and the start-up says so).
-2. The registry is saved first, then rebuilt tables are dropped, then every model to backfill
+2. Check, then act: the history each backfill replays must be complete (input files still
+   there, Kafka offsets still retained: :mod:`runner.runtime.history_check`), else the start-up
+   refuses with nothing changed. The registry is saved first, then rebuilt tables leave the
+   snapshot ledger and are dropped, then every model to backfill
    runs on the checkpoint's committed batches, read again from the source
    (:mod:`runner.sources.history`, :mod:`runner.sources.replay`), through the same per-batch
    function as the stream (:func:`runner.runtime.batch.run_batch`) with a plan cut down to
    those models and their ancestors (computed from their logic, not read from their tables)
    that writes only their tables: no other table is touched, the dead-letter table included.
-3. Then the registry marks them live and the stream goes on from the next batch with them.
+3. Then the ledger entries of the batches they wrote name their new versions
+   (:mod:`runner.runtime.restate`), the registry marks them live and the stream goes on from
+   the next batch with them.
 
 One backfill batch per original batch, with the original batch id: an accumulating
 ``merge_update`` sees exactly the merges it would have seen had it existed from batch 0, and
@@ -47,11 +52,13 @@ from runner.errors import ExecutionError
 from runner.failpoints import failpoint
 from runner.project.loader import Project
 from runner.runtime.batch import BatchPlan, prepare, run_batch
+from runner.runtime.history_check import check_history, past_batches
 from runner.runtime.parking import ParkedError
+from runner.runtime.restate import forget, restate
 from runner.sinks import SinkSpec
 from runner.sinks.base import app_id
 from runner.sinks.tables import check_droppable, is_table
-from runner.sources.history import PastBatch, file_batches, kafka_batches
+from runner.sources.history import PastBatch
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -213,6 +220,13 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         rebuild=rebuild, known=known, version=lambda m: bp.writer.committed_version(spec(m)),
         table=lambda m: str(project.table_path(m)),
         exists=lambda m: is_table(project.table_path(m)))
+    starts = {}  # check, then act: the history each backfill replays must be complete
+    for m, e in handover.entries.items():
+        if e.state == "backfilling" and m in run:
+            v = None if e.drop else bp.writer.committed_version(spec(m))
+            starts[m] = e.start if v is None else max(e.start, v + 1)
+    check_history(project, starts, committed=committed, rebuild=handover.to_drop,
+                  on_event=on_event)
     joining = [m for m in run if (entries or {}).get(m, Entry("absent")).state in
                ("absent", "retired", "parked")
                and handover.entries[m].state in ("backfilling", "live")
@@ -253,6 +267,7 @@ def finish_handover(spark: SparkSession, project: Project, bp: BatchPlan, handov
     if not todo:
         return False
     failpoint("backfill.start")
+    forget(project.checkpoint, [m for m in handover.to_drop if m in run])  # before the drop
     for m in handover.to_drop:
         if m in run:
             bp.writer.drop(bp.sinks[m])
@@ -268,6 +283,13 @@ def finish_handover(spark: SparkSession, project: Project, bp: BatchPlan, handov
             spark, project, bp, todo, through=handover.committed, stop=stop, on_event=on_event,
             on_progress=on_progress, on_parked=park):
         return True
+    if handover.committed is not None:  # the ledger names the tables' new versions
+        blurred = {k for b in past_batches(project, handover.committed)
+                   for k in range(b.first, b.batch_id)}
+        restate(project.checkpoint, {m: (project.table_path(m), bp.sinks[m].app_id)
+                                     for m in todo},
+                starts=todo, through=handover.committed, blurred=blurred,
+                parked={m: entries[m].left_at for m in todo if entries[m].state == "parked"})
     failpoint("backfill.before_live")
     for m in todo:
         if entries[m].state != "parked":
@@ -284,17 +306,6 @@ def _cut(bp: BatchPlan, targets: Collection[str]) -> BatchPlan:
     plan = dataclasses.replace(bp.plan, steps=tuple(s for s in bp.plan.steps if s.name in needed))
     return dataclasses.replace(bp, plan=plan, sinks={m: bp.sinks[m] for m in targets},
                                write_dead_letters=False)
-
-
-def _past_batches(project: Project, through: int) -> list[PastBatch]:
-    source = project.config.source
-    if source.type == "files":
-        return file_batches(project.checkpoint, through=through)
-    start = source.starting_offsets
-    initial = None
-    if isinstance(start, dict) and all(o >= 0 for parts in start.values() for o in parts.values()):
-        initial = {(t, int(p)): o for t, parts in start.items() for p, o in parts.items()}
-    return kafka_batches(project.checkpoint, through=through, initial=initial)
 
 
 def _reader(spark: SparkSession, project: Project,
@@ -329,7 +340,7 @@ def _backfill(spark: SparkSession, project: Project, bp: BatchPlan, todo: Mappin
         return False
     session = spark.newSession()  # the batches' temp views stay out of the stream's session
     read = _reader(session, project, on_event)
-    batches = [b for b in _past_batches(project, through) if b.batch_id >= min(pending.values())]
+    batches = [b for b in past_batches(project, through) if b.batch_id >= min(pending.values())]
     models = tuple(sorted(pending))
     totals, started = _Totals(), time.perf_counter()
     prepare(_cut(bp, models))

@@ -19,8 +19,8 @@ from typing import Any
 from runner.errors import ConfigError
 from runner.project.loader import Project
 
-__all__ = ["STAGING_DIR", "TableInfo", "check_droppable", "current_version", "describe_tables",
-           "is_table", "not_a_table", "read_table", "versions_of"]
+__all__ = ["STAGING_DIR", "TableInfo", "batch_versions", "check_droppable", "current_version",
+           "describe_tables", "is_table", "not_a_table", "read_table", "versions_of"]
 
 _DIGITS = 20  # the width of Delta's commit file names
 #: The rs engine's staging folder inside a table (:mod:`runner.sinks.staged`).
@@ -160,3 +160,25 @@ def versions_of(tables: Mapping[str, Path], *,
     known = known or {}
     return {name: current_version(path, at_least=known.get(name))
             for name, path in tables.items()}
+
+
+def batch_versions(table: Path, app_id: str) -> tuple[int, dict[int, int]] | None:
+    """The table's latest version, and commit version -> the batch id of ``app_id``'s
+    transaction in it for every commit that has one; None when there is no table or its log
+    no longer starts at version 0 (cleaned up: commits of unknown batches may be missing)."""
+    log = table / "_delta_log"
+    try:
+        names = os.listdir(log)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    commits = sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
+    if not commits or commits[0] != 0:
+        return None
+    found: dict[int, int] = {}
+    for version in commits:
+        with open(_commit_file(table, version), encoding="utf-8") as f:
+            for line in f:
+                txn = json.loads(line).get("txn") if line.strip() else None
+                if txn and txn.get("appId") == app_id:
+                    found[version] = int(txn["version"])
+    return commits[-1], found

@@ -36,7 +36,7 @@ from runner.sources.kafka.plan import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["KafkaHistory", "read_files", "resolve_spans"]
+__all__ = ["KafkaHistory", "broker_watermarks", "read_files", "resolve_spans"]
 
 
 def read_files(spark: SparkSession, batch: PastBatch) -> DataFrame:
@@ -95,6 +95,26 @@ def resolve_spans(spans: Sequence[KafkaSpan], available: Mapping[TP, Watermarks]
     return ranges, losses
 
 
+def _options(source: KafkaSource) -> KafkaSourceOptions:
+    from runner.sources.kafka.reader import SOURCE_TUNING_OPTIONS
+
+    client = {k: v.get_secret_value() for k, v in source.options.items()}
+    tuning = {k: client.pop(k) for k in SOURCE_TUNING_OPTIONS if k in client}
+    return KafkaSourceOptions.parse({
+        "bootstrap_servers": source.bootstrap_servers, "topic": ",".join(source.topics),
+        "fail_on_data_loss": str(source.fail_on_data_loss).lower(), **tuning,
+        **{f"kafka.{k}": v for k, v in client.items()}})
+
+
+def broker_watermarks(source: KafkaSource) -> dict[TP, Watermarks]:
+    """The offsets the brokers hold now for each partition of the source's topics (one
+    metadata and watermark round trip; no Spark): checked before a backfill or rebuild
+    changes anything."""
+    from runner.sources.kafka.datasource import KafkaStreamReader
+
+    return KafkaStreamReader(_options(source)).fetch_available()
+
+
 class KafkaHistory:
     """Reads past Kafka batches with the reader the stream uses (see the module docstring).
 
@@ -114,10 +134,7 @@ class KafkaHistory:
         self.tuning = {k: client.pop(k) for k in SOURCE_TUNING_OPTIONS if k in client}
         self.client = client
         self.spark_source = spark_kafka_available(spark)
-        self.options = KafkaSourceOptions.parse({
-            "bootstrap_servers": source.bootstrap_servers, "topic": ",".join(source.topics),
-            "fail_on_data_loss": str(source.fail_on_data_loss).lower(), **self.tuning,
-            **{f"kafka.{k}": v for k, v in client.items()}})
+        self.options = _options(source)
 
     def read(self, batch: PastBatch) -> DataFrame:
         """The records of ``batch`` with the stream's columns.
