@@ -31,6 +31,11 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 #: (reader, Delta engine): the production path and the embedded path.
 PATHS = [("spark", "spark"), ("python", "rs")]
+#: The closed-port case on the Python reader is `slow` (33 s): that reader already fails fast at
+#: start in the default run (test_stream_kafka's bad bootstrap address); the hang this test was
+#: written for was Spark's source, which stays in the default run.
+CLOSED_PORT_PATHS = [pytest.param("spark", "spark", id="spark-spark"),
+                     pytest.param("python", "rs", id="python-rs", marks=pytest.mark.slow)]
 
 
 def _cli(project: Project, *args: str, timeout: float = 170) -> tuple[int, str, float]:
@@ -55,7 +60,7 @@ def _set_bootstrap(project: Project, address: str) -> Project:
     return load_project(project.root)
 
 
-@pytest.mark.parametrize(("reader", "engine"), PATHS, ids=[f"{r}-{e}" for r, e in PATHS])
+@pytest.mark.parametrize(("reader", "engine"), CLOSED_PORT_PATHS)
 def test_closed_port_after_committed_batches_ends_within_a_minute(
         apache_kafka: str, reader: str, engine: str, spark: Any, tmp_path: Path) -> None:
     """The issue's case with the default ``connect_timeout``. Spark's reader runs the CLI in
