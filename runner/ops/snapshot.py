@@ -14,8 +14,8 @@ No Spark, no table opened: one directory listing and one small file read.
 A model parked at that batch (its SQL failed, ``on_model_error: park``) is listed with
 ``parked_since``: k, as the batch's ledger entry says; its version then holds its batches
 before k only (its last good batch): the cut is consistent for every other table and that one
-lags. It stays so after the fixed model caught up (the entry records what was true at that
-batch); snapshots of the batches after the catch-up include it in full.
+lags, until the fixed model catches up: that catch-up restates the entries it covers
+(:mod:`runner.runtime.restate`), which then name the version holding exactly their batches.
 """
 
 from __future__ import annotations
