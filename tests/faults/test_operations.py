@@ -20,7 +20,7 @@ from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sinks.tables import current_version
 from tests.support.projects import BASE_YML, EXAMPLE_FILES, write_project
-from tests.support.reference import actual_tables, expected_tables
+from tests.support.reference import assert_exact
 
 pytestmark = pytest.mark.spark
 
@@ -44,15 +44,6 @@ def _run(root: Path, **kw):
                       trigger="1 second", **kw)
 
 
-def _exact(root: Path, tables: tuple[str, ...]) -> None:
-    expected = expected_tables(root / "incoming")
-    actual = actual_tables(root / "wh")
-    for name in tables:
-        lost, extra = expected[name] - actual[name], actual[name] - expected[name]
-        assert not lost and not extra, f"{name}: {sum(lost.values())} lost, " \
-                                       f"{sum(extra.values())} extra"
-
-
 def test_re_enabling_a_model_kept_through_a_full_refresh_is_refused_then_rebuilt(
         tmp_path: Path, delta_engine: str) -> None:
     root = _project(tmp_path, delta_engine)
@@ -73,7 +64,7 @@ def test_re_enabling_a_model_kept_through_a_full_refresh_is_refused_then_rebuilt
     assert current_version(table) == version  # nothing changed
     assert (root / "cp" / REGISTRY_FILE).read_text() == registry
     _run(root, rebuild=["error_events"])  # the way out the message names
-    _exact(root, ("request_logs", "error_events", "performance_metrics"))
+    assert_exact(root / "incoming", root / "wh", ("request_logs", "error_events", "performance_metrics"))
 
 
 def test_renaming_the_pipeline_between_a_crash_and_its_replay_is_refused(
@@ -95,6 +86,6 @@ def test_renaming_the_pipeline_between_a_crash_and_its_replay_is_refused(
     assert current_version(root / "wh" / "request_logs") == version
     (root / "project.yml").write_text(yml)
     _run(root)
-    _exact(root, ("request_logs", "error_events", "performance_metrics"))
+    assert_exact(root / "incoming", root / "wh", ("request_logs", "error_events", "performance_metrics"))
     record = json.loads((root / "cp" / IDENTITY_FILE).read_text())
     assert record == {"name": "test_pipeline", "source": "files:incoming"}

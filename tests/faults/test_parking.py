@@ -29,7 +29,7 @@ from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sinks.tables import read_table
 from tests.support.projects import BASE_YML, EXAMPLE_FILES, REPO_ROOT, write_project
-from tests.support.reference import DEAD, actual_tables, expected_tables, valid_event
+from tests.support.reference import DEAD, assert_exact, valid_event
 
 pytestmark = pytest.mark.spark
 
@@ -83,15 +83,6 @@ def _table_ids(root: Path, name: str) -> Counter:
     return Counter(read_table(root / "wh" / name).column("eventId").to_pylist())
 
 
-def _exact(root: Path, tables: tuple[str, ...] = OTHERS) -> None:
-    expected = expected_tables(root / "incoming", tables)
-    actual = actual_tables(root / "wh")
-    for name in tables:
-        lost, extra = expected[name] - actual[name], actual[name] - expected[name]
-        assert not lost and not extra, f"{name}: {sum(lost.values())} lost, " \
-                                       f"{sum(extra.values())} extra"
-
-
 def test_a_failing_model_is_parked_then_caught_up_once_fixed(
         tmp_path: Path, delta_engine: str) -> None:
     root = _project(tmp_path, delta_engine)
@@ -114,7 +105,7 @@ def test_a_failing_model_is_parked_then_caught_up_once_fixed(
            "ancestor fragile failed" in out
     assert "2 model(s) parked during this run: fragile, fragile_child" in out
     assert "SQLQueryContextLogger" not in out and "\tat org.apache" not in out, out[:3000]
-    _exact(root)  # every other table has batches 0..2
+    assert_exact(root / "incoming", root / "wh", OTHERS)  # every other table has batches 0..2
     assert _table_ids(root, "fragile") == _ids(root, first)  # still at batch 0
     assert _table_ids(root, "fragile_child") == _ids(root, first)
     registry = load_registry(root / "cp")
@@ -136,7 +127,7 @@ def test_a_failing_model_is_parked_then_caught_up_once_fixed(
     summary = _run(root)  # catches up batches 1..2 from the history, then batch 3
     assert not summary.parked
     everything = sorted((root / "incoming").glob("*.json"))
-    _exact(root)
+    assert_exact(root / "incoming", root / "wh", OTHERS)
     assert _table_ids(root, "fragile") == _ids(root, everything)  # nothing lost, nothing twice
     assert _table_ids(root, "fragile_child") == _ids(root, everything)
     registry = load_registry(root / "cp")
@@ -168,14 +159,14 @@ def test_a_parked_model_that_fails_again_stays_parked_and_a_replay_parks_it_agai
     assert registry is not None and registry["fragile"].left_at == 1
     summary = _run(root)  # the replay of batch 1 parks it again; the others skip it
     assert set(summary.parked) == {"fragile", "fragile_child"}
-    _exact(root)
+    assert_exact(root / "incoming", root / "wh", OTHERS)
     assert _table_ids(root, "fragile") == _ids(root, first)
     # Restarted without a fix: the catch-up fails again on batch 1: still parked, the run
     # goes on for the others (a new batch).
     _feed(root, 3)
     summary = _run(root)
     assert {p.batch_id for p in summary.parked.values()} == {1}
-    _exact(root)
+    assert_exact(root / "incoming", root / "wh", OTHERS)
     assert _table_ids(root, "fragile") == _ids(root, first)
     registry = load_registry(root / "cp")
     assert registry is not None and registry["fragile"].state == "parked"

@@ -18,7 +18,7 @@ from typing import Any
 
 from runner.sinks.tables import read_table
 
-__all__ = ["DEAD", "DEFAULT_TABLES", "actual_tables", "compare", "expected_tables",
+__all__ = ["DEAD", "DEFAULT_TABLES", "actual_tables", "assert_exact", "compare", "expected_tables",
            "valid_event"]
 
 DEAD = "_dead_letter"
@@ -109,3 +109,14 @@ def compare(expected: dict[str, Counter], actual: dict[str, Counter]) -> dict[st
                      "lost": sum(lost.values()), "duplicated_or_extra": sum(extra.values()),
                      "examples": [repr(k)[:160] for k in list(lost)[:3] + list(extra)[:3]]}
     return out
+
+
+def assert_exact(incoming: Path, warehouse: Path, tables: Collection[str]) -> None:
+    """Each of ``tables`` in ``warehouse`` holds exactly what ``incoming`` says it must: no row
+    lost, none twice (the counts name which table broke it)."""
+    expected = expected_tables(incoming, tables)
+    actual = actual_tables(warehouse)
+    for name in tables:
+        lost, extra = expected[name] - actual[name], actual[name] - expected[name]
+        assert not lost and not extra, (f"{name}: {sum(lost.values())} lost, "
+                                        f"{sum(extra.values())} extra")
