@@ -52,6 +52,10 @@ class Bookkeeper:
                     self.tables.setdefault(name, Path(project.table_path(name)))
                     if version is not None:
                         self.known[name] = version
+        # Models parked when this run starts (the registry, after the start-up's catch-ups),
+        # and from which batch; the batches of this run add theirs (``record``).
+        self.parked = {m: e.left_at for m, e in (load_registry(project.checkpoint) or {}).items()
+                       if e.state == "parked"}
         config = project.config.maintenance
         self.every_batches = config.every_batches
         self.every_seconds = config.every_minutes * 60 if config.every_minutes else None
@@ -74,9 +78,10 @@ class Bookkeeper:
     def record(self, result: BatchResult) -> None:
         """Record batch ``result.batch_id`` in the ledger (kept as it is on a replay)."""
         versions = versions_of(self.tables, known=self.known)
-        registry = load_registry(self.project.checkpoint) or {}  # parked before this entry
-        parked = {m: e.left_at for m, e in registry.items() if e.state == "parked"
-                  and e.left_at <= result.batch_id and m in versions}
+        for m, p in result.parked.items():  # as record_parked keeps it: the earliest batch
+            self.parked[m] = min(self.parked.get(m, p.batch_id), p.batch_id)
+        parked = {m: k for m, k in self.parked.items()
+                  if k <= result.batch_id and m in versions}
         self.ledger.record(LedgerEntry(result.batch_id, versions, query_id=self.query_id,
                                        written_at=utc_now(), parked=parked))
         self.known = {name: v for name, v in versions.items() if v is not None}

@@ -106,7 +106,7 @@ class FakeStream:
             if not self.writer.write(self.dead, letters, batch_id).skipped:
                 self.expected.setdefault(DEAD, []).extend(
                     (f"bad {batch_id}-{i}", batch_id) for i in range(dead))
-        self.keeper.after_batch(SimpleNamespace(batch_id=batch_id))  # type: ignore[arg-type]
+        self.keeper.after_batch(SimpleNamespace(batch_id=batch_id, parked={}))  # type: ignore[arg-type]
 
 
 def _schema(columns: tuple[str, ...]) -> pa.Schema:

@@ -143,7 +143,7 @@ def test_tables_a_run_does_not_write_stay_in_the_cut(tmp_path) -> None:
     from runner.project.loader import load_project
 
     keeper = Bookkeeper(load_project(s.project.root), only_logs, query_id=s.query_id)
-    keeper.after_batch(SimpleNamespace(batch_id=2))
+    keeper.after_batch(SimpleNamespace(batch_id=2, parked={}))
     entry = Ledger(s.project.checkpoint).get(2)
     assert "performance_metrics" not in entry.tables
     for name in ("error_events", "endpoint_counts", DEAD):
