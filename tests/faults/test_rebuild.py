@@ -21,9 +21,9 @@ from runner.ops.snapshot import snapshot
 from runner.project.loader import load_project
 from runner.sinks.inspect import open_table
 from runner.sinks.tables import current_version
-from tests.faults.test_operations import _exact, _feed, _project, _run
+from tests.faults.test_operations import _feed, _project, _run
 from tests.support.projects import ENDPOINT_COUNTS
-from tests.support.reference import expected_tables
+from tests.support.reference import assert_exact, expected_tables
 
 pytestmark = pytest.mark.spark
 
@@ -57,7 +57,7 @@ def test_rebuild_refuses_before_dropping_when_an_input_file_is_gone(
     new.unlink()
     gone.write_bytes(kept)
     _run(root, rebuild=["error_events"])
-    _exact(root, TABLES)
+    assert_exact(root / "incoming", root / "wh", TABLES)
 
 
 def _errors_at(path: Path, version: int | None) -> Counter:
@@ -79,7 +79,7 @@ def test_after_a_rebuild_every_snapshot_names_the_rebuilt_tables_versions(
     _run(root)
     assert Ledger(root / "cp").batch_ids() == [0, 1, 2]  # one batch per file
     _run(root, rebuild=["error_events"])
-    _exact(root, TABLES)
+    assert_exact(root / "incoming", root / "wh", TABLES)
     expected = {}
     for batch in (0, 1, 2):
         upto = tmp_path / f"upto{batch}"
