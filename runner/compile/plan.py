@@ -8,13 +8,39 @@ from typing import Any
 from runner.compile.reads import ANY_READS, Reads
 from runner.project.config import ModelConfig
 
-__all__ = ["Column", "Plan", "Step"]
+__all__ = ["Column", "Lookup", "Plan", "Step"]
 
 
 @dataclass(frozen=True)
 class Column:
     name: str
     type: str  # Spark SQL type, e.g. 'STRING', 'STRUCT<a: INT>'; 'UNKNOWN' when not inferable
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """Reference data a model joins: a declared source (a Delta table) or a seed (a CSV file).
+
+    Every batch reads each lookup at one pinned version (a source's Delta version when the batch
+    first runs; a seed's content hash), recorded in the checkpoint before any table commits the
+    batch, so every replay, backfill and rebuild of the batch joins the same rows
+    (DESIGN.md "Sources and seeds").
+    """
+
+    kind: str  # "source" | "seed"
+    name: str  # a source: "<source>.<table>" ("crm.customers"); a seed: its file stem
+    view: str  # the per-batch temp view the compiled SQL reads ("crm__customers", "country_codes")
+    location: str  # a source: the Delta table's absolute path or URI, or its catalog name;
+    #                a seed: the CSV file's absolute path
+    catalog: bool  # a source declared with ``table:`` (a catalog name; spark engine only)
+    columns: tuple[Column, ...]
+    content_hash: str | None = None  # a seed: sha256 of its CSV and declared types (its version)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "view": self.view,
+                "location": self.location, "catalog": self.catalog,
+                "columns": [{"name": c.name, "type": c.type} for c in self.columns],
+                "content_hash": self.content_hash}
 
 
 @dataclass(frozen=True)
@@ -29,6 +55,7 @@ class Step:
     depends_on: tuple[str, ...]
     columns: tuple[Column, ...]
     reads: Reads = ANY_READS
+    lookups: tuple[str, ...] = ()  # the views of the sources and seeds its SQL reads
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -37,6 +64,7 @@ class Step:
             "compiled_path": f"target/compiled/{self.name}.sql",
             "config": self.config.model_dump(mode="json"),
             "depends_on": list(self.depends_on),
+            "lookups": list(self.lookups),
             "columns": [{"name": c.name, "type": c.type} for c in self.columns],
         }
 
@@ -46,7 +74,8 @@ class Plan:
     """Every selected model in dependency order, plus what the engine needs of the project.
 
     ``used_fields`` is the union of top-level event fields the steps read, or None when a
-    model selects ``*`` from parsed_events (then every field is needed).
+    model selects ``*`` from parsed_events (then every field is needed). ``lookups`` are the
+    sources and seeds the steps read.
     """
 
     project: str
@@ -55,6 +84,7 @@ class Plan:
     dead_letter: str
     steps: tuple[Step, ...]
     used_fields: tuple[str, ...] | None
+    lookups: tuple[Lookup, ...] = ()
 
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)
@@ -68,4 +98,5 @@ class Plan:
             "order": [s.name for s in self.steps],
             "used_fields": list(self.used_fields) if self.used_fields is not None else None,
             "models": {s.name: s.to_dict() for s in self.steps},
+            "lookups": {lk.view: lk.to_dict() for lk in self.lookups},
         }
