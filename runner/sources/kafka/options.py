@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.errors import ConfigError
+from runner.project.secrets import MASK, is_secret_name
 from runner.sources.kafka.plan import StartingOffsets, parse_starting_offsets
 
 __all__ = ["KafkaSourceOptions", "mask_client_config"]
 
-_SECRET_WORDS = ("password", "secret", "jaas", "token", "credential", "key", "pem", "cert")
 _RESERVED = {
     "bootstrap.servers": "use the bootstrap_servers option",
     "group.id": "the source keeps offsets in Spark's checkpoint, not in a consumer group",
@@ -31,17 +31,14 @@ _OPTIONS = ("bootstrap_servers", "topic", "starting_offsets", "max_offsets_per_t
             "read_timeout_ms")
 
 
-def _is_secret(key: str) -> bool:
-    return any(word in key.lower() for word in _SECRET_WORDS)
-
-
 def mask_client_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` with the values of secret-looking properties replaced by ``'***'``.
+    """``config`` with the values of secret-looking properties (the project's one rule,
+    :func:`runner.project.secrets.is_secret_name`) replaced by ``'***'``.
 
     >>> mask_client_config({"sasl.password": "hunter2", "security.protocol": "SASL_SSL"})
     {'sasl.password': '***', 'security.protocol': 'SASL_SSL'}
     """
-    return {k: ("***" if _is_secret(k) else v) for k, v in config.items()}
+    return {k: (MASK if is_secret_name(k) else v) for k, v in config.items()}
 
 
 def _positive_int(options: Mapping[str, str], name: str, default: int | None) -> int | None:
