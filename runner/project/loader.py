@@ -155,6 +155,8 @@ def _load_sources(root: Path, config: ProjectConfig, models: dict[str, str]
         return ()
     tables: list[SourceTable] = []
     for file in sorted(p for ext in ("*.yml", "*.yaml") for p in base.rglob(ext) if p.is_file()):
+        if "sources" not in file.read_text(encoding="utf-8"):
+            continue  # no declaration: skip parsing YAML (slow) on every load
         rel = file.relative_to(root).as_posix()
         text, data = load_yml(file, rel)
         tables += parse_sources(root, text, data, path=rel)
