@@ -139,9 +139,9 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
                               f"'{views[seed.name.lower()].full_name}''s view", path=
                               seed.file, hint="rename the seed")
     check_project_paths(root, config, tables=[m.name for m in models], text=text,
-                        lookups=[(f"{s.path}: sources {s.full_name}", s.location)
+                        lookups=[(s.path, s.line, f"source {s.full_name}", s.location)
                                  for s in sources if not s.catalog]
-                        + [(s.file, str(s.path)) for s in seeds])
+                        + [(s.file, None, f"seed {s.name}", str(s.path)) for s in seeds])
     return Project(root=root, config=config, schema=schema, models=tuple(models), macros=macros,
                    sources=sources, seeds=seeds)
 

@@ -149,7 +149,8 @@ def test_source_may_not_overlap_the_checkpoint_or_warehouse(tmp_path, path) -> N
     with pytest.raises(ConfigError, match="would delete or rewrite reference data") as e:
         _load(tmp_path, {"models/x.yml": f"sources: [{{name: a, tables: [{{name: b, "
                                          f"path: '{path}'}}]}}]"})
-    assert e.value.path == "models/x.yml"
+    assert (e.value.path, e.value.line) == ("models/x.yml", 1)
+    assert e.value.message.startswith("source a.b: ")
 
 
 def test_load_specs_accepts_sources_in_yml_files(tmp_path) -> None:
@@ -168,3 +169,27 @@ def test_a_yml_with_more_than_sources_still_needs_its_model(tmp_path) -> None:
     with pytest.raises(SpecError, match="no model 'nomodel'"):
         load_specs(project)
 
+
+
+def test_seed_rows_are_values_of_the_column_types(tmp_path) -> None:
+    from datetime import date, datetime
+
+    from runner.project.seeds import seed_rows
+    project = _load(tmp_path, {
+        "seeds/s.csv": "i,f,b,d,t,s,n\n"
+                       "1,1,true,2026-01-01,2026-01-01T10:00:00+02:00,x,\n"
+                       "-2,2.5,FALSE,2026-02-28,2026-01-01 10:00:00,,\n",
+        "seeds/s.yml": "seeds: [{name: s, columns: [{name: n, data_type: 'decimal(4,1)'}]}]"})
+    assert seed_rows(project.seeds[0]) == [
+        (1, 1.0, True, date(2026, 1, 1), datetime(2026, 1, 1, 8, 0), "x", None),
+        (-2, 2.5, False, date(2026, 2, 28), datetime(2026, 1, 1, 10, 0), None, None)]
+
+
+def test_seed_cell_not_of_its_declared_type_names_the_line(tmp_path) -> None:
+    from runner.project.seeds import seed_rows
+    project = _load(tmp_path, {
+        "seeds/s.csv": "k,v\na,1\nb,x\n",
+        "seeds/s.yml": "seeds: [{name: s, columns: [{name: v, data_type: bigint}]}]"})
+    with pytest.raises(ConfigError, match="column v is bigint, but a row holds 'x'") as e:
+        seed_rows(project.seeds[0])
+    assert (e.value.path, e.value.line) == ("seeds/s.csv", 3)
