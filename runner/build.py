@@ -14,6 +14,7 @@ from pathlib import Path
 
 from runner.checkpoint.files import write_atomic
 from runner.compile.graph import ancestors, sort_models
+from runner.compile.lookups import ColumnReader, plan_lookups
 from runner.compile.plan import Plan, Step
 from runner.compile.preflight import check_project
 from runner.compile.reads import reads_of
@@ -51,14 +52,23 @@ def _template_violation(error: RunnerError, path: str) -> Violation:
                      error.message, error.hint)
 
 
+def _delta_columns(path: str) -> list[tuple[str, str]] | None:
+    """A source table's columns from its Delta log (deltalake is imported only when a source
+    omits its columns: compile stays fast without it)."""
+    from runner.sinks.lookups import delta_columns
+    return delta_columns(path)
+
+
 def compile_project(project: Project, *, select: Sequence[str] = (),
-                    budget: RenderBudget = RenderBudget()  # noqa: B008 - frozen
-                    ) -> CompileResult:
+                    budget: RenderBudget = RenderBudget(),  # noqa: B008 - frozen
+                    read_columns: ColumnReader = _delta_columns) -> CompileResult:
     """Render, check and plan the selected models (and lint their ancestors for context).
 
     Raises:
         ConfigError: bad lint configuration, a selector that matches nothing, no model to
-            run, or anything else ``runner stream`` would refuse before its first batch.
+            run, a source whose columns are neither declared nor readable (or differ from
+            its table's), or anything else ``runner stream`` would refuse before its first
+            batch.
     """
     check_project(project)
     check_lint_config(project.config.lint)
@@ -93,18 +103,23 @@ def compile_project(project: Project, *, select: Sequence[str] = (),
     for name in selected:
         needed |= ancestors(name, edges)
     to_lint = [m for m in ordered if m.name in needed]
-    lint = lint_models(project, to_lint, budget=budget, deadline=deadline)
+    lookups = plan_lookups(project, [v for m in to_lint for v in m.lookups],
+                           read_columns=read_columns)
+    lint = lint_models(project, to_lint, budget=budget, deadline=deadline, lookups=lookups)
     violations += [(by_path.get(v.path, ""), v) for v in lint.violations]
 
     steps = tuple(
         Step(m.name, m.path, m.sql, m.config, m.refs, tuple(lint.columns.get(m.name, ())),
-             reads_of(lint.ast.get(m.name)))  # the statement lint parsed: no second parse
+             reads_of(lint.ast.get(m.name)),  # the statement lint parsed: no second parse
+             m.lookups)
         for m in ordered if m.name in selected)
+    read = {v.lower() for s in steps for v in s.lookups}
     chosen = [v for model, v in violations if model in selected]
     chosen.sort(key=lambda v: (v.path, v.line or 0, v.column or 0, v.rule))
     plan = Plan(project=project.config.name, source_type=project.config.source.type,
                 schema_ddl=project.schema.ddl, dead_letter=project.config.dead_letter,
-                steps=steps, used_fields=lint.used_fields)
+                steps=steps, used_fields=lint.used_fields,
+                lookups=tuple(lk for view, lk in lookups.items() if view in read))
     failed = tuple(sorted(name for name in render_errors if name in selected))
     return CompileResult(plan=plan, violations=tuple(chosen), failed=failed)
 

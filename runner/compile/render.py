@@ -1,10 +1,13 @@
-"""Render models: a sandboxed Jinja environment with ``ref``, ``config``, ``var``, ``env_var``
-and the project's macros.
+"""Render models: a sandboxed Jinja environment with ``ref``, ``source``, ``config``, ``var``,
+``env_var`` and the project's macros.
 
 ``ref('m')`` records a dependency and returns the name of model ``m``'s per-batch view, which is
 the model name itself: the compiled SQL is exactly what the stream runs (rendered once, at
-start). ``config(...)`` records the model's configuration and renders as nothing. Both are
-captured from the Jinja calls themselves, never scraped from the text.
+start). ``ref('<seed>')`` and ``source('crm', 'customers')`` record a lookup (not a dependency)
+and return its view: the seed's name, ``crm__customers``. ``config(...)`` records the model's
+configuration and renders as nothing. All are captured from the Jinja calls themselves, never
+scraped from the text. dbt's ``is_incremental()``, ``{{ this }}`` and
+``materialized='incremental'|'table'|'view'`` fail with what to write instead.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from runner.compile.budget import (
     time_limit,
     timer_handler,
 )
+from runner.compile.habits import HABITS, TemplateFail, materialized_hint
 from runner.compile.sourcemap import SourceMap, SourceMarkers, strip_markers
 from runner.errors import RunnerError, TemplateError, did_you_mean
 from runner.project.config import ModelConfig, validation_message
@@ -40,7 +44,8 @@ __all__ = ["RenderBudget", "RenderedModel", "render_models"]
 
 @dataclass(frozen=True)
 class RenderedModel:
-    """A model after Jinja: its SQL, its config and the models it refs."""
+    """A model after Jinja: its SQL, its config, the models it refs and the lookups (views of
+    sources and seeds) it reads."""
 
     name: str
     path: str
@@ -49,15 +54,10 @@ class RenderedModel:
     refs: tuple[str, ...]
     config_line: int | None = None
     source_map: SourceMap | None = field(default=None, compare=False, repr=False)
+    lookups: tuple[str, ...] = ()
 
 
-class _Fail(Exception):
-    """Raised by a Jinja function; carries the message, located later from the traceback."""
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
+_Fail = TemplateFail
 
 
 _MISSING = object()
@@ -68,6 +68,7 @@ class _Capture:
     """What one model's render recorded through its Jinja calls."""
 
     refs: list[str] = field(default_factory=list)
+    lookups: list[str] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)
     config_line: int | None = None
 
@@ -87,6 +88,12 @@ class _Renderer:
         self.project = project
         self.budget = budget
         self.model_names = {m.name.lower(): m.name for m in project.models}
+        self.seeds = {s.name.lower(): s.name for s in project.seeds}
+        self.sources: dict[str, dict[str, str]] = {}  # source -> table -> view (lower-cased)
+        self.source_names: dict[str, str] = {}
+        for t in project.sources:
+            self.source_names.setdefault(t.source.lower(), t.source)
+            self.sources.setdefault(t.source.lower(), {})[t.name.lower()] = t.view
         sources = {m.path: m.text for m in project.models}
         sources.update({m.path: m.text for m in project.macros})
         self.paths = set(sources)
@@ -114,17 +121,52 @@ class _Renderer:
     def _functions(self, capture: _Capture) -> dict[str, Callable[..., Any]]:
         project_vars = self.project.config.vars
 
-        def ref(name: str) -> str:
-            if not isinstance(name, str) or name.lower() not in self.model_names:
-                raise _Fail(f"ref to unknown model '{name}'"
-                            + did_you_mean(name, self.model_names.values()),
-                            hint="ref() takes the name of a file under models/ without .sql")
+        def lookup(view: str) -> str:
+            if view not in capture.lookups:
+                capture.lookups.append(view)
+            return view
+
+        def ref(name: str, *more: Any) -> str:
+            if more or not isinstance(name, str):
+                raise _Fail("ref() takes one name: a model or a seed",
+                            hint="ref('model'); a source table is source('source', 'table')")
+            if name.lower() in self.seeds:
+                return lookup(self.seeds[name.lower()])
+            if name.lower() not in self.model_names:
+                what = "model or seed" if self.seeds else "model"
+                raise _Fail(f"ref to unknown {what} '{name}'" + did_you_mean(
+                    name, [*self.model_names.values(), *self.seeds.values()]),
+                            hint="ref() takes the name of a file under models/ without .sql, "
+                                 "or of a seed (seeds/<name>.csv)")
             real = self.model_names[name.lower()]
             if real not in capture.refs:
                 capture.refs.append(real)
             return real
 
+        def source(source_name: str, table_name: str) -> str:
+            if not isinstance(source_name, str) or not isinstance(table_name, str):
+                raise _Fail("source() takes two names: source('crm', 'customers')")
+            tables = self.sources.get(source_name.lower())
+            if tables is None:
+                raise _Fail(f"unknown source '{source_name}'" + did_you_mean(
+                    source_name, self.source_names.values()),
+                            hint="declare it under sources: in a models/*.yml "
+                                 "(docs/AE_GUIDE.md, Sources and seeds)")
+            view = tables.get(table_name.lower())
+            if view is None:
+                known = [t.name for t in self.project.sources
+                         if t.source.lower() == source_name.lower()]
+                raise _Fail(f"source '{source_name}' has no table '{table_name}'"
+                            + did_you_mean(table_name, known),
+                            hint=f"its tables: {', '.join(known)}; declare more under its "
+                                 "tables:")
+            return lookup(view)
+
         def config(**kwargs: Any) -> str:
+            capture.config_line = self._calling_line() or capture.config_line
+            hint = materialized_hint(kwargs.get("materialized"))
+            if hint is not None:
+                raise _Fail(*hint)
             capture.config.update(kwargs)
             capture.config_line = self._calling_line() or capture.config_line
             return ""
@@ -156,7 +198,8 @@ class _Renderer:
                             hint=f"export {name}=... or write env_var('{name}', 'default')")
             return default
 
-        return {"ref": ref, "config": config, "var": var, "env_var": env_var}
+        return {**HABITS, "ref": ref, "source": source, "config": config, "var": var,
+                "env_var": env_var}
 
     def _calling_line(self) -> int | None:
         """Template line of the innermost template frame on the current call stack."""
@@ -224,7 +267,7 @@ class _Renderer:
             raise TemplateError("config: " + messages,
                                 path=model.path, line=capture.config_line) from e
         return RenderedModel(model.name, model.path, sql, config, tuple(capture.refs),
-                             capture.config_line, source_map)
+                             capture.config_line, source_map, tuple(capture.lookups))
 
 
 def _suspended_line(template: jinja2.Template, chunks: Any) -> int | None:

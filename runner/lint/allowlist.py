@@ -142,18 +142,21 @@ def function_problems(tree: exp.Expr) -> Iterator[Problem]:
                 yield problem
 
 
-def query_problems(tree: exp.Expr, *, models: Mapping[str, str], refs: set[str]
-                   ) -> Iterator[Problem]:
+def query_problems(tree: exp.Expr, *, models: Mapping[str, str], refs: set[str],
+                   lookups: Mapping[str, str] | None = None) -> Iterator[Problem]:
     """:func:`function_problems` of ``tree``, and every relation that is not parsed_events, a
-    ref'd model or a visible CTE, in one walk.
+    ref'd model, a source or seed read through source()/ref(), or a visible CTE, in one walk.
 
     Args:
         models: lower-cased -> name of every model of the project.
-        refs: lower-cased names of the models the model ref()s.
+        refs: lower-cased names of the models the model ref()s and of the views of the
+            sources and seeds it reads through source() and ref().
+        lookups: lower-cased view -> how to read it (``{{ source('crm', 'customers') }}``)
+            of every declared source table and seed.
     """
     for node in tree.walk():
         if isinstance(node, exp.Table):
-            problem = _table_problem(node, models=models, refs=refs)
+            problem = _table_problem(node, models=models, refs=refs, lookups=lookups or {})
         elif isinstance(node, _CALLS):
             problem = _call_problem(node)
         else:
@@ -190,8 +193,8 @@ def _contains(ancestor: exp.Expr, node: exp.Expr) -> bool:
     return False
 
 
-def _table_problem(table: exp.Table, *, models: Mapping[str, str], refs: set[str]
-                   ) -> Problem | None:
+def _table_problem(table: exp.Table, *, models: Mapping[str, str], refs: set[str],
+                   lookups: Mapping[str, str]) -> Problem | None:
     this = table.this
     if isinstance(this, exp.Func):
         return None  # a table-valued function, or IDENTIFIER(...): _call_problem's
@@ -210,7 +213,12 @@ def _table_problem(table: exp.Table, *, models: Mapping[str, str], refs: set[str
         return Problem("unknown-table", this, f"model '{name}' is read without ref()",
                        f"write {{{{ ref('{name}') }}}}: it makes '{name}' run first in each "
                        "batch")
-    candidates = ["parsed_events", *sorted(refs), *sorted(visible), *models.values()]
+    if low in lookups:
+        return Problem("unknown-table", this, f"'{this.name}' is read without source() or ref()",
+                       f"write {lookups[low]}: the batch reads it at its pinned version")
+    candidates = ["parsed_events", *sorted(refs), *sorted(visible), *models.values(),
+                  *sorted(lookups)]
     return Problem("unknown-table", this, f"unknown table '{this.name}'"
                    + did_you_mean(this.name, candidates),
-                   "a model reads parsed_events, {{ ref('model') }} or a CTE")
+                   "a model reads parsed_events, {{ ref('model') }}, {{ source('s', 't') }}, "
+                   "{{ ref('seed') }} or a CTE")

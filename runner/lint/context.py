@@ -127,6 +127,9 @@ class ModelContext:
     upstream: Mapping[str, Shape | None] | None = None
     #: lower-cased name -> name of every model of the project (the linter builds it once)
     models: Mapping[str, str] | None = None
+    #: lower-cased view -> how a model reads it (``{{ source('crm', 'customers') }}``) of
+    #: every declared source table and seed
+    lookups: Mapping[str, str] | None = None
 
     @property
     def query(self) -> exp.Query | None:
@@ -141,9 +144,10 @@ class ModelContext:
         statements: found once per model, read by each guard rule."""
         models = self.models if self.models is not None else {
             m.name.lower(): m.name for m in self.project.models}
-        refs = {r.lower() for r in self.model.refs}
+        refs = {r.lower() for r in self.model.refs} | {v.lower() for v in self.model.lookups}
         return tuple(p for statement in self.statements if isinstance(statement, exp.Query)
-                     for p in query_problems(statement, models=models, refs=refs))
+                     for p in query_problems(statement, models=models, refs=refs,
+                                             lookups=self.lookups or {}))
 
     @cached_property
     def scope(self) -> Scope | None:

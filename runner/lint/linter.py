@@ -10,7 +10,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from runner.compile.budget import BudgetExceeded, RenderBudget, time_limit, timer_handler
-from runner.compile.plan import Column
+from runner.compile.plan import Column, Lookup
 from runner.compile.render import RenderedModel
 from runner.errors import ConfigError, Level, Violation, did_you_mean
 from runner.lint.analysis import (
@@ -105,14 +105,16 @@ def _events_shape(project: Project) -> Shape:
 
 def lint_models(project: Project, models: Sequence[RenderedModel], *,
                 budget: RenderBudget = RenderBudget(),  # noqa: B008 - frozen
-                deadline: float | None = None) -> LintResult:
+                deadline: float | None = None,
+                lookups: Mapping[str, Lookup] | None = None) -> LintResult:
     """Lint ``models`` (in dependency order: refs before the models that use them).
 
     Each model's SQL is parsed once; its names are resolved against parsed_events and the
     output columns inferred for the models it refs (earlier in ``models``). Each model has
     ``budget``'s lint seconds, SQL size and nesting depth; all of them end by ``deadline``
     (``time.monotonic()``; default: ``budget.total_seconds`` from now). A model past its
-    budget is a ``budget`` violation, never a crash.
+    budget is a ``budget`` violation, never a crash. ``lookups`` (lower-cased view ->
+    :class:`Lookup`) are the sources and seeds the models read, with their columns.
     """
     severities = project.config.lint.rules
     active: list[tuple[Rule, Level]] = []
@@ -127,6 +129,11 @@ def lint_models(project: Project, models: Sequence[RenderedModel], *,
     all_models.update({m.name.lower(): m.name for m in models})
 
     shapes: dict[str, Shape | None] = {}
+    how_to_read = {t.view.lower(): f"{{{{ source('{t.source}', '{t.name}') }}}}"
+                   for t in project.sources}
+    how_to_read.update({s.name.lower(): f"{{{{ ref('{s.name}') }}}}" for s in project.seeds})
+    lookup_shapes = {view: Shape(tuple((c.name, parse_type(c.type)) for c in lk.columns))
+                     for view, lk in (lookups or {}).items()}
     violations: list[Violation] = []
     seen: set[Violation] = set()
     columns: dict[str, tuple[Column, ...]] = {}
@@ -137,7 +144,7 @@ def lint_models(project: Project, models: Sequence[RenderedModel], *,
         statements, syntax = parse_sql(model.sql, max_chars=budget.max_sql_chars,
                                        max_depth=budget.max_depth)
         ctx = ModelContext(project, model, statements, syntax, upstream=shapes,
-                           models=all_models)
+                           models=all_models, lookups=how_to_read)
         reads: set[str] | None = set()
         if statements:
             ast[model.name] = statements[0]
@@ -145,6 +152,7 @@ def lint_models(project: Project, models: Sequence[RenderedModel], *,
         query = ctx.query
         if query is not None:
             refs = {r.lower(): shapes.get(r.lower()) for r in model.refs}
+            refs.update({v.lower(): lookup_shapes.get(v.lower()) for v in model.lookups})
             resolver = Resolver(events=events, event_fields=event_fields, refs=refs,
                                 models=all_models)
             try:

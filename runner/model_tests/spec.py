@@ -196,6 +196,8 @@ class ModelSpec(_Strict):
     columns: tuple[ColumnSpec, ...] = ()
     data_tests: tuple[_DataTestItem, ...] = ()
     unit_tests: tuple[UnitTest, ...] = ()
+    #: declared sources, validated when the project loads (:mod:`runner.project.sources`)
+    sources: Any = Field(default=None, exclude=True, repr=False)
 
     # set by parse_model_spec, not by the YAML
     model: str = Field(default="", exclude=True)
@@ -278,7 +280,7 @@ def _keys_of(loc: tuple[str | int, ...]) -> list[str]:
         if current is None:
             return []
     if current is ModelSpec:
-        return ["description", "columns", "data_tests", "unit_tests"]
+        return ["description", "columns", "data_tests", "unit_tests", "sources"]
     return (list(current.model_fields)
             if isinstance(current, type) and issubclass(current, BaseModel) else [])
 
@@ -305,6 +307,9 @@ def _explain(err: Any) -> tuple[tuple[str | int, ...], str]:
 def load_specs(project: Project) -> dict[str, ModelSpec]:
     """Every ``models/**/<model>.yml`` (or ``.yaml``) of the project, by model name.
 
+    A file may also hold ``sources:`` (declared sources, validated when the project loads:
+    :mod:`runner.project.sources`); a file holding only ``sources:`` needs no model of its name.
+
     Raises:
         SpecError: a YAML file that is invalid or names no model.
     """
@@ -316,18 +321,22 @@ def load_specs(project: Project) -> dict[str, ModelSpec]:
     files = sorted(p for ext in ("*.yml", "*.yaml") for p in base.rglob(ext) if p.is_file())
     for file in files:
         rel = file.relative_to(project.root).as_posix()
+        text = file.read_text(encoding="utf-8")
+        data = load_yaml(text, path=rel, error=SpecError)
         model = models.get(file.stem.lower())
+        if model is None and isinstance(data, Mapping) and set(data) == {"sources"}:
+            continue  # only sources: no model of its name needed
         if model is None:
             raise SpecError(f"no model '{file.stem}' for this file: a model's tests live in "
                             f"models/<model>.yml next to models/<model>.sql"
                             + did_you_mean(file.stem, [m.name for m in project.models]),
-                            path=rel)
+                            path=rel, hint="a file of sources only holds nothing but sources:")
         if Path(model.path).parent != Path(rel).parent:
             raise SpecError(f"model '{model.name}' is {model.path}: put its YAML next to it",
                             path=rel)
         if model.name in specs:
             raise SpecError(f"model '{model.name}' has two YAML files: {specs[model.name].path} "
                             f"and {rel}", path=rel)
-        specs[model.name] = parse_model_spec(file.read_text(encoding="utf-8"),
-                                             model=model.name, path=rel)
+        specs[model.name] = parse_model_spec(text, model=model.name, path=rel)
     return specs
+

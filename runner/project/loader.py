@@ -14,6 +14,8 @@ from runner.errors import ConfigError
 from runner.project.config import ProjectConfig, parse_project_config
 from runner.project.paths import check_project_paths, resolve_location
 from runner.project.schema import EventSchema, metadata_columns
+from runner.project.seeds import Seed, load_seeds
+from runner.project.sources import SourceTable, check_unique, load_yml, parse_sources
 
 __all__ = ["MacroSource", "ModelSource", "Project", "load_project"]
 
@@ -43,6 +45,8 @@ class Project:
     schema: EventSchema
     models: tuple[ModelSource, ...]
     macros: tuple[MacroSource, ...]
+    sources: tuple[SourceTable, ...] = ()  # declared under sources: in models/**/*.yml
+    seeds: tuple[Seed, ...] = ()  # seeds/**/*.csv
 
     def resolve(self, relative: str) -> Path:
         """A project path: relative to the project directory unless absolute, ``~`` expanded,
@@ -126,5 +130,44 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
         models.append(ModelSource(name, rel, path.read_text(encoding="utf-8")))
     macros = tuple(MacroSource(rel, p.read_text(encoding="utf-8"))
                    for rel, p in _read_sources(root, "macros"))
-    check_project_paths(root, config, tables=[m.name for m in models], text=text)
-    return Project(root=root, config=config, schema=schema, models=tuple(models), macros=macros)
+    sources = _load_sources(root, config, by_name)
+    seeds = load_seeds(root, models=by_name)
+    views = {s.view.lower(): s for s in sources}
+    for seed in seeds:
+        if seed.name.lower() in views:
+            raise ConfigError(f"seed '{seed.name}' has the name of source "
+                              f"'{views[seed.name.lower()].full_name}''s view", path=
+                              seed.file, hint="rename the seed")
+    check_project_paths(root, config, tables=[m.name for m in models], text=text,
+                        lookups=[(f"{s.path}: sources {s.full_name}", s.location)
+                                 for s in sources if not s.catalog]
+                        + [(s.file, str(s.path)) for s in seeds])
+    return Project(root=root, config=config, schema=schema, models=tuple(models), macros=macros,
+                   sources=sources, seeds=seeds)
+
+
+def _load_sources(root: Path, config: ProjectConfig, models: dict[str, str]
+                  ) -> tuple[SourceTable, ...]:
+    """Every table declared under ``sources:`` in ``models/**/*.yml``; their views may not
+    be a model's name, and ``table:`` (a catalog name) needs the spark engine."""
+    base = root / "models"
+    if not base.is_dir():
+        return ()
+    tables: list[SourceTable] = []
+    for file in sorted(p for ext in ("*.yml", "*.yaml") for p in base.rglob(ext) if p.is_file()):
+        rel = file.relative_to(root).as_posix()
+        text, data = load_yml(file, rel)
+        tables += parse_sources(root, text, data, path=rel)
+    check_unique(tables)
+    for t in tables:
+        if t.view.lower() in models:
+            raise ConfigError(f"source '{t.full_name}' reads as the view '{t.view}', the name "
+                              f"of model {models[t.view.lower()]}", path=t.path, line=t.line,
+                              hint="rename the model or the source")
+        if t.catalog and config.delta.engine == "rs":
+            raise ConfigError(f"sources {t.full_name}: 'table:' names a catalog table, which "
+                              "only the spark engine reads (delta.engine is rs)",
+                              path=t.path, line=t.line,
+                              hint="give the Delta table's path: instead, or set delta.engine: "
+                                   "spark in project.yml")
+    return tuple(tables)

@@ -195,7 +195,8 @@ def check_locations(loc: ProjectLocations, *, text: str | None = None) -> None:
 
 
 def check_project_paths(root: Path, config: ProjectConfig, *, tables: Iterable[str],
-                        text: str | None = None) -> None:
+                        text: str | None = None,
+                        lookups: Iterable[tuple[str, str]] = ()) -> None:
     """Resolve project.yml's locations and refuse the unsafe ones (see :func:`check_locations`).
 
     Args:
@@ -203,10 +204,14 @@ def check_project_paths(root: Path, config: ProjectConfig, *, tables: Iterable[s
         config: project.yml, validated.
         tables: the names of the tables under the warehouse (models and the dead-letter table).
         text: project.yml's rendered text, for line numbers.
+        lookups: (what, location) of each declared source table and seed: a local one may
+            not be, contain or lie inside the checkpoint or the warehouse (remote URIs and
+            catalog names are not compared).
 
     Raises:
         ConfigError: a remote URI, or a location that overlaps another, the project, the
-            filesystem root or a home directory.
+            filesystem root or a home directory; a source overlapping the checkpoint or the
+            warehouse.
     """
     values = [("checkpoint", config.checkpoint), ("warehouse", config.warehouse)]
     if config.source.type == "files":
@@ -223,3 +228,21 @@ def check_project_paths(root: Path, config: ProjectConfig, *, tables: Iterable[s
         root=root, checkpoint=paths["checkpoint"], warehouse=warehouse,
         dead_letter=warehouse / config.dead_letter, source=paths.get("source.path"),
         tables=tuple(warehouse / name for name in (*tables, config.dead_letter))), text=text)
+    _check_lookups(lookups, paths)
+
+
+def _check_lookups(lookups: Iterable[tuple[str, str]], paths: dict[str, Path]) -> None:
+    """A source or seed read per batch must stay out of what --full-refresh deletes or
+    rewrites (the checkpoint, the warehouse), and must not hold them."""
+    managed = [(key, _real(paths[key])) for key in ("checkpoint", "warehouse")]
+    for what, location in lookups:
+        if is_uri(location) or not os.path.isabs(location):
+            continue
+        where = _real(Path(location))
+        for key, path in managed:
+            how = _overlap(where, path)
+            if how:
+                raise ConfigError(f"{what}: {where} {how} the {key} {path}; a --full-refresh "
+                                  f"or a rebuild would delete or rewrite reference data",
+                                  path=what.split(":")[0],
+                                  hint=f"keep reference data outside the {key}")
