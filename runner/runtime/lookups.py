@@ -94,6 +94,7 @@ class Lookups:
     steps: tuple[Step, ...] = ()  # every step, to name the model that uses a lost column
     _cache: dict[str, _Cached] = field(default_factory=dict, repr=False)
     _checked: dict[str, int] = field(default_factory=dict, repr=False)
+    _seeds: dict[str, SeedContent] = field(default_factory=dict, repr=False)  # read at start
 
     @property
     def pins(self) -> Pins:
@@ -109,7 +110,9 @@ class Lookups:
         """
         for lk in self.lookups:
             if lk.kind == "seed":
-                _seed_content(lk)  # readable (kept in the checkpoint when first pinned)
+                # read now, with the plan (its hash is of this content); kept in the
+                # checkpoint when first pinned
+                self._seeds[lk.name] = _seed_content(lk)
                 continue
             version = self._latest(spark, lk)
             self._check_columns(spark, lk, version)
@@ -151,7 +154,8 @@ class Lookups:
         if lk.kind == "seed":
             content_hash = _seed_hash(lk)
             if self.pins.seed(content_hash) is None:
-                self.pins.keep_seed(content_hash, _seed_content(lk))
+                content = self._seeds.get(lk.name) or _seed_content(lk)
+                self.pins.keep_seed(content_hash, content)
             return Pin("seed", content_hash, pinned_at=utc_now())
         version = self._latest(spark, lk)
         self._check_columns(spark, lk, version)
