@@ -14,6 +14,10 @@ hand
 runner
     ``run_stream`` (available-now) on a project whose model joins ``{{ source('ref', 'dim') }}``:
     the dimension is pinned per batch and read once per version (persisted, broadcast).
+plain, hand-plain (diagnostics, ``--variants hand,runner,plain,hand-plain``)
+    ``runner`` and ``hand`` minus the join (``owner`` a constant, no dimension read): each one's
+    cost without enrichment, so that runner - plain and hand - hand-plain are what the
+    enrichment costs each.
 
 Both tables are checked to hold every event once, enriched.
 """
@@ -53,7 +57,7 @@ def _data(root: Path, events: int, files: int, dim_rows: int) -> None:
         "owner": [f"team-{k % 97}" for k in range(dim_rows)]}))
 
 
-def _hand(spark: Any, root: Path, out: Path, max_files: int) -> None:
+def _hand(spark: Any, root: Path, out: Path, max_files: int, join: bool = True) -> None:
     from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
     from pyspark.sql import functions as F
 
@@ -64,12 +68,18 @@ def _hand(spark: Any, root: Path, out: Path, max_files: int) -> None:
                 DeltaTable(table).transaction_version(app) or -1) >= batch_id:
             return
         session = df.sparkSession
-        dim = session.createDataFrame(
-            DeltaTable(str(root / "dim")).to_pyarrow_dataset().to_table())
         parsed = df.select(F.from_json("value", SCHEMA).alias("e"))
-        joined = (parsed.join(dim, F.col("e.request.endpoint") == dim["endpoint"], "left")
-                  .select(F.col("e.eventId").alias("eventId"), dim["endpoint"], dim["owner"],
-                          F.col("e.request.latency_ms").alias("latency_ms")))
+        if join:
+            dim = session.createDataFrame(
+                DeltaTable(str(root / "dim")).to_pyarrow_dataset().to_table())
+            joined = (parsed.join(dim, F.col("e.request.endpoint") == dim["endpoint"], "left")
+                      .select(F.col("e.eventId").alias("eventId"), dim["endpoint"],
+                              dim["owner"], F.col("e.request.latency_ms").alias("latency_ms")))
+        else:
+            joined = parsed.select(F.col("e.eventId").alias("eventId"),
+                                   F.col("e.request.endpoint").alias("endpoint"),
+                                   F.lit("x").alias("owner"),
+                                   F.col("e.request.latency_ms").alias("latency_ms"))
         write_deltalake(table, joined.toArrow(), mode="append",
                         commit_properties=CommitProperties(
                             app_transactions=[Transaction(app_id=app, version=batch_id)]))
@@ -80,7 +90,12 @@ def _hand(spark: Any, root: Path, out: Path, max_files: int) -> None:
     q.awaitTermination()
 
 
-def _runner(root: Path, out: Path, max_files: int) -> None:
+PLAIN = """SELECT e.eventId, e.request.endpoint AS endpoint, 'x' AS owner, e.request.latency_ms
+FROM parsed_events e
+"""
+
+
+def _runner(root: Path, out: Path, max_files: int, model: str = MODEL) -> None:
     from runner.build import compile_project
     from runner.project.loader import load_project
     from runner.runtime.stream import run_stream
@@ -92,7 +107,7 @@ def _runner(root: Path, out: Path, max_files: int) -> None:
         f"  max_files_per_trigger: {max_files}\nschema: >-\n  {SCHEMA}\nwarehouse: "
         f"{out / 'wh'}\ncheckpoint: {out / 'cp'}\ndelta:\n  engine: rs\nspark:\n"
         f"  master: {os.environ.get('BENCH_MASTER', 'local[2]')}\n")
-    (proj / "models" / "enriched.sql").write_text(MODEL)
+    (proj / "models" / "enriched.sql").write_text(model)
     (proj / "models" / "sources.yml").write_text(
         f"sources:\n  - name: ref\n    tables:\n      - name: dim\n        path: {root / 'dim'}\n")
     project = load_project(proj)
@@ -115,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = bench_parser(__doc__, events=200_000, files=20, max_files=2, rounds=1, master=True,
                       json=True, workdir=True)
     ap.add_argument("--dim-rows", type=int, default=100_000, help="rows of the dimension")
+    ap.add_argument("--variants", default="hand,runner", help="comma-separated: hand, runner, "
+                    "plain, hand-plain")
     args = ap.parse_args(argv)
     os.environ["BENCH_MASTER"] = args.master
     from runner.runtime.session import build_session, stop_session
@@ -128,14 +145,16 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict[str, Any]] = []
     try:
         for r in range(args.rounds):
-            order = ["hand", "runner"] if r % 2 == 0 else ["runner", "hand"]
+            names = args.variants.split(",")
+            order = names[r % len(names):] + names[:r % len(names)]
             for variant in order:
                 out = work / f"{variant}-{r}"
                 t0 = time.perf_counter()
-                if variant == "hand":
-                    _hand(spark, work / "data", out, args.max_files)
+                if variant.startswith("hand"):
+                    _hand(spark, work / "data", out, args.max_files, variant == "hand")
                 else:
-                    _runner(work / "data", out, args.max_files)
+                    _runner(work / "data", out, args.max_files,
+                            PLAIN if variant == "plain" else MODEL)
                 seconds = time.perf_counter() - t0
                 problem = _check(out / "wh" / "enriched", events)
                 runs.append({"variant": variant, "round": r, "seconds": round(seconds, 2),
@@ -147,11 +166,13 @@ def main(argv: list[str] | None = None) -> int:
         stop_session(spark)
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
-    best = {v: min(x["seconds"] for x in runs if x["variant"] == v) for v in ("hand", "runner")}
+    best = {v: min(x["seconds"] for x in runs if x["variant"] == v)
+            for v in args.variants.split(",")}
     ratio = best["runner"] / best["hand"]
     report = (f"{events:,} events x {args.dim_rows:,}-row dimension, {args.files} files, "
-              f"{args.max_files} per trigger, {args.master}: hand {best['hand']:.1f} s, runner "
-              f"{best['runner']:.1f} s (best of {args.rounds}); runner/hand {ratio:.2f}; "
+              f"{args.max_files} per trigger, {args.master}: "
+              + ", ".join(f"{v} {t:.1f} s" for v, t in best.items())
+              + f" (best of {args.rounds}); runner/hand {ratio:.2f}; "
               f"bench wall {time.perf_counter() - started:.0f} s, load {os.getloadavg()[0]:.1f}")
     print(report)
     write_result(__file__, {"args": {k: str(v) for k, v in vars(args).items()}, "runs": runs,

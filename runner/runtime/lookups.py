@@ -34,6 +34,7 @@ from runner.checkpoint.ledger import utc_now
 from runner.checkpoint.pins import Pin, Pins, SeedContent
 from runner.compile.plan import Lookup, Plan, Step
 from runner.errors import ConfigError
+from runner.project.config import LookupsConfig
 from runner.sinks.tables import (
     columns_at,
     commit_time,
@@ -50,7 +51,7 @@ __all__ = ["DEFAULT_BROADCAST_MAX_ROWS", "Lookups", "lookups_of", "seed_frame",
            "start_lookups"]
 
 #: project.yml ``lookups.broadcast_max_rows`` when unset.
-DEFAULT_BROADCAST_MAX_ROWS = 1_000_000
+DEFAULT_BROADCAST_MAX_ROWS = LookupsConfig().broadcast_max_rows
 _serial = itertools.count()
 
 
@@ -182,13 +183,6 @@ class Lookups:
             cached.frame.unpersist()
         self._cache[lk.name] = _Cached(pin.version, view, frame)
         return spark.table(f"{database}.{view}")
-
-    def close(self, spark: SparkSession) -> None:
-        """Unpersist every cached lookup (end of the run)."""
-        for cached in self._cache.values():
-            spark.catalog.dropGlobalTempView(cached.view)
-            cached.frame.unpersist()
-        self._cache.clear()
 
     # -- reading ---------------------------------------------------------------------------
     def _read(self, spark: SparkSession, lk: Lookup, pin: Pin, batch_id: int) -> DataFrame:
