@@ -53,8 +53,10 @@ def _template_violation(error: RunnerError, path: str) -> Violation:
 
 
 def _delta_columns(path: str) -> list[tuple[str, str]] | None:
-    """A source table's columns from its Delta log (deltalake is imported only when a source
-    omits its columns: compile stays fast without it)."""
+    """A source table's columns from its Delta log (deltalake, ~0.1 s to import, only when a
+    model reads a source whose folder exists)."""
+    if not Path(path).is_dir():
+        return None
     from runner.sinks.lookups import delta_columns
     return delta_columns(path)
 

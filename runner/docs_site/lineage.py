@@ -1,4 +1,5 @@
-"""Column-level lineage: which ``parsed_events`` fields each model column is computed from.
+"""Column-level lineage: which ``parsed_events`` fields, and which columns of sources and
+seeds, each model column is computed from.
 
 Built on :func:`sqlglot.lineage.lineage` with the event schema (plus the metadata columns) and
 every model's compiled SQL as a source, so lineage runs through ``ref``'d models down to
@@ -44,6 +45,8 @@ class ColumnLineage:
         sources: ``parsed_events`` paths it reads (``request.status_code``, ``errors[].errorCode``,
             ``_batch_id``), sorted; empty for constants and ``count(*)``.
         via: models it passes through on the way (through ``ref``), nearest first.
+        lookups: columns of sources and seeds it reads (``crm.customers.segment``,
+            ``endpoint_owners.team``), sorted.
         expression: its SQL expression in the model (without the alias).
         direct: a plain copy of one field (no computation on the way).
         error: why lineage is unknown, when it is.
@@ -55,12 +58,19 @@ class ColumnLineage:
     expression: str = ""
     direct: bool = False
     error: str | None = None
+    lookups: tuple[str, ...] = ()
 
 
-def _sqlglot_schema(schema: EventSchema, metadata: Mapping[str, str]) -> dict[str, dict[str, str]]:
+#: A lookup's view -> (its name as docs show it: ``crm.customers``, its columns: name -> type).
+LookupColumns = Mapping[str, tuple[str, Mapping[str, str]]]
+
+
+def _sqlglot_schema(schema: EventSchema, metadata: Mapping[str, str],
+                    lookups: LookupColumns) -> dict[str, dict[str, str]]:
     columns = {f.name: f.type_sql for f in schema.fields}
     columns.update(metadata)
-    return {PARSED_EVENTS: columns}
+    tables = {view: dict(cols) for view, (_, cols) in lookups.items()}
+    return {PARSED_EVENTS: columns, **tables}
 
 
 def _canonical(path: list[str], schema: EventSchema) -> str:
@@ -91,6 +101,10 @@ def _dots(node: exp.Expr, name: str) -> list[list[str]]:
             current = current.parent
         found.append(suffix)
     return found
+
+
+def _body(expr: exp.Expr) -> exp.Expr:
+    return expr.this if isinstance(expr, exp.Alias) else expr
 
 
 def _is_copy(body: exp.Expr) -> bool:
@@ -161,15 +175,19 @@ def _walk(root: Node) -> list[list[Node]]:
 
 
 def column_lineage(model: str, sql: str, *, schema: EventSchema, metadata: Mapping[str, str],
-                   sources: Mapping[str, str], columns: Sequence[str] | None = None
-                   ) -> tuple[ColumnLineage, ...]:
+                   sources: Mapping[str, str], columns: Sequence[str] | None = None,
+                   lookups: LookupColumns | None = None) -> tuple[ColumnLineage, ...]:
     """Lineage of every output column of one model (``columns``: names to report, in order;
     default: the query's own select list).
 
     ``sources`` maps model names to their compiled SQL (the models this one refs, and
-    theirs). Never raises: a column sqlglot cannot trace carries ``error``.
+    theirs); ``lookups`` the views of the sources and seeds to their names and columns.
+    Never raises: a column sqlglot cannot trace carries ``error``.
     """
-    glot_schema = _sqlglot_schema(schema, metadata)
+    lookups = lookups or {}
+    views = {v.lower(): (name, {c.lower(): c for c in cols})
+             for v, (name, cols) in lookups.items()}
+    glot_schema = _sqlglot_schema(schema, metadata, lookups)
     try:
         roots = lineage(None, sql, schema=glot_schema, sources=dict(sources), dialect="spark")
     except (SqlglotError, KeyError, ValueError, AttributeError, TypeError) as e:
@@ -187,6 +205,7 @@ def column_lineage(model: str, sql: str, *, schema: EventSchema, metadata: Mappi
             out.append(ColumnLineage(column, error="lineage unavailable for this column"))
             continue
         paths: set[str] = set()
+        read: set[str] = set()
         via: list[str] = []
         direct = True
         leaves = 0
@@ -196,6 +215,14 @@ def column_lineage(model: str, sql: str, *, schema: EventSchema, metadata: Mappi
                 owner = node.name.split(".", 1)[0]
                 if owner in sources and owner != model and owner not in via:
                     via.append(owner)
+            table = leaf.source.name.lower() if isinstance(leaf.source, exp.Table) else ""
+            if table in views and "." in leaf.name:
+                leaves += 1
+                name, spelled = views[table]
+                column_name = leaf.name.split(".", 1)[1].strip('"`')
+                read.add(f"{name}.{spelled.get(column_name.lower(), column_name)}")
+                direct = direct and all(_is_copy(_body(n.expression)) for n in chain[:-1])
+                continue
             if not (isinstance(leaf.source, exp.Table) and leaf.source.name.lower() == PARSED_EVENTS
                     and "." in leaf.name):
                 if leaf is not root:
@@ -209,15 +236,19 @@ def column_lineage(model: str, sql: str, *, schema: EventSchema, metadata: Mappi
         written = original.get(column.lower()) or root.expression.sql(dialect="spark")
         out.append(ColumnLineage(
             column, tuple(sorted(paths)), tuple(via), written,
-            direct=direct and leaves == 1 and len(paths) == 1))
+            direct=direct and leaves == 1 and len(paths) + len(read) == 1,
+            lookups=tuple(sorted(read))))
     return tuple(out)
 
 
 def plan_lineage(project: Project, plan: Plan) -> dict[str, tuple[ColumnLineage, ...]]:
-    """Lineage of every column of every model in ``plan`` (sources: all of the plan's models)."""
+    """Lineage of every column of every model in ``plan`` (sources: all of the plan's models;
+    lookups: the plan's sources and seeds)."""
     sources = {s.name: s.sql for s in plan.steps}
     metadata = project.parsed_events_columns
+    lookups = {lk.view: (lk.name, {c.name: c.type for c in lk.columns}) for lk in plan.lookups}
     return {s.name: column_lineage(s.name, s.sql, schema=project.schema, metadata=metadata,
                                    sources={k: v for k, v in sources.items() if k != s.name},
-                                   columns=[c.name for c in s.columns] or None)
+                                   columns=[c.name for c in s.columns] or None,
+                                   lookups=lookups)
             for s in plan.steps}

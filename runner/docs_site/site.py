@@ -13,7 +13,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from runner.checkpoint.files import write_atomic
-from runner.compile.plan import Plan, Step
+from runner.compile.plan import Lookup, Plan, Step
 from runner.compile.selection import select_names
 from runner.docs_site.graph_svg import GraphEdge, GraphNode, layered_svg
 from runner.docs_site.lineage import PARSED_EVENTS, ColumnLineage, plan_lineage
@@ -52,14 +52,24 @@ def _depths(steps: Sequence[Step]) -> dict[str, int]:
     return depth
 
 
+def _lookup_sub(lookup: Lookup) -> str:
+    return f"{lookup.kind} · {len(lookup.columns)} cols"
+
+
 def dag_svg(steps: Sequence[Step], *, dead_letter: str, href: str = "models/",
-            reads_events: Mapping[str, bool] | None = None) -> str:
-    """The model DAG: ``parsed_events`` -> models (by depth) -> the dead-letter table."""
+            reads_events: Mapping[str, bool] | None = None,
+            lookups: Sequence[Lookup] = ()) -> str:
+    """The model DAG: ``parsed_events``, sources and seeds -> models (by depth) -> the
+    dead-letter table."""
     reads = reads_events if reads_events is not None else {s.name: _reads_events(s) for s in steps}
     depth = _depths(steps)
     last = max(depth.values(), default=0) + 1
     nodes = [GraphNode(PARSED_EVENTS, PARSED_EVENTS, 0, "parsed once per batch", "source")]
-    edges = []
+    read = {v.lower() for s in steps for v in s.lookups}
+    nodes += [GraphNode(f"lookup:{lk.view}", lk.name, 0, _lookup_sub(lk), "lookup",
+                        title=f"{lk.kind} {lk.name}: {lk.location} (one version per batch)")
+              for lk in lookups if lk.view.lower() in read]
+    edges = [GraphEdge(f"lookup:{v}", s.name, "lookup") for s in steps for v in s.lookups]
     for s in steps:
         c = s.config
         sub = c.materialized + (f" on {', '.join(c.unique_key)}" if c.unique_key else "")
@@ -80,14 +90,18 @@ def dag_svg(steps: Sequence[Step], *, dead_letter: str, href: str = "models/",
 def _lineage_svg(model: str, lineage: Sequence[ColumnLineage]) -> str:
     first: dict[str, tuple[float, str]] = {}  # a field sits level with its first column
     for i, c in enumerate(lineage):
-        for s in c.sources:
+        for s in (*c.sources, *c.lookups):
             first.setdefault(s, (i, s))
+    lookups = {s for c in lineage for s in c.lookups}
     fields = sorted(first, key=lambda f: first[f])
-    nodes = [GraphNode(f"field:{f}", f, 0, kind="field", order=i) for i, f in enumerate(fields)]
+    nodes = [GraphNode(f"field:{f}", f, 0, kind="lookup" if f in lookups else "field", order=i)
+             for i, f in enumerate(fields)]
     nodes += [GraphNode(f"col:{c.column}", c.column, 1, kind="column", order=i)
               for i, c in enumerate(lineage)]
     edges = [GraphEdge(f"field:{s}", f"col:{c.column}", "events", data=c.column)
              for c in lineage for s in c.sources]
+    edges += [GraphEdge(f"field:{s}", f"col:{c.column}", "lookup", data=c.column)
+              for c in lineage for s in c.lookups]
     return layered_svg(nodes, edges, css_class="lineage", label=f"column lineage of {model}",
                        align="top")
 
@@ -130,6 +144,34 @@ def _field_rows(project: Project, lineage: Mapping[str, Sequence[ColumnLineage]]
     for name, dtype in project.parsed_events_columns.items():
         rows.append({"path": name, "type": dtype, "not_null": False, "metadata": True,
                      "used_by": used.get(name.lower(), [])})
+    return rows
+
+
+def _lookup_rows(project: Project, plan: Plan,
+                 lineage: Mapping[str, Sequence[ColumnLineage]]) -> list[dict[str, Any]]:
+    """The sources and seeds the plan reads, each column with the model columns it feeds."""
+    used: dict[str, list[dict[str, str]]] = {}
+    for model, columns in lineage.items():
+        for c in columns:
+            for s in c.lookups:
+                used.setdefault(s.lower(), []).append({"model": model, "column": c.column})
+    descriptions: dict[str, tuple[str | None, dict[str, str]]] = {
+        t.view.lower(): (t.description, dict(t.descriptions)) for t in project.sources}
+    descriptions.update({s.name.lower(): (s.description, dict(s.descriptions))
+                         for s in project.seeds})
+    rows = []
+    for lk in plan.lookups:
+        description, by_column = descriptions.get(lk.view.lower(), (None, {}))
+        rows.append({
+            "kind": lk.kind, "name": lk.name, "view": lk.view, "location": lk.location,
+            "description": description,
+            "version": "content hash " + lk.content_hash[:12] if lk.content_hash
+            else "its latest Delta version when each batch first runs",
+            "read_by": sorted(s.name for s in plan.steps if lk.view in s.lookups),
+            "columns": [{"name": c.name, "type": c.type,
+                         "description": by_column.get(c.name),
+                         "used_by": used.get(f"{lk.name}.{c.name}".lower(), [])}
+                        for c in lk.columns]})
     return rows
 
 
@@ -185,8 +227,10 @@ def build_site(project: Project, plan: Plan, *, select: Sequence[str] = (),
     index = out / "index.html"
     _write(index, env.from_string(INDEX).render(
         project=info, models=models, css=CSS, js=JS, root="",
-        dag=dag_svg(steps, dead_letter=project.config.dead_letter, reads_events=reads),
-        fields=_field_rows(project, {s.name: lineage[s.name] for s in steps})))
+        dag=dag_svg(steps, dead_letter=project.config.dead_letter, reads_events=reads,
+                    lookups=plan.lookups),
+        fields=_field_rows(project, {s.name: lineage[s.name] for s in steps}),
+        lookups=_lookup_rows(project, plan, {s.name: lineage[s.name] for s in steps})))
     return DocsSite(out, index, tuple(pages))
 
 
@@ -220,6 +264,7 @@ def _model_view(project: Project, step: Step, spec: ModelSpec | None,
         "yml_path": spec.path if spec else None,
         "table_path": str(project.table_path(step.name)),
         "upstream": list(step.depends_on), "downstream": downstream,
+        "lookups": list(step.lookups),
         "reads_events": reads_events, "columns": columns, "config": _config_rows(step),
         "expectations": list(step.config.expectations),
         "quarantines": [e.name for e in step.config.expectations

@@ -7,7 +7,8 @@ __all__ = ["CSS", "INDEX", "JS", "MODEL"]
 
 CSS = """
 :root { --fg:#1d2330; --muted:#5b6475; --line:#d9dee8; --bg:#f6f7fa; --card:#fff;
-  --accent:#2f5fd0; --append:#e8f0ff; --merge:#eaf7ee; --source:#fff4de; --dead:#fde8e8; }
+  --accent:#2f5fd0; --append:#e8f0ff; --merge:#eaf7ee; --source:#fff4de; --dead:#fde8e8;
+  --lookup:#e6f4f1; }
 * { box-sizing: border-box; }
 body { margin:0; font:14px/1.5 -apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Liberation Sans","DejaVu Sans",sans-serif;
   color:var(--fg); background:var(--bg); }
@@ -38,6 +39,8 @@ pre { background:#1f2430; color:#e6e9ef; padding:12px 14px; border-radius:8px; o
 svg .node rect { fill:var(--append); stroke:#8ea6dc; stroke-width:1.2; }
 svg .node--merge rect { fill:var(--merge); stroke:#7fbf92; }
 svg .node--source rect, svg .node--field rect { fill:var(--source); stroke:#d9b36a; }
+svg .node--lookup rect { fill:var(--lookup); stroke:#8fb3a8; }
+svg .edge--lookup { stroke:#8fb3a8; } .chip.lookup { background:var(--lookup); }
 svg .node--dead rect { fill:var(--dead); stroke:#d98b8b; stroke-dasharray:4 3; }
 svg .node--column rect { fill:#fff; stroke:#9aa6bd; }
 svg a .node:hover rect { stroke:var(--accent); stroke-width:2.2; }
@@ -114,6 +117,7 @@ out to {{ models|length }} model table{{ 's' if models|length != 1 }} in one mic
 
 <h2 id="dag">Model DAG</h2>
 <div class="legend"><span><i style="background:var(--source)"></i>source</span>
+<span><i style="background:var(--lookup)"></i>source or seed (joined at one version per batch)</span>
 <span><i style="background:var(--append)"></i>append model</span>
 <span><i style="background:var(--merge)"></i>merge model</span>
 <span><i style="background:var(--dead)"></i>dead letters (parse failures, quarantined rows)</span></div>
@@ -136,6 +140,26 @@ out to {{ models|length }} model table{{ 's' if models|length != 1 }} in one mic
 <td>{{ m.description or '' }}</td></tr>
 {% endfor %}
 </tbody></table>
+
+{% if lookups %}
+<h2 id="lookups">Sources and seeds</h2>
+<p class="muted">Reference data the models join. Each batch reads each one at one version,
+recorded with the batch: every replay and backfill of the batch joins the same rows.</p>
+{% for l in lookups %}
+<h3 id="lookup-{{ l.view }}">{{ l.name }} <span class="chip lookup">{{ l.kind }}</span></h3>
+<p class="desc">{{ l.description or '' }}</p>
+<div class="facts"><div><b>Location</b><code>{{ l.location }}</code></div>
+<div><b>Read as</b><code>{{ l.view }}</code></div><div><b>Version</b>{{ l.version }}</div>
+<div><b>Read by</b>{% for r in l.read_by %}<a class="chip" href="models/{{ r }}.html">{{ r }}</a>{% endfor %}</div></div>
+<table><thead><tr><th>Column</th><th>Type</th><th>Used by</th><th>Description</th></tr></thead><tbody>
+{% for c in l.columns %}
+<tr><td><code>{{ c.name }}</code></td><td><code>{{ c.type }}</code></td>
+<td>{% for u in c.used_by %}<a class="chip" href="models/{{ u.model }}.html">{{ u.model }}.{{ u.column }}</a>{% endfor %}</td>
+<td>{{ c.description or '' }}</td></tr>
+{% endfor %}
+</tbody></table>
+{% endfor %}
+{% endif %}
 
 <h2 id="schema">Event schema (<code>parsed_events</code>)</h2>
 <p class="muted">Every record is parsed once with this schema. A record that is not a JSON object,
@@ -160,18 +184,20 @@ MODEL = _BASE.replace("{% block title %}{% endblock %}", "{{ m.name }}").replace
   <div><b>File</b><code>{{ m.path }}</code>{% if m.yml_path %}, <code>{{ m.yml_path }}</code>{% endif %}</div>
   <div><b>Delta table</b><code>{{ m.table_path }}</code></div>
   <div><b>Reads</b>{% if m.reads_events %}<span class="chip field">parsed_events</span>{% endif %}
-    {% for u in m.upstream %}<a class="chip" href="{{ u }}.html">{{ u }}</a>{% endfor %}</div>
+    {% for u in m.upstream %}<a class="chip" href="{{ u }}.html">{{ u }}</a>{% endfor %}
+    {% for l in m.lookups %}<a class="chip lookup" href="../index.html#lookup-{{ l }}">{{ l }}</a>{% endfor %}</div>
   <div><b>Read by</b>{% for d in m.downstream %}<a class="chip" href="{{ d }}.html">{{ d }}</a>{% else %}<span class="muted">no model</span>{% endfor %}</div>
 </div>
 
 <h2 id="columns">Columns</h2>
-<table class="columns"><thead><tr><th>Column</th><th>Type</th><th>From (parsed_events)</th>
+<table class="columns"><thead><tr><th>Column</th><th>Type</th><th>From (parsed_events, sources, seeds)</th>
 <th>Expression</th><th>Data tests</th><th>Description</th></tr></thead><tbody>
 {% for c in m.columns %}
 <tr data-column-row="{{ c.name }}"><td><code><b>{{ c.name }}</b></code></td><td><code>{{ c.type }}</code></td>
 <td>{% for s in c.lineage.sources %}<span class="chip field">{{ s }}</span>{% endfor %}
+{% for s in c.lineage.lookups %}<span class="chip lookup">{{ s }}</span>{% endfor %}
 {% if c.lineage.via %}<br><span class="muted">via {{ c.lineage.via|join(', ') }}</span>{% endif %}
-{% if c.lineage.error %}<span class="muted">{{ c.lineage.error }}</span>{% elif not c.lineage.sources %}<span class="muted">none (computed)</span>{% endif %}</td>
+{% if c.lineage.error %}<span class="muted">{{ c.lineage.error }}</span>{% elif not c.lineage.sources and not c.lineage.lookups %}<span class="muted">none (computed)</span>{% endif %}</td>
 <td>{% if c.lineage.direct %}<span class="muted">copy of</span> {% endif %}<code>{{ c.lineage.expression }}</code></td>
 <td>{% for t in c.tests %}<span class="chip test">{{ t }}</span>{% endfor %}</td>
 <td>{{ c.description or '' }}</td></tr>

@@ -29,6 +29,7 @@ from runner.lint.resolve import Resolver
 from runner.lint.rules import (
     DuplicateOutputColumn,
     Expectations,
+    JoinKeyTypes,
     MergeKey,
     MergeUpdate,
     PartitionBy,
@@ -50,7 +51,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     UnnamedOutputColumn(), MergeKey(), MergeUpdate(), PartitionBy(), Expectations(),
     NondeterministicMerge(), AppendAggregate(), MergeKeyNotUnique(),
     MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
-    AnsiIndex(), AnsiDivide(), AnsiCast(),
+    AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(),
 )
 
 

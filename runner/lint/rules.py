@@ -14,12 +14,13 @@ from sqlglot.errors import ParseError, TokenError
 from runner.errors import Level, Violation, did_you_mean
 from runner.lint.base import Rule
 from runner.lint.context import ModelContext
-from runner.lint.infer import field_type
+from runner.lint.infer import field_type, is_, is_known, type_string
 from runner.lint.shapes import Finding
 
 __all__ = [
     "DuplicateOutputColumn",
     "Expectations",
+    "JoinKeyTypes",
     "MergeKey",
     "MergeUpdate",
     "ModelRule",
@@ -244,3 +245,62 @@ class Expectations(ModelRule):
                             yield self.at_config(ctx, f"{where}: unknown field '{field}'"
                                                  + did_you_mean(field, candidates))
                         break
+
+
+_FAMILIES = {
+    **dict.fromkeys((exp.DType.TINYINT, exp.DType.SMALLINT, exp.DType.INT, exp.DType.BIGINT,
+                     exp.DType.FLOAT, exp.DType.DOUBLE, exp.DType.DECIMAL), "a number"),
+    **dict.fromkeys((exp.DType.TEXT, exp.DType.VARCHAR, exp.DType.CHAR), "a string"),
+    **dict.fromkeys((exp.DType.DATE, exp.DType.DATETIME, exp.DType.TIMESTAMP,
+                     exp.DType.TIMESTAMPNTZ, exp.DType.TIMESTAMPLTZ), "a date or time"),
+    exp.DType.BOOLEAN: "a boolean", exp.DType.BINARY: "binary",
+}
+
+
+def _conjuncts(node: exp.Expr | None) -> Iterator[exp.Expr]:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        yield from _conjuncts(node.this)
+        yield from _conjuncts(node.expression)
+    elif node is not None:
+        yield node
+
+
+def _key_type(node: exp.Expr) -> exp.DataType | None:
+    dtype = node.type
+    if isinstance(node, exp.Literal) or not is_known(dtype) or is_(dtype, exp.DType.NULL):
+        return None
+    return dtype
+
+
+class JoinKeyTypes(ModelRule):
+    """A join key compared with a key of another type (a string with a number, a date with a
+    timestamp) matches through an implicit cast: values that do not cast silently find no
+    row (e.g. a source's string ids joined with numeric event ids). Cast one side
+    explicitly."""
+
+    id = "join-key-types"
+    default_severity = "warn"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        query = ctx.query
+        if query is None or ctx.analysis is None:
+            return
+        for join in query.find_all(exp.Join):
+            for cond in _conjuncts(join.args.get("on")):
+                if not isinstance(cond, (exp.EQ, exp.NullSafeEQ)):
+                    continue
+                left, right = _key_type(cond.this), _key_type(cond.expression)
+                if left is None or right is None or left.this == right.this:
+                    continue
+                families = (_FAMILIES.get(left.this), _FAMILIES.get(right.this))
+                same = families[0] is not None and families[0] == families[1]
+                if same and families[0] != "a date or time":
+                    continue  # INT = BIGINT, STRING = VARCHAR: widened without loss
+                a, b = (s.sql(dialect="spark", comments=False) for s in (cond.this,
+                                                                          cond.expression))
+                yield self.at(ctx, cond, f"join key {a} ({type_string(left)}) is compared with "
+                              f"{b} ({type_string(right)})",
+                              f"cast one side so both are one type, e.g. CAST({b} AS "
+                              f"{type_string(left)})")

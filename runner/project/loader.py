@@ -139,9 +139,9 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
                               f"'{views[seed.name.lower()].full_name}''s view", path=
                               seed.file, hint="rename the seed")
     check_project_paths(root, config, tables=[m.name for m in models], text=text,
-                        lookups=[(f"{s.path}: sources {s.full_name}", s.location)
+                        lookups=[(s.path, s.line, f"source {s.full_name}", s.location)
                                  for s in sources if not s.catalog]
-                        + [(s.file, str(s.path)) for s in seeds])
+                        + [(s.file, None, f"seed {s.name}", str(s.path)) for s in seeds])
     return Project(root=root, config=config, schema=schema, models=tuple(models), macros=macros,
                    sources=sources, seeds=seeds)
 
@@ -155,6 +155,8 @@ def _load_sources(root: Path, config: ProjectConfig, models: dict[str, str]
         return ()
     tables: list[SourceTable] = []
     for file in sorted(p for ext in ("*.yml", "*.yaml") for p in base.rglob(ext) if p.is_file()):
+        if "sources" not in file.read_text(encoding="utf-8"):
+            continue  # no declaration: skip parsing YAML (slow) on every load
         rel = file.relative_to(root).as_posix()
         text, data = load_yml(file, rel)
         tables += parse_sources(root, text, data, path=rel)

@@ -196,7 +196,7 @@ def check_locations(loc: ProjectLocations, *, text: str | None = None) -> None:
 
 def check_project_paths(root: Path, config: ProjectConfig, *, tables: Iterable[str],
                         text: str | None = None,
-                        lookups: Iterable[tuple[str, str]] = ()) -> None:
+                        lookups: Iterable[tuple[str, int | None, str, str]] = ()) -> None:
     """Resolve project.yml's locations and refuse the unsafe ones (see :func:`check_locations`).
 
     Args:
@@ -204,9 +204,9 @@ def check_project_paths(root: Path, config: ProjectConfig, *, tables: Iterable[s
         config: project.yml, validated.
         tables: the names of the tables under the warehouse (models and the dead-letter table).
         text: project.yml's rendered text, for line numbers.
-        lookups: (what, location) of each declared source table and seed: a local one may
-            not be, contain or lie inside the checkpoint or the warehouse (remote URIs and
-            catalog names are not compared).
+        lookups: (file, line, what, location) of each declared source table and seed: a
+            local one may not be, contain or lie inside the checkpoint or the warehouse
+            (remote URIs and catalog names are not compared).
 
     Raises:
         ConfigError: a remote URI, or a location that overlaps another, the project, the
@@ -231,11 +231,12 @@ def check_project_paths(root: Path, config: ProjectConfig, *, tables: Iterable[s
     _check_lookups(lookups, paths)
 
 
-def _check_lookups(lookups: Iterable[tuple[str, str]], paths: dict[str, Path]) -> None:
+def _check_lookups(lookups: Iterable[tuple[str, int | None, str, str]],
+                   paths: dict[str, Path]) -> None:
     """A source or seed read per batch must stay out of what --full-refresh deletes or
     rewrites (the checkpoint, the warehouse), and must not hold them."""
     managed = [(key, _real(paths[key])) for key in ("checkpoint", "warehouse")]
-    for what, location in lookups:
+    for file, line, what, location in lookups:
         if is_uri(location) or not os.path.isabs(location):
             continue
         where = _real(Path(location))
@@ -244,5 +245,5 @@ def _check_lookups(lookups: Iterable[tuple[str, str]], paths: dict[str, Path]) -
             if how:
                 raise ConfigError(f"{what}: {where} {how} the {key} {path}; a --full-refresh "
                                   f"or a rebuild would delete or rewrite reference data",
-                                  path=what.split(":")[0],
+                                  path=file, line=line,
                                   hint=f"keep reference data outside the {key}")

@@ -21,9 +21,11 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -31,7 +33,7 @@ from runner.errors import ConfigError, did_you_mean
 from runner.project.config import yaml_line
 from runner.project.sources import ColumnDecl, load_yml, strict_error
 
-__all__ = ["MAX_SEED_BYTES", "Seed", "infer_type", "load_seeds"]
+__all__ = ["MAX_SEED_BYTES", "Seed", "infer_type", "load_seeds", "seed_rows"]
 
 #: A seed larger than this is refused: declare a source (a Delta table) instead.
 MAX_SEED_BYTES = 50 * 1024 * 1024
@@ -207,3 +209,51 @@ def load_seeds(root: Path, *, models: Mapping[str, str]) -> tuple[Seed, ...]:
                               f"seeds/{decl.name}.csv" + did_you_mean(
                                   decl.name, [s.name for s in seeds]), path=yml, line=line)
     return tuple(seeds)
+
+
+def _timestamp(value: str) -> datetime:
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T", 1))
+    if parsed.tzinfo is not None:  # an offset: the UTC instant (Spark's session time zone: UTC)
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    return parsed
+
+
+_CONVERT: dict[str, Callable[[str], Any]] = {
+    "BIGINT": int, "INT": int, "SMALLINT": int, "TINYINT": int,
+    "DOUBLE": float, "FLOAT": float,
+    "BOOLEAN": lambda v: v.lower() == "true" if v.lower() in ("true", "false") else _bad(v),
+    "DATE": date.fromisoformat, "TIMESTAMP": _timestamp, "STRING": str,
+}
+
+
+def _bad(value: str) -> Any:
+    raise ValueError(value)
+
+
+def seed_rows(seed: Seed) -> list[tuple[Any, ...]]:
+    """The seed's rows as Python values of its column types (an empty cell: None), in file
+    order: what a batch joins. Types other than BIGINT, INT, SMALLINT, TINYINT, DOUBLE,
+    FLOAT, BOOLEAN, DATE, TIMESTAMP and STRING (declared ``decimal(10,2)``...) stay text: the
+    reader casts them to the declared type.
+
+    Raises:
+        ConfigError: a cell that is not a value of its column's type (file, line, column).
+    """
+    text = seed.path.read_bytes().decode("utf-8-sig")
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    converters = [_CONVERT.get(t.strip().upper(), str) for _, t in seed.columns]
+    out: list[tuple[Any, ...]] = []
+    for number, row in enumerate(rows[1:], start=2):
+        if row == []:
+            continue
+        values = []
+        for (name, kind), convert, cell in zip(seed.columns, converters, row):
+            try:
+                values.append(None if cell == "" else convert(cell))
+            except ValueError as e:
+                raise ConfigError(f"seed '{seed.name}': column {name} is {kind}, but a row "
+                                  f"holds {cell!r}", path=seed.file, line=number,
+                                  hint="fix the value, or declare the column's type in "
+                                       "seeds/*.yml") from e
+        out.append(tuple(values))
+    return out
