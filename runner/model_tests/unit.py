@@ -206,7 +206,8 @@ def _given_lookups(session: SparkSession, plan: Plan, case: UnitTest) -> None:
             raise _CaseError(f"given.sources lacks '{lk.name}', which the model reads: give "
                              f"its rows (given: {{sources: {{{lk.name}: [...]}}}})")
         if given is None:
-            content = SeedContent(lk.name, columns, Path(lk.location).read_text("utf-8"))
+            content = SeedContent(lk.name, columns,
+                                  Path(lk.location).read_bytes().decode("utf-8-sig"))
             frame = seed_frame(session, content)
         else:
             known = {n.lower() for n, _ in columns}

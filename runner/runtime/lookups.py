@@ -174,6 +174,12 @@ class Lookups:
             rows = frame.count()  # fills the cache: a vacuumed file fails here, not later
         except Exception as e:
             frame.unpersist()
+            if lk.kind == "seed":  # the kept CSV is there: a cell does not fit its type
+                raise ConfigError(f"seed {lk.name} (the content batch {batch_id} read) does "
+                                  f"not fit its declared column types: {first_line(e)}",
+                                  hint="fix the cell or the type in seeds/*.yml; the batch "
+                                       "keeps the content it pinned, so restart with "
+                                       "--full-refresh if it was pinned already") from e
             raise self._unreadable(lk, pin, batch_id, first_line(e)) from e
         hinted = frame.hint("broadcast") if rows <= self.broadcast_max_rows else frame
         view = f"runner_lookup_{lk.view}_{next(_serial)}"
@@ -284,9 +290,9 @@ def _quoted(name: str) -> str:
 
 def _seed_content(lk: Lookup) -> SeedContent:
     try:
-        text = Path(lk.location).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"seed {lk.name}: {lk.location} cannot be read: {e.strerror}",
+        text = Path(lk.location).read_bytes().decode("utf-8-sig")  # as compile reads it
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"seed {lk.name}: {lk.location} cannot be read: {e}",
                           hint="restore the seed's CSV file under seeds/") from e
     return SeedContent(lk.name, tuple((c.name, c.type) for c in lk.columns), text)
 
