@@ -175,6 +175,10 @@ Row = Annotated[Any, AfterValidator(_row)]
 class Given(_Strict):
     events: tuple[Event, ...] = ()
     prior_rows: tuple[Row, ...] = ()
+    # rows of the sources (``<source>.<table>``) and seeds (``<name>``) the model joins; a
+    # seed not given is read from its CSV file, a source not given is an error
+    sources: dict[str, tuple[Row, ...]] = Field(default_factory=dict)
+    seeds: dict[str, tuple[Row, ...]] = Field(default_factory=dict)
 
 
 class Expect(_Strict):

@@ -171,6 +171,7 @@ def _run_case(project: Project, plan: Plan, spec: ModelSpec, case: UnitTest,
         bp = BatchPlan(plan=sub_plan, sinks=sinks, dead_letter=dead,
                        metadata_columns=source_metadata_columns(project.config.source.type),
                        writer=writer, parallelism=project.config.parallelism)
+        _given_lookups(session, sub_plan, case)
         run_batch(bp, _raw_frame(session, project, lines, f"{model}/{case.name}"), BATCH_ID)
 
         table_path = Path(sinks[model].path)
@@ -190,6 +191,38 @@ def _run_case(project: Project, plan: Plan, spec: ModelSpec, case: UnitTest,
         messages.append(dead_problem[1])
         details += dead_problem[2]
     return ("fail" if messages else "pass"), "; ".join(messages), details
+
+
+def _given_lookups(session: SparkSession, plan: Plan, case: UnitTest) -> None:
+    """The sources and seeds the steps read, as temp views of ``given.sources`` /
+    ``given.seeds`` rows (a seed not given: its CSV file), typed by their declared columns."""
+    from runner.checkpoint.pins import SeedContent
+    from runner.runtime.lookups import lookups_of, seed_frame
+
+    for lk in lookups_of(plan):
+        given = (case.given.sources if lk.kind == "source" else case.given.seeds).get(lk.name)
+        columns = tuple((c.name, c.type) for c in lk.columns)
+        if given is None and lk.kind == "source":
+            raise _CaseError(f"given.sources lacks '{lk.name}', which the model reads: give "
+                             f"its rows (given: {{sources: {{{lk.name}: [...]}}}})")
+        if given is None:
+            content = SeedContent(lk.name, columns,
+                                  Path(lk.location).read_bytes().decode("utf-8-sig"))
+            frame = seed_frame(session, content)
+        else:
+            known = {n.lower() for n, _ in columns}
+            for i, row in enumerate(given):
+                unknown = [k for k in row if k.lower() not in known]
+                if unknown:
+                    raise _CaseError(f"given.{lk.kind}s.{lk.name}[{i}]: {lk.kind} {lk.name} "
+                                     f"has no column '{unknown[0]}'"
+                                     + did_you_mean(unknown[0], [n for n, _ in columns]))
+            frame = seed_frame(session, SeedContent(lk.name, columns, ""), rows=given)
+        frame.createOrReplaceTempView(lk.view)
+    for name in [*case.given.sources, *case.given.seeds]:
+        if name not in {lk.name for lk in lookups_of(plan)}:
+            raise _CaseError(f"given names '{name}', which no model of this test reads"
+                             + did_you_mean(name, [lk.name for lk in lookups_of(plan)]))
 
 
 def _read(read_table: Callable[[str], Any], path: Path) -> Any:

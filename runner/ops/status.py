@@ -21,10 +21,12 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.checkpoint.lock import MAINTENANCE, lock_holder
+from runner.checkpoint.pins import Pins
 from runner.checkpoint.query import read_query_id
 from runner.checkpoint.registry import Entry, load_registry
 from runner.checkpoint.runs import read_last_run
@@ -72,6 +74,9 @@ class PipelineStatus:
     last_run: dict[str, Any] | None
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    # the sources and seeds the newest pinned batch read: name -> batch, kind, version, and
+    # (a source) its commit time and age in seconds (runner.checkpoint.pins)
+    lookups: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -85,6 +90,7 @@ class PipelineStatus:
             "last_run": self.last_run, "seconds": round(self.seconds, 3),
             "parked": {t.name: {"since": t.parked_since, "error": t.parked_error}
                        for t in self.tables if t.parked_since is not None},
+            "lookups": self.lookups,
         }
 
 
@@ -123,8 +129,25 @@ def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
         committed_batch=committed, in_flight_batch=in_flight, backlog=backlog,
         dead_letters=dead, lock=holder.to_dict() if holder else None,
         maintenance_lock=maint.to_dict() if maint and maint.held else None,
-        last_run=read_last_run(checkpoint, holder),
+        last_run=read_last_run(checkpoint, holder), lookups=_lookups(checkpoint),
         seconds=time.perf_counter() - started)
+
+
+def _lookups(checkpoint: Path) -> dict[str, dict[str, Any]]:
+    """Each lookup's version as the newest batch with pins read it, and that version's age."""
+    try:
+        latest = Pins(checkpoint).latest()
+    except RunnerError:
+        return {}
+    if latest is None:
+        return {}
+    batch_id, pins = latest
+    now = time.time()
+    return {name: {"batch": batch_id, "kind": p.kind, "version": p.version,
+                   "committed_at": p.committed_at,
+                   "age_seconds": None if p.committed_at is None
+                   else round(now - p.committed_at, 1)}
+            for name, p in sorted(pins.items())}
 
 
 def _table(project: Project, name: str, query_id: str | None,
@@ -203,6 +226,11 @@ def status_lines(s: PipelineStatus) -> list[str]:
                 f"(snapshot {_opt(t.snapshot_version)}), {t.files:,} files {_size(t.bytes)}, "
                 f"log {t.log_files:,} files {_size(t.log_bytes)}")
         lines.append(text + (f"  problem: {t.error}" if t.error else "") + parked)
+    for name, lk in s.lookups.items():
+        version = (f"version {lk['version']}" if lk["kind"] == "source"
+                   else f"content {str(lk['version'])[:12]}")
+        age = "" if lk["age_seconds"] is None else f", {_age(lk['age_seconds'])} old"
+        lines.append(f"{lk['kind']} {name}: batch {lk['batch']} read {version}{age}")
     b = s.backlog
     if b.error:
         lines.append(f"backlog: unknown ({b.error})")
@@ -228,6 +256,13 @@ def status_lines(s: PipelineStatus) -> list[str]:
             lines += ["    " + x for x in str(run["error"]).splitlines()]
     lines.append(f"({s.seconds:.2f}s)")
     return lines
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 def _opt(value: object) -> str:

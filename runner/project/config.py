@@ -31,6 +31,7 @@ __all__ = [
     "FilesSource",
     "KafkaSource",
     "LintConfig",
+    "LookupsConfig",
     "MaintenanceConfig",
     "MetricsConfig",
     "ModelConfig",
@@ -161,6 +162,14 @@ class MetricsConfig(_Strict):
     host: str = "0.0.0.0"
 
 
+class LookupsConfig(_Strict):
+    """Sources and seeds joined per batch (docs/CONFIGURATION.md): a lookup of at most
+    ``broadcast_max_rows`` rows at its pinned version is broadcast to the joins (a hint);
+    a larger one is joined as Spark decides. 0: never broadcast."""
+
+    broadcast_max_rows: int = Field(default=1_000_000, ge=0)
+
+
 class ProjectConfig(_Strict):
     """The whole of project.yml."""
 
@@ -179,6 +188,7 @@ class ProjectConfig(_Strict):
     lint: LintConfig = Field(default_factory=LintConfig)
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    lookups: LookupsConfig = Field(default_factory=LookupsConfig)
     vars: dict[str, Any] = Field(default_factory=dict)
     #: Prefixes of the environment variables models may read with env_var() (their values go
     #: into target/, the docs and messages): runner/project/secrets.py, docs/SECURITY.md.

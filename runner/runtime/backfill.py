@@ -227,6 +227,11 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
             starts[m] = e.start if v is None else max(e.start, v + 1)
     check_history(project, starts, committed=committed, rebuild=handover.to_drop,
                   on_event=on_event)
+    if bp.lookups is not None and starts and committed is not None:  # the pinned versions
+        edges = {s.name: s.depends_on for s in bp.plan.steps}  # the backfill joins: readable
+        needed = set(starts).union(*(ancestors(m, edges) for m in starts))
+        bp.lookups.check_pinned(range(min(starts.values()), committed + 1),
+                                {v for s in bp.plan.steps if s.name in needed for v in s.lookups})
     joining = [m for m in run if (entries or {}).get(m, Entry("absent")).state in
                ("absent", "retired", "parked")
                and handover.entries[m].state in ("backfilling", "live")

@@ -51,6 +51,7 @@ from runner.runtime.expectations import (
     expectation_failure,
 )
 from runner.runtime.guard import checked_query
+from runner.runtime.lookups import Lookups
 from runner.runtime.metrics import ready_metrics
 from runner.runtime.parking import (
     ModelFailure,
@@ -90,6 +91,8 @@ class BatchPlan:
     # The models parked (runner.runtime.parking) when their own SQL fails, rather than failing
     # the batch: on_model_error 'park' (project.yml, or the model's config). Empty: all halt.
     park: frozenset[str] = frozenset()
+    # The sources and seeds the models join, pinned per batch (runner.runtime.lookups).
+    lookups: Lookups | None = None
 
     @property
     def parse_fields(self) -> tuple[str, ...] | None:
@@ -220,6 +223,8 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
     started = time.perf_counter()
     failpoint("batch.start", batch_id=batch_id)  # for crash tests: after batch_id - 1's commit log
     spark = raw.sparkSession  # the batch's own session: its temp views are private to it
+    if bp.lookups is not None:  # pinned (recorded) before any table commits this batch
+        bp.lookups.register(spark, batch_id, bp.plan)
     counts = Observation(f"runner_batch_{batch_id}_{uuid.uuid4().hex}")
     parsed = parse_batch(raw, schema_ddl=bp.plan.schema_ddl, batch_id=batch_id,
                          metadata_columns=tuple(bp.metadata_columns), fields=bp.parse_fields,

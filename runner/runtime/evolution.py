@@ -149,6 +149,12 @@ def model_output_schemas(spark: SparkSession, plan: Plan,
     ddl = plan.schema_ddl + "".join(f", {quote_column(name)} {dtype}"
                                     for name, dtype in metadata_columns.items())
     session.createDataFrame([], parse_schema(ddl)).createOrReplaceTempView("parsed_events")
+    for lk in plan.lookups:  # sources and seeds: empty, with their declared columns
+        lk_ddl = ", ".join(f"{quote_column(c.name)} "
+                           f"{'STRING' if c.type.upper() == 'UNKNOWN' else c.type}"
+                           for c in lk.columns)
+        if lk_ddl:
+            session.createDataFrame([], parse_schema(lk_ddl)).createOrReplaceTempView(lk.view)
     out: dict[str, StructType | str] = {}
     for step in plan.steps:
         broken = [d for d in step.depends_on if isinstance(out.get(d), str)]

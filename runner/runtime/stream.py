@@ -39,6 +39,7 @@ from runner.runtime.backfill import BackfillProgress, finish_handover, prepare_h
 from runner.runtime.batch import BatchPlan, BatchResult, prepare, run_batch
 from runner.runtime.bookkeeping import Bookkeeper
 from runner.runtime.evolution import check_schema_changes, model_output_schemas
+from runner.runtime.lookups import start_lookups
 from runner.runtime.parking import ParkedError, park_policy, parked_line, record_parked
 from runner.runtime.session import session_info
 from runner.sinks import engine_choice, make_writer, sink_specs
@@ -205,6 +206,8 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
             from runner.sources.kafka.preflight import check_brokers
 
             check_brokers(spark, project.config.source)
+        lookups = start_lookups(spark, checkpoint, plan, engine=choice.engine,
+                                broadcast_max_rows=project.config.lookups.broadcast_max_rows)
         if full_refresh:
             reset_checkpoint(checkpoint)
             check_identity(checkpoint, pipeline_identity(project))  # the new checkpoint's
@@ -226,7 +229,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
                        metadata_columns=source_metadata_columns(project.config.source.type),
                        writer=writer, parallelism=project.config.parallelism,
                        parse_only_used_fields=project.config.parse_only_used_fields,
-                       park=park_policy(plan, project.config.on_model_error))
+                       park=park_policy(plan, project.config.on_model_error), lookups=lookups)
         parked: dict[str, ParkedError] = {}
 
         def park(p: ParkedError) -> None:

@@ -19,7 +19,8 @@ from typing import Any
 from runner.errors import ConfigError
 from runner.project.loader import Project
 
-__all__ = ["STAGING_DIR", "TableInfo", "batch_versions", "check_droppable", "current_version",
+__all__ = ["STAGING_DIR", "TableInfo", "batch_versions", "check_droppable", "columns_at",
+           "commit_time", "current_version", "read_version", "table_version", "version_problem",
            "describe_tables", "is_table", "not_a_table", "read_table", "versions_of"]
 
 _DIGITS = 20  # the width of Delta's commit file names
@@ -182,3 +183,65 @@ def batch_versions(table: Path, app_id: str) -> tuple[int, dict[int, int]] | Non
                 if txn and txn.get("appId") == app_id:
                     found[version] = int(txn["version"])
     return commits[-1], found
+
+
+def version_problem(path: str, version: int) -> str | None:
+    """Why version ``version`` of the Delta table at ``path`` can no longer be read (its commit
+    gone from the log, or a data file of it deleted by vacuum), or None when it can be. Data
+    files are checked on local paths only (a URI's are found missing by the read itself)."""
+    from deltalake import DeltaTable
+
+    try:
+        table = DeltaTable(path, version=version)
+    except Exception as e:  # noqa: BLE001 - delta-rs raises several kinds for a cleaned log
+        return f"its log no longer has version {version} ({str(e).splitlines()[0][:200]})"
+    for uri in table.file_uris():
+        local = uri[len("file://"):] if uri.startswith("file://") else uri
+        if "://" not in local and not os.path.exists(local):
+            return (f"a data file of version {version} was deleted (vacuumed): "
+                    f"{Path(local).name}")
+    return None
+
+
+def columns_at(path: str, version: int | None = None) -> tuple[str, ...]:
+    """The column names of the Delta table at ``path`` (its latest version, or ``version``)."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(path) if version is None else DeltaTable(path, version=version)
+    return tuple(f.name for f in table.schema().fields)
+
+
+def read_version(path: str, version: int) -> Any:
+    """Version ``version`` of the Delta table at ``path`` as a pyarrow Table (see
+    :func:`read_table` for why through the dataset)."""
+    from deltalake import DeltaTable
+
+    return DeltaTable(path, version=version).to_pyarrow_dataset().to_table(use_threads=False)
+
+
+def commit_time(table: Path, version: int) -> float | None:
+    """When ``version`` of the table was committed (epoch seconds: the commit's own timestamp,
+    else its file's modification time), or None when its commit file is gone."""
+    path = _commit_file(table, version)
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                info = json.loads(line).get("commitInfo") if line.strip() else None
+                if info and isinstance(info.get("timestamp"), int):
+                    return float(info["timestamp"]) / 1000
+        return path.stat().st_mtime
+    except (OSError, ValueError):
+        return None
+
+
+def table_version(path: str) -> int | None:
+    """The latest committed version of the Delta table at ``path`` (a local path: from the
+    log's file names; a URI: through delta-rs), or None when there is no table."""
+    if "://" not in path or path.startswith("file://"):
+        return current_version(Path(path.removeprefix("file://")))
+    from deltalake import DeltaTable
+
+    try:
+        return int(DeltaTable(path).version())
+    except Exception:  # noqa: BLE001 - delta-rs: no table there (TableNotFoundError, OSError)
+        return None
