@@ -23,6 +23,11 @@ fill:plain      persist + count of ``plain`` (the cache fill of the hand-written
 fill:plain+metadata  the same with ``_batch_id`` and ``_source_file`` in the cached rows
 fill:runner-nometa   persist + count of the runner's frame without metadata columns
 fill:runner     persist + count of ``runner.frame`` (the runner's cache fill)
+fill:runner-uncompressed  the same with ``spark.sql.inMemoryColumnarStorage.compressed=false``
+                (what ``runner.runtime.batch.prepare`` sets unless project.yml sets it)
+fill:runner-no-trailing   ``fill:runner`` without the "text after the object" check
+                (``reasons.trailing_content`` replaced by ``false``: what the check costs;
+                diagnostic only, the runner never skips it)
 dead:runner     after ``fill:runner``: the dead-letter frame -> noop (the runner's extra pass)
 
 Usage::
@@ -126,8 +131,34 @@ def main(argv: list[str] | None = None) -> int:
         cases["fill:plain+metadata"] = fill(with_meta)
         cases["fill:runner-nometa"] = fill(parse_batch(
             raw.select("value"), schema_ddl=ddl, batch_id=0, metadata_columns=()).frame)
+        import runner.runtime.parse as parse_mod
+
+        def uncompressed(df: Any) -> Callable[[], None]:
+            def run() -> None:
+                key = "spark.sql.inMemoryColumnarStorage.compressed"
+                spark.conf.set(key, "false")
+                try:
+                    fill(df)()
+                finally:
+                    spark.conf.unset(key)
+            return run
+
+        real_check = getattr(parse_mod, "trailing_content")  # noqa: B009 - patched below
+        parse_mod._expressions.cache_clear()
+        setattr(parse_mod, "trailing_content", lambda raw: F.lit(False))  # noqa: B010
+        try:
+            no_trailing = runner_parse().frame
+        finally:
+            setattr(parse_mod, "trailing_content", real_check)  # noqa: B010
+            parse_mod._expressions.cache_clear()
         rp = runner_parse()
         cases["fill:runner"] = fill(rp.frame)
+        # over a plan of its own (a filter that keeps every line): the same plan as rp.frame
+        # would find rp.frame's cache (a projection of every column did: 0 MB filled)
+        cases["fill:runner-uncompressed"] = uncompressed(parse_batch(
+            raw.filter(F.length("value") >= 0), schema_ddl=ddl, batch_id=0,
+            metadata_columns=("_source_file",)).frame)
+        cases["fill:runner-no-trailing"] = fill(no_trailing)
         cases["dead:runner"] = noop(rp.dead)
 
         results: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in cases}

@@ -81,6 +81,11 @@ Usage::
     .venv/bin/python -m bench.stream_bench                   # 1M events, 3 rounds
     .venv/bin/python -m bench.stream_bench --events 100000 --rounds 1
     .venv/bin/python -m bench.stream_bench --set production  # floor,hand-spark,runner-spark,runner
+    .venv/bin/python -m bench.stream_bench --set engines --rounds 2  # each engine vs its own hand
+
+``--set engines`` (``floor,hand,runner,hand-spark,runner-spark``) also reports each runner
+variant against the hand-written pattern ON ITS OWN ENGINE, per round (``runner`` / ``hand``,
+``runner-spark`` / ``hand-spark``): the throughput target of issue 23 (at most 0.9x).
     .venv/bin/python -m bench.stream_bench --variants hand,hand-par,hand-rparse,runner
 
 Raw results go to ``bench/results/stream_bench-<date>-<sha>.json`` (or ``--json``).
@@ -125,9 +130,14 @@ from bench.common import (
 
 MAIN_VARIANTS = ("floor", "hand", "naive", "runner")
 PRODUCTION_VARIANTS = ("floor", "hand-spark", "runner-spark", "runner")
+ENGINE_VARIANTS = ("floor", "hand", "runner", "hand-spark", "runner-spark")
 DIAG_VARIANTS = ("hand-par", "hand-rparse", "runner-prof", "runner-arrow")
 #: ``--set`` name -> (variants, baseline of the ratios).
-SETS = {"main": (MAIN_VARIANTS, "hand"), "production": (PRODUCTION_VARIANTS, "hand-spark")}
+SETS = {"main": (MAIN_VARIANTS, "hand"), "production": (PRODUCTION_VARIANTS, "hand-spark"),
+        "engines": (ENGINE_VARIANTS, "hand")}
+#: The hand-written pattern on the same engine as a variant: the "vs own engine" column.
+ENGINE_BASELINE = {"runner": "hand", "runner-spark": "hand-spark", "hand-rparse": "hand",
+                   "hand-par": "hand", "runner-prof": "hand", "runner-arrow": "hand"}
 #: Variants that run the ``runner stream`` CLI (also as ``NAME@REF``) -> their delta.engine.
 RUNNER_CLI_ENGINES = {"runner": "rs", "runner-spark": "spark"}
 TABLES = ("request_logs", "error_events", "performance_metrics")
@@ -735,6 +745,7 @@ def report(runs: list[Run], meta: dict[str, Any], args: argparse.Namespace) -> s
         lines.append(f"| {v} | {median(walls):.1f} | {min(walls):.1f}-{max(walls):.1f} | "
                      f"{events / median(walls):,.0f} | {ratio} | {cpu:.0f} | {cpu_ratio} | "
                      f"{mem('driver'):,.0f} | {mem('jvm'):,.0f} | {tree:,.0f} | {ok} |")
+    lines.extend(_engine_ratios(by_v))
     lines.append("")
     lines.append("Where the wall time goes (medians): start = process start until the session "
                  "is up (runner: until its 'pipeline' line, i.e. imports + compile + session); "
@@ -790,6 +801,28 @@ def report(runs: list[Run], meta: dict[str, Any], args: argparse.Namespace) -> s
         lines.append(f"| {rnd} | " + " | ".join(cells) +
                      f" | {min(loads):.1f}-{max(loads):.1f} |")
     return "\n".join(lines)
+
+
+def _engine_ratios(by_v: dict[str, list[Run]]) -> list[str]:
+    """Each variant against the hand-written pattern on its own engine, per round (median)."""
+    rows = []
+    for v, rs in by_v.items():
+        base = ENGINE_BASELINE.get(v.partition("@")[0])
+        if base is None or not rs or not by_v.get(base):
+            continue
+        walls = {r.round: r.wall for r in by_v[base]}
+        cpus = {r.round: r.memory["cpu_s"] for r in by_v[base]}
+        w = [r.wall / walls[r.round] for r in rs if r.round in walls]
+        c = [r.memory["cpu_s"] / cpus[r.round] for r in rs if r.round in cpus]
+        if not w:
+            continue
+        rows.append(f"| {v} | {base} | {median(w):.2f}x ({min(w):.2f}-{max(w):.2f}) | "
+                    f"{median(c):.2f}x ({min(c):.2f}-{max(c):.2f}) |")
+    if not rows:
+        return []
+    return ["", "Against the hand-written pattern on the same engine (per round, median; "
+            "target: at most 0.90x):\n", "| variant | vs | wall | CPU |", "|---|---|---:|---:|",
+            *rows]
 
 
 def _sink_breakdown(by_v: dict[str, list[Run]]) -> list[str]:

@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 from runner.compile.plan import Plan, Step
 from runner.compile.reads import reads_of
 from runner.project.config import ModelConfig
-from runner.runtime.batch import BatchPlan, run_batch
+from runner.runtime.batch import CACHE_COMPRESSION, BatchPlan, prepare, run_batch
 from runner.sinks import RsWriter, SinkSpec
 from runner.sinks.staged import STAGING_DIR
 
@@ -129,3 +129,23 @@ def test_metadata_reaches_a_model_that_reads_it(spark: SparkSession, tmp_path: P
     steps = [step("files", "SELECT eventId, _source_file AS f FROM parsed_events")]
     run_batch(batch_plan(tmp_path, steps, None), raw(spark, [LINES[0], LINES[4]]), 0)
     assert [r["f"] for r in rows(tmp_path / "files")] == ["f.json", "f.json"]
+
+
+@pytest.mark.spark
+def test_prepare_caches_batches_uncompressed_and_rows_stay_exact(spark: SparkSession,
+                                                                  tmp_path: Path) -> None:
+    # Engine-independent (the session's cache, not a Delta engine): written once, through rs.
+    steps = [step("m", "SELECT eventId, request.endpoint AS e FROM parsed_events"),
+             step("n", "SELECT eventId FROM parsed_events")]
+    bp = batch_plan(tmp_path, steps, None)
+    assert not spark.sparkContext.getConf().contains(CACHE_COMPRESSION)
+    try:
+        prepare(bp)
+        assert spark.conf.get(CACHE_COMPRESSION) == "false"
+        result = run_batch(bp, raw(spark, LINES), 0)
+    finally:
+        spark.conf.unset(CACHE_COMPRESSION)  # the shared session's default again
+    assert (result.input_rows, result.dead_letters) == (5, 3)
+    assert sorted((r["eventId"], r["e"]) for r in rows(tmp_path / "m")) == [("a", "/x"),
+                                                                            ("d", "/y")]
+    assert {r["raw"] for r in rows(tmp_path / "_dead")} == {LINES[1], LINES[2], "not json"}
