@@ -1,9 +1,12 @@
--- Latency per request, flagged when slower than var('slow_request_ms').
+-- Latency per request, flagged when slower than var('slow_request_ms'), with the team that
+-- owns the endpoint (the seed seeds/endpoint_owners.csv; null for an endpoint it does not list).
 
 SELECT
-  eventId,
-  `timestamp`,
-  request.endpoint AS endpoint,
-  request.latency_ms AS latency_ms,
-  request.latency_ms >= 1000 AS is_slow
-FROM parsed_events
+  e.eventId,
+  e.`timestamp`,
+  e.request.endpoint AS endpoint,
+  e.request.latency_ms AS latency_ms,
+  e.request.latency_ms >= 1000 AS is_slow,
+  o.team AS team
+FROM parsed_events AS e
+LEFT JOIN endpoint_owners AS o ON o.endpoint = e.request.endpoint

@@ -32,9 +32,10 @@ vars:
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-#: The repository's example project (models and macros) as a dict of files.
+#: The repository's example project (models, macros and seeds) as a dict of files.
 EXAMPLE_FILES = {f"{d}/{p.name}": p.read_text()
-                 for d in ("models", "macros") for p in sorted((REPO_ROOT / d).glob("*.sql"))}
+                 for d, pattern in (("models", "*.sql"), ("macros", "*.sql"), ("seeds", "*.*"))
+                 for p in sorted((REPO_ROOT / d).glob(pattern))}
 
 #: An accumulating merge: replaying a batch into it twice would double its counts.
 ENDPOINT_COUNTS = """

@@ -10,6 +10,7 @@ expectations mirror.
 
 from __future__ import annotations
 
+import csv
 import json
 from collections import Counter
 from collections.abc import Collection
@@ -22,6 +23,9 @@ __all__ = ["DEAD", "DEFAULT_TABLES", "actual_tables", "assert_exact", "compare",
            "valid_event"]
 
 DEAD = "_dead_letter"
+
+#: The example project's seed (performance_metrics joins it for the endpoint's team).
+OWNERS_CSV = Path(__file__).resolve().parents[2] / "seeds" / "endpoint_owners.csv"
 
 
 def valid_event(line: str) -> dict[str, Any] | None:
@@ -53,6 +57,8 @@ def expected_tables(incoming: Path, tables: Collection[str] = DEFAULT_TABLES
     lines = [line for f in sorted(incoming.glob("*.json"))
              for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
     good = [e for e in map(valid_event, lines) if e is not None]
+    with OWNERS_CSV.open(encoding="utf-8", newline="") as f:
+        team = {row["endpoint"]: row["team"] for row in csv.DictReader(f)}
     per_endpoint: dict[str, list[int]] = {}
     for e in good:
         counts = per_endpoint.setdefault(e["request"]["endpoint"], [0, 0])
@@ -65,7 +71,8 @@ def expected_tables(incoming: Path, tables: Collection[str] = DEFAULT_TABLES
         "error_events": Counter((e["eventId"], x["errorCode"], x["severity"])
                                 for e in good for x in e.get("errors") or []),
         "performance_metrics": Counter((e["eventId"], e["request"]["endpoint"],
-                                        e["request"]["latency_ms"]) for e in good),
+                                        e["request"]["latency_ms"],
+                                        team.get(e["request"]["endpoint"])) for e in good),
         "endpoint_counts": Counter((k, n, errors) for k, (n, errors) in per_endpoint.items()),
         # slow_request_ms is 1000 in the example project and the test projects
         "slow_requests": Counter((e["eventId"], e["request"]["endpoint"],
@@ -88,8 +95,8 @@ def actual_tables(warehouse: Path) -> dict[str, Counter]:
                                 for r in rows("request_logs")),
         "error_events": Counter((r["eventId"], r["errorCode"], r["severity"])
                                 for r in rows("error_events")),
-        "performance_metrics": Counter((r["eventId"], r["endpoint"], r["latency_ms"])
-                                       for r in rows("performance_metrics")),
+        "performance_metrics": Counter((r["eventId"], r["endpoint"], r["latency_ms"],
+                                        r.get("team")) for r in rows("performance_metrics")),
         "endpoint_counts": Counter((r["endpoint"], r["requests"], r["errors"])
                                    for r in rows("endpoint_counts")),
         "slow_requests": Counter((r["eventId"], r["endpoint"], r["latency_ms"])
