@@ -1,13 +1,32 @@
 """The ``spark`` engine: Delta commits through delta-spark (distributed, no Arrow transfer).
 
-Appends use the DataFrame writer's idempotency options (``txnAppId``/``txnVersion``); merges
-use ``DeltaTable.merge`` with the session confs ``spark.databricks.delta.write.txnAppId`` /
-``txnVersion`` set around it, under a process-wide lock because session confs are shared by
-the sink threads. delta-spark itself skips a transaction version it has already committed;
-the runner checks first as well, so a skipped write is reported as skipped.
+Appends to an existing table commit through one explicit delta-spark transaction
+(:class:`_Transaction`, below), the table's first append through the DataFrame writer's
+idempotency options (``txnAppId``/``txnVersion``); merges use ``DeltaTable.merge`` with the
+session confs ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` set around it, under
+a process-wide lock because session confs are shared by the sink threads. delta-spark itself
+skips a transaction version it has already committed; the runner checks first as well, so a
+skipped write is reported as skipped.
 
 pyspark, py4j and delta-spark are imported inside the methods: importing this module needs
 neither a JVM nor the delta-spark jars.
+
+Why appends do not use the DataFrame writer once the table exists: with ``txnAppId`` set,
+delta-spark 4.4 asks the read snapshot for the app's transaction version
+(``DeltaCommand.hasBeenExecuted`` -> ``OptimisticTransaction.txnVersion`` ->
+``SnapshotState.transactions``), and that map is built by a full state reconstruction of the
+table (three Spark jobs, "Compute snapshot for version: N") on every batch, although the
+version's checksum file already holds the transactions (delta-io/delta#6929, fixed after 4.4).
+Measured on local[2] (docs/BENCHMARKS.md#delta-spark-commit-path): those jobs were about 70% of
+a small append's time. :class:`_Transaction` does what ``WriteIntoDelta.run`` does, minus that
+look-up: it opens the transaction, reads the app's version through delta-rs AT THE
+TRANSACTION'S READ VERSION (the same answer, read from the log without a job), registers the
+app id as read (``readTxn``, what ``txnVersion`` does: a concurrent commit of the same app id
+after the read version makes this commit fail with delta-spark's
+``ConcurrentTransactionException``), writes the files with ``WriteIntoDelta`` (schema checks,
+stats, the ``SetTransaction`` action from the same options) and commits them with the
+``SetTransaction`` in the SAME commit. What other readers see is unchanged: the same actions,
+the same commitInfo (operation WRITE, userMetadata, metrics), checksum files as before.
 """
 
 from __future__ import annotations
@@ -18,6 +37,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
+from deltalake import DeltaTable as RsTable
 from deltalake.exceptions import DeltaError
 
 from runner.errors import SinkError
@@ -107,9 +127,17 @@ class SparkWriter(DeltaWriter):
                   .mode("append"))
         if spec.partition_by:
             writer = writer.partitionBy(*spec.partition_by)
-        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
         with _wrapped(spec, "appending", batch_id):
-            writer.save(spec.path)
+            txn = _Transaction.start(data.sparkSession, spec, batch_id)
+            if txn is not None:  # the table exists: one explicit transaction, no state job
+                if txn.committed():
+                    return 0, None  # committed since the runner's own check: skipped
+                failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+                version = txn.write_and_commit(data)
+                failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+                return _commit_rows(spec.path, version, "numOutputRows"), version
+            failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+            writer.save(spec.path)  # a new table: its (empty) state costs nothing to read
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return self._last_commit(spec, data.sparkSession, batch_id, "numOutputRows")
 
@@ -170,6 +198,81 @@ class SparkWriter(DeltaWriter):
         batches = [batch_id_of_commit(c) for c in self._history(spec)
                    if app_id_of_commit(c) == spec.app_id]
         return max((b for b in batches if b is not None), default=None)
+
+
+class _Transaction:
+    """One append as an explicit delta-spark transaction; see the module docstring.
+
+    The JVM classes are delta-spark 4.4's (``DeltaLog``, ``OptimisticTransaction``,
+    ``WriteIntoDelta``, ``DeltaOperations.Write``); :meth:`start` answers None, and the
+    DataFrame writer is used, where the table does not exist yet.
+    """
+
+    def __init__(self, spark: SparkSession, spec: SinkSpec, batch_id: int, log: Any,
+                 txn: Any) -> None:
+        self._spark, self._spec, self._batch_id = spark, spec, batch_id
+        self._log, self._txn = log, txn
+        self.read_version = int(txn.readVersion())
+
+    @classmethod
+    def start(cls, spark: SparkSession, spec: SinkSpec, batch_id: int) -> _Transaction | None:
+        """Open the transaction (reads the table's latest version: protocol and metadata come
+        from its checksum file, no job); None when there is no table yet."""
+        delta = spark._jvm.org.apache.spark.sql.delta  # type: ignore[union-attr]  # noqa: SLF001 - py4j
+        log = delta.DeltaLog.forTable(spark._jsparkSession, spec.path)  # noqa: SLF001 - py4j
+        txn = log.startTransaction()
+        if int(txn.readVersion()) < 0:
+            return None
+        return cls(spark, spec, batch_id, log, txn)
+
+    def committed(self) -> bool:
+        """True when the table, at the transaction's read version, holds this batch; else the
+        app id is registered as read, so a later commit of it conflicts (as ``txnVersion``
+        would register it)."""
+        version = RsTable(self._spec.path, version=self.read_version).transaction_version(
+            self._spec.app_id)
+        if version is not None and version >= self._batch_id:
+            return True
+        self._txn.readTxn().append(self._spec.app_id)
+        return False
+
+    def write_and_commit(self, data: DataFrame) -> int | None:
+        """Write the files and commit them with the batch's ``SetTransaction``; the version."""
+        jvm = self._spark._jvm  # noqa: SLF001 - py4j
+        delta = jvm.org.apache.spark.sql.delta  # type: ignore[union-attr]
+        utils = jvm.org.apache.spark.api.python.PythonUtils  # type: ignore[union-attr]
+        none = getattr(getattr(jvm.scala, "None$"), "MODULE$")  # type: ignore[union-attr]
+        some = jvm.scala.Some  # type: ignore[union-attr]
+        append = jvm.org.apache.spark.sql.SaveMode.Append  # type: ignore[union-attr]
+        user_metadata = commit_tags(self._spec.app_id, self._batch_id)["userMetadata"]
+        jspark = self._spark._jsparkSession  # noqa: SLF001 - py4j
+        options = delta.DeltaOptions(
+            utils.toScalaMap({"txnAppId": self._spec.app_id, "txnVersion": str(self._batch_id),
+                              "userMetadata": user_metadata}),
+            jspark.sessionState().conf())
+        partition_by = utils.toSeq(list(self._spec.partition_by))
+        command = delta.commands.WriteIntoDelta(self._log, append, options, partition_by,
+                                                utils.toScalaMap({}), data._jdf, none, none,  # noqa: SLF001 - py4j
+                                                False)
+        operation = getattr(delta, "DeltaOperations$Write")(
+            append, some(partition_by), none, some(user_metadata), none, none, none, none, none)
+        active = getattr(getattr(delta, "OptimisticTransaction$"), "MODULE$")
+        active.setActive(self._txn)  # as DeltaLog.withNewTransaction does
+        try:
+            tagged = command.writeAndReturnCommitData(self._txn, jspark, none, False)
+            committed = self._txn.commitIfNeeded(tagged.actions(), operation, tagged.stringTags())
+        finally:
+            active.clearActive()
+        return int(committed.get()) if committed.isDefined() else None
+
+
+def _commit_rows(path: str, version: int | None, rows_metric: str) -> int:
+    """The rows metric of commit ``version``, read from the log by delta-rs (no Spark job)."""
+    if version is None:
+        return 0
+    commits = RsTable(path, version=version).history(1)
+    metrics = (commits[0].get("operationMetrics") or {}) if commits else {}
+    return int(metrics.get(rows_metric, 0))
 
 
 def _is_batch_commit(row: Row, app_id: str, batch_id: int) -> bool:
