@@ -245,3 +245,37 @@ def test_append_conflicts_with_a_concurrent_commit_of_its_batch(writer: SparkWri
         txn.write_and_commit(counts(spark, [("b", 2)]))
     assert [(r["k"], r["n"]) for r in read(s.path)] == [("a", 1), ("b", 2)]
     assert DeltaTable(s.path).transaction_version(s.app_id) == 1
+
+
+def test_no_auto_compaction_inside_a_batch(writer: DeltaWriter, spark: SparkSession,
+                                           tmp_path: Path):
+    """runner/sinks/conf.py turns delta-spark's auto-compaction off for the session, even on
+    a table whose property asks for it: compaction is `runner maintain`'s, never a batch's.
+    The control table (the setting unset) shows the property would compact here."""
+    from runner.sinks.conf import DELTA_SESSION_CONF
+
+    key = "spark.databricks.delta.autoCompact.enabled"
+    assert spark.conf.get(key) == DELTA_SESSION_CONF[key] == "false"
+    defaults = {"spark.databricks.delta.properties.defaults.autoOptimize.autoCompact": "true",
+                "spark.databricks.delta.autoCompact.minNumFiles": "2"}
+    try:
+        for k, v in defaults.items():
+            spark.conf.set(k, v)
+        ours, control = spec(tmp_path, model="ours"), spec(tmp_path, model="control")
+        for batch_id in range(3):
+            assert writer.write(ours, counts(spark, [(f"k{batch_id}", batch_id)]), batch_id).rows
+        assert writer.write(ours, counts(spark, [("k2", 2)]), 2).skipped
+        spark.conf.unset(key)
+        for batch_id in range(3):
+            writer.write(control, counts(spark, [(f"k{batch_id}", batch_id)]), batch_id)
+    finally:
+        spark.conf.set(key, "false")
+        for k in defaults:
+            spark.conf.unset(k)
+    assert DeltaTable(ours.path).metadata().configuration["delta.autoOptimize.autoCompact"] == \
+        "true"
+    assert {c["operation"] for c in DeltaTable(ours.path).history()} == {"WRITE"}
+    assert "OPTIMIZE" in {c["operation"] for c in DeltaTable(control.path).history()}
+    for s in (ours, control):
+        assert [(r["k"], r["n"]) for r in read(s.path)] == [("k0", 0), ("k1", 1), ("k2", 2)]
+    assert DeltaTable(ours.path).transaction_version(ours.app_id) == 2
