@@ -128,12 +128,12 @@ class SparkWriter(DeltaWriter):
         if spec.partition_by:
             writer = writer.partitionBy(*spec.partition_by)
         with _wrapped(spec, "appending", batch_id):
-            txn = _Transaction.start(data.sparkSession, spec, batch_id)
+            txn = _Transaction.start(data.sparkSession, spec, batch_id, data)
             if txn is not None:  # the table exists: one explicit transaction, no state job
                 if txn.committed():
                     return 0, None  # committed since the runner's own check: skipped
                 failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
-                version = txn.write_and_commit(data)
+                version = txn.write_and_commit()
                 failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
                 return _commit_rows(spec.path, version, "numOutputRows"), version
             failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
@@ -204,26 +204,56 @@ class _Transaction:
     """One append as an explicit delta-spark transaction; see the module docstring.
 
     The JVM classes are delta-spark 4.4's (``DeltaLog``, ``OptimisticTransaction``,
-    ``WriteIntoDelta``, ``DeltaOperations.Write``); :meth:`start` answers None, and the
-    DataFrame writer is used, where the table does not exist yet.
+    ``WriteIntoDelta``, ``DeltaOperations.Write``). :meth:`start` answers None, and the
+    DataFrame writer is used, where the table does not exist yet, or where those classes do
+    not have the signatures used here (another delta-spark version): py4j finds that out
+    before anything is written.
     """
 
-    def __init__(self, spark: SparkSession, spec: SinkSpec, batch_id: int, log: Any,
-                 txn: Any) -> None:
+    def __init__(self, spark: SparkSession, spec: SinkSpec, batch_id: int, txn: Any,
+                 steps: dict[str, Any]) -> None:
         self._spark, self._spec, self._batch_id = spark, spec, batch_id
-        self._log, self._txn = log, txn
+        self._txn, self._steps = txn, steps
         self.read_version = int(txn.readVersion())
 
     @classmethod
-    def start(cls, spark: SparkSession, spec: SinkSpec, batch_id: int) -> _Transaction | None:
+    def start(cls, spark: SparkSession, spec: SinkSpec, batch_id: int,
+              data: DataFrame) -> _Transaction | None:
         """Open the transaction (reads the table's latest version: protocol and metadata come
-        from its checksum file, no job); None when there is no table yet."""
-        delta = spark._jvm.org.apache.spark.sql.delta  # type: ignore[union-attr]  # noqa: SLF001 - py4j
-        log = delta.DeltaLog.forTable(spark._jsparkSession, spec.path)  # noqa: SLF001 - py4j
-        txn = log.startTransaction()
-        if int(txn.readVersion()) < 0:
+        from its checksum file, no job) and build the write; None: use the DataFrame writer."""
+        from py4j.protocol import Py4JError, Py4JJavaError
+
+        jvm = spark._jvm  # noqa: SLF001 - py4j
+        jspark = spark._jsparkSession  # noqa: SLF001 - py4j
+        try:
+            delta = jvm.org.apache.spark.sql.delta  # type: ignore[union-attr]
+            log = delta.DeltaLog.forTable(jspark, spec.path)
+            txn = log.startTransaction()
+            if int(txn.readVersion()) < 0:
+                return None
+            utils = jvm.org.apache.spark.api.python.PythonUtils  # type: ignore[union-attr]
+            none = getattr(getattr(jvm.scala, "None$"), "MODULE$")  # type: ignore[union-attr]
+            append = jvm.org.apache.spark.sql.SaveMode.Append  # type: ignore[union-attr]
+            user_metadata = commit_tags(spec.app_id, batch_id)["userMetadata"]
+            options = delta.DeltaOptions(
+                utils.toScalaMap({"txnAppId": spec.app_id, "txnVersion": str(batch_id),
+                                  "userMetadata": user_metadata}),
+                jspark.sessionState().conf())
+            partition_by = utils.toSeq(list(spec.partition_by))
+            steps = {
+                "command": delta.commands.WriteIntoDelta(
+                    log, append, options, partition_by, utils.toScalaMap({}),
+                    data._jdf, none, none, False),  # noqa: SLF001 - py4j
+                "operation": getattr(delta, "DeltaOperations$Write")(
+                    append, jvm.scala.Some(partition_by), none,  # type: ignore[union-attr]
+                    jvm.scala.Some(user_metadata), none, none, none, none, none),  # type: ignore[union-attr]
+                "active": getattr(getattr(delta, "OptimisticTransaction$"), "MODULE$"),
+                "read_txn": txn.readTxn(), "none": none, "jspark": jspark}
+        except Py4JJavaError:
+            raise
+        except Py4JError:  # a class or signature this code does not know: nothing written
             return None
-        return cls(spark, spec, batch_id, log, txn)
+        return cls(spark, spec, batch_id, txn, steps)
 
     def committed(self) -> bool:
         """True when the table, at the transaction's read version, holds this batch; else the
@@ -233,36 +263,20 @@ class _Transaction:
             self._spec.app_id)
         if version is not None and version >= self._batch_id:
             return True
-        self._txn.readTxn().append(self._spec.app_id)
+        self._steps["read_txn"].append(self._spec.app_id)
         return False
 
-    def write_and_commit(self, data: DataFrame) -> int | None:
+    def write_and_commit(self) -> int | None:
         """Write the files and commit them with the batch's ``SetTransaction``; the version."""
-        jvm = self._spark._jvm  # noqa: SLF001 - py4j
-        delta = jvm.org.apache.spark.sql.delta  # type: ignore[union-attr]
-        utils = jvm.org.apache.spark.api.python.PythonUtils  # type: ignore[union-attr]
-        none = getattr(getattr(jvm.scala, "None$"), "MODULE$")  # type: ignore[union-attr]
-        some = jvm.scala.Some  # type: ignore[union-attr]
-        append = jvm.org.apache.spark.sql.SaveMode.Append  # type: ignore[union-attr]
-        user_metadata = commit_tags(self._spec.app_id, self._batch_id)["userMetadata"]
-        jspark = self._spark._jsparkSession  # noqa: SLF001 - py4j
-        options = delta.DeltaOptions(
-            utils.toScalaMap({"txnAppId": self._spec.app_id, "txnVersion": str(self._batch_id),
-                              "userMetadata": user_metadata}),
-            jspark.sessionState().conf())
-        partition_by = utils.toSeq(list(self._spec.partition_by))
-        command = delta.commands.WriteIntoDelta(self._log, append, options, partition_by,
-                                                utils.toScalaMap({}), data._jdf, none, none,  # noqa: SLF001 - py4j
-                                                False)
-        operation = getattr(delta, "DeltaOperations$Write")(
-            append, some(partition_by), none, some(user_metadata), none, none, none, none, none)
-        active = getattr(getattr(delta, "OptimisticTransaction$"), "MODULE$")
-        active.setActive(self._txn)  # as DeltaLog.withNewTransaction does
+        steps = self._steps
+        steps["active"].setActive(self._txn)  # as DeltaLog.withNewTransaction does
         try:
-            tagged = command.writeAndReturnCommitData(self._txn, jspark, none, False)
-            committed = self._txn.commitIfNeeded(tagged.actions(), operation, tagged.stringTags())
+            tagged = steps["command"].writeAndReturnCommitData(self._txn, steps["jspark"],
+                                                               steps["none"], False)
+            committed = self._txn.commitIfNeeded(tagged.actions(), steps["operation"],
+                                                 tagged.stringTags())
         finally:
-            active.clearActive()
+            steps["active"].clearActive()
         return int(committed.get()) if committed.isDefined() else None
 
 

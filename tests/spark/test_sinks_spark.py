@@ -237,12 +237,12 @@ def test_append_conflicts_with_a_concurrent_commit_of_its_batch(writer: SparkWri
 
     s = spec(tmp_path)
     writer.write(s, counts(spark, [("a", 1)]), 0)
-    txn = _Transaction.start(spark, s, 1)
+    txn = _Transaction.start(spark, s, 1, counts(spark, [("b", 2)]))
     assert txn is not None and not txn.committed()
     (counts(spark, [("b", 2)]).write.format("delta").option("txnAppId", s.app_id)
      .option("txnVersion", "1").mode("append").save(s.path))
     with pytest.raises(Exception, match="ConcurrentTransaction|DELTA_CONCURRENT_TRANSACTION"):
-        txn.write_and_commit(counts(spark, [("b", 2)]))
+        txn.write_and_commit()
     assert [(r["k"], r["n"]) for r in read(s.path)] == [("a", 1), ("b", 2)]
     assert DeltaTable(s.path).transaction_version(s.app_id) == 1
 
