@@ -56,6 +56,9 @@ Usage::
     .venv/bin/python -m bench.kafka_bench --only backlog --engine rs,spark --readers spark,python
     .venv/bin/python -m bench.kafka_bench --only rate --rate 100,2000 --duration 30
     .venv/bin/python -m bench.kafka_bench --broker tansu --readers python,files
+    # latency on both engines, plus delta-spark with main's runner/ (before/after, one run):
+    .venv/bin/python -m bench.kafka_bench --only rate --readers spark --engine rs,spark \
+        --rate 100,1000 --duration 30 --baseline /tmp/main-tree
 
 Raw results go to ``bench/results/kafka_bench-<date>-<sha>.json`` (or ``--json``).
 """
@@ -123,10 +126,12 @@ class Variant:
 
     reader: str  # spark | python | files
     engine: str  # rs | spark
+    baseline: bool = False  # runs the --baseline tree's runner/ (before/after in one run)
 
     @property
     def name(self) -> str:
-        return f"{'files' if self.reader == 'files' else 'kafka-' + self.reader}/{self.engine}"
+        where = "files" if self.reader == "files" else "kafka-" + self.reader
+        return f"{where}/{self.engine}{'@baseline' if self.baseline else ''}"
 
 
 def make_project(dest: Path, *, source: dict[str, Any], engine: str, master: str,
@@ -256,6 +261,10 @@ class Bench:
     work: Path
     env: dict[str, str]
     args: argparse.Namespace
+    baseline_env: dict[str, str] | None = None  # --baseline: that tree's runner/ first
+
+    def env_of(self, v: Variant) -> dict[str, str]:
+        return self.baseline_env if v.baseline and self.baseline_env else self.env
 
     @property
     def spark_conf(self) -> dict[str, str]:
@@ -302,7 +311,7 @@ def bench_backlog(b: Bench, variants: list[Variant]) -> dict[str, Any]:
             project = make_project(b.work / f"backlog-{v.reader}-{v.engine}-r{rnd}",
                                    source=source, engine=v.engine, master=args.master,
                                    spark_conf=b.spark_conf)
-            proc = RunnerProcess(project, ["--available-now"], b.env).start()
+            proc = RunnerProcess(project, ["--available-now"], b.env_of(v)).start()
             try:
                 wall = proc.finish(args.timeout)
             finally:
@@ -360,7 +369,7 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
                            spark_conf=conf, extra_models={"kafka_lag": KAFKA_LAG},
                            source=kafka_source(b.bootstrap, topic, v.reader, args.max_offsets))
     print(f"rate {rate:g}/s {v.name}: starting", flush=True)
-    proc = RunnerProcess(project, ["--trigger", args.trigger], b.env).start()
+    proc = RunnerProcess(project, ["--trigger", args.trigger], b.env_of(v)).start()
     warmup = list(event_lines(args.warmup, start_id=10_000_000, poison_every=0))
     total = int(rate * args.duration)
     timed = list(event_lines(total, start_id=0, poison_every=2000))
@@ -604,6 +613,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate-rounds", type=int, default=1,
                     help="rate: run every (reader, engine, rate) this many times, the order "
                          "rotated each round")
+    ap.add_argument("--baseline", default=None, metavar="DIR",
+                    help="also run every spark-engine variant with DIR/runner (e.g. a "
+                         "git worktree of main): before and after in one run")
     ap.add_argument("--eventlog", action=argparse.BooleanOptionalAction, default=True,
                     help="rate: Spark's event log on, to split each batch's time")
     args = ap.parse_args(argv)
@@ -626,17 +638,27 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--readers spark needs the spark-sql-kafka jar: none in {jars_dir!r}")
     spark_conf(args.conf)  # a usage error now, not in the first run
     variants = [Variant(r, e) for r in readers for e in engines]
+    if args.baseline:
+        if not (Path(args.baseline) / "runner").is_dir():
+            ap.error(f"--baseline {args.baseline}: no runner/ folder there")
+        variants += [Variant(r, "spark", baseline=True) for r in readers if "spark" in engines]
 
     work = Path(tempfile.mkdtemp(prefix="runner-kafka-bench-"))
     src = snapshot_runner(work)  # every run imports this copy of runner/
     env = run_env(src, jars_dir)
+    baseline_env = None
+    if args.baseline:
+        base_src = work / "src" / "baseline"
+        shutil.copytree(Path(args.baseline) / "runner", base_src / "runner",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        baseline_env = run_env(base_src, jars_dir)
     results: dict[str, Any] = {"broker": args.broker, "runner_digest": tree_digest(src),
                                "spark_jars": jars}
     text = ""
     started = time.perf_counter()
     try:
         with start_broker(args.broker) as bootstrap:
-            b = Bench(bootstrap, args.broker, work, env, args)
+            b = Bench(bootstrap, args.broker, work, env, args, baseline_env)
             if args.only in (None, "backlog"):
                 results["backlog"] = bench_backlog(b, variants)
                 text += report_backlog(results["backlog"])

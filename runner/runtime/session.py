@@ -21,7 +21,9 @@ Defaults (a user's ``conf`` overrides every one of them):
   Java stack trace) go to ``<log_dir>/pyspark.log``.
 - the JVM jars ``scripts/setup.sh`` fetched (delta-spark, Spark's Kafka source) on
   ``spark.jars``, from whatever directory the runner is started (:func:`spark_jars`); with
-  delta-spark among them, its SQL extension and catalog. No network: the jars are local files.
+  delta-spark among them, its SQL extension and catalog, and its auto-compaction off for the
+  session (compaction is ``runner maintain``'s: :mod:`runner.sinks.conf`). No network: the
+  jars are local files.
 
 The log file path and the measured start time are kept in the session's conf under
 :data:`LOG_FILE_KEY` and :data:`START_SECONDS_KEY`; :func:`session_info` reads them back.

@@ -4,6 +4,14 @@ delta-spark plugs into Spark through an SQL extension and a catalog, set when th
 starts: its MERGE (``DeltaTable.merge``) needs both. On a local master, delta-spark's
 ``snapshotPartitions`` (50 by default) makes every commit end with a 50-task state job; two per
 core do the same work in a fraction of the time on micro-batches.
+
+``spark.databricks.delta.autoCompact.enabled=false``: a table whose property
+``delta.autoOptimize.autoCompact`` is on (set by another writer, or a platform default) would
+otherwise compact right after the runner's commit, synchronously, inside the batch: an OPTIMIZE
+of seconds on the latency path, every few batches (delta-io/delta#2414). The runner compacts
+in ``runner maintain``, off the stream. The session conf wins over the table property for this
+session's writes only; other writers of the table keep theirs, and readers see the same rows
+(compaction rewrites files, not data).
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ DELTA_JAR_PREFIX = "delta-spark_"
 DELTA_SESSION_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # Compaction runs in `runner maintain`, never synchronously after a batch's commit.
+    "spark.databricks.delta.autoCompact.enabled": "false",
 }
 
 

@@ -1,13 +1,33 @@
 """The ``spark`` engine: Delta commits through delta-spark (distributed, no Arrow transfer).
 
-Appends use the DataFrame writer's idempotency options (``txnAppId``/``txnVersion``); merges
-use ``DeltaTable.merge`` with the session confs ``spark.databricks.delta.write.txnAppId`` /
-``txnVersion`` set around it, under a process-wide lock because session confs are shared by
-the sink threads. delta-spark itself skips a transaction version it has already committed;
-the runner checks first as well, so a skipped write is reported as skipped.
+Appends to an existing table commit through one explicit delta-spark transaction
+(:class:`_Transaction`, below), the table's first append through the DataFrame writer's
+idempotency options (``txnAppId``/``txnVersion``); merges use ``DeltaTable.merge`` with the
+session confs ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` set around it, under
+a process-wide lock because session confs are shared by the sink threads. delta-spark itself
+skips a transaction version it has already committed; the runner checks first as well, so a
+skipped write is reported as skipped.
 
 pyspark, py4j and delta-spark are imported inside the methods: importing this module needs
 neither a JVM nor the delta-spark jars.
+
+Why appends do not use the DataFrame writer once the table exists: with ``txnAppId`` set,
+delta-spark 4.4 asks the read snapshot for the app's transaction version
+(``DeltaCommand.hasBeenExecuted`` -> ``OptimisticTransaction.txnVersion`` ->
+``SnapshotState.transactions``), and that map is built by a full state reconstruction of the
+table (three Spark jobs, "Compute snapshot for version: N") on every batch, although the
+version's checksum file already holds the transactions (delta-io/delta#6929; the fix, backport
+#7670, is not in 4.4.0). Measured (docs/BENCHMARKS.md, "the delta-spark commit path"): with
+them a 100-event batch took 7x as long on local[2] as without. :class:`_Transaction` does what
+``WriteIntoDelta.run`` does, minus that look-up: it opens the transaction, reads the app's
+version through delta-rs AT THE TRANSACTION'S READ VERSION (the same answer, read from the log
+without a job), registers the app id as read (``readTxn``, what ``txnVersion`` does: a
+concurrent commit of the same app id after the read version makes this commit fail with
+delta-spark's ``ConcurrentTransactionException``), writes the files with ``WriteIntoDelta``
+(schema checks, stats, the ``SetTransaction`` action from the same options) and commits them
+with the ``SetTransaction`` in the SAME commit. What other readers see is unchanged: the same
+actions, the same commitInfo (operation WRITE, userMetadata, metrics), checksum files as
+before.
 """
 
 from __future__ import annotations
@@ -18,6 +38,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
+from deltalake import DeltaTable as RsTable
 from deltalake.exceptions import DeltaError
 
 from runner.errors import SinkError
@@ -107,9 +128,17 @@ class SparkWriter(DeltaWriter):
                   .mode("append"))
         if spec.partition_by:
             writer = writer.partitionBy(*spec.partition_by)
-        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
         with _wrapped(spec, "appending", batch_id):
-            writer.save(spec.path)
+            txn = _Transaction.start(data.sparkSession, spec, batch_id, data)
+            if txn is not None:  # the table exists: one explicit transaction, no state job
+                if txn.committed():
+                    return 0, None  # committed since the runner's own check: skipped
+                failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+                version = txn.write_and_commit()
+                failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+                return _commit_rows(spec.path, version, "numOutputRows"), version
+            failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+            writer.save(spec.path)  # a new table: its (empty) state costs nothing to read
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return self._last_commit(spec, data.sparkSession, batch_id, "numOutputRows")
 
@@ -170,6 +199,95 @@ class SparkWriter(DeltaWriter):
         batches = [batch_id_of_commit(c) for c in self._history(spec)
                    if app_id_of_commit(c) == spec.app_id]
         return max((b for b in batches if b is not None), default=None)
+
+
+class _Transaction:
+    """One append as an explicit delta-spark transaction; see the module docstring.
+
+    The JVM classes are delta-spark 4.4's (``DeltaLog``, ``OptimisticTransaction``,
+    ``WriteIntoDelta``, ``DeltaOperations.Write``). :meth:`start` answers None, and the
+    DataFrame writer is used, where the table does not exist yet, or where those classes do
+    not have the signatures used here (another delta-spark version): py4j finds that out
+    before anything is written.
+    """
+
+    def __init__(self, spark: SparkSession, spec: SinkSpec, batch_id: int, txn: Any,
+                 steps: dict[str, Any]) -> None:
+        self._spark, self._spec, self._batch_id = spark, spec, batch_id
+        self._txn, self._steps = txn, steps
+        self.read_version = int(txn.readVersion())
+
+    @classmethod
+    def start(cls, spark: SparkSession, spec: SinkSpec, batch_id: int,
+              data: DataFrame) -> _Transaction | None:
+        """Open the transaction (reads the table's latest version: protocol and metadata come
+        from its checksum file, no job) and build the write; None: use the DataFrame writer."""
+        from py4j.protocol import Py4JError, Py4JJavaError
+
+        jvm = spark._jvm  # noqa: SLF001 - py4j
+        jspark = spark._jsparkSession  # noqa: SLF001 - py4j
+        try:
+            delta = jvm.org.apache.spark.sql.delta  # type: ignore[union-attr]
+            log = delta.DeltaLog.forTable(jspark, spec.path)
+            txn = log.startTransaction()
+            if int(txn.readVersion()) < 0:
+                return None
+            utils = jvm.org.apache.spark.api.python.PythonUtils  # type: ignore[union-attr]
+            none = getattr(getattr(jvm.scala, "None$"), "MODULE$")  # type: ignore[union-attr]
+            append = jvm.org.apache.spark.sql.SaveMode.Append  # type: ignore[union-attr]
+            user_metadata = commit_tags(spec.app_id, batch_id)["userMetadata"]
+            options = delta.DeltaOptions(
+                utils.toScalaMap({"txnAppId": spec.app_id, "txnVersion": str(batch_id),
+                                  "userMetadata": user_metadata}),
+                jspark.sessionState().conf())
+            partition_by = utils.toSeq(list(spec.partition_by))
+            steps = {
+                "command": delta.commands.WriteIntoDelta(
+                    log, append, options, partition_by, utils.toScalaMap({}),
+                    data._jdf, none, none, False),  # noqa: SLF001 - py4j
+                "operation": getattr(delta, "DeltaOperations$Write")(
+                    append, jvm.scala.Some(partition_by), none,  # type: ignore[union-attr]
+                    jvm.scala.Some(user_metadata), none, none, none, none, none),  # type: ignore[union-attr]
+                "active": getattr(getattr(delta, "OptimisticTransaction$"), "MODULE$"),
+                "read_txn": txn.readTxn(), "none": none, "jspark": jspark}
+        except Py4JJavaError:
+            raise
+        except Py4JError:  # a class or signature this code does not know: nothing written
+            return None
+        return cls(spark, spec, batch_id, txn, steps)
+
+    def committed(self) -> bool:
+        """True when the table, at the transaction's read version, holds this batch; else the
+        app id is registered as read, so a later commit of it conflicts (as ``txnVersion``
+        would register it)."""
+        version = RsTable(self._spec.path, version=self.read_version).transaction_version(
+            self._spec.app_id)
+        if version is not None and version >= self._batch_id:
+            return True
+        self._steps["read_txn"].append(self._spec.app_id)
+        return False
+
+    def write_and_commit(self) -> int | None:
+        """Write the files and commit them with the batch's ``SetTransaction``; the version."""
+        steps = self._steps
+        steps["active"].setActive(self._txn)  # as DeltaLog.withNewTransaction does
+        try:
+            tagged = steps["command"].writeAndReturnCommitData(self._txn, steps["jspark"],
+                                                               steps["none"], False)
+            committed = self._txn.commitIfNeeded(tagged.actions(), steps["operation"],
+                                                 tagged.stringTags())
+        finally:
+            steps["active"].clearActive()
+        return int(committed.get()) if committed.isDefined() else None
+
+
+def _commit_rows(path: str, version: int | None, rows_metric: str) -> int:
+    """The rows metric of commit ``version``, read from the log by delta-rs (no Spark job)."""
+    if version is None:
+        return 0
+    commits = RsTable(path, version=version).history(1)
+    metrics = (commits[0].get("operationMetrics") or {}) if commits else {}
+    return int(metrics.get(rows_metric, 0))
 
 
 def _is_batch_commit(row: Row, app_id: str, batch_id: int) -> bool:

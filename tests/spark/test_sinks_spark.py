@@ -25,6 +25,7 @@ from runner.sinks import (
     delta_spark_available,
     make_writer,
 )
+from runner.sinks.base import commit_tags
 from runner.sinks.spark import _check_unique
 
 if TYPE_CHECKING:
@@ -172,3 +173,109 @@ def test_failpoint_after_commit_then_replay_skipped(writer: DeltaWriter, spark: 
         writer.write(s, counts(spark, [("b", 2)]), 1)
     assert writer.write(s, counts(spark, [("b", 2)]), 1).skipped
     assert [r["k"] for r in read(s.path)] == ["a", "b"]
+
+
+# -- appends as one explicit transaction (runner/sinks/spark.py: _Transaction) ---------------
+# spark engine only: they test how delta-spark commits (its jobs, its conflict check).
+
+
+def _jobs_in(spark: SparkSession, group: str) -> int:
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def test_append_skips_the_state_reconstruction(writer: DeltaWriter, spark: SparkSession,
+                                               tmp_path: Path):
+    """The DataFrame writer with txnAppId runs delta-spark's state reconstruction
+    ("Compute snapshot for version N", 3 jobs) on every append; the explicit transaction
+    runs the write's one job, and its commit looks the same to other readers."""
+    plain, mine = spec(tmp_path, model="plain"), spec(tmp_path, model="mine", partition_by=["k"])
+    for s in (plain, mine):
+        writer.write(s, counts(spark, [("a", 1)]), 0)
+    sc = spark.sparkContext
+    try:
+        sc.setJobGroup("plain-append", "plain")
+        (counts(spark, [("b", 2)]).write.format("delta").option("txnAppId", plain.app_id)
+         .option("txnVersion", "1").mode("append").save(plain.path))
+        sc.setJobGroup("runner-append", "runner")
+        result = writer.write(mine, counts(spark, [("b", 2), ("c", 3)]), 1)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert _jobs_in(spark, "plain-append") >= 3 + 1
+    assert _jobs_in(spark, "runner-append") == 1  # the write; its rows come from the log
+    assert (result.rows, result.skipped, result.version) == (2, False, 1)
+    table = DeltaTable(mine.path)
+    assert table.transaction_version(mine.app_id) == 1
+    last = table.history(1)[0]
+    assert last["operation"] == "WRITE"
+    assert last["operationParameters"]["mode"] == "Append"
+    assert last["operationParameters"]["partitionBy"] == '["k"]'
+    assert last["operationMetrics"]["numOutputRows"] == "2"
+    assert last["userMetadata"] == commit_tags(mine.app_id, 1)["userMetadata"]
+    assert (Path(mine.path) / "_delta_log" / "00000000000000000001.crc").is_file()
+    assert [(r["k"], r["n"]) for r in read(mine.path)] == [("a", 1), ("b", 2), ("c", 3)]
+
+
+def test_append_of_a_batch_committed_meanwhile_is_skipped(writer: SparkWriter,
+                                                          spark: SparkSession, tmp_path: Path):
+    """The batch's transaction reads the app's version at its own read version: a batch
+    committed after the runner's first check (another process) is skipped, not written twice."""
+    s = spec(tmp_path)
+    writer.write(s, counts(spark, [("a", 1)]), 0)
+    (counts(spark, [("b", 2)]).write.format("delta").option("txnAppId", s.app_id)
+     .option("txnVersion", "1").mode("append").save(s.path))
+    assert writer._append(s, counts(spark, [("b", 2)]), 1) == (0, None)  # past the check
+    assert [(r["k"], r["n"]) for r in read(s.path)] == [("a", 1), ("b", 2)]
+    assert DeltaTable(s.path).version() == 1
+
+
+def test_append_conflicts_with_a_concurrent_commit_of_its_batch(writer: SparkWriter,
+                                                                spark: SparkSession,
+                                                                tmp_path: Path):
+    """Registering the app id as read keeps delta-spark's own guard: a commit of the same app
+    id after the transaction's read version makes this commit fail, nothing is written twice."""
+    from runner.sinks.spark import _Transaction
+
+    s = spec(tmp_path)
+    writer.write(s, counts(spark, [("a", 1)]), 0)
+    txn = _Transaction.start(spark, s, 1, counts(spark, [("b", 2)]))
+    assert txn is not None and not txn.committed()
+    (counts(spark, [("b", 2)]).write.format("delta").option("txnAppId", s.app_id)
+     .option("txnVersion", "1").mode("append").save(s.path))
+    with pytest.raises(Exception, match="ConcurrentTransaction|DELTA_CONCURRENT_TRANSACTION"):
+        txn.write_and_commit()
+    assert [(r["k"], r["n"]) for r in read(s.path)] == [("a", 1), ("b", 2)]
+    assert DeltaTable(s.path).transaction_version(s.app_id) == 1
+
+
+def test_no_auto_compaction_inside_a_batch(writer: DeltaWriter, spark: SparkSession,
+                                           tmp_path: Path):
+    """runner/sinks/conf.py turns delta-spark's auto-compaction off for the session, even on
+    a table whose property asks for it: compaction is `runner maintain`'s, never a batch's.
+    The control table (the setting unset) shows the property would compact here."""
+    from runner.sinks.conf import DELTA_SESSION_CONF
+
+    key = "spark.databricks.delta.autoCompact.enabled"
+    assert spark.conf.get(key) == DELTA_SESSION_CONF[key] == "false"
+    defaults = {"spark.databricks.delta.properties.defaults.autoOptimize.autoCompact": "true",
+                "spark.databricks.delta.autoCompact.minNumFiles": "2"}
+    try:
+        for k, v in defaults.items():
+            spark.conf.set(k, v)
+        ours, control = spec(tmp_path, model="ours"), spec(tmp_path, model="control")
+        for batch_id in range(3):
+            assert writer.write(ours, counts(spark, [(f"k{batch_id}", batch_id)]), batch_id).rows
+        assert writer.write(ours, counts(spark, [("k2", 2)]), 2).skipped
+        spark.conf.unset(key)
+        for batch_id in range(3):
+            writer.write(control, counts(spark, [(f"k{batch_id}", batch_id)]), batch_id)
+    finally:
+        spark.conf.set(key, "false")
+        for k in defaults:
+            spark.conf.unset(k)
+    assert DeltaTable(ours.path).metadata().configuration["delta.autoOptimize.autoCompact"] == \
+        "true"
+    assert {c["operation"] for c in DeltaTable(ours.path).history()} == {"WRITE"}
+    assert "OPTIMIZE" in {c["operation"] for c in DeltaTable(control.path).history()}
+    for s in (ours, control):
+        assert [(r["k"], r["n"]) for r in read(s.path)] == [("k0", 0), ("k1", 1), ("k2", 2)]
+    assert DeltaTable(ours.path).transaction_version(ours.app_id) == 2
