@@ -61,7 +61,8 @@ def test_a_checkpoint_written_by_the_previous_layout_streams_on_exactly(
                          trigger="1 second")
     assert summary.batches == 1
     assert last_committed(cp) == 1
-    diff = compare(expected_tables(root / "incoming"), actual_tables(project.warehouse))
+    diff = compare(expected_tables(root / "incoming", owners=None),  # its models join no seed
+                   actual_tables(project.warehouse))
     wrong = {name: d for name, d in diff.items() if d["lost"] or d["duplicated_or_extra"]}
     assert wrong == {}
     assert diff["request_logs"]["actual_rows"] > 114  # the old batch and the new one

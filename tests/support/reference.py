@@ -50,15 +50,19 @@ def valid_event(line: str) -> dict[str, Any] | None:
 DEFAULT_TABLES = ("request_logs", "error_events", "performance_metrics", "endpoint_counts", DEAD)
 
 
-def expected_tables(incoming: Path, tables: Collection[str] = DEFAULT_TABLES
-                    ) -> dict[str, Counter]:
+def expected_tables(incoming: Path, tables: Collection[str] = DEFAULT_TABLES, *,
+                    owners: Path | None = OWNERS_CSV) -> dict[str, Counter]:
     """What each of ``tables`` must hold after every line of ``incoming/*.json`` was processed
-    (``slow_requests`` too when asked)."""
+    (``slow_requests`` too when asked). ``owners``: the seed performance_metrics joins for the
+    endpoint's team (None: a project whose performance_metrics has no team, e.g. one written
+    before the example joined the seed)."""
     lines = [line for f in sorted(incoming.glob("*.json"))
              for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
     good = [e for e in map(valid_event, lines) if e is not None]
-    with OWNERS_CSV.open(encoding="utf-8", newline="") as f:
-        team = {row["endpoint"]: row["team"] for row in csv.DictReader(f)}
+    team: dict[str, str] = {}
+    if owners is not None:
+        with owners.open(encoding="utf-8", newline="") as f:
+            team = {row["endpoint"]: row["team"] for row in csv.DictReader(f)}
     per_endpoint: dict[str, list[int]] = {}
     for e in good:
         counts = per_endpoint.setdefault(e["request"]["endpoint"], [0, 0])

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.compile.lookups import plan_lookups
 from runner.compile.render import RenderedModel, render_models
 from runner.errors import ConfigError
 from runner.lint import LintResult, Violation, check_lint_config, lint_models, rules_table
@@ -49,7 +50,9 @@ def lint_dir(root: Path) -> tuple[Project, LintResult]:
     project = load_project(root)
     rendered, errors = render_models(project)
     assert not errors, errors
-    return project, lint_models(project, _ordered(list(rendered)))
+    lookups = plan_lookups(project, [v for m in rendered for v in m.lookups],
+                           read_columns=lambda _path: None)  # seeds only: no source is read
+    return project, lint_models(project, _ordered(list(rendered)), lookups=lookups)
 
 
 def lint_files(tmp_path: Path, files: Mapping[str, str], *, yml: str = PROJECT_YML
@@ -89,7 +92,7 @@ def test_example_columns_and_types(example: LintResult) -> None:
         ("errorCode", "STRING"), ("severity", "STRING")]
     assert cols["performance_metrics"] == [
         ("eventId", "STRING"), ("timestamp", "TIMESTAMP"), ("endpoint", "STRING"),
-        ("latency_ms", "INT"), ("is_slow", "BOOLEAN")]
+        ("latency_ms", "INT"), ("is_slow", "BOOLEAN"), ("team", "STRING")]  # from the seed
 
 
 def test_example_used_fields_and_ast(example: LintResult) -> None:
