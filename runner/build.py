@@ -16,7 +16,6 @@ from runner.checkpoint.files import write_atomic
 from runner.compile.graph import ancestors, sort_models
 from runner.compile.plan import Plan, Step
 from runner.compile.preflight import check_project
-from runner.compile.reads import reads_of
 from runner.compile.render import RenderBudget, render_models
 from runner.compile.selection import select_names
 from runner.errors import ConfigError, RunnerError, Violation
@@ -98,7 +97,7 @@ def compile_project(project: Project, *, select: Sequence[str] = (),
 
     steps = tuple(
         Step(m.name, m.path, m.sql, m.config, m.refs, tuple(lint.columns.get(m.name, ())),
-             reads_of(lint.ast.get(m.name)))  # the statement lint parsed: no second parse
+             lint.reads_of(m.name))  # found from lint's walk of the model: no second one
         for m in ordered if m.name in selected)
     chosen = [v for model, v in violations if model in selected]
     chosen.sort(key=lambda v: (v.path, v.line or 0, v.column or 0, v.rule))
