@@ -26,7 +26,7 @@ class TreeIndex:
 
     >>> import sqlglot
     >>> index = TreeIndex([sqlglot.parse_one("SELECT a / b, CAST(c AS INT) FROM t", read="spark")])
-    >>> [n.sql() for n in index.of(exp.Div, exp.Cast)]
+    >>> [n.sql("spark") for n in index.of(exp.Div, exp.Cast)]
     ['a / b', 'CAST(c AS INT)']
     >>> [n.name for n in index.of(exp.Table)]
     ['t']
