@@ -6,6 +6,7 @@ import importlib.metadata
 import json
 import sys
 import traceback
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -15,6 +16,7 @@ from runner.compile.plan import Plan
 from runner.console import Console, Format, backfill_doc, batch_doc, plural, summary_doc
 from runner.errors import ConfigError, ExecutionError, RunnerError
 from runner.project.loader import Project, load_project
+from runner.project.spark_conf import ALLOW_ENV, ALLOW_FLAG, opted_in
 from runner.project.triggers import validate_interval
 
 if TYPE_CHECKING:
@@ -22,9 +24,25 @@ if TYPE_CHECKING:
 
 __all__ = ["cli", "main"]
 
-_project_dir = click.option("--project-dir", default=".", show_default=True,
-                            type=click.Path(file_okay=False),
-                            help="Directory holding project.yml, models/ and macros/.")
+_project_dir_option = click.option("--project-dir", default=".", show_default=True,
+                                   type=click.Path(file_okay=False),
+                                   help="Directory holding project.yml, models/ and macros/.")
+
+
+def _opt_in(ctx: click.Context, _param: click.Parameter, keys: tuple[str, ...]) -> None:
+    if keys:  # for this command only: the opt-in ends when its context closes
+        ctx.with_resource(opted_in(keys))
+
+
+_allow_spark_conf = click.option(
+    ALLOW_FLAG, multiple=True, metavar="KEY", expose_value=False, callback=_opt_in,
+    is_eager=True, help=f"Accept this guarded Spark setting of project.yml's spark.conf (a "
+    f"deployment's opt-in, like {ALLOW_ENV}; repeatable; docs/SECURITY.md).")
+
+
+def _project_dir(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--project-dir``, and ``--allow-spark-conf`` (every command loads project.yml)."""
+    return _allow_spark_conf(_project_dir_option(command))
 _select = click.option("--select", "-s", "select", multiple=True,
                        help="Models to use: name, tag:x, +name (with ancestors), name+ "
                             "(with descendants). Repeatable.")

@@ -14,8 +14,11 @@ new one. Setting a node's type (name resolution, sqlglot's annotator) changes no
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar
 
 from sqlglot import exp
+
+E = TypeVar("E", bound=exp.Expr)
 
 __all__ = ["TreeIndex"]
 
@@ -57,7 +60,7 @@ class TreeIndex:
         self._by_class = by_class
         self._cache: dict[tuple[type, ...], list[exp.Expr]] = {}
 
-    def of(self, *types: type[exp.Expr]) -> list[exp.Expr]:
+    def of(self, *types: type[E]) -> list[E]:
         """The nodes that are instances of any of ``types`` (subclasses included), in source
         order. Do not change the list: it is shared by every caller asking the same."""
         found = self._cache.get(types)
@@ -69,7 +72,7 @@ class TreeIndex:
                 found = [node for _, node in sorted((e for es in lists for e in es),
                                                     key=_position)]
             self._cache[types] = found
-        return found
+        return found  # type: ignore[return-value]  # every node is one of ``types``
 
     def has(self, *types: type[exp.Expr]) -> bool:
         """Whether any node is an instance of any of ``types``."""
