@@ -73,6 +73,11 @@ def test_the_stream_calls_only_allowlisted_functions(spark: SparkSession, tmp_pa
           "LATERAL VIEW explode(array(1)) e AS v WINDOW w AS (PARTITION BY lower(u))")
     assert checked_query(session, ok) == ok
     assert len(session.sql(ok).collect()) == 3
+    from runner.build import compile_project
+    from runner.project.loader import load_project
+
+    example = compile_project(load_project(str(Path(__file__).parents[2]))).plan.steps
+    assert example and all(checked_query(session, s.sql) for s in example)  # none refused
 
     secret = "java.lang.System', 'getenv', 'HOME'"
     refused = {
