@@ -76,8 +76,15 @@ def _version() -> str:
         return "unknown"
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:  # looked up only when asked (it scans packages)
+        click.echo(f"runner {_version()}")
+        ctx.exit()
+
+
 @click.group(cls=_Group)
-@click.version_option(_version(), prog_name="runner", message="%(prog)s %(version)s")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_print_version, help="Show the version and exit.")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
