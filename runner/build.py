@@ -17,7 +17,6 @@ from runner.compile.graph import ancestors, sort_models
 from runner.compile.lookups import ColumnReader, plan_lookups
 from runner.compile.plan import Plan, Step
 from runner.compile.preflight import check_project
-from runner.compile.reads import reads_of
 from runner.compile.render import RenderBudget, render_models
 from runner.compile.selection import select_names
 from runner.errors import ConfigError, RunnerError, Violation
@@ -112,7 +111,7 @@ def compile_project(project: Project, *, select: Sequence[str] = (),
 
     steps = tuple(
         Step(m.name, m.path, m.sql, m.config, m.refs, tuple(lint.columns.get(m.name, ())),
-             reads_of(lint.ast.get(m.name)),  # the statement lint parsed: no second parse
+             lint.reads_of(m.name),  # found from lint's walk of the model: no second one
              m.lookups)
         for m in ordered if m.name in selected)
     read = {v.lower() for s in steps for v in s.lookups}

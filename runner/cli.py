@@ -6,6 +6,7 @@ import importlib.metadata
 import json
 import sys
 import traceback
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -15,6 +16,7 @@ from runner.compile.plan import Plan
 from runner.console import Console, Format, backfill_doc, batch_doc, plural, summary_doc
 from runner.errors import ConfigError, ExecutionError, RunnerError
 from runner.project.loader import Project, load_project
+from runner.project.spark_conf import ALLOW_ENV, ALLOW_FLAG, opted_in
 from runner.project.triggers import validate_interval
 
 if TYPE_CHECKING:
@@ -22,9 +24,25 @@ if TYPE_CHECKING:
 
 __all__ = ["cli", "main"]
 
-_project_dir = click.option("--project-dir", default=".", show_default=True,
-                            type=click.Path(file_okay=False),
-                            help="Directory holding project.yml, models/ and macros/.")
+_project_dir_option = click.option("--project-dir", default=".", show_default=True,
+                                   type=click.Path(file_okay=False),
+                                   help="Directory holding project.yml, models/ and macros/.")
+
+
+def _opt_in(ctx: click.Context, _param: click.Parameter, keys: tuple[str, ...]) -> None:
+    if keys:  # for this command only: the opt-in ends when its context closes
+        ctx.with_resource(opted_in(keys))
+
+
+_allow_spark_conf = click.option(
+    ALLOW_FLAG, multiple=True, metavar="KEY", expose_value=False, callback=_opt_in,
+    is_eager=True, help=f"Accept this guarded Spark setting of project.yml's spark.conf (a "
+    f"deployment's opt-in, like {ALLOW_ENV}; repeatable; docs/SECURITY.md).")
+
+
+def _project_dir(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--project-dir``, and ``--allow-spark-conf`` (every command loads project.yml)."""
+    return _allow_spark_conf(_project_dir_option(command))
 _select = click.option("--select", "-s", "select", multiple=True,
                        help="Models to use: name, tag:x, +name (with ancestors), name+ "
                             "(with descendants). Repeatable.")
@@ -58,8 +76,15 @@ def _version() -> str:
         return "unknown"
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:  # looked up only when asked (it scans packages)
+        click.echo(f"runner {_version()}")
+        ctx.exit()
+
+
 @click.group(cls=_Group)
-@click.version_option(_version(), prog_name="runner", message="%(prog)s %(version)s")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_print_version, help="Show the version and exit.")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-__all__ = ["ANY_READS", "PARSED_EVENTS", "Reads", "reads_of"]
+from runner.compile.tree import TreeIndex
+
+__all__ = ["ANY_READS", "PARSED_EVENTS", "Reads", "reads_from", "reads_of"]
 
 PARSED_EVENTS = "parsed_events"
 
@@ -62,17 +64,16 @@ def reads_of(sql: str | exp.Expr | None) -> Reads:
         tree = sqlglot.parse_one(sql, read="spark") if isinstance(sql, str) else sql
     except (sqlglot.errors.SqlglotError, RecursionError):  # lint reports either, by model
         return ANY_READS
-    ctes: set[str] = set()
-    tables = 0
-    names: set[str] | None = set()
-    for node in tree.walk():  # one pass over the tree
-        if isinstance(node, exp.CTE):
-            ctes.add(node.alias_or_name.lower())
-        elif isinstance(node, exp.Table) and node.name.lower() == PARSED_EVENTS and not node.db:
-            tables += 1
-        elif isinstance(node, exp.Star):
-            names = None
-        if names is not None and isinstance(node, exp.Identifier):
-            names.add(node.name.lower())
+    return reads_from(TreeIndex([tree]))
+
+
+def reads_from(index: TreeIndex) -> Reads:
+    """What the tree ``index`` was built from reads (lint builds one index per model and
+    shares it: no walk of its own)."""
+    ctes = {node.alias_or_name.lower() for node in index.of(exp.CTE)}
+    tables = len([t for t in index.of(exp.Table)
+                  if t.name.lower() == PARSED_EVENTS and not t.args.get("db")])
     events = 1 if PARSED_EVENTS in ctes else tables
-    return Reads(events, None if names is None else frozenset(names))
+    if index.has(exp.Star):
+        return Reads(events, None)
+    return Reads(events, frozenset(node.name.lower() for node in index.of(exp.Identifier)))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sqlglot import exp
 
+from runner.compile.tree import TreeIndex
 from runner.errors import did_you_mean
 
 __all__ = ["RANGE_MAX_ROWS", "Problem", "function_problems", "query_problems"]
@@ -142,25 +143,25 @@ def function_problems(tree: exp.Expr) -> Iterator[Problem]:
                 yield problem
 
 
-def query_problems(tree: exp.Expr, *, models: Mapping[str, str], refs: set[str],
+def query_problems(nodes: TreeIndex, *, models: Mapping[str, str], refs: set[str],
                    lookups: Mapping[str, str] | None = None) -> Iterator[Problem]:
-    """:func:`function_problems` of ``tree``, and every relation that is not parsed_events, a
-    ref'd model, a source or seed read through source()/ref(), or a visible CTE, in one walk.
+    """:func:`function_problems` of the indexed trees, and every relation that is not
+    parsed_events, a ref'd model, a source or seed read through source()/ref(), or a visible
+    CTE.
 
     Args:
+        nodes: the query's nodes by type (:class:`~runner.compile.tree.TreeIndex`).
         models: lower-cased -> name of every model of the project.
         refs: lower-cased names of the models the model ref()s and of the views of the
             sources and seeds it reads through source() and ref().
         lookups: lower-cased view -> how to read it (``{{ source('crm', 'customers') }}``)
             of every declared source table and seed.
     """
-    for node in tree.walk():
+    for node in nodes.of(exp.Table, *_CALLS):
         if isinstance(node, exp.Table):
             problem = _table_problem(node, models=models, refs=refs, lookups=lookups or {})
-        elif isinstance(node, _CALLS):
-            problem = _call_problem(node)
         else:
-            continue
+            problem = _call_problem(node)
         if problem is not None and not _in_hint(node):  # problems are rare: check them only
             yield problem
 

@@ -53,6 +53,14 @@ def _window_function(node: exp.Expr) -> bool:
     return isinstance(parent, exp.Window) and parent.this is node
 
 
+def _aggregates_or_windows(ctx: ModelContext) -> bool:
+    """Whether the model's query has any aggregate or window call (the shared index: no walk):
+    when it has none, the aggregation and window rules have nothing to check."""
+    nodes = ctx.nodes
+    return nodes.has(exp.AggFunc, exp.WithinGroup, exp.Window) or any(
+        n.name.lower() in _AGGREGATE_NAMES for n in nodes.of(exp.Anonymous))
+
+
 def _own(root: exp.Expr | None) -> Iterator[exp.Expr]:
     """Nodes under ``root`` that belong to its SELECT (nested queries left out)."""
     if root is None:
@@ -96,6 +104,7 @@ class _Grouping:
     def __init__(self, select: exp.Select) -> None:
         self.relations = {s.alias_or_name.lower() for s in _sources(select)}
         self.keys: set[str] = set()
+        self.types: set[type] = set()  # of the grouped expressions: others are not compared
         self.paths: set[tuple[str, ...]] = set()
         projections = select.expressions
         aliases = {p.alias.lower(): p.this for p in projections if isinstance(p, exp.Alias)}
@@ -124,6 +133,7 @@ class _Grouping:
 
     def _add(self, node: exp.Expr) -> None:
         self.keys.add(_key(node))
+        self.types.add(type(node))
         path = _path(node)
         if path:
             self.paths.update(self.forms(path))
@@ -155,11 +165,12 @@ class MissingAggregation(ModelRule):
     id = "missing-aggregation"
 
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
-        query = ctx.query
-        if query is None:
+        if ctx.query is None:
             return
-        for select in query.find_all(exp.Select):
-            yield from self._select(ctx, select)
+        aggregating = _aggregates_or_windows(ctx)
+        for select in ctx.nodes.of(exp.Select):
+            if aggregating or select.args.get("group") is not None:
+                yield from self._select(ctx, select)
 
     def _select(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
         group = select.args.get("group")
@@ -203,7 +214,8 @@ class MissingAggregation(ModelRule):
         stack = [root] if root is not None else []
         while stack:
             node = stack.pop()
-            if _key(node) in grouping.keys or isinstance(node, _NESTED):
+            if isinstance(node, _NESTED) or (type(node) in grouping.types
+                                             and _key(node) in grouping.keys):
                 continue
             path = _path(node)
             if path is not None:
@@ -228,10 +240,9 @@ class MisplacedAggregate(ModelRule):
     id = "misplaced-aggregate"
 
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
-        query = ctx.query
-        if query is None:
+        if ctx.query is None or not _aggregates_or_windows(ctx):
             return
-        for select in query.find_all(exp.Select):
+        for select in ctx.nodes.of(exp.Select):
             clauses = [(select.args.get(k), name, why, fix) for k, name, why, fix in _CLAUSES]
             clauses += [(j.args.get("on"), "JOIN ... ON", "matches rows before they are "
                          "grouped", "aggregate in a subquery, then join it")
@@ -270,10 +281,9 @@ class WindowOrder(ModelRule):
     id = "window-order"
 
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
-        query = ctx.query
-        if query is None:
+        if ctx.query is None or not ctx.nodes.has(exp.Window):
             return
-        for select in query.find_all(exp.Select):
+        for select in ctx.nodes.of(exp.Select):
             named = {w.name.lower(): w for w in select.args.get("windows") or []}
             for window in _own(select):
                 if not isinstance(window, exp.Window) or window.parent is select and (
@@ -323,10 +333,9 @@ class TypeMismatch(ModelRule):
     id = "type-mismatch"
 
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
-        query = ctx.query
-        if query is None or ctx.analysis is None:
+        if ctx.query is None or ctx.analysis is None:
             return
-        for node in query.find_all(*_COMPARISONS):
+        for node in ctx.nodes.of(*_COMPARISONS):
             left, right = _operand_type(node.this), _operand_type(node.expression)
             if left is None or right is None:
                 continue

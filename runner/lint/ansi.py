@@ -39,13 +39,10 @@ def _sql(node: exp.Expr) -> str:
     return node.sql(dialect="spark", comments=False)
 
 
-def _nodes(ctx: ModelContext, *types: type[exp.Expr]) -> Iterator[exp.Expr]:
-    """Nodes of ``types`` in the model's query statements, in source order."""
-    for statement in ctx.statements:
-        if isinstance(statement, exp.Query):
-            for node in statement.walk(bfs=False):
-                if isinstance(node, types):
-                    yield node
+def _nodes(ctx: ModelContext, *types: type[exp.Expr]) -> list[exp.Expr]:
+    """Nodes of ``types`` in the model's query statements, in source order (the model's
+    shared index: no walk of its own)."""
+    return ctx.nodes.of(*types)
 
 
 def _type(node: exp.Expr) -> exp.DataType | None:

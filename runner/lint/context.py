@@ -14,6 +14,7 @@ from sqlglot.optimizer.scope import Scope, build_scope
 from sqlglot.tokens import Token, TokenType
 
 from runner.compile.render import RenderedModel
+from runner.compile.tree import TreeIndex
 from runner.lint.allowlist import Problem, query_problems
 from runner.lint.shapes import Analysis, Shape
 from runner.project.loader import Project
@@ -139,15 +140,21 @@ class ModelContext:
         return None
 
     @cached_property
+    def nodes(self) -> TreeIndex:
+        """The nodes of the model's query statements by type, found in one walk and shared by
+        the guard, the ANSI and analyzer rules and ``Step.reads`` (built after name
+        resolution, which changes no structure)."""
+        return TreeIndex(s for s in self.statements if isinstance(s, exp.Query))
+
+    @cached_property
     def guard_problems(self) -> tuple[Problem, ...]:
         """What the guard (:mod:`runner.lint.allowlist`) refuses in the model's own query
         statements: found once per model, read by each guard rule."""
         models = self.models if self.models is not None else {
             m.name.lower(): m.name for m in self.project.models}
         refs = {r.lower() for r in self.model.refs} | {v.lower() for v in self.model.lookups}
-        return tuple(p for statement in self.statements if isinstance(statement, exp.Query)
-                     for p in query_problems(statement, models=models, refs=refs,
-                                             lookups=self.lookups or {}))
+        return tuple(query_problems(self.nodes, models=models, refs=refs,
+                                    lookups=self.lookups or {}))
 
     @cached_property
     def scope(self) -> Scope | None:

@@ -10,6 +10,7 @@ project.yml cannot turn them off or down to warnings (:data:`GUARD_RULES`, check
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
@@ -45,9 +46,15 @@ def fragments(ctx: ModelContext) -> Iterator[tuple[str, str]]:
         yield "merge_condition", config.merge_condition
 
 
-def _fragment_problems(where: str, text: str) -> Iterator[tuple[str, str]]:
+@lru_cache(maxsize=4096)
+def _fragment_problems(where: str, text: str) -> tuple[tuple[str, str], ...]:
     """``(rule, message)`` for one config fragment: one expression, allowlisted calls, no
-    table."""
+    table. Cached: the four guard rules ask about each fragment, and models often share one
+    (``target.n + source.n``)."""
+    return tuple(_find_fragment_problems(where, text))
+
+
+def _find_fragment_problems(where: str, text: str) -> Iterator[tuple[str, str]]:
     try:
         statements = [s for s in sqlglot.parse(text, read="spark") if s is not None]
     except (ParseError, TokenError) as e:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from runner.compile.budget import BudgetExceeded, RenderBudget, time_limit, timer_handler
 from runner.compile.plan import Column, Lookup
+from runner.compile.reads import ANY_READS, Reads, reads_from, reads_of
 from runner.compile.render import RenderedModel
 from runner.errors import ConfigError, Level, Violation, did_you_mean
 from runner.lint.analysis import (
@@ -66,12 +67,19 @@ class LintResult:
         used_fields: top-level parsed_events fields (schema fields, not metadata columns) read
             by the models, in schema order; None when one selects ``*`` over parsed_events.
         ast: the parsed statement per model that parsed.
+        reads: what each model's SQL reads (for its ``Step``; found from the walk the rules
+            share); a model missing here (past its budget) may read anything.
     """
 
     violations: tuple[Violation, ...]
     columns: Mapping[str, tuple[Column, ...]]
     used_fields: tuple[str, ...] | None
     ast: Mapping[str, exp.Expr]
+    reads: Mapping[str, Reads] = field(default_factory=dict)
+
+    def reads_of(self, model: str) -> Reads:
+        """What ``model``'s SQL reads (anything, when lint does not know)."""
+        return self.reads.get(model, ANY_READS)
 
 
 def rules_table() -> list[tuple[str, str, str]]:
@@ -139,6 +147,7 @@ def lint_models(project: Project, models: Sequence[RenderedModel], *,
     seen: set[Violation] = set()
     columns: dict[str, tuple[Column, ...]] = {}
     ast: dict[str, exp.Expr] = {}
+    model_reads: dict[str, Reads] = {}
     used: set[str] | None = set()
     def one(model: RenderedModel) -> set[str] | None:
         """Lint one model; return the parsed_events fields it reads (None: maybe all)."""
@@ -173,6 +182,8 @@ def lint_models(project: Project, models: Sequence[RenderedModel], *,
                 if v not in seen:
                     seen.add(v)
                     violations.append(v)
+        model_reads[model.name] = reads_from(ctx.nodes) if query is not None else \
+            reads_of(statements[0] if statements else None)
         return reads
 
     deadline = time.monotonic() + budget.total_seconds if deadline is None else deadline
@@ -196,4 +207,4 @@ def lint_models(project: Project, models: Sequence[RenderedModel], *,
             used = None if used is None or reads is None else used | reads
     used_fields = None if used is None else tuple(
         f.name for f in project.schema.fields if f.name in used)
-    return LintResult(tuple(violations), columns, used_fields, ast)
+    return LintResult(tuple(violations), columns, used_fields, ast, model_reads)

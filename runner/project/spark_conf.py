@@ -2,9 +2,11 @@
 
 project.yml comes with the pull request, and what it sets runs with the pipeline's credentials:
 ``spark.jars`` plus ``spark.sql.extensions`` would load outside code into the driver. Such a
-setting needs an opt-in by whoever deploys the runner, outside the project: the environment
-variable :data:`ALLOW_ENV` lists the keys (comma-separated, exact names) they accept::
+setting needs an opt-in by whoever deploys the runner, outside the project: the command-line
+flag ``--allow-spark-conf KEY`` (repeatable; :func:`opted_in`) or the environment variable
+:data:`ALLOW_ENV` (comma-separated) lists the keys, exact names, they accept::
 
+    runner stream --allow-spark-conf spark.jars.packages --allow-spark-conf spark.sql.extensions
     RUNNER_ALLOW_SPARK_CONF=spark.jars.packages,spark.sql.extensions runner stream
 
 The runner's own defaults (its jars, Delta's extension and catalog) are not project settings
@@ -14,13 +16,20 @@ and are not checked here. See docs/SECURITY.md.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from runner.errors import ConfigError
 
-__all__ = ["ALLOW_ENV", "GUARDED", "check_spark_conf", "guarded_reason"]
+__all__ = ["ALLOW_ENV", "ALLOW_FLAG", "GUARDED", "check_spark_conf", "deployment_opt_ins",
+           "guarded_reason", "opted_in"]
 
 ALLOW_ENV = "RUNNER_ALLOW_SPARK_CONF"
+ALLOW_FLAG = "--allow-spark-conf"
+
+#: keys opted in on the command line (:func:`opted_in`), for the command being run
+_FLAGGED: ContextVar[frozenset[str]] = ContextVar("allow_spark_conf", default=frozenset())
 
 #: (key or key prefix ending in '.' or '*', why it is guarded). A prefix matches every key
 #: that starts with it.
@@ -63,8 +72,22 @@ def guarded_reason(key: str) -> str | None:
     return None
 
 
-def _allowed_from_env() -> set[str]:
-    return {k.strip() for k in os.environ.get(ALLOW_ENV, "").split(",") if k.strip()}
+@contextmanager
+def opted_in(keys: Iterable[str]) -> Iterator[None]:
+    """Accept ``keys`` inside the block as if :data:`ALLOW_ENV` listed them: the command line's
+    ``--allow-spark-conf KEY``, for the command it runs."""
+    token = _FLAGGED.set(_FLAGGED.get() | {k.strip() for k in keys if k.strip()})
+    try:
+        yield
+    finally:
+        _FLAGGED.reset(token)
+
+
+def deployment_opt_ins() -> set[str]:
+    """The keys whoever deploys the runner accepts: :data:`ALLOW_ENV`'s and the command
+    line's (:func:`opted_in`)."""
+    from_env = {k.strip() for k in os.environ.get(ALLOW_ENV, "").split(",") if k.strip()}
+    return from_env | _FLAGGED.get()
 
 
 def check_spark_conf(conf: Mapping[str, str], *, path: str, lines: Mapping[str, int | None],
@@ -75,12 +98,13 @@ def check_spark_conf(conf: Mapping[str, str], *, path: str, lines: Mapping[str, 
         conf: the ``spark: conf:`` map.
         path: the project file, for the message.
         lines: key -> its line in the file (None: unknown).
-        allowed: keys opted in; default: :data:`ALLOW_ENV` from the environment.
+        allowed: keys opted in; default: :func:`deployment_opt_ins` (the environment's
+            :data:`ALLOW_ENV` and the command line's ``--allow-spark-conf``).
 
     Raises:
         ConfigError: naming the first refused key (exit 2), the others in ``also``.
     """
-    accepted = _allowed_from_env() if allowed is None else set(allowed)
+    accepted = deployment_opt_ins() if allowed is None else set(allowed)
     errors = []
     for key in conf:
         why = guarded_reason(key)
@@ -88,8 +112,9 @@ def check_spark_conf(conf: Mapping[str, str], *, path: str, lines: Mapping[str, 
             errors.append(ConfigError(
                 f"spark.conf.{key}: {why}; a project cannot set it by itself",
                 path=path, line=lines.get(key),
-                hint=f"whoever deploys the runner may opt in: {ALLOW_ENV}={key} "
-                     "(comma-separated keys; docs/SECURITY.md)"))
+                hint=f"whoever deploys the runner may opt in: {ALLOW_FLAG} {key} on the "
+                     f"command line, or {ALLOW_ENV}={key} (comma-separated keys; "
+                     "docs/SECURITY.md)"))
     if errors:
         first = errors[0]
         raise ConfigError(first.message, path=first.path, line=first.line, hint=first.hint,

@@ -1,23 +1,34 @@
 """Defence in depth at run time: ``spark.sql`` runs a model only when Spark's own parser reads it
-as one query with no script transformation.
+as one query with no script transformation, calling only allowlisted functions.
 
 ``runner compile`` already refuses anything else (:mod:`runner.lint.guard`), with sqlglot's
 parser. This check uses Spark's (``ParserInterface.parseQuery``: the ``query`` rule of Spark's
 grammar, which has no commands, DDL or DML), so a difference between the two parsers cannot
 turn a linted model into a command. The text that passed is the text that runs: trailing
 statement terminators (``;``) are cut at their token, the rest is unchanged.
+
+The functions the parsed (unresolved) plan calls, table-valued functions and generators
+included, are checked against compile's allowlist (:mod:`runner.lint.allowlist`), so a model
+that reached the stream without compile (a hand-edited ``target/`` or manifest) still cannot
+call ``reflect``. The plan is read as Spark's JSON form after its named windows are substituted
+(``WINDOW w AS (...)`` is a map the JSON form leaves out); a plan that still has a WINDOW
+clause (one inside a subquery) is refused rather than left unchecked.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
+from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
 
 from runner.errors import ExecutionError
+from runner.lint.allowlist import function_problems
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -64,5 +75,86 @@ def checked_query(spark: SparkSession, sql: str) -> str:
     if "ScriptTransformation" in nodes:
         raise ExecutionError("runs a script (TRANSFORM ... USING), refused before running",
                              hint="compute the columns with SQL functions")
+    _check_functions(spark, plan)
     _checked[sql] = query
     return query
+
+
+_FUNCTION = "org.apache.spark.sql.catalyst.analysis.UnresolvedFunction"
+_TABLE_FUNCTIONS = ("org.apache.spark.sql.catalyst.analysis.UnresolvedTableValuedFunction",
+                    "org.apache.spark.sql.catalyst.analysis.UnresolvedTVFAliases")
+_GENERATOR = "org.apache.spark.sql.catalyst.analysis.UnresolvedGenerator"
+_WINDOWS = "org.apache.spark.sql.catalyst.plans.logical.WithWindowDefinition"
+
+
+def _check_functions(spark: SparkSession, plan: Any) -> None:
+    """Refuse a parsed plan that calls a function compile's allowlist refuses.
+
+    Raises:
+        ExecutionError: naming the first such call, as compile would.
+    """
+    analyzer = spark._jsparkSession.sessionState().analyzer()  # noqa: SLF001 - py4j only
+    try:
+        flat = json.loads(analyzer.WindowsSubstitution().apply(plan).toJSON())
+    except Exception as e:
+        raise ExecutionError(f"Spark's parsed plan cannot be read to check its functions, "
+                             f"refused before running: {type(e).__name__}",
+                             hint="a model is one SELECT; run `runner compile`") from e
+    calls = exp.Tuple(expressions=list(_calls(flat)))
+    for problem in function_problems(calls):
+        raise ExecutionError(f"{problem.message} (found in Spark's parsed plan), refused "
+                             "before running", hint=problem.hint or "run `runner compile`")
+
+
+def _calls(value: Any) -> Iterator[exp.Expr]:
+    """Every function call of a plan's JSON form (nested plans and arguments included), as
+    the sqlglot call :func:`~runner.lint.allowlist.function_problems` checks."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _calls(item)
+        return
+    if not isinstance(value, dict):
+        return
+    cls = value.get("class")
+    if cls == _FUNCTION:
+        yield _call(_parts(value.get("nameParts")), [])
+    elif cls in _TABLE_FUNCTIONS:
+        args = value.get("functionArgs")
+        yield _call(_parts(value.get("name")), args if isinstance(args, list) else [])
+    elif cls == _GENERATOR:
+        name = value.get("name")
+        parts = [name.get("database"), name.get("funcName")] if isinstance(name, dict) else []
+        yield _call([p for p in parts if isinstance(p, str)] or [""], [])
+    elif cls == _WINDOWS:  # its definitions are a map Spark's JSON form leaves out
+        raise ExecutionError("a WINDOW clause inside a subquery cannot be checked for its "
+                             "functions, refused before running",
+                             hint="define the window inline: ... OVER (PARTITION BY ...)")
+    for item in value.values():
+        if isinstance(item, (list, dict)):
+            yield from _calls(item)
+
+
+def _parts(name: Any) -> list[str]:
+    """``[a, b]`` (Spark's JSON form of a multi-part name) as its parts."""
+    if not isinstance(name, str):
+        return [""]
+    inner = name[1:-1] if name.startswith("[") and name.endswith("]") else name
+    return inner.split(", ")
+
+
+def _call(parts: list[str], args: list[Any]) -> exp.Expr:
+    """A call of ``parts`` (a catalog-qualified name when more than one) with the literal
+    integer arguments of ``args`` (each argument a flattened tree: a literal is one node)."""
+    values: list[exp.Expr] = []
+    for arg in args:
+        node = arg[0] if isinstance(arg, list) and len(arg) == 1 else None
+        if isinstance(node, dict) and node.get("dataType") in ("integer", "long") \
+                and isinstance(node.get("value"), str):
+            values.append(exp.Literal.number(node["value"]))
+        else:
+            values.append(exp.column("expression"))  # not a literal: bounds unknown
+    call: exp.Expr = exp.Anonymous(this=parts[-1], expressions=values)
+    if len(parts) > 1:
+        call = exp.Dot(this=exp.column(parts[-2], table=".".join(parts[:-2]) or None),
+                       expression=call)
+    return call

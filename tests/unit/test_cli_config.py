@@ -116,3 +116,55 @@ def test_compiling_a_kafka_project_does_not_import_pyspark(tmp_path) -> None:
             "bad = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- --allow-spark-conf: a deployment's opt-in to guarded Spark settings, on the command line --
+
+GUARDED_YML = BASE_YML.replace("  master: local[2]\n", "  master: local[2]\n  conf:\n"
+                               "    spark.jars: extra.jar\n"
+                               "    spark.sql.extensions: com.example.Ext\n")
+
+
+def test_allow_spark_conf_flag_opts_in_each_key(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("RUNNER_ALLOW_SPARK_CONF", raising=False)
+    assert GUARDED_YML != BASE_YML
+    root = write_project(tmp_path, MODEL, project_yml=GUARDED_YML)
+    refused = _compile(root)
+    assert refused.exit_code == 2, refused.output
+    assert "spark.conf.spark.jars:" in refused.output
+    assert "--allow-spark-conf spark.jars" in refused.output  # the hint names the flag
+
+    one = _compile(root, "--allow-spark-conf", "spark.jars")  # the other key is still refused
+    assert one.exit_code == 2, one.output
+    assert "spark.conf.spark.sql.extensions:" in one.output
+    assert "spark.conf.spark.jars:" not in one.output
+
+    both = _compile(root, "--allow-spark-conf", "spark.jars",
+                    "--allow-spark-conf", "spark.sql.extensions")
+    assert both.exit_code == 0, both.output
+
+    # the opt-in is the command's own: the next command without the flag is refused again
+    assert _compile(root).exit_code == 2
+
+
+def test_allow_spark_conf_flag_and_environment_add_up(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("RUNNER_ALLOW_SPARK_CONF", "spark.sql.extensions")
+    root = write_project(tmp_path, MODEL, project_yml=GUARDED_YML)
+    assert _compile(root).exit_code == 2
+    result = _compile(root, "--allow-spark-conf", "spark.jars")
+    assert result.exit_code == 0, result.output
+
+
+def test_stream_takes_allow_spark_conf(tmp_path, monkeypatch) -> None:
+    """`runner stream` loads project.yml with the flag's keys accepted (the bad --trigger then
+    stops it before any Spark session: the run gets past the guarded settings)."""
+    monkeypatch.delenv("RUNNER_ALLOW_SPARK_CONF", raising=False)
+    root = write_project(tmp_path, MODEL, project_yml=GUARDED_YML)
+    args = ["stream", "--project-dir", str(root), "--trigger", "every tuesday"]
+    refused = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert refused.exit_code == 2 and "spark.conf.spark.jars:" in refused.output
+    allowed = CliRunner().invoke(cli, [*args, "--allow-spark-conf", "spark.jars",
+                                       "--allow-spark-conf", "spark.sql.extensions"],
+                                 catch_exceptions=False)
+    assert allowed.exit_code == 2, allowed.output
+    assert "spark.conf" not in allowed.output and "every tuesday" in allowed.output
