@@ -106,9 +106,9 @@ def unique_sets(select: exp.Select, outputs: list[Output], single: Shape | None,
         if isinstance(e, exp.Column) and not e.table and e.name.lower() in names:
             return e.name.lower()
         if not by_expr:
-            by_expr.update((o.expr.sql().lower(), o.name.lower())
+            by_expr.update((o.expr.sql(comments=False).lower(), o.name.lower())
                            for o in outputs if o.expr is not None)
-        return by_expr.get(e.sql().lower())
+        return by_expr.get(e.sql(comments=False).lower())  # a comment is not part of the key
 
     def all_mapped(exprs: list[exp.Expr]) -> frozenset[str] | None:
         mapped = [output_of(e) for e in exprs]

@@ -459,6 +459,9 @@ def test_merge_key_not_unique_needs_a_proof_within_the_key(tmp_path: Path) -> No
                                         "  row_number() OVER (PARTITION BY eventId ORDER BY 1) AS rn"
                                         "\n  FROM parsed_events) WHERE rn = 1",
         "through_ref": merge + "SELECT d.userId, d.n FROM {{ ref('narrower_group') }} d",
+        # a comment after the GROUP BY key is not part of it (found by the generated operations)
+        "trailing_comment": merge + "SELECT user.userId AS userId, count(*) AS n\n"
+                                    "FROM parsed_events GROUP BY user.userId\n-- changed\n",
     })
     assert found(result) == {("merge-key-not-unique", "models/wider_group.sql", 1),
                              ("merge-key-not-unique", "models/row_number_other_key.sql", 1)}
