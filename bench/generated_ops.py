@@ -38,7 +38,6 @@ from bench.common import (
     result_path,
     write_result,
 )
-from tests.support.genops import GenOps, subprocess_crash
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tests.support.genops import GenOps, subprocess_crash  # pyspark: not at import time
+
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="genops-"))
     if args.keep and work.exists():
         shutil.rmtree(work)
