@@ -212,9 +212,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return recorded  # where batch 0 started: resolving `latest` again would move it
         offsets, losses = resolve_starting_offsets(self.options.starting_offsets, available)
         raise_or_warn(losses, fail_on_data_loss=self.options.fail_on_data_loss)
-        if record is not None:
-            return record_kafka_start(record, offsets_to_json(offsets))
-        return offsets_to_json(offsets)
+        if record is None:
+            return offsets_to_json(offsets)
+        recorded = record_kafka_start(record, offsets_to_json(offsets))
+        failpoint("kafka.initial_offset")  # tests: records arrive after the start was resolved
+        return recorded
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.options.max_offsets_per_trigger
