@@ -314,9 +314,10 @@ class GenOps:
         self._attempt(step, rebuild=[model])
 
     def _choose(self, step: dict[str, Any], among: set[str]) -> str | None:
-        """A model of ``among`` whose change keeps the project compiling (nothing refs it, two
-        models stay live), or None (the step is skipped)."""
-        needed = {REFS[m] for m in self.present - self.disabled if m in REFS}
+        """A model of ``among`` whose change keeps the project compiling (no model refs it,
+        not even a disabled one: compile renders those too; two models stay live), or None
+        (the step is skipped)."""
+        needed = {REFS[m] for m in self.present if m in REFS}  # a disabled model's refs too
         ok = sorted(m for m in among if m not in needed)
         if not ok or len(self.live()) <= 2 and among <= self.live():
             step["skipped"] = True
