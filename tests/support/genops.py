@@ -18,10 +18,8 @@ new file's event: parked, every other table exact; then fixed and caught up), ``
 one file is one batch, ``max_files_per_trigger: 1``) and ``rename`` (project.yml's ``name:``:
 must be refused). A model file change is followed by a run, so its outcome belongs to the step.
 
-Used by ``tests/faults/test_generated_ops.py`` (a short sequence, crashes in process: a
-failpoint that raises) and ``python -m bench.generated_ops`` (a long one, crashes in a
-``runner stream`` process killed by a failpoint ``exit``, ``os._exit(137)`` as a SIGKILL leaves
-things).
+Used by ``tests/faults/test_generated_ops.py`` (crashes in process: a failpoint raises) and
+``python -m bench.generated_ops`` (a ``runner stream`` process dies at the failpoint).
 """
 
 from __future__ import annotations
@@ -399,9 +397,7 @@ class GenOps:
         model = step["model"] = self.rng.choice(sorted(self.live()))
         path = self._model(model)
         self.revision += 1
-        # At the top: a comment after the last clause made the lint's merge-key proof fail
-        # (seed 11 on rs: `GROUP BY request.endpoint` then `-- revision 2` is
-        # merge-key-not-unique; docs/RELIABILITY.md)
+        # At the top: a trailing comment breaks the lint's merge-key proof (RELIABILITY.md)
         path.write_text(f"-- revision {self.revision}\n" + path.read_text())
         self._feed()
         self._attempt(step)
