@@ -447,5 +447,4 @@ class GenOps:
 
 
 def _diff(before: dict[str, Any], after: dict[str, Any]) -> str:
-    return ", ".join(f"{k}: {before[k]!r} -> {after[k]!r}"[:300] for k in before
-                     if before[k] != after[k])
+    return ", ".join(f"{k}: {before[k]!r} -> {after[k]!r}"[:300] for k in before if before[k] != after[k])
