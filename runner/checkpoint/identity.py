@@ -9,20 +9,30 @@ change before anything is written. ``--full-refresh`` starts a new checkpoint, a
 record.
 
 A checkpoint made before this file existed has none: the first start records what it finds.
+
+Batch 0's start on Kafka (``<checkpoint>/runner.kafka_start.json``, :func:`record_kafka_start`):
+``starting_offsets`` (``latest``, ``earliest``, -1/-2) is resolved against the brokers when the
+query first needs it, and that answer is what every later replay of batch 0 (a crash inside it,
+a backfill, a rebuild) must start from: resolved again, ``latest`` would be past batch 0's end.
+Spark's own Kafka source keeps it in ``sources/0/0``; the runner's Python reader records it here
+the first time it resolves it, and reads the record back ever after.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from runner.checkpoint.files import write_atomic
+from runner.checkpoint.files import write_atomic, write_once
 from runner.errors import ConfigError, ExecutionError
 
-__all__ = ["IDENTITY_FILE", "PipelineIdentity", "check_identity"]
+__all__ = ["IDENTITY_FILE", "KAFKA_START_FILE", "PipelineIdentity", "check_identity",
+           "read_kafka_start", "record_kafka_start"]
 
 IDENTITY_FILE = "runner.pipeline.json"
+KAFKA_START_FILE = "runner.kafka_start.json"
 
 
 @dataclass(frozen=True)
@@ -70,3 +80,36 @@ def check_identity(checkpoint: Path, current: PipelineIdentity) -> None:
             f"batches of {recorded.source}: its offsets and batch ids do not apply",
             hint="put the source back, or start over with --full-refresh (or a new checkpoint "
                  "directory)")
+
+
+def read_kafka_start(checkpoint: Path) -> dict[str, dict[str, int]] | None:
+    """Batch 0's start offsets as first resolved (``{"topic": {"partition": offset}}``, the
+    next offset to read), or None when not recorded (Spark's own source, an older checkpoint).
+
+    Raises:
+        ExecutionError: the record is unreadable.
+    """
+    path = checkpoint / KAFKA_START_FILE
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return {str(t): {str(p): int(o) for p, o in parts.items()}
+                for t, parts in doc["start"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ExecutionError(f"the checkpoint's record of where batch 0 started, {path}, is "
+                             f"unreadable: {e}",
+                             hint="restore the checkpoint, or start over with --full-refresh"
+                             ) from e
+
+
+def record_kafka_start(checkpoint: Path, offsets: Mapping[str, Mapping[str, int]]
+                       ) -> dict[str, dict[str, int]]:
+    """Record batch 0's start unless a record exists; returns the recorded start (the earlier
+    record wins: it is what batch 0 was planned from)."""
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    doc = {"start": {t: {p: int(o) for p, o in parts.items()} for t, parts in offsets.items()}}
+    write_once(checkpoint / KAFKA_START_FILE, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    recorded = read_kafka_start(checkpoint)
+    assert recorded is not None
+    return recorded

@@ -5,7 +5,8 @@ nothing changed: no table dropped or written, the registry and the ledger as the
 - Files source: every input file of the batches to replay must still exist. Local paths
   (``file:`` URIs, plain paths) are checked with ``stat``; files on other file systems
   (``s3a://``, ``abfss://``...) are checked by the replay itself, which names a missing one.
-- Kafka source: where batch 0 started must be known (concrete ``starting_offsets``, Spark's
+- Kafka source: where batch 0 started must be known (the Python reader's record of it,
+  :func:`runner.checkpoint.identity.read_kafka_start`, concrete ``starting_offsets``, Spark's
   record of it in ``sources/0/0``, or ``earliest`` on partitions that still start at offset
   0: nothing was ever deleted from them), and the brokers must still hold every offset of the
   batches to replay. With ``fail_on_data_loss: false`` both are reported and the backfill
@@ -18,6 +19,7 @@ import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from urllib.parse import unquote, urlparse
 
+from runner.checkpoint.identity import read_kafka_start
 from runner.errors import ConfigError
 from runner.project.loader import Project
 from runner.sources.history import KafkaSpan, PastBatch, file_batches, kafka_batches
@@ -30,7 +32,10 @@ def past_batches(project: Project, through: int) -> list[PastBatch]:
     source = project.config.source
     if source.type == "files":
         return file_batches(project.checkpoint, through=through)
-    start = source.starting_offsets
+    # where batch 0 started: as the Python reader recorded it when it first resolved
+    # starting_offsets, else concrete starting_offsets, else Spark's record (kafka_batches)
+    recorded = read_kafka_start(project.checkpoint)
+    start = recorded if recorded is not None else source.starting_offsets
     initial = None
     if isinstance(start, dict) and all(o >= 0 for parts in start.values() for o in parts.values()):
         initial = {(t, int(p)): o for t, parts in start.items() for p, o in parts.items()}

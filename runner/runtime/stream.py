@@ -105,7 +105,8 @@ def _source_stream(spark: SparkSession, project: Project) -> DataFrame:
         fail_on_data_loss=source.fail_on_data_loss,
         options={k: v.get_secret_value() for k, v in source.options.items()},
         implementation=source.reader,
-        connect_timeout=source.connect_timeout_seconds)
+        connect_timeout=source.connect_timeout_seconds,
+        start_record=str(project.checkpoint))
 
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +87,21 @@ def expected_tables(incoming: Path, tables: Collection[str] = DEFAULT_TABLES, *,
     return {name: every[name] for name in tables}
 
 
-def actual_tables(warehouse: Path) -> dict[str, Counter]:
+def actual_tables(warehouse: Path, versions: Mapping[str, int | None] | None = None
+                  ) -> dict[str, Counter]:
     """The tables under ``warehouse`` (read with ``runner.sinks.tables.read_table``, i.e. deltalake),
-    in :func:`expected_tables`' shape; a missing table is empty."""
+    in :func:`expected_tables`' shape; a missing table is empty. ``versions``: read the tables
+    it names at those versions (None: empty), e.g. a snapshot's cut."""
     def rows(name: str) -> list[dict[str, Any]]:
         path = warehouse / name
+        if versions is not None and name in versions:
+            version = versions[name]
+            if version is None:
+                return []
+            from runner.sinks.inspect import open_table
+
+            return open_table(str(path), version).to_pyarrow_dataset().to_table(
+                use_threads=False).to_pylist()
         return read_table(str(path)).to_pylist() if path.exists() else []
 
     return {

@@ -15,6 +15,11 @@ Options (all strings, names case-insensitive):
 - ``starting_offsets``: ``earliest`` (default) | ``latest`` | JSON ``{"t": {"0": 5, "1": -2}}``
   naming every partition of every topic (``-2`` earliest, ``-1`` latest), Spark's format.
   Used only when the checkpoint has no offsets yet.
+- ``start_record``: the checkpoint folder. Batch 0's start, resolved from ``starting_offsets``
+  the first time Spark asks for it, is recorded there
+  (:func:`runner.checkpoint.identity.record_kafka_start`) and read back whenever Spark asks
+  again (a replay of batch 0 after a crash, a restart before batch 0 ran): ``latest`` means the
+  end of the topic when the pipeline first started, not at each start.
 - ``max_offsets_per_trigger``: records per micro-batch, a total across partitions, split in
   proportion to each partition's backlog (also honoured by ``availableNow``).
 - ``fail_on_data_loss`` (default ``true``): offsets that are gone (retention), a partition that
@@ -50,6 +55,7 @@ import difflib
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -68,6 +74,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from runner.checkpoint.identity import read_kafka_start, record_kafka_start
 from runner.errors import SourceError
 from runner.failpoints import failpoint
 from runner.sources.kafka.admin import list_watermarks, read_committed
@@ -200,9 +207,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"{self.options.bootstrap_servers}"
                 + (f"; existing topics: {', '.join(existing)}" if existing else ""),
                 hint=" ".join(hints) or None)
+        record = Path(self.options.start_record) if self.options.start_record else None
+        if record is not None and (recorded := read_kafka_start(record)) is not None:
+            return recorded  # where batch 0 started: resolving `latest` again would move it
         offsets, losses = resolve_starting_offsets(self.options.starting_offsets, available)
         raise_or_warn(losses, fail_on_data_loss=self.options.fail_on_data_loss)
-        return offsets_to_json(offsets)
+        if record is None:
+            return offsets_to_json(offsets)
+        recorded = record_kafka_start(record, offsets_to_json(offsets))
+        failpoint("kafka.initial_offset")  # tests: records arrive after the start was resolved
+        return recorded
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.options.max_offsets_per_trigger

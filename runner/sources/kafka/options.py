@@ -28,7 +28,7 @@ _RESERVED = {
 }
 _OPTIONS = ("bootstrap_servers", "topic", "starting_offsets", "max_offsets_per_trigger",
             "fail_on_data_loss", "min_partitions", "max_records_per_partition", "timeout_ms",
-            "read_timeout_ms")
+            "read_timeout_ms", "start_record")
 
 
 def mask_client_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,6 +67,8 @@ class KafkaSourceOptions:
     max_records_per_partition: int | None = None
     timeout_ms: int = 5000
     read_timeout_ms: int = 30000
+    # the checkpoint folder where batch 0's resolved start is recorded (None: not recorded)
+    start_record: str | None = None
     client_config: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
@@ -118,6 +120,7 @@ class KafkaSourceOptions:
             max_records_per_partition=_positive_int(opts, "max_records_per_partition", None),
             timeout_ms=_positive_int(opts, "timeout_ms", 5000) or 5000,
             read_timeout_ms=_positive_int(opts, "read_timeout_ms", 30000) or 30000,
+            start_record=str(opts["start_record"]) if opts.get("start_record") else None,
             client_config=client,
         )
 

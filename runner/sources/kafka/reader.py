@@ -79,6 +79,7 @@ def read_kafka_stream(
     options: Mapping[str, Any] | None = None,
     implementation: Implementation = "auto",
     connect_timeout: float | None = None,
+    start_record: str | None = None,
 ) -> DataFrame:
     """A streaming DataFrame of Kafka records.
 
@@ -112,6 +113,10 @@ def read_kafka_stream(
             ``read_timeout_ms`` or the client properties say otherwise. None: Spark's
             defaults (60 s per attempt, polls of ``spark.network.timeout``).
 
+        start_record: the checkpoint folder, where the Python reader records batch 0's
+            start when it first resolves ``starting_offsets`` (Spark's own source keeps it in
+            the checkpoint's ``sources/0/0``).
+
     Raises:
         ConfigError: malformed options, or ``spark`` asked for but not available.
     """
@@ -144,6 +149,8 @@ def read_kafka_stream(
         **tuning,
         **{f"kafka.{k}": v for k, v in client.items()},
     }
+    if start_record is not None:
+        source_options["start_record"] = start_record
     if max_offsets_per_trigger is not None:
         source_options["max_offsets_per_trigger"] = str(max_offsets_per_trigger)
     KafkaSourceOptions.parse(source_options)  # fail here, not in a Spark worker

@@ -1,0 +1,450 @@
+"""Generated operations: a seeded random sequence of the operations the runner offers, on a
+small project, checked after every step against the plain-Python reference
+(:mod:`tests.support.reference`).
+
+Each step either keeps every table of an enabled model (and the dead-letter table) exact, or is
+refused (a :class:`~runner.errors.ConfigError`, exit 2 through the CLI) with nothing changed:
+every table's version, the checkpoint's model registry and its ledger as they were. A refused
+step is then undone (the project files put back) or taken the way the message names
+(``--full-refresh --select m``), and checked again.
+
+The operations (:data:`OPS`): ``stream`` (a new input file, then ``--available-now``),
+``crash`` (a new file, a run that dies at a random failpoint of the next batch, then the restart),
+``full_refresh``, ``rebuild`` (``--full-refresh --select m``), ``disable`` / ``enable`` (a
+``config(enabled=false)`` line), ``remove`` / ``add`` (the model's file), ``change_sql`` (an
+equivalent text: a new comment line at the top), ``park_fix`` (the model ``fragile`` made to divide by zero on a
+new file's event: parked, every other table exact; then fixed and caught up), ``maintain``,
+``snapshot`` (the latest cut and a random older one, each exact for the files of its batches:
+one file is one batch, ``max_files_per_trigger: 1``) and ``rename`` (project.yml's ``name:``:
+must be refused). A model file change is followed by a run, so its outcome belongs to the step.
+
+Used by ``tests/faults/test_generated_ops.py`` (crashes in process: a failpoint raises) and
+``python -m bench.generated_ops`` (a ``runner stream`` process dies at the failpoint).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner import failpoints
+from runner.build import compile_project
+from runner.checkpoint.ledger import Ledger
+from runner.checkpoint.registry import REGISTRY_FILE, load_registry
+from runner.demo import write_demo_files
+from runner.errors import ConfigError, RunnerError
+from runner.ops.maintain import maintain
+from runner.ops.snapshot import snapshot_of
+from runner.project.loader import load_project
+from runner.runtime.stream import run_stream
+from runner.sinks.tables import current_version, read_table
+from tests.support.projects import (
+    BASE_YML,
+    ENDPOINT_COUNTS,
+    EXAMPLE_FILES,
+    REPO_ROOT,
+    SLOW_REQUESTS,
+    write_project,
+)
+from tests.support.reference import DEAD, actual_tables, expected_tables, valid_event
+
+__all__ = ["OPS", "Crash", "GenOps", "StepFailed", "in_process_crash", "subprocess_crash"]
+
+OPS = ("stream", "crash", "full_refresh", "rebuild", "disable", "enable", "remove", "add",
+       "change_sql", "park_fix", "maintain", "snapshot", "rename")
+#: How often each operation is drawn (streams and crashes most: they move the batches on).
+WEIGHTS = (5, 3, 1, 2, 2, 2, 2, 2, 1, 1, 1, 2, 1)
+
+YML = (BASE_YML.replace("vars:\n  slow_ms: 1000\n", "vars:\n  slow_request_ms: 1000\n")
+       .replace("  path: incoming\n", "  path: incoming\n  max_files_per_trigger: 1\n"))
+BAD_LATENCY = 987654321  # no demo event has it: only the events park_fix adds
+FRAGILE = f"SELECT eventId, 100 / (request.latency_ms - {BAD_LATENCY}) AS ratio FROM parsed_events\n"
+FIXED = (f"SELECT eventId, 100 / NULLIF(request.latency_ms - {BAD_LATENCY}, 0) AS ratio "
+         "FROM parsed_events\n")
+MODELS = {**{Path(k).stem: v for k, v in EXAMPLE_FILES.items() if k.startswith("models/")},
+          "endpoint_counts": ENDPOINT_COUNTS, "slow_requests": SLOW_REQUESTS, "fragile": FIXED}
+REFS = {"slow_requests": "performance_metrics"}  # model -> the model it refs
+DISABLED = "{{ config(enabled=false) }}\n"
+CRASH_POINTS = ("batch.start", "sink.before_commit:{m}", "sink.after_commit:{m}",
+                "batch.after_sinks", "batch.after_ledger")
+
+#: Runs the project with a failpoint armed (``point@batch``); returns whether it died there.
+Crash = Callable[[Path, str], bool]
+
+
+class StepFailed(AssertionError):
+    """A step left a table inexact, or was refused after changing something."""
+
+
+def in_process_crash(root: Path, point: str) -> bool:
+    """The failpoint raises inside this process's run (the runner sees an exception)."""
+    os.environ["RUNNER_FAILPOINTS"] = f"{point}=raise"
+    failpoints._armed.cache_clear()
+    try:
+        _run(root)
+    except RunnerError:
+        return True
+    finally:
+        os.environ.pop("RUNNER_FAILPOINTS", None)
+        failpoints._armed.cache_clear()
+    return False
+
+
+def subprocess_crash(root: Path, point: str) -> bool:
+    """``runner stream --available-now`` in its own process group, killed at the failpoint by
+    ``os._exit(137)`` (no cleanup, as a SIGKILL); whatever is left of the group is killed."""
+    env = {**os.environ, "RUNNER_FAILPOINTS": f"{point}=exit", "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "stream", "--available-now",
+                             "--project-dir", str(root)], env=env, cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if proc.returncode not in (0, 137):
+        raise StepFailed(f"the crashing run exited {proc.returncode}:\n{out[-3000:]}")
+    return proc.returncode == 137
+
+
+def _run(root: Path, **kw: Any) -> Any:
+    """``runner stream --available-now``, in process: a compile error fails the step (the CLI
+    would not start; the generator only writes projects that compile)."""
+    project = load_project(root)
+    result = compile_project(project)
+    if result.errors:
+        raise StepFailed(f"the project does not compile: {result.errors}")
+    return run_stream(project, result.plan, mode="available_now", trigger="1 second", **kw)
+
+
+@dataclass
+class GenOps:
+    """One generated sequence on the project under ``root`` (created here)."""
+
+    root: Path
+    seed: int
+    engine: str
+    crash: Crash = in_process_crash
+    #: the models of the project (default: all of :data:`MODELS`)
+    models: tuple[str, ...] = tuple(MODELS)
+    rng: random.Random = field(init=False)
+    present: set[str] = field(init=False)
+    disabled: set[str] = field(default_factory=set)
+    revision: int = 0
+    files: int = 0
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+        self.present = set(self.models)
+        macros = {k: v for k, v in EXAMPLE_FILES.items() if k.startswith("macros/")}
+        write_project(self.root, {**macros, **{f"models/{m}.sql": MODELS[m]
+                                               for m in self.models}},
+                      project_yml=YML, engine=self.engine)
+        (self.root / "incoming").mkdir(exist_ok=True)
+
+    # -- the project ----------------------------------------------------------------------
+
+    def live(self) -> set[str]:
+        return self.present - self.disabled
+
+    def _model(self, name: str) -> Path:
+        return self.root / "models" / f"{name}.sql"
+
+    def _feed(self, *, bad: bool = False) -> Path:
+        """One new input file (one batch), ``bad``: plus an event fragile divides by zero on.
+        Each file's mtime is later than the previous one's: Spark takes files oldest first."""
+        incoming = self.root / "incoming"
+        before = set(incoming.glob("*.json"))
+        self.files += 1
+        write_demo_files(incoming, events=self.rng.randint(20, 60), files=1,
+                         seed=self.seed * 100_000 + self.files, poison_every=17)
+        (path,) = set(incoming.glob("*.json")) - before
+        if bad:
+            line = next(x for x in path.read_text().splitlines() if valid_event(x))
+            event = json.loads(line)
+            event["eventId"], event["request"]["latency_ms"] = f"bad-{self.files}", BAD_LATENCY
+            path.write_text(path.read_text() + json.dumps(event) + "\n")
+        stamp = 1_700_000_000 + self.files * 10
+        os.utime(path, (stamp, stamp))
+        return path
+
+    def _files(self) -> list[Path]:
+        return sorted((self.root / "incoming").glob("*.json"), key=lambda p: p.stat().st_mtime)
+
+    # -- the checks -----------------------------------------------------------------------
+
+    def _state(self) -> dict[str, Any]:
+        """What a refused step must not change: every table's version, the registry, the
+        ledger."""
+        wh, cp = self.root / "wh", self.root / "cp"
+        versions = {p.name: current_version(p) for p in sorted(wh.iterdir())} \
+            if wh.exists() else {}
+        registry = (cp / REGISTRY_FILE).read_text() if (cp / REGISTRY_FILE).exists() else None
+        ledger = hashlib.sha256()
+        for p in sorted((cp / "ledger").glob("*")) if (cp / "ledger").exists() else []:
+            ledger.update(p.name.encode() + p.read_bytes())
+        return {"versions": versions, "registry": registry, "ledger": ledger.hexdigest()}
+
+    def check_exact(self, files: list[Path] | None = None,
+                    versions: dict[str, int | None] | None = None,
+                    skip: frozenset[str] = frozenset()) -> None:
+        """Every live table (and the dead letters) holds exactly what ``files`` (default: all
+        input) say; ``versions``: the tables read at those versions."""
+        incoming = self.root / "incoming"
+        if files is not None:
+            incoming = self.root / f"upto-{len(files)}"
+            incoming.mkdir(exist_ok=True)
+            for f in incoming.glob("*.json"):
+                f.unlink()
+            for f in files:
+                (incoming / f.name).write_bytes(f.read_bytes())
+        names = [m for m in sorted(self.live()) if m != "fragile" and m not in skip] + [DEAD]
+        expected = expected_tables(incoming, names)
+        actual = actual_tables(self.root / "wh", versions)
+        wrong = {}
+        for name in names:
+            lost, extra = expected[name] - actual[name], actual[name] - expected[name]
+            if lost or extra:
+                wrong[name] = f"{sum(lost.values())} lost, {sum(extra.values())} extra"
+        if "fragile" in self.live() and "fragile" not in skip:
+            want = Counter(e["eventId"] for f in sorted(incoming.glob("*.json"))
+                           for line in f.read_text().splitlines()
+                           if (e := valid_event(line)) is not None)
+            got = self._fragile(versions)
+            if want != got:
+                wrong["fragile"] = (f"{sum((want - got).values())} lost, "
+                                    f"{sum((got - want).values())} extra")
+        if wrong:
+            raise StepFailed(f"tables not exact: {wrong}")
+
+    def _fragile(self, versions: dict[str, int | None] | None) -> Counter:
+        path = self.root / "wh" / "fragile"
+        if versions is not None and "fragile" in versions:
+            if versions["fragile"] is None:
+                return Counter()
+            from runner.sinks.inspect import open_table
+
+            table = open_table(str(path), versions["fragile"]).to_pyarrow_dataset().to_table(
+                use_threads=False)
+        elif path.exists():
+            table = read_table(str(path))
+        else:
+            return Counter()
+        return Counter(table.column("eventId").to_pylist())
+
+    # -- running a step -------------------------------------------------------------------
+
+    def _attempt(self, step: dict[str, Any], undo: Callable[[], None] | None = None,
+                 way_out: str | None = None, **kw: Any) -> bool:
+        """Run the pipeline; True when it ran. Refused: nothing may have changed; then the way
+        out (a rebuild of ``way_out``) when the message names it, else ``undo``."""
+        before = self._state()
+        message = ""
+        try:
+            _run(self.root, **kw)
+            return True
+        except ConfigError as e:
+            message = str(e)
+            step["refused"] = message[:600]
+            after = self._state()
+            if after != before:
+                raise StepFailed(f"refused, but it changed {_diff(before, after)}: {e}") from e
+        if way_out is not None and "--full-refresh --select" in message:
+            step["way_out"] = f"--full-refresh --select {way_out}"
+            _run(self.root, rebuild=[way_out])
+            return True
+        if undo is not None:
+            undo()
+            step["undone"] = True
+        return False
+
+    def step(self, op: str | None = None) -> dict[str, Any]:
+        """Draw (or take) one operation, apply it, check the tables; the step's record."""
+        op = op or self.rng.choices(OPS, WEIGHTS)[0]
+        step: dict[str, Any] = {"n": len(self.log), "op": op}
+        self.log.append(step)
+        getattr(self, f"_op_{op}")(step)
+        if not step.get("skipped"):
+            self.check_exact()
+        return step
+
+    def run(self, steps: int, on_step: Callable[[dict[str, Any]], None] = lambda s: None
+            ) -> None:
+        self._op_stream({"op": "stream"})  # batch 0: every model has a table
+        self.check_exact()
+        for _ in range(steps):
+            on_step(self.step())
+
+    # -- the operations -------------------------------------------------------------------
+
+    def _op_stream(self, step: dict[str, Any]) -> None:
+        self._feed()
+        self._attempt(step)
+
+    def _op_crash(self, step: dict[str, Any]) -> None:
+        self._feed()
+        ids = Ledger(self.root / "cp").batch_ids()
+        batch = ids[-1] + 1 if ids else 0
+        point = self.rng.choice(CRASH_POINTS).format(m=self.rng.choice(sorted(self.live())))
+        step["at"] = f"{point}@{batch}"
+        step["died"] = self.crash(self.root, step["at"])
+        self._attempt(step)  # the restart
+
+    def _op_full_refresh(self, step: dict[str, Any]) -> None:
+        self._attempt(step, full_refresh=True)
+
+    def _op_rebuild(self, step: dict[str, Any]) -> None:
+        model = step["model"] = self.rng.choice(sorted(self.live()))
+        self._attempt(step, rebuild=[model])
+
+    def _choose(self, step: dict[str, Any], among: set[str]) -> str | None:
+        """A model of ``among`` whose change keeps the project compiling (no model refs it,
+        not even a disabled one: compile renders those too; two models stay live), or None
+        (the step is skipped)."""
+        needed = {REFS[m] for m in self.present if m in REFS}  # a disabled model's refs too
+        ok = sorted(m for m in among if m not in needed)
+        if not ok or len(self.live()) <= 2 and among <= self.live():
+            step["skipped"] = True
+            return None
+        step["model"] = self.rng.choice(ok)
+        return str(step["model"])
+
+    def _op_disable(self, step: dict[str, Any]) -> None:
+        model = self._choose(step, self.live())
+        if model is not None:
+            self._disable(step, model)
+
+    def _disable(self, step: dict[str, Any], model: str) -> None:
+        path = self._model(model)
+        self.disabled.add(model)
+        old = path.read_text()
+        path.write_text(DISABLED + old)
+
+        def undo() -> None:
+            path.write_text(old)
+            self.disabled.discard(model)
+
+        self._attempt(step, undo)
+
+    def _op_enable(self, step: dict[str, Any]) -> None:
+        ready = sorted(m for m in self.disabled
+                       if REFS.get(m) is None or REFS[m] in self.live())
+        if not ready:
+            step["skipped"] = True
+            return
+        model = step["model"] = self.rng.choice(ready)
+        path = self._model(model)
+        old = path.read_text()
+        path.write_text(old.removeprefix(DISABLED))
+        self.disabled.discard(model)
+
+        def undo() -> None:
+            path.write_text(old)
+            self.disabled.add(model)
+
+        self._attempt(step, undo, way_out=model)
+
+    def _op_remove(self, step: dict[str, Any]) -> None:
+        model = self._choose(step, self.present)
+        if model is None:
+            return
+        path, old = self._model(model), self._model(model).read_text()
+        path.unlink()
+        self.present.discard(model)
+        was_disabled = model in self.disabled
+        self.disabled.discard(model)
+
+        def undo() -> None:
+            path.write_text(old)
+            self.present.add(model)
+            if was_disabled:
+                self.disabled.add(model)
+
+        self._attempt(step, undo)
+
+    def _op_add(self, step: dict[str, Any]) -> None:
+        ready = sorted(m for m in set(self.models) - self.present
+                       if REFS.get(m) is None or REFS[m] in self.live())
+        if not ready:
+            step["skipped"] = True
+            return
+        model = step["model"] = self.rng.choice(ready)
+        path = self._model(model)
+        path.write_text(MODELS[model])
+        self.present.add(model)
+
+        def undo() -> None:
+            path.unlink()
+            self.present.discard(model)
+
+        self._attempt(step, undo, way_out=model)
+
+    def _op_change_sql(self, step: dict[str, Any]) -> None:
+        model = step["model"] = self.rng.choice(sorted(self.live()))
+        path = self._model(model)
+        self.revision += 1
+        # At the top: a trailing comment breaks the lint's merge-key proof (RELIABILITY.md)
+        path.write_text(f"-- revision {self.revision}\n" + path.read_text())
+        self._feed()
+        self._attempt(step)
+
+    def _op_park_fix(self, step: dict[str, Any]) -> None:
+        if "fragile" not in self.live():
+            step["skipped"] = True
+            return
+        path = self._model("fragile")
+        path.write_text(FRAGILE)
+        self._feed(bad=True)
+        summary = _run(self.root)
+        registry = load_registry(self.root / "cp")
+        parked = registry is not None and registry["fragile"].state == "parked"
+        if "fragile" not in summary.parked or not parked:
+            raise StepFailed(f"fragile was not parked: {summary.parked}")
+        self.check_exact(skip=frozenset({"fragile"}))  # every other table moved on
+        path.write_text(FIXED)
+        self._feed()
+        self._attempt(step)  # caught up from the history, then the new batch
+
+    def _op_maintain(self, step: dict[str, Any]) -> None:
+        maintain(load_project(self.root))
+
+    def _op_snapshot(self, step: dict[str, Any]) -> None:
+        project = load_project(self.root)
+        ids = Ledger(project.checkpoint).batch_ids()
+        if not ids:
+            step["skipped"] = True
+            return
+        files = self._files()
+        for batch in {ids[-1], self.rng.choice(ids)}:
+            snap = snapshot_of(project, batch=batch)
+            versions = {name: t.version for name, t in snap.tables.items()}
+            missing = (self.live() | {DEAD}) - set(versions)
+            if missing:
+                raise StepFailed(f"the snapshot of batch {batch} lacks {sorted(missing)}")
+            step.setdefault("batches", []).append(batch)
+            self.check_exact(files[:batch + 1], versions)
+
+    def _op_rename(self, step: dict[str, Any]) -> None:
+        yml = self.root / "project.yml"
+        old = yml.read_text()
+        yml.write_text(old.replace("name: test_pipeline", "name: renamed_pipeline"))
+        if self._attempt(step, undo=lambda: yml.write_text(old)):
+            raise StepFailed("a rename of the pipeline ran instead of being refused")
+
+
+def _diff(before: dict[str, Any], after: dict[str, Any]) -> str:
+    return ", ".join(f"{k}: {before[k]!r} -> {after[k]!r}"[:300] for k in before if before[k] != after[k])
