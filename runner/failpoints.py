@@ -17,7 +17,9 @@ Known points: ``batch.start`` (Spark has written the previous batch's commit log
 done), ``batch.after_ledger`` (the batch's ledger entry written, before Spark's commit log
 entry); during a backfill (:mod:`runner.runtime.backfill`) ``backfill.start``,
 ``backfill.after_commit:<model>``, ``backfill.before_live`` and ``backfill.after_live`` (the
-batch and sink points fire there too, with the original batch ids).
+batch and sink points fire there too, with the original batch ids); on the Kafka Python
+reader ``kafka.initial_offset`` (batch 0's resolved start recorded in the checkpoint, before
+batch 0 is planned).
 The variable is read once per process; production never sets it.
 """
 

@@ -12,7 +12,7 @@ The operations (:data:`OPS`): ``stream`` (a new input file, then ``--available-n
 ``crash`` (a new file, a run that dies at a random failpoint of the next batch, then the restart),
 ``full_refresh``, ``rebuild`` (``--full-refresh --select m``), ``disable`` / ``enable`` (a
 ``config(enabled=false)`` line), ``remove`` / ``add`` (the model's file), ``change_sql`` (an
-equivalent text: a new comment line at the top), ``park_fix`` (the model ``fragile`` made to divide by zero on a
+equivalent text: a new comment line at the end), ``park_fix`` (the model ``fragile`` made to divide by zero on a
 new file's event: parked, every other table exact; then fixed and caught up), ``maintain``,
 ``snapshot`` (the latest cut and a random older one, each exact for the files of its batches:
 one file is one batch, ``max_files_per_trigger: 1``) and ``rename`` (project.yml's ``name:``:
@@ -397,8 +397,8 @@ class GenOps:
         model = step["model"] = self.rng.choice(sorted(self.live()))
         path = self._model(model)
         self.revision += 1
-        # At the top: a trailing comment breaks the lint's merge-key proof (RELIABILITY.md)
-        path.write_text(f"-- revision {self.revision}\n" + path.read_text())
+        # At the end: after a merge model's GROUP BY once broke the merge-key proof (026f6e5)
+        path.write_text(path.read_text().rstrip("\n") + f"\n-- revision {self.revision}\n")
         self._feed()
         self._attempt(step)
 
