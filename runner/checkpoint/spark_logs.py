@@ -23,7 +23,8 @@ from typing import Any
 
 from runner.errors import SourceError
 
-__all__ = ["committed_batches", "committed_source_offset", "file_log", "is_committed",
+__all__ = ["batch_files", "committed_batches", "committed_source_offset", "file_log",
+           "is_committed",
            "kafka_start_offsets", "last_committed", "last_planned", "numbered",
            "retained_source_offsets"]
 
@@ -140,6 +141,52 @@ def file_log(checkpoint: Path) -> dict[int, list[str]]:
                 raise SourceError(f"unreadable entry in the file source log {path}: "
                                   f"{line[:200]!r}") from e
     return {n: list(files) for n, files in sorted(entries.items())}
+
+
+def batch_files(checkpoint: Path, batch_id: int) -> list[str]:
+    """The file URIs of batch ``batch_id`` (in flight or committed), from its ``offsets/``
+    entry and the file source's log entries after the previous batch's: no full read of the
+    log unless an entry is a compaction (every tenth). [] when the batch is unknown.
+
+    Raises:
+        SourceError: an entry cannot be read (names the file).
+    """
+    offsets = checkpoint / "offsets"
+    path = offsets / str(batch_id)
+    if not path.exists():
+        return []
+    end = _log_offset(path)
+    if end is None:
+        return []
+    before = offsets / str(batch_id - 1)
+    start = _log_offset(before) if batch_id > 0 and before.exists() else end - 1
+    if start is None:
+        return []
+    folder = checkpoint / "sources" / "0"
+    files: dict[str, None] = {}
+    for n in range(start + 1, end + 1):
+        entry = folder / str(n)
+        if not entry.exists():
+            entry = folder / f"{n}.compact"
+        for line in _log_lines(entry):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                if int(record["batchId"]) == n:
+                    files[str(record["path"])] = None
+            except (ValueError, KeyError, TypeError) as e:
+                raise SourceError(f"unreadable entry in the file source log {entry}: "
+                                  f"{line[:200]!r}") from e
+    return list(files)
+
+
+def _log_offset(path: Path) -> int | None:
+    """A files-source batch's log offset (``{"logOffset": L}``); None for another source."""
+    offset = _source_offset(path)
+    if isinstance(offset, dict) and isinstance(offset.get("logOffset"), int):
+        return int(offset["logOffset"])
+    return None
 
 
 def kafka_start_offsets(checkpoint: Path) -> dict[str, Any] | None:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -61,7 +61,7 @@ from runner.runtime.parking import (
     model_failure,
     parked_with,
 )
-from runner.runtime.parse import parse_batch, prepare_parse
+from runner.runtime.parse import BATCH_ID_COLUMN, parse_batch, prepare_parse
 from runner.sinks import DeltaWriter, SinkSpec, WriteResult
 from runner.spark_errors import first_line, is_storage_failure, root_cause
 
@@ -93,6 +93,9 @@ class BatchPlan:
     park: frozenset[str] = frozenset()
     # The sources and seeds the models join, pinned per batch (runner.runtime.lookups).
     lookups: Lookups | None = None
+    # The files source: batch id -> (file URI, reason) for each file of the batch that cannot
+    # be read whole (runner.sources.files.unreadable_files): one dead letter each.
+    unreadable: Callable[[int], Sequence[tuple[str, str]]] | None = None
 
     @property
     def parse_fields(self) -> tuple[str, ...] | None:
@@ -233,6 +236,17 @@ def _fill(frame: DataFrame, batch_id: int) -> None:
 DEAD_LETTER_ARROW_MAX_BYTES = 32 * 2**20
 
 
+def _unreadable_frame(spark: SparkSession, bp: BatchPlan,
+                      unreadable: Sequence[tuple[str, str]], batch_id: int) -> DataFrame:
+    """One dead letter per unreadable file: ``raw`` null (no record), the reason, the file."""
+    columns = ["raw STRING", "reason STRING", f"{BATCH_ID_COLUMN} BIGINT"]
+    columns += [f"`{name}` {kind}" for name, kind in bp.metadata_columns.items()]
+    rows = [(None, reason, batch_id, *(uri if name == "_source_file" else None
+                                       for name in bp.metadata_columns))
+            for uri, reason in unreadable]
+    return spark.createDataFrame(rows, ", ".join(columns))
+
+
 def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
               parked: Collection[str] = ()) -> BatchResult:
     """Process one micro-batch (``raw``: ``value`` plus source metadata columns).
@@ -252,6 +266,8 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
     spark = raw.sparkSession  # the batch's own session: its temp views are private to it
     if bp.lookups is not None:  # pinned (recorded) before any table commits this batch
         bp.lookups.register(spark, batch_id, bp.plan)
+    unreadable = (bp.unreadable(batch_id) if bp.unreadable is not None
+                  and bp.write_dead_letters else ())  # before Spark reads the files
     counts = Observation(f"runner_batch_{batch_id}_{uuid.uuid4().hex}")
     parsed = parse_batch(raw, schema_ddl=bp.plan.schema_ddl, batch_id=batch_id,
                          metadata_columns=tuple(bp.metadata_columns), fields=bp.parse_fields,
@@ -309,6 +325,10 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
             dead, dead_hint = counted_dead, None
         for q in quarantined:
             dead, dead_hint = (q if dead is None else dead.unionByName(q)), None
+        if unreadable:
+            files = _unreadable_frame(spark, bp, unreadable, batch_id)
+            dead, dead_hint = ((files, len(unreadable)) if dead is None
+                               else (dead.unionByName(files), None))
         if dead is not None and bp.write_dead_letters:
             _write(bp.writer, bp.dead_letter, dead, batch_id, dead_hint, is_model=False)
         if not persist:

@@ -30,7 +30,7 @@ from runner.checkpoint.identity import PipelineIdentity, check_identity
 from runner.checkpoint.lock import CheckpointLock
 from runner.checkpoint.query import new_query_id, read_query_id, reset_checkpoint, write_query_id
 from runner.checkpoint.runs import RunRecord
-from runner.checkpoint.spark_logs import is_committed
+from runner.checkpoint.spark_logs import batch_files, is_committed
 from runner.compile.plan import Plan
 from runner.errors import ConfigError, ExecutionError, RunnerError, SourceError
 from runner.project.loader import Project
@@ -45,6 +45,7 @@ from runner.runtime.session import session_info
 from runner.sinks import engine_choice, make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
 from runner.sinks.tables import check_droppable, is_table
+from runner.sources.files import unreadable_files
 from runner.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
 
 if TYPE_CHECKING:
@@ -230,7 +231,8 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
                        metadata_columns=source_metadata_columns(project.config.source.type),
                        writer=writer, parallelism=project.config.parallelism,
                        parse_only_used_fields=project.config.parse_only_used_fields,
-                       park=park_policy(plan, project.config.on_model_error), lookups=lookups)
+                       park=park_policy(plan, project.config.on_model_error), lookups=lookups,
+                       unreadable=_unreadable_files(project))
         parked: dict[str, ParkedError] = {}
 
         def park(p: ParkedError) -> None:
@@ -274,6 +276,15 @@ def _kafka_unreachable(project: Project, error: BaseException) -> str | None:
     return (f"cannot reach the Kafka brokers at {source.bootstrap_servers}{within} "
             "(Spark's Kafka source)\nhint: check bootstrap_servers, the network and the "
             "client's security options")
+
+
+def _unreadable_files(project: Project) -> Callable[[int], list[tuple[str, str]]] | None:
+    """The files source's check of a batch's files (runner.sources.files.unreadable_files),
+    reading the batch's file list from the checkpoint; None for Kafka."""
+    if project.config.source.type != "files":
+        return None
+    checkpoint = project.checkpoint
+    return lambda batch_id: unreadable_files(batch_files(checkpoint, batch_id))
 
 
 def pipeline_identity(project: Project) -> PipelineIdentity:

@@ -22,6 +22,12 @@ Behaviour (Spark's file stream source, ``format("text")``):
       remembers are the ones its checkpoint log holds anyway (restored from it on restart).
     - ``max_files_per_trigger`` bounds the files per micro-batch (also with ``availableNow``,
       which then runs several batches).
+    - An unreadable file never stops the stream (a truncated ``.gz``, a file deleted or made
+      unreadable after the source listed it): Spark's ``ignoreCorruptFiles`` and
+      ``ignoreMissingFiles`` keep the lines read before the damage and skip the rest, and the
+      batch writes one dead letter per such file naming it and the problem
+      (:func:`unreadable_files`, checked at the start of the batch). Without them every
+      replay of the batch failed the same way: the pipeline looped on one bad file.
     - The directory must exist: a missing path is a :class:`~runner.errors.SourceError`, unless
       ``create_missing=True``, which creates it (and says nothing): useful for a pipeline that
       starts before the first file lands. A glob pattern is passed to Spark unchecked.
@@ -29,7 +35,13 @@ Behaviour (Spark's file stream source, ``format("text")``):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import bz2
+import gzip
+import os
+import zlib
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, BinaryIO
+from urllib.parse import unquote, urlparse
 
 from pyspark.sql import functions as F
 
@@ -38,7 +50,8 @@ from runner.errors import SourceError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["BLANK_CHARS", "NO_MAX_FILE_AGE", "read_files_stream"]
+__all__ = ["BLANK_CHARS", "NO_MAX_FILE_AGE", "UNREADABLE_FILE", "read_files_stream",
+           "unreadable_files"]
 
 BLANK_CHARS = " \t\r\n\f\u000b"
 """Characters that make a line blank when it holds nothing else."""
@@ -73,7 +86,8 @@ def read_files_stream(spark: SparkSession, *, path: str, max_files_per_trigger: 
                           f"got {max_files_per_trigger!r}")
     _check_directory(spark, path, create_missing=create_missing)
 
-    reader = spark.readStream.format("text").option("maxFileAge", NO_MAX_FILE_AGE)
+    reader = (spark.readStream.format("text").option("maxFileAge", NO_MAX_FILE_AGE)
+              .options(**SKIP_UNREADABLE))
     if max_files_per_trigger is not None:
         reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
     lines = reader.load(path)
@@ -81,6 +95,69 @@ def read_files_stream(spark: SparkSession, *, path: str, max_files_per_trigger: 
         lines.select(F.col("value"), F.col("_metadata.file_path").alias("_source_file"))
         .filter(F.btrim(F.col("value"), F.lit(BLANK_CHARS)) != "")
     )
+
+
+#: Spark's options that keep a damaged or vanished file from failing the batch (and every
+#: replay of it): what the damaged part held is reported by :func:`unreadable_files`.
+SKIP_UNREADABLE = {"ignoreCorruptFiles": "true", "ignoreMissingFiles": "true"}
+
+#: The start of every dead-letter reason of a file that could not be read (whole or in part).
+UNREADABLE_FILE = "unreadable file"
+
+#: Codecs the check can read to the end, by file extension (as Hadoop picks them). Files of
+#: other codecs (``.zst``, ``.lz4``, ``.snappy``) are checked for presence and access only.
+_OPENERS: dict[str, Callable[[str], BinaryIO]] = {
+    ".gz": lambda p: gzip.GzipFile(p, "rb"),  # type: ignore[dict-item,return-value]  # a BinaryIO
+    ".bz2": lambda p: bz2.BZ2File(p, "rb"),  # type: ignore[dict-item,return-value]  # a BinaryIO
+}
+_CHUNK = 1 << 20
+
+
+def unreadable_files(uris: Iterable[str]) -> list[tuple[str, str]]:
+    """``(uri, reason)`` for each local file of ``uris`` that Spark cannot read whole: gone,
+    not readable, or a compressed stream that is damaged or cut short (read to its end here).
+    Remote URIs are not checked. Reasons start with :data:`UNREADABLE_FILE`.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "ok.json.gz").write_bytes(gzip.compress(b'{"a": 1}\\n' * 1000))
+    >>> _ = (d / "cut.json.gz").write_bytes(gzip.compress(b'{"a": 1}\\n' * 1000)[:40])
+    >>> for uri, reason in unreadable_files(
+    ...         [(d / n).as_uri() for n in ("ok.json.gz", "cut.json.gz", "gone.json")]):
+    ...     print(uri.rsplit("/", 1)[1], "|", reason[:44])
+    cut.json.gz | unreadable file: the gz stream is damaged or
+    gone.json | unreadable file: it was removed after the so
+    """
+    out = []
+    for uri in uris:
+        parsed = urlparse(uri)
+        if parsed.scheme not in ("", "file"):
+            continue
+        path = unquote(parsed.path) if parsed.scheme else uri
+        problem = _problem(path)
+        if problem is not None:
+            out.append((uri, f"{UNREADABLE_FILE}: {problem}"))
+    return out
+
+
+def _problem(path: str) -> str | None:
+    if not os.path.exists(path):
+        return ("it was removed after the source listed it: none of its lines were read "
+                "(to process it, put it back under a new name)")
+    if not os.access(path, os.R_OK):
+        return "permission denied: none of its lines were read"
+    opener = _OPENERS.get(os.path.splitext(path)[1].lower())
+    if opener is None:
+        return None
+    try:
+        with opener(path) as f:
+            while f.read(_CHUNK):
+                pass
+    except (OSError, EOFError, zlib.error, ValueError) as e:
+        codec = os.path.splitext(path)[1].lower().lstrip(".")
+        return (f"the {codec} stream is damaged or cut short ({e}): the lines before the "
+                "damage were processed, the rest of the file was skipped")
+    return None
 
 
 def _check_directory(spark: SparkSession, path: str, *, create_missing: bool) -> None:

@@ -47,7 +47,7 @@ def read_files(spark: SparkSession, batch: PastBatch) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    from runner.sources.files import BLANK_CHARS
+    from runner.sources.files import BLANK_CHARS, SKIP_UNREADABLE
 
     jvm = spark.sparkContext._jvm  # noqa: SLF001 - the JVM through py4j
     assert jvm is not None
@@ -62,7 +62,8 @@ def read_files(spark: SparkSession, batch: PastBatch) -> DataFrame:
                 hint="put the file back, or give the model backfill=false to start it at the "
                      "next batch without the history")
         paths.append(path.toString())
-    lines = spark.read.format("text").option("__globPaths__", "false").load(paths)
+    lines = (spark.read.format("text").option("__globPaths__", "false")
+             .options(**SKIP_UNREADABLE).load(paths))  # the rows the live batch read
     return (lines.select(F.col("value"), F.col("_metadata.file_path").alias("_source_file"))
             .filter(F.btrim(F.col("value"), F.lit(BLANK_CHARS)) != ""))
 

@@ -6,6 +6,8 @@ a dead letter)."""
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -128,3 +130,73 @@ def test_many_dead_letters_do_not_go_through_the_driver(tmp_path, monkeypatch) -
     (incoming / "few.json").write_text('{"eventID": "x"}\n', encoding="utf-8")
     _run(project)
     assert sum("/batches/" not in f for f in DeltaTable(dead_path).file_uris()) == 1
+
+
+def test_an_unreadable_file_is_a_dead_letter_not_a_crash_loop(tmp_path, delta_engine) -> None:
+    """A gzip file cut short, and a file deleted after the source listed it: before, the batch
+    failed, and so did every replay of it (the pipeline looped on one file). Now the lines
+    read before the damage land, the rest is skipped, and each such file is one dead letter
+    (``raw`` null, the reason, the file); the next batch runs as usual. Both engines: the
+    dead-letter row is a Delta write."""
+    import gzip
+    import shutil
+    import threading
+
+    from runner import failpoints
+
+    project = _project(tmp_path, engine=delta_engine)
+    incoming = project.root / "incoming"
+    staging = tmp_path / "staging"
+    for n, name in enumerate(("a.json", "b.json", "c.json", "d.json")):
+        write_demo_files(staging / name, events=200, files=1, poison_every=0, seed=10 + n)
+    src = {name: next((staging / name).glob("*.json")) for name in ("a.json", "b.json",
+                                                                    "c.json", "d.json")}
+    for name, path in src.items():  # event ids of their own per file
+        path.write_text(path.read_text().replace('"evt_', f'"{name[0]}_evt_'))
+    shutil.copy(src["a.json"], incoming / "a.json")
+    packed = gzip.compress(src["b.json"].read_bytes())
+    (incoming / "b.json.gz").write_bytes(packed[: len(packed) // 2])  # cut short in transfer
+    shutil.copy(src["c.json"], incoming / "c.json")
+
+    def delete_after_listing() -> None:  # as a retention job racing the stream would
+        offsets = project.checkpoint / "offsets" / "0"
+        for _ in range(600):
+            if offsets.exists():
+                (incoming / "c.json").unlink()
+                return
+            threading.Event().wait(0.05)
+
+    deleter = threading.Thread(target=delete_after_listing)
+    deleter.start()
+    os.environ["RUNNER_FAILPOINTS"] = "batch.start@0=sleep:3"  # listed, not yet read
+    failpoints._armed.cache_clear()
+    try:
+        _run(project)  # before: failed here, and on every restart
+    finally:
+        os.environ.pop("RUNNER_FAILPOINTS", None)
+        failpoints._armed.cache_clear()
+        deleter.join()
+
+    dead = read_table(str(project.table_path(DEAD))).to_pylist()
+    files = {d["_source_file"].rsplit("/", 1)[1]: d for d in dead if d["raw"] is None}
+    assert set(files) == {"b.json.gz", "c.json"}
+    assert files["b.json.gz"]["reason"].startswith("unreadable file: the gz stream is damaged")
+    assert files["c.json"]["reason"].startswith("unreadable file: it was removed after")
+    b_events = [json.loads(line)["eventId"] for line in src["b.json"].read_text().splitlines()
+                if line.strip()]
+    logged = [r["eventId"] for r in read_table(str(project.table_path("request_logs"))).to_pylist()]
+    from_b = [e for e in logged if e in set(b_events)]
+    assert 0 < len(from_b) < len(b_events) and len(set(from_b)) == len(from_b)
+    assert set(from_b) == set(b_events[: len(from_b)])  # the lines before the damage
+    a_only = tmp_path / "a_only"
+    a_only.mkdir()
+    shutil.copy(src["a.json"], a_only / "a.json")
+    expected = expected_tables(a_only, ("error_events",))["error_events"]
+    got = actual_tables(project.warehouse)["error_events"]
+    assert expected - got == Counter()  # a.json whole
+
+    shutil.copy(src["d.json"], incoming / "d.json")  # the next batch: as usual
+    _run(project)
+    logged = {r["eventId"] for r in read_table(str(project.table_path("request_logs"))).to_pylist()}
+    assert {json.loads(line)["eventId"] for line in src["d.json"].read_text().splitlines()
+            if line.strip()} <= logged
