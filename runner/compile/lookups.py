@@ -11,6 +11,7 @@ the source and what to do.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 from sqlglot.errors import ParseError
@@ -19,8 +20,10 @@ from runner.compile.plan import Column, Lookup
 from runner.errors import ConfigError
 from runner.project.loader import Project
 from runner.project.paths import is_uri
-from runner.project.seeds import Seed
-from runner.project.sources import SourceTable
+
+if TYPE_CHECKING:  # annotations only: the modules load with a project that has either
+    from runner.project.seeds import Seed
+    from runner.project.sources import SourceTable
 
 __all__ = ["ColumnReader", "lookup_views", "plan_lookups", "spark_type"]
 

@@ -6,6 +6,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
@@ -14,8 +15,10 @@ from runner.errors import ConfigError
 from runner.project.config import ProjectConfig, parse_project_config
 from runner.project.paths import check_project_paths, resolve_location
 from runner.project.schema import EventSchema, metadata_columns
-from runner.project.seeds import Seed, load_seeds
-from runner.project.sources import SourceTable, check_unique, load_yml, parse_sources
+
+if TYPE_CHECKING:  # imported when a project has seeds or declares sources (compile's start-up)
+    from runner.project.seeds import Seed
+    from runner.project.sources import SourceTable
 
 __all__ = ["MacroSource", "ModelSource", "Project", "load_project"]
 
@@ -131,7 +134,10 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
     macros = tuple(MacroSource(rel, p.read_text(encoding="utf-8"))
                    for rel, p in _read_sources(root, "macros"))
     sources = _load_sources(root, config, by_name)
-    seeds = load_seeds(root, models=by_name)
+    seeds: tuple[Seed, ...] = ()
+    if (root / "seeds").is_dir():
+        from runner.project.seeds import load_seeds
+        seeds = load_seeds(root, models=by_name)
     views = {s.view.lower(): s for s in sources}
     for seed in seeds:
         if seed.name.lower() in views:
@@ -157,9 +163,13 @@ def _load_sources(root: Path, config: ProjectConfig, models: dict[str, str]
     for file in sorted(p for ext in ("*.yml", "*.yaml") for p in base.rglob(ext) if p.is_file()):
         if "sources" not in file.read_text(encoding="utf-8"):
             continue  # no declaration: skip parsing YAML (slow) on every load
+        from runner.project.sources import load_yml, parse_sources
         rel = file.relative_to(root).as_posix()
         text, data = load_yml(file, rel)
         tables += parse_sources(root, text, data, path=rel)
+    if not tables:
+        return ()
+    from runner.project.sources import check_unique
     check_unique(tables)
     for t in tables:
         if t.view.lower() in models:
