@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["fsync_dir", "write_atomic", "write_once"]
+__all__ = ["BatchFiles", "fsync_dir", "write_atomic", "write_once"]
 
 
 def _tmp(path: Path) -> Path:
@@ -77,3 +77,44 @@ def fsync_dir(folder: Path) -> None:
         pass  # not every file system syncs directories; the file itself is on disk
     finally:
         os.close(fd)
+
+
+class BatchFiles:
+    """A folder of one JSON file per batch (the ledger, the pins): ``<batch id>.json``, the id
+    zero-padded as wide as Delta's commit file names so the names sort as the numbers do.
+
+    >>> import tempfile
+    >>> files = BatchFiles(Path(tempfile.mkdtemp()) / "ledger")
+    >>> files.ids()
+    []
+    >>> files.folder.mkdir(); write_atomic(files.path(7), "{}"); files.path(7).name
+    '00000000000000000007.json'
+    >>> files.ids(), files.prune(below=8), files.ids()
+    ([7], 1, [])
+    """
+
+    DIGITS = 20
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def path(self, batch_id: int) -> Path:
+        return self.folder / f"{batch_id:0{self.DIGITS}d}.json"
+
+    def ids(self) -> list[int]:
+        """Batch ids with a file, ascending (one directory listing)."""
+        try:
+            names = os.listdir(self.folder)
+        except FileNotFoundError:
+            return []
+        return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
+
+    def prune(self, below: int) -> int:
+        """Delete the files of batches ``< below``; return how many there were."""
+        removed = 0
+        for batch_id in self.ids():
+            if batch_id >= below:
+                break
+            self.path(batch_id).unlink(missing_ok=True)
+            removed += 1
+        return removed

@@ -44,13 +44,12 @@ entry names, so every entry in the ledger can be read.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.checkpoint.files import write_atomic, write_once
+from runner.checkpoint.files import BatchFiles, write_atomic, write_once
 from runner.errors import ExecutionError
 
 __all__ = ["LEDGER_DIR", "Ledger", "LedgerEntry", "utc_now"]
@@ -58,7 +57,6 @@ __all__ = ["LEDGER_DIR", "Ledger", "LedgerEntry", "utc_now"]
 #: Folder of the ledger inside the pipeline's checkpoint.
 LEDGER_DIR = "ledger"
 
-_DIGITS = 20  # entry names as wide as Delta's commit file names: they sort as numbers do
 
 
 @dataclass(frozen=True)
@@ -95,15 +93,11 @@ class Ledger:
         self.folder = Path(checkpoint) / LEDGER_DIR
 
     def _path(self, batch_id: int) -> Path:
-        return self.folder / f"{batch_id:0{_DIGITS}d}.json"
+        return BatchFiles(self.folder).path(batch_id)
 
     def batch_ids(self) -> list[int]:
         """Batch ids with an entry, ascending (one directory listing)."""
-        try:
-            names = os.listdir(self.folder)
-        except FileNotFoundError:
-            return []
-        return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
+        return BatchFiles(self.folder).ids()
 
     def get(self, batch_id: int) -> LedgerEntry | None:
         """The entry of ``batch_id``, or None when there is none (never written, or pruned)."""
@@ -142,13 +136,7 @@ class Ledger:
 
     def prune(self, below: int) -> int:
         """Delete the entries of batches ``< below`` (no longer retained); return how many."""
-        removed = 0
-        for batch_id in self.batch_ids():
-            if batch_id >= below:
-                break
-            self._path(batch_id).unlink(missing_ok=True)
-            removed += 1
-        return removed
+        return BatchFiles(self.folder).prune(below)
 
 
 def utc_now() -> str:

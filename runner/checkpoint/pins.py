@@ -27,20 +27,18 @@ recorded rows. Only the stream's process writes here (it holds the checkpoint lo
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.checkpoint.files import write_atomic, write_once
+from runner.checkpoint.files import BatchFiles, write_atomic, write_once
 from runner.errors import ExecutionError
 
 __all__ = ["PINS_DIR", "Pin", "Pins", "SeedContent"]
 
 #: Folder of the pins inside the pipeline's checkpoint.
 PINS_DIR = "pins"
-_DIGITS = 20
 
 
 @dataclass(frozen=True)
@@ -95,15 +93,11 @@ class Pins:
         self.seeds = self.folder / "seeds"
 
     def _path(self, batch_id: int) -> Path:
-        return self.folder / f"{batch_id:0{_DIGITS}d}.json"
+        return BatchFiles(self.folder).path(batch_id)
 
     def batch_ids(self) -> list[int]:
         """Batch ids with pins, ascending."""
-        try:
-            names = os.listdir(self.folder)
-        except FileNotFoundError:
-            return []
-        return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
+        return BatchFiles(self.folder).ids()
 
     def get(self, batch_id: int) -> dict[str, Pin]:
         """Lookup name -> pin of ``batch_id`` (empty: none recorded)."""
@@ -158,10 +152,4 @@ class Pins:
 
     def prune(self, below: int) -> int:
         """Delete the pins of batches ``< below`` (no longer replayable); return how many."""
-        removed = 0
-        for batch_id in self.batch_ids():
-            if batch_id >= below:
-                break
-            self._path(batch_id).unlink(missing_ok=True)
-            removed += 1
-        return removed
+        return BatchFiles(self.folder).prune(below)
