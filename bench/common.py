@@ -160,13 +160,15 @@ def median(xs: Sequence[float]) -> float:
 
 def example_project(dest: Path, *, base: str = "project.yml", models: bool = True,
                     extra_models: Mapping[str, str] | None = None, **settings: Any) -> Path:
-    """A copy of the example project in the new folder ``dest``: ``macros/``, ``models/``
-    (unless ``models`` is False), ``extra_models`` (name -> SQL) and ``base`` (a project.yml
-    of the repository) with the top-level ``settings`` replaced (``source=``, ``delta=``...)."""
+    """A copy of the example project in the new folder ``dest``: ``macros/``, ``seeds/``,
+    ``models/`` (unless ``models`` is False), ``extra_models`` (name -> SQL) and ``base`` (a
+    project.yml of the repository) with the top-level ``settings`` replaced (``source=``,
+    ``delta=``...)."""
     import yaml
 
     dest.mkdir(parents=True)
     shutil.copytree(REPO / "macros", dest / "macros")
+    shutil.copytree(REPO / "seeds", dest / "seeds")
     if models:
         shutil.copytree(REPO / "models", dest / "models")
     (dest / "models").mkdir(exist_ok=True)

@@ -94,6 +94,7 @@ Raw results go to ``bench/results/stream_bench-<date>-<sha>.json`` (or ``--json`
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -184,10 +185,23 @@ def _parse(lines, cfg: dict[str, Any]):  # type: ignore[no-untyped-def]
     return lines.select(F.from_json(F.col("value"), schema).alias("e")).select("e.*")
 
 
+@functools.lru_cache(maxsize=1)
+def _owners() -> tuple[tuple[str, str], ...]:
+    """The example's seed ``seeds/endpoint_owners.csv`` (endpoint, team), read once."""
+    import csv
+
+    with (REPO / "seeds" / "endpoint_owners.csv").open(encoding="utf-8", newline="") as f:
+        return tuple((row["endpoint"], row["team"]) for row in csv.DictReader(f))
+
+
 def _projections(parsed, slow_ms: int) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    """The example models as DataFrame code (same columns, names and types as models/*.sql)."""
+    """The example models as DataFrame code (same columns, names and types as models/*.sql;
+    performance_metrics joins the seed of endpoint owners, broadcast, as a hand-written
+    enrichment would)."""
     from pyspark.sql import functions as F
 
+    owners = F.broadcast(parsed.sparkSession.createDataFrame(
+        list(_owners()), "owner_endpoint STRING, team STRING"))
     status = F.col("request.status_code")
     latency = F.col("request.latency_ms")
     return {
@@ -203,7 +217,9 @@ def _projections(parsed, slow_ms: int) -> dict[str, Any]:  # type: ignore[no-unt
                     F.col("err.severity").alias("severity")),
         "performance_metrics": parsed.select(
             "eventId", "timestamp", F.col("request.endpoint").alias("endpoint"),
-            latency.alias("latency_ms"), (latency >= slow_ms).alias("is_slow")),
+            latency.alias("latency_ms"), (latency >= slow_ms).alias("is_slow"))
+            .join(owners, F.col("endpoint") == F.col("owner_endpoint"), "left")
+            .drop("owner_endpoint"),
     }
 
 
