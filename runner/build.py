@@ -56,7 +56,7 @@ def _delta_columns(path: str) -> list[tuple[str, str]] | None:
     model reads a source whose folder exists)."""
     if not Path(path).is_dir():
         return None
-    from runner.sinks.lookups import delta_columns
+    from runner.sinks.schema import delta_columns
     return delta_columns(path)
 
 

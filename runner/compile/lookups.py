@@ -2,7 +2,7 @@
 its columns (DESIGN.md "Sources and seeds").
 
 A source's columns are its declaration's, or, when ``columns:`` is omitted, the Delta table's
-schema read at compile time (``read_columns``: :func:`runner.sinks.lookups.delta_columns`,
+schema read at compile time (``read_columns``: :func:`runner.sinks.schema.delta_columns`,
 passed in by :mod:`runner.build` so that compile never imports the sinks). Declared and readable
 but different is an error naming the columns; neither declared nor readable is an error naming
 the source and what to do.

@@ -30,6 +30,7 @@ __all__ = [
     "add_columns",
     "canonical_type",
     "check_table_schema",
+    "delta_columns",
     "delta_schema_json",
     "nullable_type",
     "table_schema_json",
@@ -204,3 +205,13 @@ def add_columns(table_path: str, fields: Sequence[Mapping[str, Any]], *, model: 
     except DeltaError as e:
         raise SinkError(f"model {model}: adding column(s) {', '.join(names)} to {table_path} "
                         f"failed: {e}") from e
+
+
+def delta_columns(path: str) -> list[tuple[str, str]] | None:
+    """(name, Spark SQL type) of the Delta table at ``path``'s latest version, in schema
+    order (``'STRING'``, ``'BIGINT'``, ``'STRUCT<a: INT>'``); None when there is no table.
+    What compile knows of a source declared without ``columns:`` (no JVM)."""
+    schema = table_schema_json(path)
+    if schema is None:
+        return None
+    return [(f["name"], type_string(f["type"])) for f in schema["fields"]]
