@@ -19,12 +19,11 @@ from runner.build import compile_project
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sinks.tables import read_table
-from tests.support.projects import BASE_YML, REPO_ROOT, write_project
+from tests.support.projects import BASE_YML, EXAMPLE_FILES, write_project
 
 pytestmark = pytest.mark.spark
 
-MODELS = {f"models/{p.name}": p.read_text() for p in (REPO_ROOT / "models").glob("*.sql")}
-MODELS.update({f"macros/{p.name}": p.read_text() for p in (REPO_ROOT / "macros").glob("*.sql")})
+MODELS = dict(EXAMPLE_FILES)  # models, macros and the seed
 # A merge model keyed on eventId: one row per id, across batches; `copies` counts deliveries.
 MODELS["models/events_by_id.sql"] = """
 {{ config(materialized='merge', unique_key='eventId',

@@ -22,12 +22,11 @@ from runner.project.loader import load_project
 from runner.runtime.evolution import plan_schema_changes
 from runner.runtime.stream import run_stream
 from runner.sinks.tables import read_table
-from tests.support.projects import BASE_YML, EVENT_SCHEMA, REPO_ROOT, write_project
+from tests.support.projects import BASE_YML, EVENT_SCHEMA, EXAMPLE_FILES, write_project
 
 pytestmark = pytest.mark.spark
 
-MODELS = {f"models/{p.name}": p.read_text() for p in (REPO_ROOT / "models").glob("*.sql")}
-MODELS.update({f"macros/{p.name}": p.read_text() for p in (REPO_ROOT / "macros").glob("*.sql")})
+MODELS = dict(EXAMPLE_FILES)  # models, macros and the seed
 YML = BASE_YML.replace("vars:\n  slow_ms: 1000\n", "vars:\n  slow_request_ms: 1000\n")
 REQUEST_LOGS = MODELS["models/request_logs.sql"]
 
