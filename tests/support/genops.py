@@ -150,7 +150,7 @@ class GenOps:
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
         self.present = set(self.models)
-        macros = {k: v for k, v in EXAMPLE_FILES.items() if k.startswith("macros/")}
+        macros = {k: v for k, v in EXAMPLE_FILES.items() if k.startswith(("macros/", "seeds/"))}
         write_project(self.root, {**macros, **{f"models/{m}.sql": MODELS[m]
                                                for m in self.models}},
                       project_yml=YML, engine=self.engine)
