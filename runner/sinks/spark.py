@@ -249,6 +249,7 @@ class _Transaction:
                     append, jvm.scala.Some(partition_by), none,  # type: ignore[union-attr]
                     jvm.scala.Some(user_metadata), none, none, none, none, none),  # type: ignore[union-attr]
                 "active": getattr(getattr(delta, "OptimisticTransaction$"), "MODULE$"),
+                "session": getattr(jvm, "org.apache.spark.sql.classic.SparkSession"),
                 "read_txn": txn.readTxn(), "none": none, "jspark": jspark}
         except Py4JJavaError:
             raise
@@ -270,6 +271,10 @@ class _Transaction:
     def write_and_commit(self) -> int | None:
         """Write the files and commit them with the batch's ``SetTransaction``; the version."""
         steps = self._steps
+        # The session is active on this (sink pool) thread, as the DataFrame writer makes it:
+        # Delta's post-commit work (a checkpoint every tenth commit, snapshot state read from a
+        # checkpoint) runs in its own pool and takes the caller's active session.
+        steps["session"].setActiveSession(steps["jspark"])
         steps["active"].setActive(self._txn)  # as DeltaLog.withNewTransaction does
         try:
             tagged = steps["command"].writeAndReturnCommitData(self._txn, steps["jspark"],
