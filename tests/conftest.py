@@ -41,7 +41,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from runner.runtime.session import build_session, stop_session
 
     log_dir = tmp_path_factory.mktemp("spark-logs")
-    session = build_session(master="local[2]", app_name="runner-tests", log_dir=str(log_dir))
+    # One session serves the whole suite (hundreds of streams, the 10 MB hostile records):
+    # 2 GB of heap, not the default 1 GB. A CI run lost this JVM midway, without a message,
+    # in the hostile-records parse test; the likeliest cause is an OutOfMemoryError in a task,
+    # which ends a local-mode JVM (the executor is the driver).
+    session = build_session(master="local[2]", app_name="runner-tests", log_dir=str(log_dir),
+                            conf={"spark.driver.memory": "2g"})
     if os.environ.get("RUNNER_REQUIRE_JARS") == "1":
         _require_jars(session)
     try:

@@ -135,6 +135,14 @@ class Lookups:
                 seen.add((name, pin.version))
                 self._check_readable(lk, pin, batch_id)
 
+    def close(self, spark: SparkSession) -> None:
+        """Release the cached versions (their global temp views and cached data) at the end of
+        the run: a long-lived session (tests, a notebook) must not keep them."""
+        for cached in self._cache.values():
+            spark.catalog.dropGlobalTempView(cached.view)
+            cached.frame.unpersist()
+        self._cache.clear()
+
     # -- per batch -------------------------------------------------------------------------
     def register(self, spark: SparkSession, batch_id: int, plan: Plan) -> dict[str, Pin]:
         """Pin (unless pinned) and register every lookup ``plan``'s steps read, in ``spark``
@@ -308,6 +316,8 @@ def seed_frame(spark: SparkSession, content: SeedContent,
                rows: Iterable[Mapping[str, Any]] | None = None) -> DataFrame:
     """A seed's rows (its CSV, or ``rows``) as a DataFrame of its declared column types (an
     empty field is null; an undeclared or UNKNOWN type stays STRING)."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
     types = {n.lower(): t for n, t in content.columns}
     if rows is None:
         reader = csv.reader(io.StringIO(content.csv))
@@ -318,12 +328,11 @@ def seed_frame(spark: SparkSession, content: SeedContent,
         header = [n for n, _ in content.columns] or sorted({k for r in listed for k in r})
         data = [tuple(None if r.get(h) is None else str(r.get(h)) for h in header)
                 for r in listed]
-    schema = ", ".join(f"`{h.replace('`', '``')}` STRING" for h in header)
-    frame = spark.createDataFrame(data, schema)
+    frame = spark.createDataFrame(data, StructType([StructField(h, StringType()) for h in header]))
     casts = []
-    for h in header:
+    for i, h in enumerate(header):  # columns by position and casts as expressions: no SQL text
         spark_type = types.get(h.lower(), "STRING")
-        quoted = f"`{h.replace('`', '``')}`"
-        casts.append(quoted if spark_type.upper() in ("STRING", "UNKNOWN")
-                     else f"CAST({quoted} AS {spark_type}) AS {quoted}")
-    return frame.selectExpr(*casts)
+        column = frame[i]
+        casts.append(column if spark_type.upper() in ("STRING", "UNKNOWN")
+                     else column.cast(spark_type).alias(h))
+    return frame.select(*casts)

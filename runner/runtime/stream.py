@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Collection
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -179,7 +180,8 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
     if not plan.steps:
         raise ConfigError("no models to run (all disabled or none selected)")
     checkpoint = project.checkpoint
-    with CheckpointLock(checkpoint), _Stopper() as stopper, RunRecord(checkpoint):
+    with CheckpointLock(checkpoint), _Stopper() as stopper, RunRecord(checkpoint), \
+            ExitStack() as cleanup:
         _check_warehouse(project.warehouse)
         if not full_refresh:  # before the session: a refusal costs no JVM start
             check_identity(checkpoint, pipeline_identity(project))
@@ -210,6 +212,8 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
             check_brokers(spark, project.config.source)
         lookups = start_lookups(spark, checkpoint, plan, engine=choice.engine,
                                 broadcast_max_rows=project.config.lookups.broadcast_max_rows)
+        if lookups is not None:
+            cleanup.callback(lookups.close, spark)
         if full_refresh:
             reset_checkpoint(checkpoint)
             check_identity(checkpoint, pipeline_identity(project))  # the new checkpoint's
