@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pyspark.errors import StreamingQueryException
 
 from runner.checkpoint.identity import PipelineIdentity, check_identity
+from runner.checkpoint.kafka_offsets import chunk_size, keep_offsets
 from runner.checkpoint.lock import CheckpointLock
 from runner.checkpoint.query import new_query_id, read_query_id, reset_checkpoint, write_query_id
 from runner.checkpoint.runs import RunRecord
@@ -291,6 +292,17 @@ def _unreadable_files(project: Project) -> Callable[[int], list[tuple[str, str]]
     return lambda batch_id: unreadable_files(batch_files(checkpoint, batch_id))
 
 
+def _offset_keeper(spark: SparkSession, project: Project) -> Callable[[int], object]:
+    """Kafka: at a batch's start, keep the committed batches' offsets past Spark's retention
+    (runner.checkpoint.kafka_offsets), so a rebuild or backfill replays each under its own id.
+    A no-op for the files source, whose own log keeps every batch's files."""
+    if project.config.source.type != "kafka":
+        return lambda batch_id: 0
+    retain = int(spark.conf.get("spark.sql.streaming.minBatchesToRetain", "100") or 100)
+    every, checkpoint = chunk_size(retain), project.checkpoint
+    return lambda batch_id: keep_offsets(checkpoint, before=batch_id, every=every)
+
+
 def pipeline_identity(project: Project) -> PipelineIdentity:
     """The name and source identity a checkpoint of this project is valid for."""
     source = project.config.source
@@ -343,10 +355,12 @@ def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
     summary = StreamSummary(parked=parked)
     failure: list[BaseException] = []
     batches = _Batches()
+    keep = _offset_keeper(spark, project)
 
     def process(df: DataFrame, batch_id: int) -> None:
         batches.running = batch_id
         try:
+            keep(batch_id)
             result = run_batch(bp, df, batch_id, frozenset(still_parked))
             # Parked before Spark's commit-log entry: a replay of this batch parks it again.
             record_parked(project.checkpoint, result.parked)

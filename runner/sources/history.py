@@ -6,10 +6,12 @@ Batch N read the files of log batches ``(logOffset(N-1), logOffset(N)]``, or the
 ``[end(N-1), end(N))``. Spark keeps only the last ``spark.sql.streaming.minBatchesToRetain``
 (100) batches of ``offsets/`` and ``commits/``: for older batches the files source falls back
 on its own log's batch ids (shifted to line up with the oldest retained batch; equal to the
-stream's batch ids unless a run stopped between the two logs), and the Kafka source on one
-batch from the start of the history (``initial`` offsets when known, else the earliest offset
-the broker still has) to the end of the oldest retained batch: :attr:`PastBatch.first`
-says which original batches a past batch stands for.
+stream's batch ids unless a run stopped between the two logs), and the Kafka source on the
+offsets the stream kept itself (:mod:`runner.checkpoint.kafka_offsets`). Batches older than
+both (a checkpoint made before the runner kept offsets) are one batch from the start of the
+history (``initial`` offsets when known, else the earliest offset the broker still has) to the
+end of the oldest known batch: :attr:`PastBatch.first` says which original batches a past batch
+stands for.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.checkpoint.kafka_offsets import kept_offsets
 from runner.checkpoint.spark_logs import (
     file_log,
     kafka_start_offsets,
@@ -102,15 +105,16 @@ def kafka_batches(checkpoint: Path, *, through: int,
             at the earliest offset the broker retains (a :class:`KafkaSpan` with start None),
             as does a partition that is new in a batch.
     """
-    retained_offsets = retained_source_offsets(checkpoint, through=through)
-    ends = {b: offsets_from_json(o) for b, o in retained_offsets.items() if o is not None}
+    known = {b: o for b, o in kept_offsets(checkpoint).items() if b <= through}
+    known.update(retained_source_offsets(checkpoint, through=through))
+    ends = {b: offsets_from_json(o) for b, o in known.items() if o is not None}
     if initial is None:
         recorded = kafka_start_offsets(checkpoint)
         initial = offsets_from_json(recorded) if recorded is not None else None
-    retained = sorted(ends)
+    batch_ids = sorted(ends)
     batches = []
-    for i, b in enumerate(retained):
-        prev = retained[i - 1] if i else None
+    for i, b in enumerate(batch_ids):
+        prev = batch_ids[i - 1] if i else None
         start = ends[prev] if prev is not None else (initial or {})
         spans = tuple(KafkaSpan(t, p, start.get((t, p)), end)
                       for (t, p), end in sorted(ends[b].items()))

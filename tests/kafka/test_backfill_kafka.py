@@ -69,3 +69,41 @@ def test_new_models_backfilled_from_the_topic(bootstrap: str, reader: str, engin
     assert [(b.batch_id, b.input_rows) for b in batches] == [(3, 90)]
     _check_tables(project, topic, merge=True)
 
+
+
+#: The record is engine-independent (the checkpoint's, read at start-up); the production path
+#: runs it too, in the slow set (the default suite backfills on delta-spark above).
+RETENTION_PATHS = [pytest.param("tansu", "python", "rs", id="tansu-python-rs"),
+                   pytest.param("apache", "spark", "spark", id="apache-spark-spark",
+                                marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize(("bootstrap", "reader", "engine"), RETENTION_PATHS,
+                         indirect=["bootstrap"])
+def test_backfill_past_sparks_retention_keeps_each_batch_id(bootstrap: str, reader: str,
+                                                            engine: str, spark: Any,
+                                                            tmp_path: Path) -> None:
+    """Spark keeps the offsets of its last ``minBatchesToRetain`` batches only (2 here); the
+    runner keeps the rest itself, so a model added after 6 batches is backfilled batch by batch
+    under the original ids, as the stream wrote the other tables."""
+    topic = Topic.create(bootstrap, partitions=3)
+    topic.send(360, poison_every=50)
+    spark_conf = ("  conf:\n    spark.sql.streaming.minBatchesToRetain: '2'\n")
+    project = _project(tmp_path / "p", topic, source_extra="  max_offsets_per_trigger: 60\n",
+                       reader=reader, engine=engine, spark_extra=spark_conf)
+    _, batches = _run(project)
+    assert [b.input_rows for b in batches] == [60] * 6
+    retained = [int(p.name) for p in (project.checkpoint / "offsets").iterdir()
+                if p.name.isdigit()]
+    assert min(retained) >= 3  # Spark's own retention did delete batches 0.. of its logs
+
+    project = _project(tmp_path / "p", topic, source_extra="  max_offsets_per_trigger: 60\n",
+                       models={"models/event_offsets.sql": EVENT_OFFSETS}, reader=reader,
+                       engine=engine, spark_extra=spark_conf)
+    progress: list[Any] = []
+    _run(project, on_backfill=progress.append)
+    assert [(p.batch_id, p.input_rows) for p in progress if not p.done] == [
+        (b, 60) for b in range(6)]
+    assert _per_batch_partitions(project) == {b: Counter({0: 20, 1: 20, 2: 20})
+                                              for b in range(6)}
+    _check_tables(project, topic)

@@ -85,7 +85,7 @@ class Topic:
 
 def _project(root: Path, topic: Topic, *, source_extra: str = "", models: dict[str, str]
              | None = None, bootstrap: str | None = None, reader: str = "auto",
-             engine: str = "rs", master: str = "local[2]") -> Project:
+             engine: str = "rs", master: str = "local[2]", spark_extra: str = "") -> Project:
     yml = f"""\
 name: kafka_pipeline
 source:
@@ -102,7 +102,7 @@ delta:
   engine: {engine}
 spark:
   master: {master}
-parallelism: 4
+{spark_extra}parallelism: 4
 vars:
   slow_request_ms: 1000
 """

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.checkpoint.kafka_offsets import KAFKA_OFFSETS_DIR, keep_offsets, kept_offsets
 from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.checkpoint.spark_logs import kafka_start_offsets, last_committed
 from runner.errors import ExecutionError
@@ -112,6 +113,31 @@ def test_kafka_batches_with_purged_offsets_stand_for_the_older_ones(tmp_path) ->
     batches = kafka_batches(cp, through=8)
     assert [(b.batch_id, b.first) for b in batches] == [(7, 0), (8, 8)]
     assert batches[0].spans == (KafkaSpan("t", 0, None, 70),)
+
+
+def test_kept_offsets_outlive_sparks_retention(tmp_path) -> None:
+    """The stream keeps the committed batches' offsets in chunks while Spark has them; once
+    Spark purged its own, each old batch is still its own past batch."""
+    cp = tmp_path / "cp"
+    for b in range(7):  # batches 0..6 committed, as the stream goes
+        _commit(cp, b)
+        _offsets(cp, b, {"t": {"0": 10 * (b + 1)}})
+        assert keep_offsets(cp, before=b + 1, every=3) == (3 if b in (2, 5) else 0)
+    assert sorted(kept_offsets(cp)) == [0, 1, 2, 3, 4, 5]
+    assert keep_offsets(cp, before=7, every=3) == 0  # batch 6 waits for its chunk
+    for b in range(5):  # Spark's retention deletes its logs of batches 0..4
+        (cp / "commits" / str(b)).unlink()
+        (cp / "offsets" / str(b)).unlink()
+    batches = kafka_batches(cp, through=6, initial={("t", 0): 0})
+    assert [(b.batch_id, b.first) for b in batches] == [(b, b) for b in range(7)]
+    assert [b.spans[0].start for b in batches] == [0, 10, 20, 30, 40, 50, 60]
+    # a chunk is written once: a second call for the same batches changes nothing
+    chunk = sorted((cp / KAFKA_OFFSETS_DIR).iterdir())[0]
+    before = chunk.read_text()
+    assert keep_offsets(cp, before=3, every=1) == 0 and chunk.read_text() == before
+    chunk.write_text("{not json")
+    with pytest.raises(ExecutionError, match="kept Kafka offsets .* are unreadable"):
+        kafka_batches(cp, through=6)
 
 
 def test_resolve_spans_applies_the_data_loss_rules() -> None:
