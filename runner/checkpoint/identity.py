@@ -8,7 +8,9 @@ name other input. The first start records both; every later start compares and r
 change before anything is written. ``--full-refresh`` starts a new checkpoint, and so a new
 record.
 
-A checkpoint made before this file existed has none: the first start records what it finds.
+A checkpoint made before this file existed has none: the first start asks the tables which
+pipeline name their newest commits' app ids carry for the checkpoint's query id (the caller's
+``names_in_tables``), refuses a name they do not carry, and records what it finds.
 
 Batch 0's start on Kafka (``<checkpoint>/runner.kafka_start.json``, :func:`record_kafka_start`):
 ``starting_offsets`` (``latest``, ``earliest``, -1/-2) is resolved against the brokers when the
@@ -21,7 +23,7 @@ the first time it resolves it, and reads the record back ever after.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -57,29 +59,42 @@ def _read(checkpoint: Path) -> PipelineIdentity | None:
                                   "start record the current name and source") from e
 
 
-def check_identity(checkpoint: Path, current: PipelineIdentity) -> None:
+def check_identity(checkpoint: Path, current: PipelineIdentity, *,
+                   names_in_tables: Callable[[], Collection[str]] | None = None) -> None:
     """Record ``current`` when the checkpoint has no record; else refuse a change.
 
+    Args:
+        names_in_tables: for a checkpoint without a record, the pipeline names the tables'
+            app ids carry for this checkpoint (empty: none written yet).
+
     Raises:
-        ConfigError: the name or the source differs from the record (exit 2; nothing written).
+        ConfigError: the name or the source differs from the record, or (no record) the tables
+            carry another name (exit 2; nothing written).
     """
     recorded = _read(checkpoint)
     if recorded is None:
+        names = sorted(names_in_tables()) if names_in_tables is not None else []
+        if names and current.name not in names:
+            raise _renamed(checkpoint, current.name, names[0])
         checkpoint.mkdir(parents=True, exist_ok=True)
         write_atomic(checkpoint / IDENTITY_FILE, json.dumps(asdict(current), indent=1) + "\n")
         return
     if recorded.name != current.name:
-        raise ConfigError(
-            f"project.yml names the pipeline '{current.name}', but checkpoint {checkpoint} "
-            f"belongs to pipeline '{recorded.name}': the tables' application ids carry the "
-            "name, so a replayed batch would be written twice",
-            hint=f"put back `name: {recorded.name}`, or start over with --full-refresh")
+        raise _renamed(checkpoint, current.name, recorded.name)
     if recorded.source != current.source:
         raise ConfigError(
             f"the source is now {current.source}, but checkpoint {checkpoint} numbers the "
             f"batches of {recorded.source}: its offsets and batch ids do not apply",
             hint="put the source back, or start over with --full-refresh (or a new checkpoint "
                  "directory)")
+
+
+def _renamed(checkpoint: Path, name: str, recorded: str) -> ConfigError:
+    return ConfigError(
+        f"project.yml names the pipeline '{name}', but checkpoint {checkpoint} belongs to "
+        f"pipeline '{recorded}': the tables' application ids carry the name, so a replayed "
+        "batch would be written twice",
+        hint=f"put back `name: {recorded}`, or start over with --full-refresh")
 
 
 def read_kafka_start(checkpoint: Path) -> dict[str, dict[str, int]] | None:

@@ -46,7 +46,7 @@ from runner.runtime.parking import ParkedError, park_policy, parked_line, record
 from runner.runtime.session import session_info
 from runner.sinks import engine_choice, make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
-from runner.sinks.tables import check_droppable, is_table
+from runner.sinks.tables import check_droppable, is_table, recent_app_ids
 from runner.sources.files import unreadable_files
 from runner.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
 
@@ -185,7 +185,8 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
             ExitStack() as cleanup:
         _check_warehouse(project.warehouse)
         if not full_refresh:  # before the session: a refusal costs no JVM start
-            check_identity(checkpoint, pipeline_identity(project))
+            check_identity(checkpoint, pipeline_identity(project),
+                           names_in_tables=lambda: _names_in_tables(project, plan))
         else:  # check, then act: every folder the refresh deletes must be a table's
             check_droppable({name: project.table_path(name) for name in
                              [*(s.name for s in plan.steps), project.config.dead_letter]})
@@ -301,6 +302,21 @@ def _offset_keeper(spark: SparkSession, project: Project) -> Callable[[int], obj
     retain = int(spark.conf.get("spark.sql.streaming.minBatchesToRetain", "100") or 100)
     every, checkpoint = chunk_size(retain), project.checkpoint
     return lambda batch_id: keep_offsets(checkpoint, before=batch_id, every=every)
+
+
+def _names_in_tables(project: Project, plan: Plan) -> set[str]:
+    """The pipeline names the tables' newest commits carry in their app ids
+    (``<name>.<model>.<query id>``) for this checkpoint's query id: how a checkpoint made
+    before runner.pipeline.json tells a rename (runner.checkpoint.identity)."""
+    query_id = read_query_id(project.checkpoint)
+    if query_id is None:
+        return set()
+    names = set()
+    for model in [*(s.name for s in plan.steps), project.config.dead_letter]:
+        suffix = f".{model}.{query_id}"
+        names |= {app[: -len(suffix)] for app in recent_app_ids(project.table_path(model))
+                  if app.endswith(suffix)}
+    return names
 
 
 def pipeline_identity(project: Project) -> PipelineIdentity:

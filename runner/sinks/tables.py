@@ -185,6 +185,25 @@ def batch_versions(table: Path, app_id: str) -> tuple[int, dict[int, int]] | Non
     return commits[-1], found
 
 
+def recent_app_ids(table: Path, *, commits: int = 20) -> set[str]:
+    """The application ids of the transactions in the table's newest ``commits`` commits (a
+    table written by the runner: ``<pipeline>.<model>.<query id>``); empty when none."""
+    newest = current_version(table)
+    found: set[str] = set()
+    for version in range(newest if newest is not None else -1, -1, -1):
+        if newest is not None and version <= newest - commits:
+            break
+        try:
+            with open(_commit_file(table, version), encoding="utf-8") as f:
+                for line in f:
+                    txn = json.loads(line).get("txn") if line.strip() else None
+                    if txn and isinstance(txn.get("appId"), str):
+                        found.add(txn["appId"])
+        except FileNotFoundError:
+            break  # log cleanup: older commits are gone
+    return found
+
+
 def version_problem(path: str, version: int) -> str | None:
     """Why version ``version`` of the Delta table at ``path`` can no longer be read (its commit
     gone from the log, or a data file of it deleted by vacuum), or None when it can be. Data

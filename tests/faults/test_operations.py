@@ -84,6 +84,12 @@ def test_renaming_the_pipeline_between_a_crash_and_its_replay_is_refused(
                                           "name: test_pipeline"):
         _run(root)  # before: the replay wrote batch 1 into request_logs a second time
     assert current_version(root / "wh" / "request_logs") == version
+    # A checkpoint made before the record: the tables' app ids tell the name.
+    (root / "cp" / IDENTITY_FILE).unlink()
+    with pytest.raises(ConfigError, match="belongs to pipeline 'test_pipeline'"):
+        _run(root)  # before: the new name was recorded and the replay wrote batch 1 twice
+    assert current_version(root / "wh" / "request_logs") == version
+    assert not (root / "cp" / IDENTITY_FILE).exists()
     (root / "project.yml").write_text(yml)
     _run(root)
     assert_exact(root / "incoming", root / "wh", ("request_logs", "error_events", "performance_metrics"))
