@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import json
+
 import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -279,3 +281,27 @@ def test_no_auto_compaction_inside_a_batch(writer: DeltaWriter, spark: SparkSess
     for s in (ours, control):
         assert [(r["k"], r["n"]) for r in read(s.path)] == [("k0", 0), ("k1", 1), ("k2", 2)]
     assert DeltaTable(ours.path).transaction_version(ours.app_id) == 2
+
+
+def test_the_tenth_commit_is_checkpointed_by_delta_rs_and_keeps_the_batch(
+        writer: SparkWriter, spark: SparkSession, tmp_path: Path):
+    """Every tenth commit's Delta checkpoint is written by delta-rs, not by delta-spark's
+    post-commit Spark jobs (Hadoop's local file system leaves a ``.crc`` beside what Spark
+    writes; delta-rs does not). The checkpoint carries the batch's transaction: with the
+    commits before it gone (log cleanup), delta-spark still reads the table and a replay of the
+    batch is still skipped."""
+    s = spec(tmp_path)
+    for batch_id in range(11):
+        writer.write(s, counts(spark, [(f"k{batch_id}", batch_id)]), batch_id)
+    log = Path(s.path) / "_delta_log"
+    assert (log / "00000000000000000010.checkpoint.parquet").is_file()
+    assert not (log / ".00000000000000000010.checkpoint.parquet.crc").exists()
+    assert json.loads((log / "_last_checkpoint").read_text())["version"] == 10
+    for v in range(10):
+        (log / f"{v:020d}.json").unlink()
+        (log / f"{v:020d}.crc").unlink(missing_ok=True)
+    assert spark.read.format("delta").load(s.path).count() == 11
+    assert spark.read.format("delta").option("versionAsOf", 10).load(s.path).count() == 11
+    assert writer.write(s, counts(spark, [("k10", 10)]), 10).skipped
+    assert DeltaTable(s.path).transaction_version(s.app_id) == 10
+    assert len(read(s.path)) == 11
