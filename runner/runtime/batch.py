@@ -311,7 +311,8 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
             frames[step.name] = outcome.kept
 
         # First the job that parses the batch (filling the cache) and counts it; then the
-        # dead letters, if any; then every model in parallel, from the cache.
+        # dead letters, if any, and every model in parallel, from the cache. (Without the
+        # cache the dead-letter write is the counting pass the models' row hint waits for.)
         dead: DataFrame | None
         dead_hint: int | None
         if persist:
@@ -329,7 +330,7 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
             files = _unreadable_frame(spark, bp, unreadable, batch_id)
             dead, dead_hint = ((files, len(unreadable)) if dead is None
                                else (dead.unionByName(files), None))
-        if dead is not None and bp.write_dead_letters:
+        if dead is not None and bp.write_dead_letters and not persist:
             _write(bp.writer, bp.dead_letter, dead, batch_id, dead_hint, is_model=False)
         if not persist:
             ready = ready_metrics(counts)
@@ -340,9 +341,16 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
         rows_hint = int(observed["rows"]) - int(observed["dead"])
         with ThreadPoolExecutor(max_workers=bp.parallelism,
                                 thread_name_prefix=f"batch{batch_id}") as pool:
-            futures = {name: pool.submit(_write, bp.writer, bp.sinks[name], df, batch_id,
-                                         rows_hint, path=bp.plan.step(name).path)
-                       for name, df in frames.items() if name in bp.sinks}
+            futures = {}
+            # The dead letters' commit overlaps the models' (not a model: never parked, its
+            # error is raised).
+            if dead is not None and bp.write_dead_letters and persist:
+                futures[bp.dead_letter.model] = pool.submit(
+                    _write, bp.writer, bp.dead_letter, dead, batch_id, dead_hint,
+                    is_model=False)
+            futures.update({name: pool.submit(_write, bp.writer, bp.sinks[name], df, batch_id,
+                                              rows_hint, path=bp.plan.step(name).path)
+                            for name, df in frames.items() if name in bp.sinks})
             results: dict[str, WriteResult] = {}
             raised: dict[str, BaseException] = {}
             for name, future in futures.items():
@@ -350,6 +358,7 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
                     results[name] = future.result()
                 except BaseException as e:  # noqa: BLE001 - collected, the first is raised
                     raised[name] = e
+            results.pop(bp.dead_letter.model, None)  # the batch reports the models' writes
         own.update(_parkable(bp, raised, batch_id))
         covered = set(own).union(*(descendants(m, edges) for m in own))
         errors = [e for name, e in raised.items() if name not in covered]

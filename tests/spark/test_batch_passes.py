@@ -92,6 +92,25 @@ def test_one_job_per_sink_counts_observed_and_pruned_parse(spark: SparkSession,
 
 
 @pytest.mark.spark
+def test_the_dead_letter_commit_overlaps_the_models(spark: SparkSession, tmp_path: Path,
+                                                    armed: Any) -> None:
+    """The dead letters are written in the batch's pool with the models, not before them: held
+    2 s before its commit, the dead-letter table commits after both models did. (The batch's
+    orchestration is engine-independent: delta-rs sinks here.)"""
+    steps = [step("slow", "SELECT eventId, request.latency_ms AS ms FROM parsed_events"),
+             step("ends", "SELECT eventId, request.endpoint AS endpoint FROM parsed_events")]
+    bp = batch_plan(tmp_path, steps, used=None)
+    armed("sink.before_commit:_dead@0=sleep:2")
+    result = run_batch(bp, raw(spark, LINES), 0)
+    assert (result.input_rows, result.dead_letters) == (5, 3)  # "amount": "abc" too
+    assert sorted(result.rows_by_model) == ["ends", "slow"]  # the batch reports its models
+    committed = {n: DeltaTable(str(tmp_path / n)).history(1)[0]["timestamp"]
+                 for n in ("slow", "ends", "_dead")}
+    assert committed["_dead"] > max(committed["slow"], committed["ends"]), committed
+    assert len(rows(tmp_path / "_dead")) == 3
+
+
+@pytest.mark.spark
 def test_no_dead_rows_commits_no_dead_letter_table(spark: SparkSession,
                                                    tmp_path: Path) -> None:
     bp = batch_plan(tmp_path, [step("m", "SELECT eventId FROM parsed_events")], ("eventId",),
