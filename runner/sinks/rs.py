@@ -7,9 +7,13 @@ passes through the driver. Batches of up to ``arrow_max_rows`` input rows go thr
 instead (``toArrow()`` + ``write_deltalake``), where a Spark write job's fixed cost would
 dominate (:func:`default_arrow_max_rows`).
 
-Merges go through Arrow: the (small) merge source is collected with ``toArrow()`` and merged
-with delta-rs' merge builder, because a MERGE must read and rewrite target files, which only a
-Delta engine can do, and delta-rs' merge takes Arrow. An Arrow table handed to
+Merges go through delta-rs' merge builder, because a MERGE must read and rewrite target
+files, which only a Delta engine can do, and delta-rs' merge takes Arrow. The merge source of a
+batch of up to ``arrow_max_rows`` input rows is collected with ``toArrow()``; a bigger one is
+written by Spark as Parquet into the batch's staging folder and handed to delta-rs as a stream
+of record batches (``streamed_exec``), its keys checked for duplicates from the key columns
+alone, so the driver never holds the rows (the folder is removed once the merge committed;
+what a crash leaves there no commit names, and VACUUM reclaims it). An Arrow table handed to
 :meth:`~runner.sinks.base.DeltaWriter.write` is appended with ``write_deltalake``. The
 application transaction and the runner's commit tags go into the same commit either way.
 Nothing here imports pyspark at run time, so the Arrow paths work (and are tested) without a
@@ -18,6 +22,7 @@ JVM.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
@@ -37,7 +42,13 @@ from runner.sinks.base import (
     quote_column,
 )
 from runner.sinks.schema import check_table_schema, delta_schema_json
-from runner.sinks.staged import collect_staged, commit_staged, remove_staged, write_staged
+from runner.sinks.staged import (
+    collect_staged,
+    commit_staged,
+    remove_staged,
+    staged_dataset,
+    write_staged,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -100,7 +111,7 @@ class RsWriter(DeltaWriter):
         if isinstance(data, pa.Table):
             return as_nullable(data)
         tiny = rows_hint is not None and rows_hint <= self.arrow_max_rows
-        if spec.materialized == "append" and not tiny:
+        if not tiny and (spec.materialized == "append" or rows_hint is not None):
             return data  # a pyspark DataFrame, written by Spark itself
         return as_nullable(data.toArrow())
 
@@ -152,7 +163,9 @@ class RsWriter(DeltaWriter):
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return staged.rows, version
 
-    def _merge(self, spec: SinkSpec, data: pa.Table, batch_id: int) -> tuple[int, int | None]:
+    def _merge(self, spec: SinkSpec, data: Any, batch_id: int) -> tuple[int, int | None]:
+        if not isinstance(data, pa.Table):
+            return self._merge_staged(spec, data, batch_id)
         _check_unique(spec, data, batch_id)
         if data.num_rows == 0:
             return 0, None
@@ -163,7 +176,7 @@ class RsWriter(DeltaWriter):
             merger = target.merge(data, predicate=merge_predicate(spec.unique_key),
                                   source_alias="source", target_alias="target",
                                   commit_properties=_commit_properties(spec, batch_id))
-            updates = _matched_updates(spec, data)
+            updates = _matched_updates(spec, data.column_names)
             if updates:
                 merger = merger.when_matched_update(updates=updates,
                                                     predicate=spec.merge_condition)
@@ -175,6 +188,47 @@ class RsWriter(DeltaWriter):
                             f"{spec.path} failed: {e}") from e
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return data.num_rows, target.version()
+
+
+    def _merge_staged(self, spec: SinkSpec, df: DataFrame,
+                      batch_id: int) -> tuple[int, int | None]:
+        """A big batch's merge: Spark stages the source as Parquet, delta-rs merges it as a
+        stream (the module docstring)."""
+        target = _open(spec)
+        write_staged(df, table_path=spec.path, app_id=spec.app_id, batch_id=batch_id)
+        try:
+            source = staged_dataset(spec.path, spec.app_id, batch_id)
+            columns = source.schema.names
+            _check_keys_present(spec, columns)
+            _check_unique(spec, source.to_table(columns=list(spec.unique_key)), batch_id)
+            rows = source.count_rows()
+        except _ENGINE_ERRORS + (OSError,) as e:
+            raise SinkError(f"model {spec.model}: reading the merge source staged for batch "
+                            f"{batch_id} in {spec.path} failed: {e}") from e
+        if rows == 0:
+            remove_staged(spec.path, spec.app_id, batch_id, prune_empty=True)
+            return 0, None
+        if target is None:  # first batch: the merge is a plain create, the files committed
+            return self._append_staged(spec, df, batch_id)  # where Spark writes them
+        try:
+            merger = target.merge(source.scanner().to_reader(),
+                                  predicate=merge_predicate(spec.unique_key),
+                                  source_alias="source", target_alias="target",
+                                  streamed_exec=True,
+                                  commit_properties=_commit_properties(spec, batch_id))
+            updates = _matched_updates(spec, columns)
+            if updates:
+                merger = merger.when_matched_update(updates=updates,
+                                                    predicate=spec.merge_condition)
+            merger = merger.when_not_matched_insert_all()
+            failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+            merger.execute()
+        except _ENGINE_ERRORS as e:
+            raise SinkError(f"model {spec.model}: merging batch {batch_id} into "
+                            f"{spec.path} failed: {e}") from e
+        failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        remove_staged(spec.path, spec.app_id, batch_id, prune_empty=True)  # never table files
+        return rows, target.version()
 
 
 def as_nullable(table: pa.Table) -> pa.Table:
@@ -229,20 +283,26 @@ def _commit_properties(spec: SinkSpec, batch_id: int) -> CommitProperties:
     )
 
 
-def _matched_updates(spec: SinkSpec, data: pa.Table) -> dict[str, str]:
+def _matched_updates(spec: SinkSpec, columns: Sequence[str]) -> dict[str, str]:
     """Column -> expression for a key match: ``merge_update``, or every non-key column."""
     if spec.merge_update is not None:
         return {quote_column(c): e for c, e in spec.merge_update.items()}
     return {quote_column(c): f"source.{quote_column(c)}"
-            for c in data.column_names if c not in spec.unique_key}
+            for c in columns if c not in spec.unique_key}
+
+
+def _check_keys_present(spec: SinkSpec, columns: Sequence[str]) -> None:
+    """Raise :class:`SinkError` when a ``unique_key`` column is not in the model's output."""
+    missing = [k for k in spec.unique_key if k not in columns]
+    if missing:
+        raise SinkError(f"model {spec.model}: unique_key column(s) {', '.join(missing)} "
+                        f"not in the model's output (columns: {', '.join(columns)})")
 
 
 def _check_unique(spec: SinkSpec, data: pa.Table, batch_id: int) -> None:
-    """Raise :class:`SinkError` when the merge source has two rows for one key."""
-    missing = [k for k in spec.unique_key if k not in data.column_names]
-    if missing:
-        raise SinkError(f"model {spec.model}: unique_key column(s) {', '.join(missing)} "
-                        f"not in the model's output (columns: {', '.join(data.column_names)})")
+    """Raise :class:`SinkError` when the merge source has two rows for one key (``data``: the
+    source, or its key columns)."""
+    _check_keys_present(spec, data.column_names)
     if data.num_rows < 2:
         return
     keys = list(spec.unique_key)

@@ -55,6 +55,7 @@ __all__ = [
     "commit_staged",
     "file_stats",
     "remove_staged",
+    "staged_dataset",
     "staging_path",
     "write_staged",
 ]
@@ -124,6 +125,15 @@ def remove_staged(table_path: str, app_id: str, batch_id: int, *,
         if listing or fs.get_file_info(folder).type != pafs.FileType.Directory:
             return
         fs.delete_dir(folder)
+
+
+def staged_dataset(table_path: str, app_id: str, batch_id: int) -> Any:
+    """The Parquet files of batch ``batch_id``'s staging folder as a ``pyarrow.dataset``
+    (Spark's ``_SUCCESS`` and ``.crc`` files left out): read lazily, batch by batch."""
+    import pyarrow.dataset as pads
+
+    fs, path = _filesystem(staging_path(table_path, app_id, batch_id))
+    return pads.dataset(path, format="parquet", filesystem=fs)
 
 
 def write_staged(df: DataFrame, *, table_path: str, app_id: str, batch_id: int,

@@ -272,14 +272,47 @@ def test_arrow_and_spark_appends_share_one_table(spark: SparkSession, writer: Rs
 
 
 @pytest.mark.spark
-def test_merge_still_goes_through_arrow(spark: SparkSession, writer: RsWriter, tmp_path: Path):
+def test_merge_source_of_a_small_or_unknown_batch_goes_through_arrow(
+        spark: SparkSession, writer: RsWriter, tmp_path: Path):
     s = spec(tmp_path, materialized="merge", unique_key=["k"],
              merge_update={"n": "target.n + source.n"})
     writer.write(s, spark.sql("SELECT 'a' AS k, 1L AS n"), 0)
-    writer.write(s, spark.sql("SELECT 'a' AS k, 2L AS n UNION ALL SELECT 'b', 5L"), 1)
+    writer.write(s, spark.sql("SELECT 'a' AS k, 2L AS n UNION ALL SELECT 'b', 5L"), 1,
+                 rows_hint=2)
     assert not Path(s.path, STAGING_DIR).exists()
     assert sorted(read(s.path).to_pylist(), key=lambda r: r["k"]) == [
         {"k": "a", "n": 3}, {"k": "b", "n": 5}]
+
+
+@pytest.mark.spark
+def test_merge_source_of_a_big_batch_is_staged_and_streamed(spark: SparkSession,
+                                                            tmp_path: Path):
+    """Above ``arrow_max_rows`` the merge source never reaches the driver: Spark stages it,
+    delta-rs merges the Parquet as a stream; the result, the replay skip and the duplicate-key
+    refusal are those of the Arrow path, and the staging folder is gone after each commit."""
+    from runner.errors import DuplicateKeyError
+
+    w = RsWriter(arrow_max_rows=1)
+    s = spec(tmp_path, materialized="merge", unique_key=["k"],
+             merge_update={"n": "target.n + source.n"})
+    rows = "SELECT concat('k', id % 50) AS k, 1L AS n FROM range({}, {})"
+    first = w.write(s, spark.sql(rows.format(0, 50)), 0, rows_hint=50)  # creates the table
+    assert (first.rows, first.version) == (50, 0)
+    second = w.write(s, spark.sql(rows.format(0, 50) + " UNION ALL SELECT 'new', 7L"), 1,
+                     rows_hint=51)
+    assert (second.rows, second.skipped, second.version) == (51, False, 1)
+    assert not Path(staging_path(s.path, s.app_id, 1)).exists()
+    assert w.write(s, spark.sql(rows.format(0, 50)), 1, rows_hint=50).skipped
+    table = {r["k"]: r["n"] for r in read(s.path).to_pylist()}
+    assert len(table) == 51 and table["new"] == 7
+    assert {table[f"k{i}"] for i in range(50)} == {2}
+    assert DeltaTable(s.path).transaction_version(s.app_id) == 1
+    with pytest.raises(DuplicateKeyError, match="k3"):
+        w.write(s, spark.sql("SELECT 'k3' AS k, 1L AS n UNION ALL SELECT 'k3', 2L"), 2,
+                rows_hint=2)
+    with pytest.raises(SinkError, match="unique_key column.*k.*not in the model's output"):
+        w.write(s, spark.sql("SELECT 'x' AS other, 1L AS n"), 2, rows_hint=2)
+    assert DeltaTable(s.path).version() == 1  # neither wrote
 
 
 @pytest.mark.spark
