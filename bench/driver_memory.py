@@ -35,8 +35,8 @@ spark: {{master: 'local[2]', conf: {{spark.driver.memory: 2g}}}}
 """
 _APPEND = "SELECT eventId, request.endpoint AS endpoint FROM parsed_events"
 _MERGE = ("{{ config(materialized='merge', unique_key='eventId') }}\n"
-          "SELECT eventId, request.endpoint AS endpoint, request.latency_ms AS latency_ms "
-          "FROM parsed_events")
+          "SELECT eventId, max(request.endpoint) AS endpoint, "
+          "max(request.latency_ms) AS latency_ms FROM parsed_events GROUP BY eventId")
 
 
 def run_case(case: str, records: int, work: Path, repo: Path = REPO) -> dict[str, object]:

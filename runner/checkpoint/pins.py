@@ -22,11 +22,25 @@ came with a model added later, which is now backfilled over the batch) gets one 
 the file is then rewritten atomically with the old pins unchanged plus the new one. A seed's
 content is kept by content hash (write-once), so a replay after the CSV file changed reads the
 recorded rows. Only the stream's process writes here (it holds the checkpoint lock).
+
+Pins must outlive every batch that can still be replayed (a backfill can go back to batch 0),
+so they are never dropped; but a file per batch would be 86,400 files a day at a 1 s trigger.
+So once :data:`FOLD_EVERY` batch files have gathered, :meth:`Pins.fold` moves them into runs,
+per lookup, of consecutive batches that read the same version::
+
+    <checkpoint>/pins/runs.json
+    {"lookups": {"crm.customers": [[0, 4131, {"kind": "source", "version": 7, ...}],
+                                   [4132, 9020, {"kind": "source", "version": 8, ...}]]}}
+
+(``pinned_at`` of a run: its first batch's). ``runs.json`` is replaced atomically before the
+folded files are deleted; a crash in between leaves both, saying the same. A batch file, when
+there is one, is read first.
 """
 
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,10 +49,16 @@ from typing import Any
 from runner.checkpoint.files import BatchFiles, write_atomic, write_once
 from runner.errors import ExecutionError
 
-__all__ = ["PINS_DIR", "Pin", "Pins", "SeedContent"]
+__all__ = ["FOLD_EVERY", "PINS_DIR", "Pin", "Pins", "SeedContent"]
 
 #: Folder of the pins inside the pipeline's checkpoint.
 PINS_DIR = "pins"
+#: The runs of batches folded out of their batch files (:meth:`Pins.fold`).
+RUNS_FILE = "runs.json"
+#: Batch files gathered before they are folded into runs.
+FOLD_EVERY = 100
+
+_Run = list[Any]  # [first batch, last batch, Pin]
 
 
 @dataclass(frozen=True)
@@ -101,6 +121,15 @@ class Pins:
 
     def get(self, batch_id: int) -> dict[str, Pin]:
         """Lookup name -> pin of ``batch_id`` (empty: none recorded)."""
+        found = self._file(batch_id)
+        for name, runs in self._runs().items():
+            if name not in found:
+                i = bisect_right(runs, batch_id, key=lambda r: r[0])
+                if i and runs[i - 1][0] <= batch_id <= runs[i - 1][1]:
+                    found[name] = runs[i - 1][2]
+        return found
+
+    def _file(self, batch_id: int) -> dict[str, Pin]:
         path = self._path(batch_id)
         try:
             text = path.read_text(encoding="utf-8")
@@ -113,6 +142,41 @@ class Pins:
             raise ExecutionError(f"pin file {path} is unreadable: {e}",
                                  hint="restore it from a backup of the checkpoint: it records "
                                       "which source versions the batch joined") from e
+
+    def _runs(self) -> dict[str, list[_Run]]:
+        """Lookup name -> its runs, ascending (``runs.json``; empty when there is none)."""
+        path = self.folder / RUNS_FILE
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        try:
+            return {str(name): [[int(a), int(b), Pin.from_dict(p)] for a, b, p in runs]
+                    for name, runs in json.loads(text)["lookups"].items()}
+        except (ValueError, KeyError, TypeError) as e:
+            raise ExecutionError(f"pin runs {path} are unreadable: {e}",
+                                 hint="restore it from a backup of the checkpoint: it records "
+                                      "which source versions the batches joined") from e
+
+    def fold(self, *, before: int, every: int | None = None) -> int:
+        """Fold the batch files of batches ``< before`` into ``runs.json`` once there are at
+        least ``every`` (default :data:`FOLD_EVERY`) of them; return how many were folded
+        (0: not yet)."""
+        files = BatchFiles(self.folder)
+        todo = [b for b in files.ids() if b < before]
+        if len(todo) < (FOLD_EVERY if every is None else every):
+            return 0
+        runs = self._runs()
+        for batch_id in todo:
+            for name, pin in self._file(batch_id).items():
+                _insert(runs.setdefault(name, []), batch_id, pin)
+        doc = {"lookups": {name: [[a, b, p.to_dict()] for a, b, p in runs[name]]
+                           for name in sorted(runs)}}
+        write_atomic(self.folder / RUNS_FILE, json.dumps(doc, separators=(",", ":")),
+                     durable=True)
+        for batch_id in todo:
+            files.path(batch_id).unlink(missing_ok=True)
+        return len(todo)
 
     def pin(self, batch_id: int, new: Mapping[str, Pin]) -> dict[str, Pin]:
         """Record ``new`` pins of ``batch_id`` for the lookups it has none for (atomic,
@@ -135,7 +199,9 @@ class Pins:
     def latest(self) -> tuple[int, dict[str, Pin]] | None:
         """The newest batch with pins and its pins (``runner status``)."""
         ids = self.batch_ids()
-        return (ids[-1], self.get(ids[-1])) if ids else None
+        newest = max([*ids[-1:], *(runs[-1][1] for runs in self._runs().values() if runs)],
+                     default=None)
+        return (newest, self.get(newest)) if newest is not None else None
 
     def keep_seed(self, content_hash: str, content: SeedContent) -> None:
         """Keep a seed's content under its hash (write-once: a hash names one content)."""
@@ -151,5 +217,44 @@ class Pins:
             return None
 
     def prune(self, below: int) -> int:
-        """Delete the pins of batches ``< below`` (no longer replayable); return how many."""
+        """Delete the pins of batches ``< below`` (no longer replayable); return how many
+        batch files went (runs are cut at ``below``)."""
+        runs = self._runs()
+        if runs:
+            kept = {name: [[max(a, below), b, p] for a, b, p in rs if b >= below]
+                    for name, rs in runs.items()}
+            doc = {"lookups": {name: [[a, b, p.to_dict()] for a, b, p in rs]
+                               for name, rs in sorted(kept.items()) if rs}}
+            write_atomic(self.folder / RUNS_FILE, json.dumps(doc, separators=(",", ":")),
+                         durable=True)
         return BatchFiles(self.folder).prune(below)
+
+
+def _same(a: Pin, b: Pin) -> bool:
+    """The same version read (when it was pinned aside)."""
+    return (a.kind, a.version, a.committed_at) == (b.kind, b.version, b.committed_at)
+
+
+def _insert(runs: list[_Run], batch_id: int, pin: Pin) -> None:
+    """Put ``batch_id``'s ``pin`` into one lookup's ascending, non-overlapping ``runs``:
+    extend a neighbouring run of the same version, else start a run of its own. A batch
+    already covered is left as it is (a pin never changes)."""
+    i = bisect_right(runs, batch_id, key=lambda r: r[0])
+    before = runs[i - 1] if i else None
+    after = runs[i] if i < len(runs) else None
+    if before is not None and before[0] <= batch_id <= before[1]:
+        return
+    joins_before = before is not None and before[1] == batch_id - 1 and _same(before[2], pin)
+    joins_after = after is not None and after[0] == batch_id + 1 and _same(after[2], pin)
+    if joins_before and joins_after:
+        assert before is not None and after is not None
+        before[1] = after[1]
+        del runs[i]
+    elif joins_before:
+        assert before is not None
+        before[1] = batch_id
+    elif joins_after:
+        assert after is not None
+        after[0], after[2] = batch_id, pin  # the run's first batch's pin (its pinned_at)
+    else:
+        runs.insert(i, [batch_id, batch_id, pin])

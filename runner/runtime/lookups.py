@@ -155,6 +155,7 @@ class Lookups:
         new = {lk.name: self._new_pin(spark, lk) for lk in needed if lk.name not in pins}
         if new:  # recorded before any table commits the batch
             pins = self.pins.pin(batch_id, new)
+        self.pins.fold(before=batch_id)  # runs of older batches (FOLD_EVERY files at a time)
         for lk in needed:
             self._frame(spark, lk, pins[lk.name], batch_id).createOrReplaceTempView(lk.view)
         return {lk.name: pins[lk.name] for lk in needed}

@@ -77,7 +77,11 @@ def owners_by_batch(table: Path) -> dict[int, set[str]]:
     return out
 
 
-def test_every_table_joins_the_version_its_batch_pinned(tmp_path, delta_engine, armed) -> None:
+def test_every_table_joins_the_version_its_batch_pinned(tmp_path, delta_engine, armed,
+                                                        monkeypatch) -> None:
+    # Pins fold into runs at every batch here (FOLD_EVERY files in production): the backfill,
+    # the replay and the rebuild's check read folded pins.
+    monkeypatch.setattr("runner.checkpoint.pins.FOLD_EVERY", 1)
     yml = BASE_YML.replace("  path: incoming\n", "  path: incoming\n  max_files_per_trigger: 1\n")
     root = write_project(tmp_path / "proj", PLAIN, project_yml=yml, engine=delta_engine)
     (root / "incoming").mkdir()
@@ -110,6 +114,7 @@ def test_every_table_joins_the_version_its_batch_pinned(tmp_path, delta_engine, 
     assert owners_by_batch(project.table_path("owners")) == expected
     pins = Pins(project.checkpoint)
     assert [pins.get(b)["ref.owners"].version for b in (0, 1, 2)] == [v0, v1, v2]
+    assert pins.batch_ids() == [2] and (project.checkpoint / "pins" / "runs.json").is_file()
 
     # a rebuild over a vacuumed version: refused, naming source, version and batch; nothing
     # dropped

@@ -8,9 +8,8 @@
 
 from __future__ import annotations
 
-import json
-
 import datetime as dt
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 

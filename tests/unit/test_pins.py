@@ -3,6 +3,8 @@ need no JVM: a source's Delta table is written with delta-rs, independently of t
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
@@ -27,6 +29,48 @@ def test_a_pin_is_written_once_and_a_later_lookup_is_added_without_changing_it(t
     assert Pins(tmp_path).get(3) == again  # read back from the file
     assert pins.latest() == (3, again)
     assert pins.prune(4) == 1 and pins.batch_ids() == []
+
+
+def test_batch_files_fold_into_runs_that_answer_the_same(tmp_path):
+    """Every batch keeps its pins when its file is folded into runs: the same version in a
+    row is one run, a new version starts another, a batch without pins stays without, and a
+    lookup pinned later for old batches (a backfill) joins the runs without a split."""
+    pins = Pins(tmp_path)
+    src = {b: Pin("source", 1 if b < 5 else 2, f"t{b}", 10.0 if b < 5 else 20.0)
+           for b in range(10) if b != 7}  # batch 7 read no lookup
+    for b, pin in src.items():
+        pins.pin(b, {"crm.c": pin})
+    assert pins.fold(before=9, every=20) == 0  # not enough files yet
+    assert pins.fold(before=9, every=3) == 8  # batches 0..8 but 7; batch 9 stays a file
+    assert pins.batch_ids() == [9]
+    runs = json.loads((tmp_path / "pins" / "runs.json").read_text())["lookups"]["crm.c"]
+    assert [r[:2] for r in runs] == [[0, 4], [5, 6], [8, 8]]
+    assert runs[0][2]["pinned_at"] == "t0"  # the run's first batch's
+    for b in range(12):  # the version each batch read, as pinned
+        got = pins.get(b)
+        if b in src:
+            assert (got["crm.c"].version, got["crm.c"].committed_at) == (
+                src[b].version, src[b].committed_at)
+        else:
+            assert got == {}
+    # a backfill pins a new seed for batches 0..8 after the fold: runs of its own
+    for b in range(9):
+        pins.pin(b, {"codes": Pin("seed", "h", f"s{b}")})
+    assert pins.get(3)["crm.c"].version == 1 and pins.get(3)["codes"].version == "h"
+    assert pins.fold(before=9, every=1) == 9
+    runs = json.loads((tmp_path / "pins" / "runs.json").read_text())["lookups"]
+    assert [r[:2] for r in runs["codes"]] == [[0, 8]]
+    assert [r[:2] for r in runs["crm.c"]] == [[0, 4], [5, 6], [8, 8]]  # unchanged
+    assert pins.latest() is not None and pins.latest()[0] == 9
+    # a pin never changes, folded or not
+    assert pins.pin(8, {"crm.c": Pin("source", 9, "x", 1.0)})["crm.c"].version == 2
+    # a crash between runs.json and the deletions leaves a folded file: folded again, no change
+    before = (tmp_path / "pins" / "runs.json").read_text()
+    left = {"batch_id": 8, "lookups": {k: v.to_dict() for k, v in pins.get(8).items()}}
+    (tmp_path / "pins" / f"{8:020d}.json").write_text(json.dumps(left))
+    assert pins.fold(before=9, every=1) == 1
+    assert (tmp_path / "pins" / "runs.json").read_text() == before
+    assert pins.prune(5) == 0 and pins.get(4) == {} and pins.get(5)["crm.c"].version == 2
 
 
 def test_seed_content_is_kept_by_hash_and_never_replaced(tmp_path):
