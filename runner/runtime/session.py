@@ -289,8 +289,9 @@ _QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger"
 
 
 def _pyspark_logs_to_file(path: Path) -> None:
-    """Send pyspark's query-context loggers to ``path`` (next to ``spark.log``) instead of
-    the terminal: the runner reports the error itself, in one line."""
+    """Send pyspark's query-context loggers and librdkafka's log lines to ``path`` (next to
+    ``spark.log``) instead of the terminal: the runner reports the error itself, in one
+    line."""
     import logging
 
     from pyspark.logger import PySparkLogger
@@ -305,6 +306,12 @@ def _pyspark_logs_to_file(path: Path) -> None:
                 logger.removeHandler(handler)
         logger.addHandler(logging.FileHandler(path, encoding="utf-8", delay=True))
         logger.propagate = False
+    # librdkafka's own log lines (the Python Kafka reader, the preflight): one per broker and
+    # retry (dozens for a wrong password); the runner names the failure itself.
+    client = logging.getLogger("runner.kafka.client")
+    if not any(getattr(h, "baseFilename", None) == str(path) for h in client.handlers):
+        client.addHandler(logging.FileHandler(path, encoding="utf-8", delay=True))
+    client.propagate = False
 
 
 def session_info(spark: SparkSession) -> SessionInfo:

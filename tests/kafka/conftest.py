@@ -36,8 +36,8 @@ def kafka_broker() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def apache_kafka() -> Iterator[str]:
-    """Bootstrap address (``127.0.0.1:PORT``) of an Apache Kafka node shared by the test run."""
+def apache_kafka_node() -> Iterator[ApacheKafkaBroker]:
+    """An Apache Kafka node shared by the test run (plaintext and SASL/PLAIN listeners)."""
     jars = apache_kafka_jars()
     if jars is None:
         reason = "Apache Kafka broker jars not in .jars/kafka-broker (run scripts/setup.sh)"
@@ -46,9 +46,16 @@ def apache_kafka() -> Iterator[str]:
         pytest.skip(reason)
     broker = start_with_retries(lambda: ApacheKafkaBroker(jars))
     try:
-        yield broker.bootstrap
+        yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def apache_kafka(apache_kafka_node: ApacheKafkaBroker) -> str:
+    """Bootstrap address (``127.0.0.1:PORT``) of the shared Apache Kafka node's plaintext
+    listener."""
+    return apache_kafka_node.bootstrap
 
 
 @pytest.fixture

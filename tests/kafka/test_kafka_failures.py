@@ -26,6 +26,7 @@ from runner.project.loader import Project, load_project
 from runner.runtime.stream import run_stream
 from tests.kafka.test_stream_kafka import EVENT_OFFSETS, Topic, _check_tables, _project, _run
 from tests.kafka.test_stream_kafka import _unused_port as unused_port
+from tests.support.brokers import SASL_PASSWORD, SASL_USER
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -124,6 +125,43 @@ def test_unknown_topic_and_tls_mismatch_are_named_at_start(
                             source_extra="  connect_timeout: 8 seconds\n  options:\n"
                                          "    security.protocol: SSL\n"))
     assert "security.protocol" in str(tls), str(tls)
+
+
+def _sasl_options(reader: str, password: str) -> str:
+    """project.yml ``options:`` for the broker's SASL/PLAIN listener, in each client's names
+    (the password through env_var, as a deployment writes it)."""
+    os.environ["RUNNER_TEST_KAFKA_PASSWORD"] = password
+    secret = "{{ env_var('RUNNER_TEST_KAFKA_PASSWORD') }}"
+    common = "    security.protocol: SASL_PLAINTEXT\n    sasl.mechanism: PLAIN\n"
+    if reader == "python":
+        return (common + f"    sasl.username: {SASL_USER}\n"
+                f"    sasl.password: \"{secret}\"\n")
+    jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f"username='{SASL_USER}' password='{secret}';")
+    return common + f"    sasl.jaas.config: \"{jaas}\"\n"
+
+
+@pytest.mark.parametrize(("reader", "engine"), PATHS, ids=[f"{r}-{e}" for r, e in PATHS])
+def test_sasl_authentication_failure_is_named_at_start_and_the_right_password_streams(
+        apache_kafka_node: Any, reader: str, engine: str, spark: Any, tmp_path: Path) -> None:
+    """On the broker's SASL/PLAIN listener: a wrong password ends the start within the
+    timeout (exit 2, the broker named, nothing written); the right one streams exactly."""
+    topic = Topic.create(apache_kafka_node.bootstrap, partitions=1)
+    topic.send(30, poison_every=0)
+    sasl = Topic(apache_kafka_node.sasl_bootstrap, topic.name, 1, topic.records)
+    wrong = _refused(_project(tmp_path / "wrong", sasl, reader=reader, engine=engine,
+                              source_extra="  connect_timeout: 15 seconds\n  options:\n"
+                                           + _sasl_options(reader, "not-the-password")))
+    message = str(wrong)
+    assert "authentication" in message.lower() or "sasl" in message.lower(), message
+    assert "not-the-password" not in message
+    project = _project(tmp_path / "right", sasl, reader=reader, engine=engine,
+                       models={"models/event_offsets.sql": EVENT_OFFSETS},
+                       source_extra="  connect_timeout: 15 seconds\n  options:\n"
+                                    + _sasl_options(reader, SASL_PASSWORD))
+    _, batches = _run(project)
+    assert sum(b.input_rows for b in batches) == 30
+    _check_tables(project, sasl)
 
 
 def test_broker_lost_mid_stream_stops_clearly_within_the_timeout(tmp_path: Path,

@@ -83,6 +83,10 @@ class TansuBroker:
         self.binary = binary
         self.port = port or _free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
+        self.sasl_port = _free_port()
+        while self.sasl_port in (self.port, self.controller_port):
+            self.sasl_port = _free_port()
+        self.sasl_bootstrap = f"127.0.0.1:{self.sasl_port}"
         self.startup_timeout = startup_timeout
         self._proc: subprocess.Popen[bytes] | None = None
         self._log = tempfile.NamedTemporaryFile(prefix="tansu-", suffix=".log", delete=False)
@@ -158,6 +162,10 @@ def _die_with_parent() -> None:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGTERM))  # PDEATHSIG
 
 
+#: The SASL/PLAIN user of :class:`ApacheKafkaBroker`'s SASL listener.
+SASL_USER, SASL_PASSWORD = "runner", "runner-secret"
+
+
 class ApacheKafkaBroker:
     """One Apache Kafka KRaft node (broker + controller) on 127.0.0.1; a context manager.
 
@@ -169,6 +177,8 @@ class ApacheKafkaBroker:
 
     ``bootstrap`` is ``127.0.0.1:PORT``; ``log()`` returns the tail of its log (Kafka's own
     log4j output and the JVM's), kept in the broker's temp folder until :meth:`stop`.
+    ``sasl_bootstrap`` is a second listener of the same node that takes SASL/PLAIN
+    (``SASL_PLAINTEXT``) with the user :data:`SASL_USER` / :data:`SASL_PASSWORD`.
     """
 
     def __init__(self, jars: Path, *, java: str | None = None, startup_timeout: float = 60.0,
@@ -181,6 +191,10 @@ class ApacheKafkaBroker:
         while self.controller_port == self.port:
             self.controller_port = _free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
+        self.sasl_port = _free_port()
+        while self.sasl_port in (self.port, self.controller_port):
+            self.sasl_port = _free_port()
+        self.sasl_bootstrap = f"127.0.0.1:{self.sasl_port}"
         self.startup_timeout = startup_timeout
         self.start_seconds: float | None = None
         self._extra = dict(properties or {})
@@ -195,11 +209,20 @@ class ApacheKafkaBroker:
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.bootstrap.servers": controller,
-            "listeners": f"PLAINTEXT://{self.bootstrap},CONTROLLER://{controller}",
-            "advertised.listeners": f"PLAINTEXT://{self.bootstrap},CONTROLLER://{controller}",
+            "listeners": f"PLAINTEXT://{self.bootstrap},SASL_PLAINTEXT://{self.sasl_bootstrap},"
+                         f"CONTROLLER://{controller}",
+            "advertised.listeners": f"PLAINTEXT://{self.bootstrap},"
+                                    f"SASL_PLAINTEXT://{self.sasl_bootstrap},"
+                                    f"CONTROLLER://{controller}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,"
+                                              "SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'username="{SASL_USER}" password="{SASL_PASSWORD}" '
+                f'user_{SASL_USER}="{SASL_PASSWORD}";'),
             "log.dirs": str(self._dir / "data"),
             "num.partitions": "1",
             "offsets.topic.replication.factor": "1",
