@@ -83,10 +83,6 @@ class TansuBroker:
         self.binary = binary
         self.port = port or _free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
-        self.sasl_port = _free_port()
-        while self.sasl_port in (self.port, self.controller_port):
-            self.sasl_port = _free_port()
-        self.sasl_bootstrap = f"127.0.0.1:{self.sasl_port}"
         self.startup_timeout = startup_timeout
         self._proc: subprocess.Popen[bytes] | None = None
         self._log = tempfile.NamedTemporaryFile(prefix="tansu-", suffix=".log", delete=False)

@@ -99,25 +99,34 @@ def watermarks(client_config: Mapping[str, Any], topics: Sequence[str], *,
             SASL), a topic that does not exist (with "did you mean"), or one this client may
             not read.
     """
-    from confluent_kafka import KafkaException
+    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient
 
     servers = str(client_config.get("bootstrap.servers", ""))
-    errors: list[str] = []
+    errors: list[Any] = []
     config = {"logger": logging.getLogger("runner.kafka.client"), **client_config,
-              "error_cb": lambda err: errors.append(err.str()),
+              "error_cb": errors.append,
               "socket.timeout.ms": max(1000, int(timeout * 1000))}
     admin = AdminClient(config)
-    try:
-        listing = list_watermarks(admin, topics, timeout=timeout,
-                                  committed=read_committed(client_config))
-    except KafkaException as e:
-        admin.poll(0)
-        raise ConfigError(
-            f"no metadata or offsets from the Kafka brokers at {servers} within "
-            f"{timeout:.0f} s: {errors[-1] if errors else e.args[0].str()}; check the client's "
-            "security options (security.protocol, ssl.*, sasl.*) against the broker's listener"
-        ) from e
+    deadline = time.monotonic() + timeout
+    while True:  # in slices of a second: a failed authentication ends it at once
+        try:
+            listing = list_watermarks(admin, topics,
+                                      timeout=max(0.1, min(1.0, deadline - time.monotonic())),
+                                      committed=read_committed(client_config))
+            break
+        except KafkaException as e:
+            admin.poll(0)
+            auth = KafkaError._AUTHENTICATION  # noqa: SLF001 - librdkafka's code, spelt so
+            denied = any(err.code() == auth for err in errors)
+            if not denied and time.monotonic() < deadline:
+                continue
+            within = "" if denied else f" within {timeout:.0f} s"
+            raise ConfigError(
+                f"no metadata or offsets from the Kafka brokers at {servers}{within}: "
+                f"{errors[-1].str() if errors else e.args[0].str()}; check the client's "
+                "security options (security.protocol, ssl.*, sasl.*) against the broker's "
+                "listener") from e
     for topic in listing.missing:
         raise _unknown_topic(topic, servers, listing.existing)
     for topic, error in listing.refused.items():
