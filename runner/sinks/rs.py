@@ -132,17 +132,19 @@ class RsWriter(DeltaWriter):
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return data.num_rows, (DeltaTable(spec.path) if table is None else table).version()
 
-    def _append_staged(self, spec: SinkSpec, df: DataFrame,
-                       batch_id: int) -> tuple[int, int | None]:
-        """Spark writes the files (executors), delta-rs commits them with the app txn."""
+    def _append_staged(self, spec: SinkSpec, df: DataFrame, batch_id: int, *,
+                       written: bool = False) -> tuple[int, int | None]:
+        """Spark writes the files (executors), delta-rs commits them with the app txn
+        (``written``: Spark has already written them, unpartitioned, for this batch)."""
         schema = delta_schema_json(df.schema.jsonValue())
         table = _open(spec)
         if table is not None:
             check_table_schema(table, schema, partition_by=spec.partition_by, model=spec.model)
         indexed = _indexed_columns(table)
         # Spark errors propagate as they are: the batch names the model that failed.
-        write_staged(df, table_path=spec.path, app_id=spec.app_id, batch_id=batch_id,
-                     partition_by=spec.partition_by)
+        if not written:
+            write_staged(df, table_path=spec.path, app_id=spec.app_id, batch_id=batch_id,
+                         partition_by=spec.partition_by)
         try:
             staged = collect_staged(spec.path, spec.app_id, batch_id,
                                     partition_by=spec.partition_by, indexed_columns=indexed)
@@ -189,13 +191,13 @@ class RsWriter(DeltaWriter):
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return data.num_rows, target.version()
 
-
     def _merge_staged(self, spec: SinkSpec, df: DataFrame,
                       batch_id: int) -> tuple[int, int | None]:
         """A big batch's merge: Spark stages the source as Parquet, delta-rs merges it as a
         stream (the module docstring)."""
         target = _open(spec)
-        write_staged(df, table_path=spec.path, app_id=spec.app_id, batch_id=batch_id)
+        write_staged(df, table_path=spec.path, app_id=spec.app_id, batch_id=batch_id,
+                     partition_by=spec.partition_by if target is None else ())
         try:
             source = staged_dataset(spec.path, spec.app_id, batch_id)
             columns = source.schema.names
@@ -208,8 +210,8 @@ class RsWriter(DeltaWriter):
         if rows == 0:
             remove_staged(spec.path, spec.app_id, batch_id, prune_empty=True)
             return 0, None
-        if target is None:  # first batch: the merge is a plain create, the files committed
-            return self._append_staged(spec, df, batch_id)  # where Spark writes them
+        if target is None:  # first batch: the merge is a plain create, the staged files
+            return self._append_staged(spec, df, batch_id, written=True)  # committed in place
         try:
             merger = target.merge(source.scanner().to_reader(),
                                   predicate=merge_predicate(spec.unique_key),
