@@ -129,11 +129,12 @@ def remove_staged(table_path: str, app_id: str, batch_id: int, *,
 
 def staged_dataset(table_path: str, app_id: str, batch_id: int) -> Any:
     """The Parquet files of batch ``batch_id``'s staging folder as a ``pyarrow.dataset``
-    (Spark's ``_SUCCESS`` and ``.crc`` files left out): read lazily, batch by batch."""
+    (Spark's ``_SUCCESS`` and ``.crc`` files left out; ``<col>=<value>`` folders as columns):
+    read lazily, batch by batch."""
     import pyarrow.dataset as pads
 
     fs, path = _filesystem(staging_path(table_path, app_id, batch_id))
-    return pads.dataset(path, format="parquet", filesystem=fs)
+    return pads.dataset(path, format="parquet", filesystem=fs, partitioning="hive")
 
 
 def write_staged(df: DataFrame, *, table_path: str, app_id: str, batch_id: int,

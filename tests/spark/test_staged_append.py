@@ -314,6 +314,16 @@ def test_merge_source_of_a_big_batch_is_staged_and_streamed(spark: SparkSession,
         w.write(s, spark.sql("SELECT 'x' AS other, 1L AS n"), 2, rows_hint=2)
     assert DeltaTable(s.path).version() == 1  # neither wrote
 
+    # A partitioned merge table created by a staged batch: partitioned as declared.
+    part = spec(tmp_path, model="pm", materialized="merge", unique_key=["k"],
+                partition_by=["p"])
+    two = "SELECT concat('k', id) AS k, id % 2 AS p, id AS n FROM range({}, {})"
+    w.write(part, spark.sql(two.format(0, 4)), 0, rows_hint=4)
+    w.write(part, spark.sql(two.format(2, 6)), 1, rows_hint=4)
+    assert DeltaTable(part.path).metadata().partition_columns == ["p"]
+    assert sorted((r["k"], r["p"], r["n"]) for r in read(part.path).to_pylist()) == [
+        (f"k{i}", i % 2, i) for i in range(6)]
+
 
 @pytest.mark.spark
 def test_tiny_batches_go_through_arrow(spark: SparkSession, tmp_path: Path):
