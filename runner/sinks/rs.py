@@ -174,21 +174,7 @@ class RsWriter(DeltaWriter):
         target = _open(spec)
         if target is None:  # first batch: the merge is a plain create
             return self._append(spec, data, batch_id)
-        try:
-            merger = target.merge(data, predicate=merge_predicate(spec.unique_key),
-                                  source_alias="source", target_alias="target",
-                                  commit_properties=_commit_properties(spec, batch_id))
-            updates = _matched_updates(spec, data.column_names)
-            if updates:
-                merger = merger.when_matched_update(updates=updates,
-                                                    predicate=spec.merge_condition)
-            merger = merger.when_not_matched_insert_all()
-            failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
-            merger.execute()
-        except _ENGINE_ERRORS as e:
-            raise SinkError(f"model {spec.model}: merging batch {batch_id} into "
-                            f"{spec.path} failed: {e}") from e
-        failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        _execute_merge(spec, target, data, data.column_names, batch_id)
         return data.num_rows, target.version()
 
     def _merge_staged(self, spec: SinkSpec, df: DataFrame,
@@ -212,25 +198,30 @@ class RsWriter(DeltaWriter):
             return 0, None
         if target is None:  # first batch: the merge is a plain create, the staged files
             return self._append_staged(spec, df, batch_id, written=True)  # committed in place
-        try:
-            merger = target.merge(source.scanner().to_reader(),
-                                  predicate=merge_predicate(spec.unique_key),
-                                  source_alias="source", target_alias="target",
-                                  streamed_exec=True,
-                                  commit_properties=_commit_properties(spec, batch_id))
-            updates = _matched_updates(spec, columns)
-            if updates:
-                merger = merger.when_matched_update(updates=updates,
-                                                    predicate=spec.merge_condition)
-            merger = merger.when_not_matched_insert_all()
-            failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
-            merger.execute()
-        except _ENGINE_ERRORS as e:
-            raise SinkError(f"model {spec.model}: merging batch {batch_id} into "
-                            f"{spec.path} failed: {e}") from e
-        failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        _execute_merge(spec, target, source.scanner().to_reader(), columns, batch_id)
         remove_staged(spec.path, spec.app_id, batch_id, prune_empty=True)  # never table files
         return rows, target.version()
+
+
+def _execute_merge(spec: SinkSpec, target: DeltaTable, source: Any, columns: Sequence[str],
+                   batch_id: int) -> None:
+    """MERGE ``source`` (an Arrow table or a stream of record batches, ``columns`` its
+    columns) into ``target`` on the unique key, with the batch's transaction in the commit."""
+    try:
+        merger = target.merge(source, predicate=merge_predicate(spec.unique_key),
+                              source_alias="source", target_alias="target",
+                              streamed_exec=True,
+                              commit_properties=_commit_properties(spec, batch_id))
+        updates = _matched_updates(spec, columns)
+        if updates:
+            merger = merger.when_matched_update(updates=updates, predicate=spec.merge_condition)
+        merger = merger.when_not_matched_insert_all()
+        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        merger.execute()
+    except _ENGINE_ERRORS as e:
+        raise SinkError(f"model {spec.model}: merging batch {batch_id} into "
+                        f"{spec.path} failed: {e}") from e
+    failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
 
 
 def as_nullable(table: pa.Table) -> pa.Table:
