@@ -22,7 +22,15 @@ if TYPE_CHECKING:
 
 #: Fixtures that start a JVM, by the marker their tests must carry.
 _JVM_FIXTURES = {"spark": {"spark", "delta_spark", "delta_engine"},
-                 "kafka": {"kafka_broker", "apache_kafka", "bootstrap"}}
+                 "kafka": {"kafka_broker", "apache_kafka", "apache_kafka_node", "bootstrap"}}
+
+# The suite's one driver JVM is launched by whichever test builds a session first (often a
+# test running run_stream in process, with its project's settings, not the `spark` fixture's),
+# and its heap is fixed at launch. Spark's launcher takes SPARK_DRIVER_MEMORY when the session's
+# settings name none, so every JVM of the run gets 2 GB: a CI run lost the shared JVM to an
+# OutOfMemoryError (the hostile records' parse) after a test had launched it with the 1 GB
+# default. Runner processes the tests start inherit it too.
+os.environ.setdefault("SPARK_DRIVER_MEMORY", "2g")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -42,9 +50,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 
     log_dir = tmp_path_factory.mktemp("spark-logs")
     # One session serves the whole suite (hundreds of streams, the 10 MB hostile records):
-    # 2 GB of heap, not the default 1 GB. A CI run lost this JVM midway, without a message,
-    # in the hostile-records parse test; the likeliest cause is an OutOfMemoryError in a task,
-    # which ends a local-mode JVM (the executor is the driver).
+    # 2 GB of heap (SPARK_DRIVER_MEMORY above, for a JVM a test launched first), not 1 GB:
+    # an OutOfMemoryError in a task ends a local-mode JVM (the executor is the driver).
     session = build_session(master="local[2]", app_name="runner-tests", log_dir=str(log_dir),
                             conf={"spark.driver.memory": "2g"})
     if os.environ.get("RUNNER_REQUIRE_JARS") == "1":
