@@ -127,10 +127,10 @@ def test_unknown_topic_and_tls_mismatch_are_named_at_start(
     assert "security.protocol" in str(tls), str(tls)
 
 
-def _sasl_options(reader: str, password: str) -> str:
+def _sasl_options(reader: str, password: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """project.yml ``options:`` for the broker's SASL/PLAIN listener, in each client's names
-    (the password through env_var, as a deployment writes it)."""
-    os.environ["RUNNER_TEST_KAFKA_PASSWORD"] = password
+    (the password through env_var, as a deployment writes it; read when the project loads)."""
+    monkeypatch.setenv("RUNNER_TEST_KAFKA_PASSWORD", password)
     secret = "{{ env_var('RUNNER_TEST_KAFKA_PASSWORD') }}"
     common = "    security.protocol: SASL_PLAINTEXT\n    sasl.mechanism: PLAIN\n"
     if reader == "python":
@@ -143,7 +143,8 @@ def _sasl_options(reader: str, password: str) -> str:
 
 @pytest.mark.parametrize(("reader", "engine"), PATHS, ids=[f"{r}-{e}" for r, e in PATHS])
 def test_sasl_authentication_failure_is_named_at_start_and_the_right_password_streams(
-        apache_kafka_node: Any, reader: str, engine: str, spark: Any, tmp_path: Path) -> None:
+        apache_kafka_node: Any, reader: str, engine: str, spark: Any, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """On the broker's SASL/PLAIN listener: a wrong password ends the start at once, not at
     the end of connect_timeout (exit 2, the broker named, the password not, nothing written);
     the right one streams exactly."""
@@ -152,7 +153,7 @@ def test_sasl_authentication_failure_is_named_at_start_and_the_right_password_st
     sasl = Topic(apache_kafka_node.sasl_bootstrap, topic.name, 1, topic.records)
     wrong_project = _project(tmp_path / "wrong", sasl, reader=reader, engine=engine,
                              source_extra="  connect_timeout: 15 seconds\n  options:\n"
-                                          + _sasl_options(reader, "not-the-password"))
+                                          + _sasl_options(reader, "not-the-password", monkeypatch))
     started = time.monotonic()
     wrong = _refused(wrong_project)
     assert time.monotonic() - started < 10  # the refusal does not wait out connect_timeout
@@ -162,7 +163,7 @@ def test_sasl_authentication_failure_is_named_at_start_and_the_right_password_st
     project = _project(tmp_path / "right", sasl, reader=reader, engine=engine,
                        models={"models/event_offsets.sql": EVENT_OFFSETS},
                        source_extra="  connect_timeout: 15 seconds\n  options:\n"
-                                    + _sasl_options(reader, SASL_PASSWORD))
+                                    + _sasl_options(reader, SASL_PASSWORD, monkeypatch))
     _, batches = _run(project)
     assert sum(b.input_rows for b in batches) == 30
     _check_tables(project, sasl)
