@@ -286,12 +286,18 @@ def test_merge_source_of_a_small_or_unknown_batch_goes_through_arrow(
 
 @pytest.mark.spark
 def test_merge_source_of_a_big_batch_is_staged_and_streamed(spark: SparkSession,
-                                                            tmp_path: Path):
-    """Above ``arrow_max_rows`` the merge source never reaches the driver: Spark stages it,
-    delta-rs merges the Parquet as a stream; the result, the replay skip and the duplicate-key
-    refusal are those of the Arrow path, and the staging folder is gone after each commit."""
+                                                            tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch):
+    """Above ``arrow_max_rows`` the merge source never reaches the driver (``toArrow`` is
+    never called): Spark stages it, delta-rs merges the Parquet as a stream; the result, the
+    replay skip and the duplicate-key refusal are those of the Arrow path, and the staging
+    folder is gone after each commit."""
     from runner.errors import DuplicateKeyError
 
+    def collected(self: Any) -> Any:
+        raise AssertionError("the merge source was collected to the driver")
+
+    monkeypatch.setattr(type(spark.range(1)), "toArrow", collected)  # the concrete class
     w = RsWriter(arrow_max_rows=1)
     s = spec(tmp_path, materialized="merge", unique_key=["k"],
              merge_update={"n": "target.n + source.n"})
