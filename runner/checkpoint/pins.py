@@ -111,6 +111,7 @@ class Pins:
     def __init__(self, checkpoint: Path) -> None:
         self.folder = Path(checkpoint) / PINS_DIR
         self.seeds = self.folder / "seeds"
+        self._parsed: tuple[tuple[int, int], dict[str, list[_Run]]] | None = None
 
     def _path(self, batch_id: int) -> Path:
         return BatchFiles(self.folder).path(batch_id)
@@ -144,19 +145,27 @@ class Pins:
                                       "which source versions the batch joined") from e
 
     def _runs(self) -> dict[str, list[_Run]]:
-        """Lookup name -> its runs, ascending (``runs.json``; empty when there is none)."""
+        """Lookup name -> its runs, ascending (``runs.json``; empty when there is none).
+        Parsed again only when the file changed (a ``stat`` per call): :meth:`get` runs for
+        every batch a backfill checks. Callers do not modify the result."""
         path = self.folder / RUNS_FILE
         try:
-            text = path.read_text(encoding="utf-8")
+            info = path.stat()
         except FileNotFoundError:
             return {}
+        key = (info.st_mtime_ns, info.st_size)
+        if self._parsed is not None and self._parsed[0] == key:
+            return self._parsed[1]
         try:
-            return {str(name): [[int(a), int(b), Pin.from_dict(p)] for a, b, p in runs]
-                    for name, runs in json.loads(text)["lookups"].items()}
-        except (ValueError, KeyError, TypeError) as e:
+            runs = {str(name): [[int(a), int(b), Pin.from_dict(p)] for a, b, p in rs]
+                    for name, rs in json.loads(path.read_text(encoding="utf-8"))[
+                        "lookups"].items()}
+        except (OSError, ValueError, KeyError, TypeError) as e:
             raise ExecutionError(f"pin runs {path} are unreadable: {e}",
                                  hint="restore it from a backup of the checkpoint: it records "
                                       "which source versions the batches joined") from e
+        self._parsed = (key, runs)
+        return runs
 
     def fold(self, *, before: int, every: int | None = None) -> int:
         """Fold the batch files of batches ``< before`` into ``runs.json`` once there are at
@@ -166,7 +175,7 @@ class Pins:
         todo = [b for b in files.ids() if b < before]
         if len(todo) < (FOLD_EVERY if every is None else every):
             return 0
-        runs = self._runs()
+        runs = {name: [list(r) for r in rs] for name, rs in self._runs().items()}  # a copy
         for batch_id in todo:
             for name, pin in self._file(batch_id).items():
                 _insert(runs.setdefault(name, []), batch_id, pin)
@@ -174,6 +183,7 @@ class Pins:
                            for name in sorted(runs)}}
         write_atomic(self.folder / RUNS_FILE, json.dumps(doc, separators=(",", ":")),
                      durable=True)
+        self._parsed = None
         for batch_id in todo:
             files.path(batch_id).unlink(missing_ok=True)
         return len(todo)
@@ -227,6 +237,7 @@ class Pins:
                                for name, rs in sorted(kept.items()) if rs}}
             write_atomic(self.folder / RUNS_FILE, json.dumps(doc, separators=(",", ":")),
                          durable=True)
+            self._parsed = None
         return BatchFiles(self.folder).prune(below)
 
 

@@ -27,6 +27,7 @@ import io
 import itertools
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,8 +98,9 @@ class Lookups:
     _checked: dict[str, int] = field(default_factory=dict, repr=False)
     _seeds: dict[str, SeedContent] = field(default_factory=dict, repr=False)  # read at start
 
-    @property
+    @cached_property
     def pins(self) -> Pins:
+        """The checkpoint's pins, one object for the run (it keeps the parsed runs)."""
         return Pins(self.checkpoint)
 
     # -- start-up --------------------------------------------------------------------------

@@ -177,12 +177,21 @@ def batch_versions(table: Path, app_id: str) -> tuple[int, dict[int, int]] | Non
         return None
     found: dict[int, int] = {}
     for version in commits:
-        with open(_commit_file(table, version), encoding="utf-8") as f:
-            for line in f:
-                txn = json.loads(line).get("txn") if line.strip() else None
-                if txn and txn.get("appId") == app_id:
-                    found[version] = int(txn["version"])
+        for txn in _transactions(table, version):
+            if txn.get("appId") == app_id:
+                found[version] = int(txn["version"])
     return commits[-1], found
+
+
+def _transactions(table: Path, version: int) -> list[dict[str, Any]]:
+    """The ``txn`` actions (application transactions) of commit ``version``.
+
+    Raises:
+        FileNotFoundError: the commit file is gone (log cleanup).
+    """
+    with open(_commit_file(table, version), encoding="utf-8") as f:
+        actions = [json.loads(line) for line in f if line.strip()]
+    return [a["txn"] for a in actions if isinstance(a.get("txn"), dict)]
 
 
 def recent_app_ids(table: Path, *, commits: int = 20) -> set[str]:
@@ -194,11 +203,8 @@ def recent_app_ids(table: Path, *, commits: int = 20) -> set[str]:
         if newest is not None and version <= newest - commits:
             break
         try:
-            with open(_commit_file(table, version), encoding="utf-8") as f:
-                for line in f:
-                    txn = json.loads(line).get("txn") if line.strip() else None
-                    if txn and isinstance(txn.get("appId"), str):
-                        found.add(txn["appId"])
+            found |= {t["appId"] for t in _transactions(table, version)
+                      if isinstance(t.get("appId"), str)}
         except FileNotFoundError:
             break  # log cleanup: older commits are gone
     return found
