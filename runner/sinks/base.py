@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APP_ID_KEY",
+    "ONE_TASK_MAX_ROWS",
     "BATCH_ID_KEY",
     "SinkSpec",
     "WriteResult",
@@ -111,6 +112,14 @@ def sink_specs(plan: Plan, *, table_path: Callable[[str], str],
     return sinks, dead
 
 
+#: A batch of at most this many input rows is written by one Spark task per table (a
+#: ``coalesce(1)`` of the model's rows, no shuffle): on a small batch each task's fixed cost
+#: (scheduling, a Parquet writer, on delta-spark a file and its statistics) outweighs the
+#: work, several concurrent model writes share the cores anyway, and each batch adds one file
+#: per table rather than one per source partition. Measured: docs/KAFKA.md.
+ONE_TASK_MAX_ROWS = 10_000
+
+
 @dataclass(frozen=True)
 class WriteResult:
     """What one sink write did in one micro-batch."""
@@ -150,6 +159,8 @@ class DeltaWriter(ABC):
         committed = self.committed_version(spec)
         if committed is not None and committed >= batch_id:
             return WriteResult(spec.model, 0, True, None, time.perf_counter() - started)
+        if rows_hint is not None and rows_hint <= ONE_TASK_MAX_ROWS and _is_dataframe(data):
+            data = data.coalesce(1)  # a small batch: one task and one file per table
         prepared = self._prepare(spec, data, rows_hint)
         if spec.materialized == "merge":
             rows, version = self._merge(spec, prepared, batch_id)
@@ -210,6 +221,11 @@ class DeltaWriter(ABC):
 
 
 # -- helpers shared by the engines ---------------------------------------------------------
+
+
+def _is_dataframe(data: object) -> bool:
+    """A Spark DataFrame (not an Arrow table), without importing pyspark here."""
+    return type(data).__module__.startswith("pyspark.")
 
 
 def commit_tags(app_id: str, batch_id: int) -> dict[str, str]:

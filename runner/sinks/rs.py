@@ -41,6 +41,7 @@ from runner.sinks.base import (
     merge_predicate,
     quote_column,
 )
+from runner.sinks.open_tables import OpenTables
 from runner.sinks.schema import check_table_schema, delta_schema_json
 from runner.sinks.staged import (
     collect_staged,
@@ -89,17 +90,26 @@ class RsWriter(DeltaWriter):
 
     def __init__(self, *, arrow_max_rows: int = ARROW_MAX_ROWS) -> None:
         self.arrow_max_rows = arrow_max_rows
+        self.tables = OpenTables()  # kept open between batches (runner/sinks/open_tables.py)
 
     def committed_version(self, spec: SinkSpec) -> int | None:
-        table = _open(spec)
+        table = self._open(spec)
         return None if table is None else table.transaction_version(spec.app_id)
 
     def foreign_app_ids(self, spec: SinkSpec) -> set[str]:
-        table = _open(spec)
+        table = self._open(spec)
         if table is None:
             return set()
         found = {app_id_of_commit(commit) for commit in table.history()}
         return {a for a in found if a is not None and a != spec.app_id}
+
+    def drop(self, spec: SinkSpec) -> None:
+        self.tables.forget(spec.path)
+        super().drop(spec)
+
+    def _open(self, spec: SinkSpec) -> DeltaTable | None:
+        """The table at ``spec.path`` at its latest version, or None when there is none yet."""
+        return self.tables.get(spec.path)
 
     # -- engine steps ---------------------------------------------------------------------
 
@@ -121,12 +131,13 @@ class RsWriter(DeltaWriter):
         if data.num_rows == 0:
             return 0, None
         failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
-        table = _open(spec)  # written through this object, its version is the new one: no reload
+        table = self._open(spec)  # written through this object, its version is the new one
         try:
             write_deltalake(spec.path if table is None else table, data, mode="append",
                             partition_by=list(spec.partition_by) or None,
                             commit_properties=_commit_properties(spec, batch_id))
         except _ENGINE_ERRORS as e:
+            self.tables.forget(spec.path)  # its state after a failed commit is not trusted
             raise SinkError(f"model {spec.model}: appending batch {batch_id} to "
                             f"{spec.path} failed: {e}") from e
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
@@ -137,7 +148,7 @@ class RsWriter(DeltaWriter):
         """Spark writes the files (executors), delta-rs commits them with the app txn
         (``written``: Spark has already written them, unpartitioned, for this batch)."""
         schema = delta_schema_json(df.schema.jsonValue())
-        table = _open(spec)
+        table = self._open(spec)
         if table is not None:
             check_table_schema(table, schema, partition_by=spec.partition_by, model=spec.model)
         indexed = _indexed_columns(table)
@@ -160,6 +171,7 @@ class RsWriter(DeltaWriter):
                                     partition_by=spec.partition_by,
                                     commit_properties=_commit_properties(spec, batch_id))
         except _ENGINE_ERRORS + (OSError,) as e:
+            self.tables.forget(spec.path)
             raise SinkError(f"model {spec.model}: committing batch {batch_id} to "
                             f"{spec.path} failed: {e}") from e
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
@@ -171,17 +183,17 @@ class RsWriter(DeltaWriter):
         _check_unique(spec, data, batch_id)
         if data.num_rows == 0:
             return 0, None
-        target = _open(spec)
+        target = self._open(spec)
         if target is None:  # first batch: the merge is a plain create
             return self._append(spec, data, batch_id)
-        _execute_merge(spec, target, data, data.column_names, batch_id)
+        self._execute_merge(spec, target, data, data.column_names, batch_id)
         return data.num_rows, target.version()
 
     def _merge_staged(self, spec: SinkSpec, df: DataFrame,
                       batch_id: int) -> tuple[int, int | None]:
         """A big batch's merge: Spark stages the source as Parquet, delta-rs merges it as a
         stream (the module docstring)."""
-        target = _open(spec)
+        target = self._open(spec)
         write_staged(df, table_path=spec.path, app_id=spec.app_id, batch_id=batch_id,
                      partition_by=spec.partition_by if target is None else ())
         try:
@@ -198,9 +210,18 @@ class RsWriter(DeltaWriter):
             return 0, None
         if target is None:  # first batch: the merge is a plain create, the staged files
             return self._append_staged(spec, df, batch_id, written=True)  # committed in place
-        _execute_merge(spec, target, source.scanner().to_reader(), columns, batch_id)
+        self._execute_merge(spec, target, source.scanner().to_reader(), columns, batch_id)
         remove_staged(spec.path, spec.app_id, batch_id, prune_empty=True)  # never table files
         return rows, target.version()
+
+    def _execute_merge(self, spec: SinkSpec, target: DeltaTable, source: Any,
+                       columns: Sequence[str], batch_id: int) -> None:
+        """:func:`_execute_merge`; a failed merge's table state is forgotten."""
+        try:
+            _execute_merge(spec, target, source, columns, batch_id)
+        except BaseException:
+            self.tables.forget(spec.path)
+            raise
 
 
 def _execute_merge(spec: SinkSpec, target: DeltaTable, source: Any, columns: Sequence[str],
@@ -249,13 +270,6 @@ def _nullable_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_list(t):
         return pa.list_(_nullable_field(t.value_field))
     return t
-
-
-def _open(spec: SinkSpec) -> DeltaTable | None:
-    """The table at ``spec.path``, or None when there is none yet."""
-    if not DeltaTable.is_deltatable(spec.path):
-        return None
-    return DeltaTable(spec.path)
 
 
 def _indexed_columns(table: DeltaTable | None) -> int:

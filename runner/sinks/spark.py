@@ -29,15 +29,21 @@ with the ``SetTransaction`` in the SAME commit. What other readers see is unchan
 actions, the same commitInfo (operation WRITE, userMetadata, metrics), checksum files as
 before.
 
-The Delta checkpoint that every ``delta.checkpointInterval``-th (10th) commit writes is taken
-off delta-spark there: its post-commit hook writes it with Spark jobs inside the batch. The
-transaction drops that one hook (the checksum hook stays), and once the commit is in, delta-rs
-writes the checkpoint of that version from the log, without a job: the same classic
-checkpoint, the app's ``SetTransaction`` in it, readable by delta-spark. Where delta-rs cannot
-(a table feature it does not support), delta-spark's own ``DeltaLog.checkpoint()`` runs
-instead, as before. A checkpoint that fails fails nothing: the commit stands, the log stays
-readable (Delta's rule). What remains at those versions, the commit statistics delta-spark
-4.4 computes from the whole table state, and the measurements: docs/KAFKA.md.
+Checkpoints are the runner's, not delta-spark's. delta-spark 4.4 does two things at every
+version that is a multiple of the table's ``delta.checkpointInterval`` (10 by default): inside
+the commit it computes commit statistics (``numOfFiles``, ``sizeInBytes``) from the whole table
+state, three Spark jobs with no setting to skip them, and after it its post-commit hook writes
+the checkpoint with more jobs. Both stall the batch for seconds. So the tables this writer
+creates get ``delta.checkpointInterval`` = :data:`TABLE_CHECKPOINT_INTERVAL` (1000, a backstop
+for other writers), the explicit transaction drops the checkpoint hook (the checksum hook
+stays), and the runner checkpoints every :data:`CHECKPOINT_EVERY` (10) versions itself, once
+the commit is in, with delta-rs from the log, without a job: the same classic checkpoint, the
+app's ``SetTransaction`` in it, readable by delta-spark. Where delta-rs cannot (a table feature
+it does not support), delta-spark's own ``DeltaLog.checkpoint()`` runs instead. A checkpoint
+that fails fails nothing: the commit stands, the log stays readable (Delta's rule). Tables
+created before (or by the ``rs`` engine) keep their interval, so delta-spark still computes
+the statistics at their tenth commits until ``ALTER TABLE delta.`<path>` SET TBLPROPERTIES
+('delta.checkpointInterval' = '1000')``. Measurements: docs/KAFKA.md.
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ from runner.sinks.base import (
     merge_predicate,
     quote_column,
 )
+from runner.sinks.open_tables import OpenTables
 from runner.sinks.rs import RsWriter
 from runner.spark_errors import delta_error
 
@@ -74,6 +81,14 @@ __all__ = ["SparkWriter", "delta_spark_available"]
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+
+#: The table property that decides where delta-spark checkpoints (and computes its commit
+#: statistics from the whole state), and the value the tables this writer creates get.
+CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
+TABLE_CHECKPOINT_INTERVAL = 1000
+#: The runner checkpoints each table at every version that is a multiple of this (Delta's
+#: default interval), with delta-rs.
+CHECKPOINT_EVERY = 10
 
 #: Session confs carry the merge's transaction: one merge at a time per process.
 _MERGE_LOCK = threading.Lock()
@@ -116,6 +131,10 @@ class SparkWriter(DeltaWriter):
         except (DeltaError, OSError):  # a location delta-rs cannot open: ask Spark
             return self._history_version(spec)
 
+    def drop(self, spec: SinkSpec) -> None:
+        self._log.tables.forget(spec.path)
+        super().drop(spec)
+
     def foreign_app_ids(self, spec: SinkSpec) -> set[str]:
         try:
             return self._log.foreign_app_ids(spec)
@@ -138,15 +157,17 @@ class SparkWriter(DeltaWriter):
                   .mode("append"))
         if spec.partition_by:
             writer = writer.partitionBy(*spec.partition_by)
+        # applies only where this write creates the table (delta-spark's own rule)
+        writer = writer.option(CHECKPOINT_INTERVAL_PROPERTY, str(TABLE_CHECKPOINT_INTERVAL))
         with _wrapped(spec, "appending", batch_id):
-            txn = _Transaction.start(data.sparkSession, spec, batch_id, data)
+            txn = _Transaction.start(data.sparkSession, spec, batch_id, data, self._log.tables)
             if txn is not None:  # the table exists: one explicit transaction, no state job
                 if txn.committed():
                     return 0, None  # committed since the runner's own check: skipped
                 failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
                 version = txn.write_and_commit()
                 failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
-                return _commit_rows(spec.path, version, "numOutputRows"), version
+                return txn.rows_written(version, "numOutputRows"), version
             failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
             writer.save(spec.path)  # a new table: its (empty) state costs nothing to read
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
@@ -181,7 +202,10 @@ class SparkWriter(DeltaWriter):
                 for key in confs:
                     spark.conf.unset(key)
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
-        return self._last_commit(spec, spark, batch_id, "numSourceRows")
+        rows, version = self._last_commit(spec, spark, batch_id, "numSourceRows")
+        if version is not None and version % CHECKPOINT_EVERY == 0:
+            _checkpoint(spec.path, version, self._log.tables)
+        return rows, version
 
     # -- reading back ---------------------------------------------------------------------
 
@@ -222,14 +246,14 @@ class _Transaction:
     """
 
     def __init__(self, spark: SparkSession, spec: SinkSpec, batch_id: int, txn: Any,
-                 steps: dict[str, Any]) -> None:
+                 steps: dict[str, Any], tables: OpenTables) -> None:
         self._spark, self._spec, self._batch_id = spark, spec, batch_id
-        self._txn, self._steps = txn, steps
+        self._txn, self._steps, self._tables = txn, steps, tables
         self.read_version = int(txn.readVersion())
 
     @classmethod
     def start(cls, spark: SparkSession, spec: SinkSpec, batch_id: int,
-              data: DataFrame) -> _Transaction | None:
+              data: DataFrame, tables: OpenTables | None = None) -> _Transaction | None:
         """Open the transaction (reads the table's latest version: protocol and metadata come
         from its checksum file, no job) and build the write; None: use the DataFrame writer."""
         from py4j.protocol import Py4JError, Py4JJavaError
@@ -266,14 +290,13 @@ class _Transaction:
             raise
         except Py4JError:  # a class or signature this code does not know: nothing written
             return None
-        return cls(spark, spec, batch_id, txn, steps)
+        return cls(spark, spec, batch_id, txn, steps, tables or OpenTables())
 
     def committed(self) -> bool:
         """True when the table, at the transaction's read version, holds this batch; else the
         app id is registered as read, so a later commit of it conflicts (as ``txnVersion``
         would register it)."""
-        version = RsTable(self._spec.path, version=self.read_version).transaction_version(
-            self._spec.app_id)
+        version = self._log_at(self.read_version).transaction_version(self._spec.app_id)
         if version is not None and version >= self._batch_id:
             return True
         self._steps["read_txn"].append(self._spec.app_id)
@@ -296,10 +319,22 @@ class _Transaction:
         finally:
             steps["active"].clearActive()
         version = int(committed.get()) if committed.isDefined() else None
-        every = steps["checkpoint_every"]
-        if own_checkpoint and version is not None and every > 0 and version % every == 0:
-            self._checkpoint(version)
+        if version is not None and version % CHECKPOINT_EVERY == 0 and not (
+                not own_checkpoint and version % steps["checkpoint_every"] == 0):
+            _checkpoint(self._spec.path, version, self._tables, steps["log"])
         return version
+
+    def rows_written(self, version: int | None, rows_metric: str) -> int:
+        """The rows metric of commit ``version`` (this transaction's), read from the log."""
+        if version is None:
+            return 0
+        commits = self._log_at(version).history(1)
+        metrics = (commits[0].get("operationMetrics") or {}) if commits else {}
+        return int(metrics.get(rows_metric, 0))
+
+    def _log_at(self, version: int) -> RsTable:
+        """The table's log at ``version`` through delta-rs (:func:`_log_at`)."""
+        return _log_at(self._spec.path, version, self._tables)
 
     def _drop_checkpoint_hook(self) -> bool:
         """Remove delta-spark's post-commit checkpoint hook from this transaction; False (the
@@ -316,29 +351,32 @@ class _Transaction:
             pass
         return False
 
-    def _checkpoint(self, version: int) -> None:
-        """Write the checkpoint of ``version`` with delta-rs; else with delta-spark (the latest
-        version); a failure of both is harmless (see the module docstring)."""
-        from py4j.protocol import Py4JError
 
+
+def _log_at(path: str, version: int, tables: OpenTables) -> RsTable:
+    """The table's log at ``version`` through delta-rs: the kept open table when it is at that
+    version (:mod:`runner.sinks.open_tables`), else the table opened there."""
+    kept = tables.get(path)
+    if kept is not None and kept.version() == version:
+        return kept
+    return RsTable(path, version=version)
+
+
+def _checkpoint(path: str, version: int, tables: OpenTables, log: Any = None) -> None:
+    """Write the checkpoint of ``version`` with delta-rs; else, given delta-spark's ``log``,
+    with delta-spark (the latest version); a failure is harmless (the module docstring)."""
+    from py4j.protocol import Py4JError
+
+    try:
+        _log_at(path, version, tables).create_checkpoint()
+        return
+    except (DeltaError, OSError, ValueError):
+        pass
+    if log is not None:
         try:
-            RsTable(self._spec.path, version=version).create_checkpoint()
-            return
-        except (DeltaError, OSError, ValueError):
-            pass
-        try:
-            self._steps["log"].checkpoint()
+            log.checkpoint()
         except Py4JError:
             pass
-
-
-def _commit_rows(path: str, version: int | None, rows_metric: str) -> int:
-    """The rows metric of commit ``version``, read from the log by delta-rs (no Spark job)."""
-    if version is None:
-        return 0
-    commits = RsTable(path, version=version).history(1)
-    metrics = (commits[0].get("operationMetrics") or {}) if commits else {}
-    return int(metrics.get(rows_metric, 0))
 
 
 def _is_batch_commit(row: Row, app_id: str, batch_id: int) -> bool:

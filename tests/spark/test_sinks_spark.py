@@ -282,16 +282,42 @@ def test_no_auto_compaction_inside_a_batch(writer: DeltaWriter, spark: SparkSess
     assert DeltaTable(ours.path).transaction_version(ours.app_id) == 2
 
 
+def test_merges_are_checkpointed_every_tenth_version(writer: SparkWriter, spark: SparkSession,
+                                                    tmp_path: Path):
+    """A merge model's table is checkpointed by the runner every tenth version too (its table
+    asks delta-spark for a checkpoint only every 1000th)."""
+    s = spec(tmp_path, materialized="merge", unique_key=("k",))
+    for batch_id in range(11):
+        writer.write(s, counts(spark, [("a", batch_id), (f"k{batch_id}", 1)]), batch_id)
+    log = Path(s.path) / "_delta_log"
+    assert json.loads((log / "_last_checkpoint").read_text())["version"] == 10
+    assert DeltaTable(s.path).transaction_version(s.app_id) == 10
+    assert {r["k"]: r["n"] for r in read(s.path)}["a"] == 10
+
+
 def test_the_tenth_commit_is_checkpointed_by_delta_rs_and_keeps_the_batch(
         writer: SparkWriter, spark: SparkSession, tmp_path: Path):
     """Every tenth commit's Delta checkpoint is written by delta-rs, not by delta-spark's
     post-commit Spark jobs (Hadoop's local file system leaves a ``.crc`` beside what Spark
     writes; delta-rs does not). The checkpoint carries the batch's transaction: with the
     commits before it gone (log cleanup), delta-spark still reads the table and a replay of the
-    batch is still skipped."""
+    batch is still skipped.
+
+    The tenth commit also runs no more Spark jobs than any other (the write's one): the table
+    was created with ``delta.checkpointInterval`` 1000, so delta-spark does not compute its
+    commit statistics from the whole table state there (3 more jobs with the interval at 10).
+    """
     s = spec(tmp_path)
-    for batch_id in range(11):
+    for batch_id in range(10):
         writer.write(s, counts(spark, [(f"k{batch_id}", batch_id)]), batch_id)
+    assert DeltaTable(s.path).metadata().configuration["delta.checkpointInterval"] == "1000"
+    sc = spark.sparkContext
+    try:
+        sc.setJobGroup("tenth-commit", "tenth")
+        assert writer.write(s, counts(spark, [("k10", 10)]), 10).version == 10
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert _jobs_in(spark, "tenth-commit") == 1
     log = Path(s.path) / "_delta_log"
     assert (log / "00000000000000000010.checkpoint.parquet").is_file()
     assert not (log / ".00000000000000000010.checkpoint.parquet.crc").exists()
@@ -304,3 +330,21 @@ def test_the_tenth_commit_is_checkpointed_by_delta_rs_and_keeps_the_batch(
     assert writer.write(s, counts(spark, [("k10", 10)]), 10).skipped
     assert DeltaTable(s.path).transaction_version(s.app_id) == 10
     assert len(read(s.path)) == 11
+
+
+@pytest.mark.parametrize("engine", ["spark", "rs"])
+def test_a_small_batch_is_one_task_and_one_file_per_table(spark: SparkSession, tmp_path: Path,
+                                                          engine: str):
+    """A batch of at most ONE_TASK_MAX_ROWS input rows (the hint) is written by one task: one
+    data file per table, not one per source partition. Without the hint it is not. On
+    ``rs`` the Spark-native path (arrow_max_rows 0) is the one that writes files from tasks."""
+    if engine == "spark" and not delta_spark_available(spark):
+        pytest.skip(NO_JARS)
+    writer = SparkWriter(spark) if engine == "spark" else RsWriter(arrow_max_rows=0)
+    df = counts(spark, [("a", 1), ("b", 2), ("c", 3)]).repartition(3)
+    hinted, unhinted = spec(tmp_path, model="hinted"), spec(tmp_path, model="unhinted")
+    writer.write(hinted, df, 0, rows_hint=3)
+    writer.write(unhinted, df, 0)
+    assert len(DeltaTable(hinted.path).file_uris()) == 1
+    assert len(DeltaTable(unhinted.path).file_uris()) == 3
+    assert len(read(hinted.path)) == len(read(unhinted.path)) == 3

@@ -1,0 +1,74 @@
+"""Open delta-rs tables kept current between batches, instead of reopened for each look.
+
+Opening a table (``DeltaTable(path)``) replays its log from the last checkpoint: every commit
+since (up to 100 on a delta-rs table, ``delta.checkpointInterval``) is listed and read, each
+time. A stream looks at each of its tables a few times per batch (is this batch committed?
+append, read the version back), so the writers keep one open table per path and bring it up
+to date with ``update_incremental()``, which reads only the commits made since. Measured
+(docs/KAFKA.md): at 60 versions an open plus a transaction look-up took 13.7 ms, an
+incremental update 3.0 ms; the reopening was a third of a 1,000-row batch's driver time.
+
+A table kept open must still be the table at that path: a table dropped and written again
+(``--full-refresh``, a rebuild) starts its versions again at 0, and an incremental update of
+the old state would see none of the new table's commits (and would answer that its batches
+are committed: data lost). The writers forget a path they drop (:meth:`OpenTables.forget`);
+as a second guard every use compares the first commit file's identity (inode, size, mtime)
+with what it was when the table was opened, and opens the table afresh when it differs or is
+gone (a log cleaned up past its retention: correct, only the saving is lost).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+__all__ = ["OpenTables"]
+
+_FIRST_COMMIT = f"_delta_log/{0:020d}.json"
+
+
+def _identity(path: str) -> tuple[int, int, int] | None:
+    """(inode, size, mtime ns) of the table's commit 0; None when there is none."""
+    try:
+        st = os.stat(Path(path) / _FIRST_COMMIT)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+class OpenTables:
+    """One open :class:`DeltaTable` per path, current at each :meth:`get`.
+
+    A table object is used by one thread at a time: a batch writes each table from one
+    thread (one sink per path), and between batches only the stream's thread looks.
+    """
+
+    def __init__(self) -> None:
+        self._tables: dict[str, tuple[DeltaTable, tuple[int, int, int]]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, path: str) -> DeltaTable | None:
+        """The table at ``path`` at its latest version; None when there is no table yet."""
+        identity = _identity(path)
+        with self._lock:
+            kept = self._tables.get(path)
+        if kept is not None and identity is not None and kept[1] == identity:
+            table = kept[0]
+            table.update_incremental()
+            return table
+        if not DeltaTable.is_deltatable(path):
+            self.forget(path)
+            return None
+        table = DeltaTable(path)
+        if identity is not None:
+            with self._lock:
+                self._tables[path] = (table, identity)
+        return table
+
+    def forget(self, path: str) -> None:
+        """Drop what is kept for ``path`` (the table was dropped, or a write on it failed)."""
+        with self._lock:
+            self._tables.pop(path, None)
