@@ -372,7 +372,7 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
     proc = RunnerProcess(project, ["--trigger", args.trigger], b.env_of(v)).start()
     warmup = list(event_lines(args.warmup, start_id=10_000_000, poison_every=0))
     total = int(rate * args.duration)
-    timed = list(event_lines(total, start_id=0, poison_every=2000))
+    timed = list(event_lines(total, start_id=0, poison_every=args.poison_every))
     try:
         proc.wait_for(lambda: any(e.startswith("pipeline") for e in proc.events()),
                       args.timeout, "the query to start")
@@ -610,6 +610,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=60, help="seconds of input at --rate")
     ap.add_argument("--warmup", type=int, default=2000, help="events before the timed phase")
     ap.add_argument("--trigger", default="1 second")
+    ap.add_argument("--poison-every", type=int, default=2000,
+                    help="rate: every N-th timed event is a poison line, a dead letter "
+                         "(0: none; the warm-up has none)")
     ap.add_argument("--rate-rounds", type=int, default=1,
                     help="rate: run every (reader, engine, rate) this many times, the order "
                          "rotated each round")
