@@ -19,7 +19,8 @@ No avoidable passes over the batch:
   count and the dead count as it goes (``DataFrame.observe``), and the rows each sink wrote
   come from the sink (Parquet footers, or the Arrow table of a merge).
 - The parse runs first, alone, as one job: a ``noop`` write of the persisted frame fills the
-  cache in parallel tasks and counts the batch. Dead letters are written only when there are
+  cache in parallel tasks and counts the batch (the models' frames are built meanwhile:
+  analysis is driver work and reads no data). Dead letters are written only when there are
   some (usually few: the writer sends them through Arrow, unless their raw text passes
   :data:`DEAD_LETTER_ARROW_MAX_BYTES`); a batch without any pays neither
   for a write job nor for building the dead-letter reasons. Then the models are written in
@@ -277,8 +278,12 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
     if persist:
         parsed.persist()  # valid rows and dead letters are both filters of this one frame
         cached.append(parsed.frame)
+    pool = ThreadPoolExecutor(max_workers=bp.parallelism, thread_name_prefix=f"batch{batch_id}")
     try:
         parsed.valid.createOrReplaceTempView(PARSED_EVENTS)
+        # The parse's job (filling the cache, counting) runs while the models' frames are
+        # built here: analysing them is driver work that needs no data.
+        filled = pool.submit(_fill, parsed.counting(counts), batch_id) if persist else None
         persisted = persisted_models(bp.plan)
         frames: dict[str, DataFrame] = {}
         outcomes: dict[str, ExpectationOutcome] = {}
@@ -313,52 +318,42 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
         # First the job that parses the batch (filling the cache) and counts it; then the
         # dead letters, if any, and every model in parallel, from the cache. (Without the
         # cache the dead-letter write is the counting pass the models' row hint waits for.)
-        dead: DataFrame | None
-        dead_hint: int | None
-        if persist:
-            _fill(parsed.counting(counts), batch_id)
+        if filled is not None:
+            filled.result()
             observed = counts.get
-            dead, dead_hint = (parsed.dead if observed["dead"] else None), observed["dead"]
+            dead_hint: int | None = observed["dead"]
             if (observed["dead_bytes"] or 0) > DEAD_LETTER_ARROW_MAX_BYTES:
                 dead_hint = None  # too big for the driver: the writer goes Spark-native
+            letters = _DeadLetters(spark, bp, (lambda: parsed.dead) if observed["dead"] else None,
+                                   dead_hint, quarantined, unreadable, batch_id)
         else:  # no model reads parsed_events: the dead-letter write is the one pass, counting
             counted_dead = parsed.dead_of(parsed.counting(counts))
-            dead, dead_hint = counted_dead, None
-        for q in quarantined:
-            dead, dead_hint = (q if dead is None else dead.unionByName(q)), None
-        if unreadable:
-            files = _unreadable_frame(spark, bp, unreadable, batch_id)
-            dead, dead_hint = ((files, len(unreadable)) if dead is None
-                               else (dead.unionByName(files), None))
-        if dead is not None and bp.write_dead_letters and not persist:
-            _write(bp.writer, bp.dead_letter, dead, batch_id, dead_hint, is_model=False)
-        if not persist:
+            letters = _DeadLetters(spark, bp, lambda: counted_dead, None, quarantined,
+                                   unreadable, batch_id)
+            if letters.any and bp.write_dead_letters:
+                letters.write()
             ready = ready_metrics(counts)
             if ready is None:  # the dead-letter sink was skipped (a replay): count here,
                 counted_dead.count()  # through the observed branch: fills the observation
                 ready = counts.get
             observed = ready
         rows_hint = int(observed["rows"]) - int(observed["dead"])
-        with ThreadPoolExecutor(max_workers=bp.parallelism,
-                                thread_name_prefix=f"batch{batch_id}") as pool:
-            futures = {}
-            # The dead letters' commit overlaps the models' (not a model: never parked, its
-            # error is raised).
-            if dead is not None and bp.write_dead_letters and persist:
-                futures[bp.dead_letter.model] = pool.submit(
-                    _write, bp.writer, bp.dead_letter, dead, batch_id, dead_hint,
-                    is_model=False)
-            futures.update({name: pool.submit(_write, bp.writer, bp.sinks[name], df, batch_id,
-                                              rows_hint, path=bp.plan.step(name).path)
-                            for name, df in frames.items() if name in bp.sinks})
-            results: dict[str, WriteResult] = {}
-            raised: dict[str, BaseException] = {}
-            for name, future in futures.items():
-                try:
-                    results[name] = future.result()
-                except BaseException as e:  # noqa: BLE001 - collected, the first is raised
-                    raised[name] = e
-            results.pop(bp.dead_letter.model, None)  # the batch reports the models' writes
+        futures = {}
+        # The dead letters (their frame built in the pool too: its reason expression is large)
+        # commit alongside the models (not a model: never parked, its error is raised).
+        if letters.any and bp.write_dead_letters and persist:
+            futures[bp.dead_letter.model] = pool.submit(letters.write)
+        futures.update({name: pool.submit(_write, bp.writer, bp.sinks[name], df, batch_id,
+                                          rows_hint, path=bp.plan.step(name).path)
+                        for name, df in frames.items() if name in bp.sinks})
+        results: dict[str, WriteResult] = {}
+        raised: dict[str, BaseException] = {}
+        for name, future in futures.items():
+            try:
+                results[name] = future.result()
+            except BaseException as e:  # noqa: BLE001 - collected, the first is raised
+                raised[name] = e
+        results.pop(bp.dead_letter.model, None)  # the batch reports the models' writes
         own.update(_parkable(bp, raised, batch_id))
         covered = set(own).union(*(descendants(m, edges) for m in own))
         errors = [e for name, e in raised.items() if name not in covered]
@@ -369,6 +364,7 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
             raise errors[0]
         failpoint("batch.after_sinks", batch_id=batch_id)
     finally:
+        pool.shutdown(wait=True)  # a job still running (a failed batch) ends before the unpersist
         for df in cached:
             df.unpersist()
     violations = {name: o.counts() for name, o in outcomes.items()
@@ -378,6 +374,42 @@ def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
                        seconds=time.perf_counter() - started,
                        expectations={m: c for m, c in violations.items() if c is not None},
                        parked=parked_with(bp.plan, own, skip=parked))
+
+
+class _DeadLetters:
+    """A batch's dead letters: the parse's (``parsed`` builds their frame; None when the parse
+    counted none), the rows models quarantined, the unreadable files. The frame is built by
+    :meth:`write`, in the thread that writes it."""
+
+    def __init__(self, spark: SparkSession, bp: BatchPlan,
+                 parsed: Callable[[], DataFrame] | None,
+                 hint: int | None, quarantined: Sequence[DataFrame],
+                 unreadable: Sequence[tuple[str, str]], batch_id: int) -> None:
+        self._spark, self._bp, self._parsed, self._hint = spark, bp, parsed, hint
+        self._quarantined, self._unreadable, self._batch_id = quarantined, unreadable, batch_id
+
+    @property
+    def any(self) -> bool:
+        return self._parsed is not None or bool(self._quarantined) or bool(self._unreadable)
+
+    def frame(self) -> tuple[DataFrame, int | None]:
+        """(the dead letters' frame, its rows hint: None when not known exactly); only when
+        :attr:`any`."""
+        dead, hint = (self._parsed() if self._parsed is not None else None), self._hint
+        for q in self._quarantined:
+            dead, hint = (q if dead is None else dead.unionByName(q)), None
+        if self._unreadable:
+            files = _unreadable_frame(self._spark, self._bp, self._unreadable, self._batch_id)
+            dead, hint = ((files, len(self._unreadable)) if dead is None
+                          else (dead.unionByName(files), None))
+        if dead is None:
+            raise ValueError("a batch without dead letters has no dead-letter frame")
+        return dead, hint
+
+    def write(self) -> WriteResult:
+        dead, hint = self.frame()
+        return _write(self._bp.writer, self._bp.dead_letter, dead, self._batch_id, hint,
+                      is_model=False)
 
 
 def _parkable(bp: BatchPlan, raised: Mapping[str, BaseException],
