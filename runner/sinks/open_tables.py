@@ -14,7 +14,9 @@ the old state would see none of the new table's commits (and would answer that i
 are committed: data lost). The writers forget a path they drop (:meth:`OpenTables.forget`);
 as a second guard every use compares the first commit file's identity (inode, size, mtime)
 with what it was when the table was opened, and opens the table afresh when it differs or is
-gone (a log cleaned up past its retention: correct, only the saving is lost).
+gone (a log cleaned up past its retention: correct, only the saving is lost). The price is
+memory: each table's state (its file list) stays in the driver between batches, where it
+used to be loaded and dropped at each look.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import threading
 from pathlib import Path
 
 from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 
 __all__ = ["OpenTables"]
 
@@ -57,8 +60,11 @@ class OpenTables:
             kept = self._tables.get(path)
         if kept is not None and identity is not None and kept[1] == identity:
             table = kept[0]
-            table.update_incremental()
-            return table
+            try:
+                table.update_incremental()
+                return table
+            except (DeltaError, OSError):  # e.g. commits cleaned up meanwhile: open afresh
+                self.forget(path)
         if not DeltaTable.is_deltatable(path):
             self.forget(path)
             return None
