@@ -32,7 +32,8 @@ rate
     (``--trigger``) with one extra model ``kafka_lag`` (``eventId, _kafka_timestamp,
     _batch_id`` from ``parsed_events``) so each event's batch is known. A warm-up burst
     (``--warmup`` events) is produced and waited for (the first batch pays the Python workers'
-    and the JIT's start); then a producer thread sends ``--rate`` events/s for ``--duration``
+    and the JIT's start), then, with ``--warmup-s S``, S seconds at the rate, untimed too (the
+    steady state: the first small batches still pay the JIT); then a producer thread sends ``--rate`` events/s for ``--duration``
     s. When all arrived, SIGTERM stops the runner after its batch in flight. Reported, over the
     batches after the warm-up: per-batch seconds (the runner's progress lines: run_batch, from
     the batch's parse to its last Delta commit), rows per batch, the interval between batches,
@@ -371,6 +372,8 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
     print(f"rate {rate:g}/s {v.name}: starting", flush=True)
     proc = RunnerProcess(project, ["--trigger", args.trigger], b.env_of(v)).start()
     warmup = list(event_lines(args.warmup, start_id=10_000_000, poison_every=0))
+    paced = list(event_lines(int(rate * args.warmup_s), start_id=20_000_000,
+                             poison_every=args.poison_every))
     total = int(rate * args.duration)
     timed = list(event_lines(total, start_id=0, poison_every=args.poison_every))
     try:
@@ -382,19 +385,15 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
                 producer.send(topic, line)
             producer.flush()
             proc.wait_for(lambda: proc.input_rows() >= args.warmup, args.timeout, "the warm-up")
+            _produce_at(producer, topic, paced, rate)  # --warmup-s: the same load, untimed
+            proc.wait_for(lambda: proc.input_rows() >= args.warmup + len(paced), args.timeout,
+                          "the paced warm-up")
             warm_batches = {d["batch_id"] for _, _, d in proc.batches()}
-            started = time.monotonic()
-            for i, line in enumerate(timed):
-                delay = started + i / rate - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-                producer.send(topic, line)
-            producer.flush()
-            produce_s = time.monotonic() - started
+            produce_s = _produce_at(producer, topic, timed, rate)
         finally:
             producer.close()
-        proc.wait_for(lambda: proc.input_rows() >= args.warmup + total, args.timeout,
-                      "every record to be processed")
+        proc.wait_for(lambda: proc.input_rows() >= args.warmup + len(paced) + total,
+                      args.timeout, "every record to be processed")
         proc.finish(args.timeout, terminate=True)
     finally:
         proc.kill()
@@ -410,7 +409,7 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
     seconds = [d["seconds"] for _, d in batches]
     rows = [d["input_rows"] for _, d in batches]
     counts = count_tables(project / "_warehouse")
-    counts_ok = counts == expected_counts(warmup + timed)
+    counts_ok = counts == expected_counts(warmup + paced + timed)
     timed_ids = {d["batch_id"] for _, d in batches}
     breakdown = (batch_breakdown(root / "eventlog", timed_ids) if args.eventlog else None)
     shutil.rmtree(root, ignore_errors=True)
@@ -418,6 +417,7 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
            "duration_s": args.duration, "produce_s": produce_s,
            "achieved_rate": total / produce_s, "trigger": args.trigger,
            "partitions": args.partitions, "events": total, "warmup": args.warmup,
+           "warmup_s": args.warmup_s,
            "batches": len(batches), "batch_s": seconds, "batch_rows": rows,
            "interval_s": intervals, "lag_s": {
                "p50": _pct(lags, 0.5), "p95": _pct(lags, 0.95), "p99": _pct(lags, 0.99),
@@ -428,6 +428,18 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
           f"{_pct(seconds, 0.5):.2f} s, lag p50 {res['lag_s']['p50']:.2f} s, counts "
           f"{'ok' if counts_ok else 'WRONG'}", flush=True)
     return res
+
+
+def _produce_at(producer: Any, topic: str, lines: list[str], rate: float) -> float:
+    """Send ``lines`` at ``rate`` per second; the seconds it took."""
+    started = time.monotonic()
+    for i, line in enumerate(lines):
+        delay = started + i / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        producer.send(topic, line)
+    producer.flush()
+    return time.monotonic() - started
 
 
 _BATCH_JOB = re.compile(r"runner: (?P<what>\S+) batch (?P<id>\d+)")
@@ -609,6 +621,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="events/s in the rate phase; a comma list runs each (e.g. 100,2000)")
     ap.add_argument("--duration", type=float, default=60, help="seconds of input at --rate")
     ap.add_argument("--warmup", type=int, default=2000, help="events before the timed phase")
+    ap.add_argument("--warmup-s", type=float, default=0,
+                    help="rate: then this many seconds at --rate, untimed too (the JIT and "
+                         "the first dead-letter commit warm up at the real batch size)")
     ap.add_argument("--trigger", default="1 second")
     ap.add_argument("--poison-every", type=int, default=2000,
                     help="rate: every N-th timed event is a poison line, a dead letter "
