@@ -60,6 +60,9 @@ Usage::
     # latency on both engines, plus delta-spark with main's runner/ (before/after, one run):
     .venv/bin/python -m bench.kafka_bench --only rate --readers spark --engine rs,spark \
         --rate 100,1000 --duration 30 --baseline /tmp/main-tree
+    # steady-state latency (docs/BENCHMARKS.md, 2026-11-25): 20 s at the rate, untimed, first
+    .venv/bin/python -m bench.kafka_bench --only rate --readers spark --engine rs,spark \
+        --rate 100,1000 --duration 60 --warmup-s 20 --rate-rounds 2
 
 Raw results go to ``bench/results/kafka_bench-<date>-<sha>.json`` (or ``--json``).
 """
