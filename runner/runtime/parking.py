@@ -67,13 +67,24 @@ class ParkedError:
 
 
 def error_class(error: BaseException) -> str | None:
-    """Spark's error class (condition) of ``error``: a pyspark exception's ``getCondition()``
-    (``getErrorClass()`` before Spark 4), else the first Java cause that has one, else None."""
+    """Spark's error class (condition) of ``error``: the innermost Java cause's that has one
+    (the specific error: a write task wraps a model's ``DIVIDE_BY_ZERO`` in
+    ``TASK_WRITE_FAILED``), else a pyspark exception's ``getCondition()``
+    (``getErrorClass()`` before Spark 4), else None."""
     from py4j.protocol import Py4JError
 
     for e in chain(error):
         if isinstance(e, DuplicateKeyError):
             return "DUPLICATE_MERGE_KEY"
+    for java in reversed(java_causes(error)):
+        for name in ("getCondition", "getErrorClass"):
+            try:
+                value = getattr(java, name)()
+            except (Py4JError, AttributeError, TypeError):
+                continue
+            if value:
+                return str(value)
+    for e in chain(error):
         for name in ("getCondition", "getErrorClass"):
             method = getattr(e, name, None)
             if callable(method):
@@ -83,14 +94,6 @@ def error_class(error: BaseException) -> str | None:
                     value = None
                 if value:
                     return str(value)
-    for java in java_causes(error):
-        for name in ("getCondition", "getErrorClass"):
-            try:
-                value = getattr(java, name)()
-            except (Py4JError, AttributeError, TypeError):
-                continue
-            if value:
-                return str(value)
     return None
 
 

@@ -116,7 +116,7 @@ def sink_specs(plan: Plan, *, table_path: Callable[[str], str],
 #: ``coalesce(1)`` of the model's rows, no shuffle): on a small batch each task's fixed cost
 #: (scheduling, a Parquet writer, on delta-spark a file and its statistics) outweighs the
 #: work, several concurrent model writes share the cores anyway, and each batch adds one file
-#: per table rather than one per source partition. Measured: docs/KAFKA.md.
+#: per table rather than one per source partition (docs/KAFKA.md).
 ONE_TASK_MAX_ROWS = 10_000
 
 

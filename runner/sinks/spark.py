@@ -203,7 +203,10 @@ class SparkWriter(DeltaWriter):
                     spark.conf.unset(key)
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         rows, version = self._last_commit(spec, spark, batch_id, "numSourceRows")
-        if version is not None and version % CHECKPOINT_EVERY == 0:
+        # DeltaTable.merge keeps delta-spark's checkpoint hook: it checkpointed the versions
+        # its table's interval names
+        if version is not None and version % CHECKPOINT_EVERY == 0 and (
+                version % _table_interval(spec.path, self._log.tables) != 0):
             _checkpoint(spec.path, version, self._log.tables)
         return rows, version
 
@@ -319,8 +322,9 @@ class _Transaction:
         finally:
             steps["active"].clearActive()
         version = int(committed.get()) if committed.isDefined() else None
-        if version is not None and version % CHECKPOINT_EVERY == 0 and not (
-                not own_checkpoint and version % steps["checkpoint_every"] == 0):
+        # with its hook kept (not reachable), delta-spark checkpointed its interval's versions
+        if version is not None and version % CHECKPOINT_EVERY == 0 and (
+                own_checkpoint or version % steps["checkpoint_every"] != 0):
             _checkpoint(self._spec.path, version, self._tables, steps["log"])
         return version
 
@@ -360,6 +364,17 @@ def _log_at(path: str, version: int, tables: OpenTables) -> RsTable:
     if kept is not None and kept.version() == version:
         return kept
     return RsTable(path, version=version)
+
+
+def _table_interval(path: str, tables: OpenTables) -> int:
+    """The table's ``delta.checkpointInterval`` (Delta's default: 10)."""
+    table = tables.get(path)
+    value = (table.metadata().configuration.get(CHECKPOINT_INTERVAL_PROPERTY)
+             if table is not None else None)
+    try:
+        return max(1, int(value)) if value is not None else CHECKPOINT_EVERY
+    except ValueError:
+        return CHECKPOINT_EVERY
 
 
 def _checkpoint(path: str, version: int, tables: OpenTables, log: Any = None) -> None:

@@ -295,6 +295,27 @@ def test_merges_are_checkpointed_every_tenth_version(writer: SparkWriter, spark:
     assert {r["k"]: r["n"] for r in read(s.path)}["a"] == 10
 
 
+def test_a_table_that_checkpoints_itself_is_not_checkpointed_twice(writer: SparkWriter,
+                                                                   spark: SparkSession,
+                                                                   tmp_path: Path):
+    """A merge table created before the runner set the interval (10, delta-spark's default):
+    delta-spark's own hook checkpoints its tenth version, and the runner does not write that
+    checkpoint again (a second writer of the file would leave Hadoop's ``.crc`` beside it
+    stale); delta-spark reads the table from that checkpoint alone."""
+    s = spec(tmp_path, materialized="merge", unique_key=("k",))
+    counts(spark, [("a", 0)]).write.format("delta").save(s.path)  # an older table, version 0
+    for batch_id in range(10):
+        writer.write(s, counts(spark, [("a", batch_id + 1), (f"k{batch_id}", 1)]), batch_id)
+    log = Path(s.path) / "_delta_log"
+    assert DeltaTable(s.path).version() == 10
+    assert (log / ".00000000000000000010.checkpoint.parquet.crc").is_file()  # delta-spark's
+    for v in range(10):
+        (log / f"{v:020d}.json").unlink()
+        (log / f"{v:020d}.crc").unlink(missing_ok=True)
+    rows = {r["k"]: r["n"] for r in spark.read.format("delta").load(s.path).collect()}
+    assert rows["a"] == 10 and len(rows) == 11
+
+
 def test_the_tenth_commit_is_checkpointed_by_delta_rs_and_keeps_the_batch(
         writer: SparkWriter, spark: SparkSession, tmp_path: Path):
     """Every tenth commit's Delta checkpoint is written by delta-rs, not by delta-spark's
