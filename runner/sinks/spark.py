@@ -204,7 +204,8 @@ class SparkWriter(DeltaWriter):
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         rows, version = self._last_commit(spec, spark, batch_id, "numSourceRows")
         # DeltaTable.merge keeps delta-spark's checkpoint hook: it checkpointed the versions
-        # its table's interval names
+        # its table's interval names (delta-rs would find that checkpoint there and write
+        # nothing: measured; the check saves reading the log for it)
         if version is not None and version % CHECKPOINT_EVERY == 0 and (
                 version % _table_interval(spec.path, self._log.tables) != 0):
             _checkpoint(spec.path, version, self._log.tables)

@@ -295,13 +295,12 @@ def test_merges_are_checkpointed_every_tenth_version(writer: SparkWriter, spark:
     assert {r["k"]: r["n"] for r in read(s.path)}["a"] == 10
 
 
-def test_a_table_that_checkpoints_itself_is_not_checkpointed_twice(writer: SparkWriter,
-                                                                   spark: SparkSession,
-                                                                   tmp_path: Path):
+def test_an_older_table_keeps_delta_sparks_checkpoints(writer: SparkWriter, spark: SparkSession,
+                                                       tmp_path: Path):
     """A merge table created before the runner set the interval (10, delta-spark's default):
-    delta-spark's own hook checkpoints its tenth version, and the runner does not write that
-    checkpoint again (a second writer of the file would leave Hadoop's ``.crc`` beside it
-    stale); delta-spark reads the table from that checkpoint alone."""
+    delta-spark's own hook checkpoints its tenth version (Hadoop's ``.crc`` beside it shows
+    whose it is), the runner leaves that version to it, and delta-spark reads the table from
+    that checkpoint alone."""
     s = spec(tmp_path, materialized="merge", unique_key=("k",))
     counts(spark, [("a", 0)]).write.format("delta").save(s.path)  # an older table, version 0
     for batch_id in range(10):
