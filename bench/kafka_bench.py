@@ -33,8 +33,8 @@ rate
     _batch_id`` from ``parsed_events``) so each event's batch is known. A warm-up burst
     (``--warmup`` events) is produced and waited for (the first batch pays the Python workers'
     and the JIT's start), then, with ``--warmup-s S``, S seconds at the rate, untimed too (the
-    steady state: the first small batches still pay the JIT); then a producer thread sends ``--rate`` events/s for ``--duration``
-    s. When all arrived, SIGTERM stops the runner after its batch in flight. Reported, over the
+    steady state: the first small batches still pay the JIT); then a producer thread sends
+    ``--rate`` events/s for ``--duration`` s. When all arrived, SIGTERM stops the runner after its batch in flight. Reported, over the
     batches after the warm-up: per-batch seconds (the runner's progress lines: run_batch, from
     the batch's parse to its last Delta commit), rows per batch, the interval between batches,
     and the end-to-end lag of each event: the time its batch's progress line reached the bench
