@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.compile.graph import descendants
@@ -71,29 +72,28 @@ def error_class(error: BaseException) -> str | None:
     (the specific error: a write task wraps a model's ``DIVIDE_BY_ZERO`` in
     ``TASK_WRITE_FAILED``), else a pyspark exception's ``getCondition()``
     (``getErrorClass()`` before Spark 4), else None."""
-    from py4j.protocol import Py4JError
-
     for e in chain(error):
         if isinstance(e, DuplicateKeyError):
             return "DUPLICATE_MERGE_KEY"
-    for java in reversed(java_causes(error)):
-        for name in ("getCondition", "getErrorClass"):
-            try:
-                value = getattr(java, name)()
-            except (Py4JError, AttributeError, TypeError):
-                continue
-            if value:
-                return str(value)
-    for e in chain(error):
-        for name in ("getCondition", "getErrorClass"):
-            method = getattr(e, name, None)
-            if callable(method):
-                try:
-                    value = method()
-                except (Py4JError, AttributeError, TypeError):
-                    value = None
-                if value:
-                    return str(value)
+    for source in [*reversed(java_causes(error)), *chain(error)]:
+        condition = _condition(source)
+        if condition:
+            return condition
+    return None
+
+
+def _condition(source: Any) -> str | None:
+    """``source.getCondition()`` (``getErrorClass()`` before Spark 4), for a Java throwable or
+    a pyspark exception; None when it has neither or they answer nothing."""
+    from py4j.protocol import Py4JError
+
+    for name in ("getCondition", "getErrorClass"):
+        try:
+            value = getattr(source, name)()
+        except (Py4JError, AttributeError, TypeError):
+            continue
+        if value:
+            return str(value)
     return None
 
 

@@ -288,8 +288,7 @@ class _Transaction:
                     jvm.scala.Some(user_metadata), none, none, none, none, none),  # type: ignore[union-attr]
                 "active": getattr(getattr(delta, "OptimisticTransaction$"), "MODULE$"),
                 "session": getattr(jvm, "org.apache.spark.sql.classic.SparkSession"),
-                "read_txn": txn.readTxn(), "none": none, "jspark": jspark, "log": log,
-                "checkpoint_every": int(log.checkpointInterval(txn.metadata()))}
+                "read_txn": txn.readTxn(), "none": none, "jspark": jspark, "log": log}
         except Py4JJavaError:
             raise
         except Py4JError:  # a class or signature this code does not know: nothing written
@@ -325,7 +324,7 @@ class _Transaction:
         version = int(committed.get()) if committed.isDefined() else None
         # with its hook kept (not reachable), delta-spark checkpointed its interval's versions
         if version is not None and version % CHECKPOINT_EVERY == 0 and (
-                own_checkpoint or version % steps["checkpoint_every"] != 0):
+                own_checkpoint or version % _table_interval(self._spec.path, self._tables) != 0):
             _checkpoint(self._spec.path, version, self._tables, steps["log"])
         return version
 
