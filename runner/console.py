@@ -10,6 +10,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 import click
 
 from runner.errors import Violation
+from runner.project.secrets import mask_secrets
 
 if TYPE_CHECKING:
     from runner.runtime.backfill import BackfillProgress
@@ -47,7 +48,8 @@ class Console:
         self.err = err or sys.stderr
 
     def _echo(self, text: str, *, err: bool = False) -> None:
-        click.echo(text, file=self.err if err else self.out)
+        # The one place output leaves the runner: project.yml's secrets never pass it.
+        click.echo(mask_secrets(text), file=self.err if err else self.out)
 
     # -- compile ---------------------------------------------------------------------
     def violations(self, violations: Sequence[Violation], *, fmt: Format,

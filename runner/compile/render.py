@@ -172,6 +172,15 @@ class _Renderer:
             return ""
 
         def var(name: str, default: Any = _MISSING) -> Any:
+            secret = self.project.secret_vars.get(name) if isinstance(name, str) else None
+            if secret:
+                names = ", ".join(f"env_var('{n}')" for n in secret)
+                raise _Fail(f"var('{name}') holds a value project.yml read with {names}: a "
+                            "secret, and a model's text is written to target/, the docs and "
+                            "messages",
+                            hint="read public values only (a variable whose name starts with a "
+                                 "prefix listed under env_var_prefixes: in project.yml); "
+                                 "secrets belong in project.yml's source options")
             if name in project_vars:
                 return project_vars[name]
             if default is _MISSING:

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import jinja2
+import yaml
 from jinja2.sandbox import SandboxedEnvironment
 
 from runner.errors import ConfigError
 from runner.project.config import ProjectConfig, parse_project_config
 from runner.project.paths import check_project_paths, resolve_location
 from runner.project.schema import EventSchema, metadata_columns
+from runner.project.secrets import public_env_var, set_secret_values
 
 if TYPE_CHECKING:  # imported when a project has seeds or declares sources (compile's start-up)
     from runner.project.seeds import Seed
@@ -50,6 +53,9 @@ class Project:
     macros: tuple[MacroSource, ...]
     sources: tuple[SourceTable, ...] = ()  # declared under sources: in models/**/*.yml
     seeds: tuple[Seed, ...] = ()  # seeds/**/*.csv
+    #: vars whose value project.yml read with env_var() from a variable without a public
+    #: prefix: var name -> those variables' names (never rendered into a model)
+    secret_vars: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def resolve(self, relative: str) -> Path:
         """A project path: relative to the project directory unless absolute, ``~`` expanded,
@@ -83,15 +89,67 @@ def _env_var(name: str, default: str | None = None) -> str:
     return value
 
 
-def _render_project_yml(text: str) -> str:
-    """project.yml may use ``{{ env_var('NAME', 'default') }}`` (secrets stay out of logs)."""
+@dataclass(frozen=True)
+class _Rendered:
+    """project.yml rendered, with what its ``env_var()`` calls read."""
+
+    text: str
+    #: variable name -> value, for the variables read from the environment (not defaults)
+    reads: Mapping[str, str]
+    template: jinja2.Template
+
+
+def _render_project_yml(text: str) -> _Rendered:
+    """project.yml may use ``{{ env_var('NAME', 'default') }}``; what each call read from the
+    environment is kept (:func:`_secret_vars`, :func:`set_secret_values`)."""
     env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    reads: dict[str, str] = {}
+
+    def env_var(name: str, default: str | None = None) -> str:
+        value = _env_var(name, default)
+        if name in os.environ:
+            reads[name] = value
+        return value
+
     try:
-        return env.from_string(text).render(env_var=_env_var)
+        template = env.from_string(text)
+        return _Rendered(template.render(env_var=env_var), reads, template)
     except jinja2.TemplateSyntaxError as e:
         raise ConfigError(f"template error: {e.message}", path="project.yml", line=e.lineno) from e
     except jinja2.UndefinedError as e:
         raise ConfigError(f"template error: {e.message}", path="project.yml") from e
+
+
+def _secret_vars(rendered: _Rendered, config: ProjectConfig) -> dict[str, tuple[str, ...]]:
+    """vars -> the secret variables (read from the environment, no public prefix) their value
+    depends on. project.yml is rendered again with every variable's value replaced by a marker,
+    then once per secret variable with its marker changed: a var whose value changes depends
+    on it (jinja may join, filter or slice a value: only a rendering says where it lands).
+    Every var is taken as depending on every secret when a rendering is not readable YAML."""
+    secret = sorted(name for name in rendered.reads
+                    if not public_env_var(name, config.env_var_prefixes))
+    if not secret:
+        return {}
+
+    def vars_with(changed: str | None) -> Any:
+        def marked(name: str, *_default: str) -> str:
+            return f"runner_env_{name}_{'changed' if name == changed else 'marker'}"
+        try:
+            data = yaml.safe_load(rendered.template.render(env_var=marked))
+        except (yaml.YAMLError, jinja2.TemplateError):
+            return None
+        return data.get("vars") if isinstance(data, dict) else None
+
+    base = vars_with(None)
+    found: dict[str, list[str]] = {}
+    for name in secret:
+        other = vars_with(name)
+        if not isinstance(base, dict) or not isinstance(other, dict):
+            return {var: tuple(secret) for var in config.vars}
+        for var in base.keys() | other.keys():
+            if base.get(var) != other.get(var):
+                found.setdefault(str(var), []).append(name)
+    return {var: tuple(names) for var, names in found.items()}
 
 
 def _read_sources(root: Path, folder: str) -> list[tuple[str, Path]]:
@@ -112,8 +170,15 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
     if not yml.is_file():
         raise ConfigError(f"no project.yml in {root}",
                           hint="run from the project directory or pass --project-dir")
-    text = _render_project_yml(yml.read_text(encoding="utf-8"))
+    rendered = _render_project_yml(yml.read_text(encoding="utf-8"))
+    text = rendered.text
+    # Every value read is masked until project.yml says which names are public (its own
+    # errors may quote a value).
+    set_secret_values(rendered.reads.values())
     config = parse_project_config(text, path="project.yml")
+    set_secret_values(v for name, v in rendered.reads.items()
+                           if not public_env_var(name, config.env_var_prefixes))
+    secret_vars = _secret_vars(rendered, config)
     schema = EventSchema.parse(config.schema_ddl)
 
     models: list[ModelSource] = []
@@ -149,7 +214,7 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
                                  for s in sources if not s.catalog]
                         + [(s.file, None, f"seed {s.name}", str(s.path)) for s in seeds])
     return Project(root=root, config=config, schema=schema, models=tuple(models), macros=macros,
-                   sources=sources, seeds=seeds)
+                   sources=sources, seeds=seeds, secret_vars=secret_vars)
 
 
 def _load_sources(root: Path, config: ProjectConfig, models: dict[str, str]
