@@ -13,7 +13,10 @@ does not grow with the number of batches), the rest are small files. Reported:
 - the process holding the checkpoint now (pid, host, since), and a maintenance in progress;
 - how the last run ended, with its error if it failed (:mod:`runner.checkpoint.runs`);
 - the parked models (``on_model_error: park``): since which batch, and why (the checkpoint's
-  model registry, :mod:`runner.checkpoint.registry`).
+  model registry, :mod:`runner.checkpoint.registry`);
+- the tables that lag behind the latest snapshot's batch, as ``runner snapshot`` marks them
+  (:func:`runner.ops.snapshot.lagging`: not selected, disabled, removed, parked, being
+  backfilled), with the last batch their snapshot version holds.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from runner.checkpoint.runs import read_last_run
 from runner.checkpoint.spark_logs import last_committed, last_planned
 from runner.errors import RunnerError
 from runner.ops.backlog import Backlog, files_backlog, kafka_backlog
+from runner.ops.snapshot import Lag, lag_note, lagging
 from runner.project.loader import Project
 from runner.sinks.base import app_id
 from runner.sinks.inspect import dead_letter_rows, table_state
@@ -56,6 +60,10 @@ class TableStatus:
     error: str | None = None
     parked_since: int | None = None  # parked (its SQL failed) from this batch on
     parked_error: str | None = None
+    # behind the latest snapshot's batch (runner snapshot's mark): why, and the last batch its
+    # snapshot version holds
+    lag: str | None = None
+    snapshot_last_batch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -108,9 +116,12 @@ def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
     except RunnerError:
         registry = {}
     parked = {m: e for m, e in registry.items() if e.state == "parked"}
-    tables = tuple(_table(project, n, query_id, latest, parked.get(n)) for n in names)
+    lags = lagging(project, latest, registry) if latest is not None else {}
+    names += [n for n in lags if n not in names]
+    tables = tuple(_table(project, n, query_id, latest, parked.get(n), lags.get(n))
+                   for n in names)
     tables = tuple(t for t in tables if t.exists or t.parked_since is not None
-                   or t.name in (latest.tables if latest else ()))
+                   or t.lag is not None or t.name in (latest.tables if latest else ()))
     committed = last_committed(checkpoint)
     planned = last_planned(checkpoint)
     in_flight = planned if planned is not None and (committed is None or planned > committed) \
@@ -151,17 +162,19 @@ def _lookups(checkpoint: Path) -> dict[str, dict[str, Any]]:
 
 
 def _table(project: Project, name: str, query_id: str | None,
-           latest: LedgerEntry | None, parked: Entry | None) -> TableStatus:
+           latest: LedgerEntry | None, parked: Entry | None, lag: Lag | None) -> TableStatus:
     path = str(project.table_path(name))
     snap = latest.tables.get(name) if latest is not None else None
     since, why = (parked.left_at, parked.error) if parked is not None else (None, None)
+    reason, held = (lag.reason, lag.last_batch) if lag is not None else (None, None)
     state = table_state(path, app_id(project.config.name, name, query_id) if query_id else None)
     if not state.exists:
         return TableStatus(name, path, False, snapshot_version=snap, parked_since=since,
-                           parked_error=why)
+                           parked_error=why, lag=reason, snapshot_last_batch=held)
     return TableStatus(name, path, True, state.last_batch, state.version, snap, state.files,
                        state.size, state.log_files, state.log_bytes, error=state.error,
-                       parked_since=since, parked_error=why)
+                       parked_since=since, parked_error=why, lag=reason,
+                       snapshot_last_batch=held)
 
 
 def _dead_letters(project: Project, *, last: int, newest: int | None) -> dict[str, Any]:
@@ -218,7 +231,9 @@ def status_lines(s: PipelineStatus) -> list[str]:
     width = max((len(t.name) for t in s.tables), default=0)
     for t in s.tables:
         parked = (f"  PARKED since batch {t.parked_since}: {t.parked_error}"
-                  if t.parked_since is not None else "")
+                  if t.parked_since is not None
+                  else lag_note(t.lag, t.snapshot_last_batch).replace(
+                      "LAGS:", f"LAGS in snapshot {s.snapshot_batch}:"))
         if not t.exists:
             lines.append(f"  {t.name:<{width}}  no table yet{parked}")
             continue

@@ -21,7 +21,8 @@ from runner.project.loader import Project
 
 __all__ = ["STAGING_DIR", "TableInfo", "batch_versions", "check_droppable", "columns_at",
            "commit_time", "current_version", "read_version", "table_version", "version_problem",
-           "describe_tables", "is_table", "not_a_table", "read_table", "versions_of"]
+           "describe_tables", "is_table", "last_batch_at", "not_a_table", "read_table",
+           "versions_of"]
 
 _DIGITS = 20  # the width of Delta's commit file names
 #: The rs engine's staging folder inside a table (:mod:`runner.sinks.staged`).
@@ -181,6 +182,21 @@ def batch_versions(table: Path, app_id: str) -> tuple[int, dict[int, int]] | Non
             if txn.get("appId") == app_id:
                 found[version] = int(txn["version"])
     return commits[-1], found
+
+
+def last_batch_at(table: Path, app_id: str, version: int) -> int | None:
+    """The batch id of ``app_id``'s latest transaction in the table's commits up to
+    ``version``: the last batch that version holds; None when no commit up to it has one, or
+    the commit files that would tell are gone (log cleanup)."""
+    for v in range(version, -1, -1):
+        try:
+            found = [int(t["version"]) for t in _transactions(table, v)
+                     if t.get("appId") == app_id]
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            return None
+        if found:
+            return max(found)
+    return None
 
 
 def _transactions(table: Path, version: int) -> list[dict[str, Any]]:
