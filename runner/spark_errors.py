@@ -18,8 +18,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["chain", "delta_error", "first_line", "is_kafka_timeout", "is_storage_failure",
-           "java_causes", "marked_text_in", "root_cause", "runner_error_in"]
+__all__ = ["bare_message", "chain", "delta_error", "first_line", "is_kafka_timeout",
+           "is_storage_failure", "java_causes", "marked_text_in", "root_cause",
+           "runner_error_in"]
 
 _MAX_CHARS = 400
 _MAX_CAUSES = 32  # a Java cause chain is a few links long; bounds a cyclic one
@@ -38,6 +39,32 @@ def first_line(error: BaseException | str) -> str:
         return type(error).__name__ if isinstance(error, BaseException) else ""
     line = lines[0]
     return line if len(line) <= _MAX_CHARS else line[:_MAX_CHARS] + "..."
+
+
+_JAVA_CLASS = re.compile(r"(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)")
+
+
+def bare_message(line: str, error_class: str | None) -> str:
+    """Spark's first line without what the runner shows apart: a leading ``[error_class]``
+    (shown once, by whoever prints the class), ``SQLSTATE: ...`` and the trailing ``;`` its
+    plan dump follows.
+
+    >>> bare_message("[TRAILING_COMMA_IN_SELECT] Trailing comma detected in SELECT clause. "
+    ...              "SQLSTATE: 42601; line 1 pos 28;", "TRAILING_COMMA_IN_SELECT")
+    'Trailing comma detected in SELECT clause. (line 1 pos 28)'
+    >>> bare_message("org.apache.spark.SparkArithmeticException: [DIVIDE_BY_ZERO] Division by "
+    ...              "zero.", "DIVIDE_BY_ZERO")
+    'Division by zero.'
+    """
+    java, sep, rest = line.partition(": ")  # a Java cause: "org.apache...Exception: [X] ..."
+    if sep and _JAVA_CLASS.fullmatch(java):
+        line = rest
+    if error_class and line.startswith(f"[{error_class}]"):
+        line = line[len(error_class) + 2:].lstrip()
+    text, _, where = line.partition(" SQLSTATE: ")
+    position = where.partition(";")[2].strip().rstrip(";").strip()
+    text = text.rstrip().rstrip(";")
+    return f"{text} ({position})" if position else text
 
 
 def chain(error: BaseException) -> Iterator[BaseException]:

@@ -17,6 +17,7 @@ from runner.compile.render import RenderedModel
 from runner.compile.tree import TreeIndex
 from runner.lint.allowlist import Problem, query_problems
 from runner.lint.shapes import Analysis, Shape
+from runner.lint.spark_grammar import spark_refuses
 from runner.project.loader import Project
 
 __all__ = ["ModelContext", "SyntaxProblem", "parse_sql"]
@@ -84,6 +85,9 @@ def parse_sql(sql: str, *, max_chars: int = 2_000_000, max_depth: int = 40
         deep = _too_deep(tokens, sql, max_depth)
         if deep is not None:
             return (), deep
+        refused = spark_refuses(tokens)
+        if refused is not None:
+            return (), SyntaxProblem(refused.message, *_line_col(sql, refused.offset))
     except TokenError as e:
         # where the failing token starts (a private attribute: absent in compiled builds)
         start = getattr(getattr(tokenizer, "_core", tokenizer), "_start", None)

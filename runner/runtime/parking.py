@@ -31,7 +31,7 @@ from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.compile.graph import descendants
 from runner.compile.plan import Plan
 from runner.errors import DuplicateKeyError, ExecutionError
-from runner.spark_errors import chain, first_line, java_causes
+from runner.spark_errors import bare_message, chain, first_line, java_causes
 
 __all__ = ["ModelFailure", "ParkedError", "error_class", "from_spark", "model_failure",
            "park_policy", "parked_line", "parked_with", "record_parked"]
@@ -107,8 +107,9 @@ def model_failure(model: str, error: BaseException, cause: str, *, batch_id: int
             "replayed, committed sinks are skipped")
     if not from_spark(error):
         return ExecutionError(message, path=path, hint=hint)
-    return ModelFailure(message, model=model, error_class=error_class(error),
-                        line=first_line(cause), path=path, hint=hint)
+    cls = error_class(error)
+    return ModelFailure(message, model=model, error_class=cls,
+                        line=bare_message(first_line(cause), cls), path=path, hint=hint)
 
 
 def from_spark(error: BaseException) -> bool:

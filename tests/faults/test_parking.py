@@ -101,6 +101,9 @@ def test_a_failing_model_is_parked_then_caught_up_once_fixed(
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     assert "model fragile (models/fragile.sql) parked from batch 1: [DIVIDE_BY_ZERO]" in out
+    # Spark's message shown once and clean: the class once, no SQLSTATE, no ';' of its plan dump
+    assert out.count("DIVIDE_BY_ZERO") == out.count("parked from batch 1: [DIVIDE_BY_ZERO]"), out
+    assert "SQLSTATE" not in out and ";;" not in out, out
     assert "model fragile_child (models/fragile_child.sql) parked from batch 1: its " \
            "ancestor fragile failed" in out
     assert "2 model(s) parked during this run: fragile, fragile_child" in out

@@ -1,0 +1,107 @@
+"""Where sqlglot's Spark dialect accepts what Spark's own parser refuses: checked on the tokens.
+
+sqlglot is a lenient parser: it drops a trailing comma (``SELECT a, FROM t`` reads as ``SELECT
+a FROM t``), takes an empty ``GROUP BY`` or ``IN ()``, MySQL's ``LIMIT 1, 2`` and a string as
+an alias. Spark refuses each (``[TRAILING_COMMA_IN_SELECT]``, ``[PARSE_SYNTAX_ERROR]``), so a
+model that compiled would be parked at its first batch. :func:`spark_refuses` finds these on
+the token stream, before sqlglot parses, and says where. The cases come from running a corpus
+of models through both parsers (``tests/spark/test_parser_agreement.py``), which holds the
+list: a new disagreement found there is closed here.
+
+Checked on tokens, never on the text: strings, quoted names and comments are single tokens
+(or none), so ``'a, FROM'`` in a literal is not a trailing comma.
+
+>>> from sqlglot.dialects.dialect import Dialect
+>>> tokens = Dialect.get_or_raise("spark").tokenizer().tokenize("SELECT a, FROM t")
+>>> spark_refuses(tokens).message
+'trailing comma before FROM: Spark refuses it'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlglot.tokens import Token, TokenType
+
+__all__ = ["GrammarProblem", "spark_refuses"]
+
+T = TokenType
+
+#: Tokens that always start a clause (reserved words or two-word keywords: never a column).
+_CLAUSES = frozenset({T.FROM, T.WHERE, T.GROUP_BY, T.HAVING, T.ORDER_BY, T.SORT_BY,
+                      T.DISTRIBUTE_BY, T.CLUSTER_BY, T.UNION, T.EXCEPT, T.INTERSECT, T.QUALIFY,
+                      T.SELECT})
+#: A join's side or kind: also a column's name (``left``, ``full``) or a function's
+#: (``left(s, 1)``) unless a join word follows.
+_JOIN_WORDS = frozenset({T.LEFT, T.RIGHT, T.FULL, T.INNER, T.CROSS, T.NATURAL, T.SEMI,
+                         T.ANTI, T.OUTER})
+_CLOSERS = frozenset({T.R_PAREN, T.R_BRACKET, T.SEMICOLON})
+#: Clauses that need something after them.
+_NEED_MORE = frozenset({T.GROUP_BY, T.ORDER_BY, T.SORT_BY, T.DISTRIBUTE_BY, T.CLUSTER_BY,
+                        T.PARTITION_BY, T.DISTINCT, T.ON, T.HAVING, T.QUALIFY, T.WHERE})
+#: Tokens after which ``()`` (an empty list) is refused.
+_NO_EMPTY_LIST = frozenset({T.IN, T.USING, T.GROUP_BY, T.TABLE_SAMPLE, T.VALUES})
+
+
+@dataclass(frozen=True)
+class GrammarProblem:
+    """What Spark would refuse, and the offset in the SQL where it starts."""
+
+    message: str
+    offset: int
+
+
+def _name(token: Token | None) -> str:
+    return "the end of the SQL" if token is None else token.text.upper()
+
+
+def _is_clause(tokens: Sequence[Token], i: int) -> bool:
+    """Whether ``tokens[i]`` starts a clause, a join or a ``LATERAL VIEW``. Spark takes most
+    keywords as names too (a column may be called ``offset``, ``window`` or ``left``): such a
+    word starts a clause only when what follows it does (``LIMIT 10``, ``WINDOW w AS``,
+    ``LEFT JOIN``)."""
+    kind = tokens[i].token_type
+    after = tokens[i + 1].token_type if i + 1 < len(tokens) else None
+    if kind in _CLAUSES:
+        return True
+    if kind == T.LATERAL:
+        return after == T.VIEW
+    if kind in (T.LIMIT, T.OFFSET):
+        return after in (T.NUMBER, T.ALL)
+    if kind == T.WINDOW:
+        return (after in (T.VAR, T.IDENTIFIER) and i + 2 < len(tokens)
+                and tokens[i + 2].token_type == T.ALIAS)
+    if kind == T.JOIN:
+        return after not in (None, T.COMMA, T.FROM, T.ALIAS, T.R_PAREN)
+    return kind in _JOIN_WORDS and (after == T.JOIN or after in _JOIN_WORDS)
+
+
+def _ends_list(tokens: Sequence[Token], i: int) -> bool:
+    return i >= len(tokens) or tokens[i].token_type in _CLOSERS or _is_clause(tokens, i)
+
+
+def spark_refuses(tokens: Sequence[Token]) -> GrammarProblem | None:
+    """The first place where Spark's parser refuses what sqlglot would accept, or None."""
+    for i, token in enumerate(tokens):
+        kind = token.token_type
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if kind == T.COMMA and _ends_list(tokens, i + 1):
+            return GrammarProblem(f"trailing comma before {_name(nxt)}: Spark refuses it",
+                                  token.start)
+        if kind in _NEED_MORE and _ends_list(tokens, i + 1):
+            return GrammarProblem(f"{token.text.upper()} has nothing after it (before "
+                                  f"{_name(nxt)}): Spark refuses it", token.start)
+        if (kind in _NO_EMPTY_LIST and nxt is not None and nxt.token_type == T.L_PAREN
+                and i + 2 < len(tokens) and tokens[i + 2].token_type == T.R_PAREN):
+            return GrammarProblem(f"empty list after {token.text.upper()}: Spark refuses it",
+                                  nxt.start)
+        if (kind == T.LIMIT and nxt is not None and i + 2 < len(tokens)
+                and tokens[i + 2].token_type == T.COMMA):
+            return GrammarProblem("LIMIT takes one count in Spark (LIMIT m, n is MySQL's): "
+                                  "write LIMIT n OFFSET m", token.start)
+        if kind == T.ALIAS and nxt is not None and nxt.token_type in (T.STRING, T.NUMBER):
+            return GrammarProblem(f"an alias is a name, not {nxt.token_type.name.lower()} "
+                                  f"{nxt.text!r} (Spark reads \"...\" as a string): write AS "
+                                  "name or AS `name`", nxt.start)
+    return None
