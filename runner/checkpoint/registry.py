@@ -21,9 +21,13 @@ Each model has one entry:
 
 Fields added later have defaults, so an older file stays readable.
 
-The file is replaced atomically (write, then rename). ``--full-refresh`` removes it with the
-rest of the checkpoint. A checkpoint written before this file existed has none: the start-up
-rebuilds it from the tables (``hand_over`` in :mod:`runner.runtime.backfill`).
+The file is replaced atomically and durably (written, fsynced, renamed into place, the folder
+fsynced): a crash leaves the old entries or the new, never a part. ``--full-refresh`` removes it
+with the rest of the checkpoint. A checkpoint without the file (written before it existed, or
+whose file was deleted because it was unreadable, as the error's hint says) gets it rebuilt at
+the next start-up from the tables' own batch ids (:func:`runner.runtime.backfill.decide`): a
+model whose table holds this checkpoint's batches up to ``v`` is taken as having left at
+``v + 1`` and catches up from there, whatever it was (live, parked, disabled, backfilling).
 """
 
 from __future__ import annotations
@@ -73,15 +77,17 @@ def load_registry(checkpoint: Path) -> dict[str, Entry] | None:
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ExecutionError(f"the checkpoint's model registry {path} is unreadable: {e}",
                              hint="restore the checkpoint; deleting the file makes the next "
-                                  "start-up rebuild it from the tables") from e
+                                  "start-up rebuild it from the tables (each model then "
+                                  "catches up from the last batch its table holds)") from e
 
 
 def save_registry(checkpoint: Path, entries: dict[str, Entry]) -> None:
-    """Write the entries (sorted by name) atomically."""
+    """Write the entries (sorted by name) atomically and durably (fsync before the rename,
+    and of the folder after it)."""
     checkpoint.mkdir(parents=True, exist_ok=True)
     path = checkpoint / REGISTRY_FILE
     doc = {"version": 1, "models": {name: _fields(entries[name]) for name in sorted(entries)}}
-    write_atomic(path, json.dumps(doc, indent=1) + "\n")
+    write_atomic(path, json.dumps(doc, indent=1) + "\n", durable=True)
 
 
 def _fields(entry: Entry) -> dict[str, object]:

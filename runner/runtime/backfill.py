@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.checkpoint.spark_logs import last_committed
 from runner.compile.graph import ancestors
-from runner.errors import ExecutionError
+from runner.errors import ConfigError, ExecutionError
 from runner.failpoints import failpoint
 from runner.project.loader import Project
 from runner.runtime.batch import BatchPlan, prepare, run_batch
@@ -63,7 +63,8 @@ from runner.sources.history import PastBatch
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["BackfillProgress", "Handover", "decide", "finish_handover", "prepare_handover"]
+__all__ = ["BackfillProgress", "Handover", "decide", "finish_handover", "prepare_handover",
+           "refuse_moved_table"]
 
 
 @dataclass(frozen=True)
@@ -112,11 +113,18 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
         known: without a registry, the models whose tables this checkpoint wrote.
         version: a table's application-transaction version (a backfill cut short).
         table: a model's table path, for messages; ``exists``: whether it has a table.
+
+    Without a registry (an older checkpoint, or the file deleted as its error's hint says), the
+    registry is rebuilt from the tables' own batch ids: a model of ``known`` whose table holds
+    this checkpoint's batches up to ``v`` left at ``v + 1`` (it may have been live, parked,
+    disabled or backfilling: only its table knows), so it catches up from there like a model
+    that is back; a model whose table holds none of them is new.
     """
     nxt = 0 if committed is None else committed + 1
     legacy = entries is None
     if entries is None:
-        entries = {m: Entry("live") for m in (run if committed is None else known)}
+        entries = ({m: Entry("live") for m in run} if committed is None
+                   else {m: Entry("absent", left_at=_next_of(version(m))) for m in known})
     new = dict(entries)
     said = []
 
@@ -133,7 +141,9 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
                         + history(0))
         elif e is None or e.state in ("absent", "retired", "parked"):
             start = 0 if e is None else e.left_at
-            what = ("is new to this checkpoint" if e is None else "is back" if
+            what = ("is new to this checkpoint" if e is None else
+                    f"holds batches up to {start - 1} in its table (the model registry rebuilt "
+                    "from the tables)" if legacy else "is back" if
                     e.state != "parked" else f"was parked at batch {start} ({e.error})")
             if e is not None and e.drop:
                 new[m] = Entry("backfilling", start=0, drop=True)
@@ -141,7 +151,7 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
                             + history(0))
             elif start >= nxt:
                 new[m] = Entry("live", since=nxt)
-                if e is not None:
+                if e is not None and not legacy:
                     said.append(f"model {m} {what}; it missed no committed batch"
                                 if e.state == "parked" else f"model {m} is back; it missed "
                                 "no batch")
@@ -169,10 +179,7 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
             said.append(f"model {m} is parked since batch {e.left_at} ({e.error}) and not in "
                         "this run")
             continue
-        if e.state == "live" and legacy:  # since when it sat out is unknown: its table says
-            v = version(m)
-            left, drop = (0 if v is None else v + 1), False
-        elif e.state == "live":
+        if e.state == "live":
             left, drop = nxt, False
         elif e.state == "backfilling":
             v = version(m)
@@ -190,6 +197,11 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
                         f"table stops at {held}; it catches up from batch {left} when it is "
                         "back")
     return Handover(entries=new, messages=tuple(said), next_batch=nxt, committed=committed)
+
+
+def _next_of(version: int | None) -> int:
+    """The first batch a table does not hold, from its application-transaction version."""
+    return 0 if version is None else version + 1
 
 
 def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
@@ -232,21 +244,62 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         needed = set(starts).union(*(ancestors(m, edges) for m in starts))
         bp.lookups.check_pinned(range(min(starts.values()), committed + 1),
                                 {v for s in bp.plan.steps if s.name in needed for v in s.lookups})
+    # Tables a joining model finds in place are its own only with proof. Whether a batch was
+    # committed or not (a --full-refresh that died inside its first batch has committed none).
     joining = [m for m in run if (entries or {}).get(m, Entry("absent")).state in
                ("absent", "retired", "parked")
                and handover.entries[m].state in ("backfilling", "live")
-               and not handover.entries[m].drop and committed is not None]
+               and not handover.entries[m].drop]
     bp.writer.refuse_foreign_tables(
         [spec(m) for m in joining], run_id=query_id,
         hint="a table kept from before a --full-refresh (its model was disabled or not "
              "selected then): rebuild it from this checkpoint's history with `runner stream "
              "--full-refresh --select <model>`, or move the table away")
+    for m in joining:
+        first = (handover.next_batch if handover.entries[m].state == "live"
+                 else starts.get(m, handover.entries[m].start))
+        refuse_moved_table(bp, spec(m), first=first, query_id=query_id, committed=committed,
+                           table=str(project.table_path(m)))
     check_droppable({m: project.table_path(m) for m in handover.to_drop})
     for message in handover.messages:
         on_event(message)
     save_registry(checkpoint, handover.entries)
     return handover
 
+
+def refuse_moved_table(bp: BatchPlan, spec: SinkSpec, *, first: int, query_id: str,
+                       committed: int | None, table: str) -> None:
+    """Refuse a table holding this checkpoint's batches of another model (a table moved with a
+    renamed model) unless the proof holds that nothing is written twice: every batch it holds
+    under the other model's app id comes before ``first``, the first batch this model writes
+    into it (the next batch for ``backfill=false``; the backfill's first batch otherwise).
+
+    Raises:
+        ConfigError: names the table, the other model, its batches and the way out (exit 2).
+    """
+    suffix = f".{query_id}"
+    for other in sorted(a for a in bp.writer.foreign_app_ids(spec) if a.endswith(suffix)):
+        held = bp.writer.committed_version(dataclasses.replace(spec, app_id=other))
+        if held is None or held < first:
+            continue
+        name = other.removesuffix(suffix).removeprefix(f"{bp.plan.project}.")
+        what = (f"table {table} of model {spec.model} holds batches up to {held} of model "
+                f"{name} of this checkpoint (app id {other}; a table moved with a rename)")
+        if committed is None or held > committed:
+            raise ConfigError(
+                f"{what}, but the checkpoint committed "
+                + ("no batch" if committed is None else f"batches up to {committed} only")
+                + f": the stream would write batch {first if committed is None else committed + 1}"
+                  " into it a second time",
+                hint=f"put back models/{name}.sql and the table (move {table} back to the name "
+                     f"{name}), let `runner stream` finish the batch the crash left, then rename "
+                     "again")
+        raise ConfigError(
+            f"{what}: backfilling {spec.model} from batch {first} would write batches "
+            f"{first}..{held} into it a second time",
+            hint=f"to keep the table's rows, give models/{spec.model}.sql "
+                 "{{ config(backfill=false) }} for this start (it goes on from the next batch); "
+                 "to compute them again, move the table away")
 
 
 def finish_handover(spark: SparkSession, project: Project, bp: BatchPlan, handover: Handover, *,

@@ -17,10 +17,12 @@ from tests.support.genops import GenOps
 pytestmark = pytest.mark.spark
 
 #: A fixed walk through the operations that matter most at the edges: a crash inside a batch
-#: (where: drawn by the seed), a model kept through a full refresh while disabled and then
-#: re-enabled (refused, then rebuilt the way the message says), a rename (refused). Each step
-#: is one run or two: the seeded random walk over every operation is the bench's.
-SCRIPT = ("crash", "disable", "full_refresh", "enable", "rename")
+#: (where: drawn by the seed); a model disabled, a --full-refresh that dies inside its first
+#: batch, the model re-enabled (refused, then rebuilt the way the message says); the model
+#: registry lost (rebuilt from the tables' batch ids); a model renamed after a crash (its table
+#: moved with it); a batch's input file removed before its replay (refused, then put back);
+#: a rename of the pipeline (refused). The seeded random walk over every operation is the bench's.
+SCRIPT = ("crash", "refresh_crash", "registry_loss", "rename_model", "input_removed", "rename")
 SEED = 7
 #: Four models and the dead letters (the parking and ref models are the bench's too).
 MODELS = ("request_logs", "error_events", "performance_metrics", "endpoint_counts")
@@ -31,9 +33,11 @@ def test_a_generated_sequence_keeps_every_table_exact(tmp_path: Path, delta_engi
     ops.run(0)  # batch 0
     for op in SCRIPT:
         ops.step(op)  # checks every table after the step
-    assert [s["op"] for s in ops.log] == list(SCRIPT)
-    assert not any(s.get("skipped") for s in ops.log), ops.log
-    assert ops.log[0]["died"], ops.log[0]  # the crash did land inside the batch
-    assert "already holds batches of another checkpoint" in ops.log[3]["refused"], ops.log[3]
-    assert ops.log[3]["way_out"] == f"--full-refresh --select {ops.log[1]['model']}"
-    assert "belongs to pipeline 'test_pipeline'" in ops.log[4]["refused"], ops.log[4]
+    log = ops.log
+    assert [s["op"] for s in log] == list(SCRIPT)
+    assert not any(s.get("skipped") for s in log), log
+    assert log[0]["died"], log[0]  # the crash did land inside the batch
+    assert "already holds batches of another checkpoint" in log[1]["refused"], log[1]
+    assert log[1]["way_out"] == f"--full-refresh --select {log[1]['model']}"
+    assert log[4]["died"] and "must be replayed" in log[4]["refused"], log[4]
+    assert "belongs to pipeline 'test_pipeline'" in log[5]["refused"], log[5]

@@ -15,8 +15,23 @@ The operations (:data:`OPS`): ``stream`` (a new input file, then ``--available-n
 equivalent text: a new comment line at the end), ``park_fix`` (the model ``fragile`` made to divide by zero on a
 new file's event: parked, every other table exact; then fixed and caught up), ``maintain``,
 ``snapshot`` (the latest cut and a random older one, each exact for the files of its batches:
-one file is one batch, ``max_files_per_trigger: 1``) and ``rename`` (project.yml's ``name:``:
-must be refused). A model file change is followed by a run, so its outcome belongs to the step.
+one file is one batch, ``max_files_per_trigger: 1``), ``rename`` (project.yml's ``name:``:
+must be refused), and the operations at the edges of a crash or a loss:
+
+- ``rename_model``: a crash inside a batch (often right after the model's own commit), then the
+  documented rename of a model (SQL file and table folder moved, ``backfill=false``): exact, or
+  refused when the moved table holds a batch the checkpoint has not committed; then put back,
+  the batch finished, renamed again; then renamed back under its first name.
+- ``refresh_crash``: a model disabled, ``--full-refresh`` dies inside its batch 0, the model
+  re-enabled: refused (its table holds the old checkpoint's batches), then rebuilt as the
+  message says.
+- ``registry_loss``: the checkpoint's ``runner.models.json`` deleted, or truncated (refused,
+  naming the file; then deleted as its hint says), sometimes while ``fragile`` is parked or
+  while a disabled model comes back in the same start-up: rebuilt from the tables' batch ids.
+- ``input_removed``: a batch dies inside, its input file is removed before the restart: refused
+  (naming the file) with nothing changed; the file put back, the replay completes.
+
+A model file change is followed by a run, so its outcome belongs to the step.
 
 Used by ``tests/faults/test_generated_ops.py`` (crashes in process: a failpoint raises) and
 ``python -m bench.generated_ops`` (a ``runner stream`` process dies at the failpoint).
@@ -28,6 +43,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -61,9 +77,10 @@ from tests.support.reference import DEAD, actual_tables, expected_tables, valid_
 __all__ = ["OPS", "Crash", "GenOps", "StepFailed", "in_process_crash", "subprocess_crash"]
 
 OPS = ("stream", "crash", "full_refresh", "rebuild", "disable", "enable", "remove", "add",
-       "change_sql", "park_fix", "maintain", "snapshot", "rename")
+       "change_sql", "park_fix", "maintain", "snapshot", "rename", "rename_model",
+       "refresh_crash", "registry_loss", "input_removed")
 #: How often each operation is drawn (streams and crashes most: they move the batches on).
-WEIGHTS = (5, 3, 1, 2, 2, 2, 2, 2, 1, 1, 1, 2, 1)
+WEIGHTS = (5, 3, 1, 2, 2, 2, 2, 2, 1, 1, 1, 2, 1, 1, 1, 1, 1)
 
 YML = (BASE_YML.replace("vars:\n  slow_ms: 1000\n", "vars:\n  slow_request_ms: 1000\n")
        .replace("  path: incoming\n", "  path: incoming\n  max_files_per_trigger: 1\n"))
@@ -75,24 +92,27 @@ MODELS = {**{Path(k).stem: v for k, v in EXAMPLE_FILES.items() if k.startswith("
           "endpoint_counts": ENDPOINT_COUNTS, "slow_requests": SLOW_REQUESTS, "fragile": FIXED}
 REFS = {"slow_requests": "performance_metrics"}  # model -> the model it refs
 DISABLED = "{{ config(enabled=false) }}\n"
+NO_BACKFILL = "{{ config(backfill=false) }}\n"
+RENAMED = "_renamed"  # a model renamed by rename_model is <model>_renamed until renamed back
 CRASH_POINTS = ("batch.start", "sink.before_commit:{m}", "sink.after_commit:{m}",
                 "batch.after_sinks", "batch.after_ledger")
 
-#: Runs the project with a failpoint armed (``point@batch``); returns whether it died there.
-Crash = Callable[[Path, str], bool]
+#: Runs the project with a failpoint armed (``point@batch``; ``full_refresh=True``: as
+#: ``--full-refresh``); returns whether it died there.
+Crash = Callable[..., bool]
 
 
 class StepFailed(AssertionError):
     """A step left a table inexact, or was refused after changing something."""
 
 
-def in_process_crash(root: Path, point: str) -> bool:
+def in_process_crash(root: Path, point: str, *, full_refresh: bool = False) -> bool:
     """The failpoint raises inside this process's run (the runner sees an exception)."""
     os.environ["RUNNER_FAILPOINTS"] = f"{point}=raise"
     failpoints._armed.cache_clear()
     try:
-        _run(root)
-    except RunnerError:
+        _run(root, full_refresh=full_refresh)
+    except (RunnerError, failpoints.FailpointError):
         return True
     finally:
         os.environ.pop("RUNNER_FAILPOINTS", None)
@@ -100,12 +120,13 @@ def in_process_crash(root: Path, point: str) -> bool:
     return False
 
 
-def subprocess_crash(root: Path, point: str) -> bool:
+def subprocess_crash(root: Path, point: str, *, full_refresh: bool = False) -> bool:
     """``runner stream --available-now`` in its own process group, killed at the failpoint by
     ``os._exit(137)`` (no cleanup, as a SIGKILL); whatever is left of the group is killed."""
     env = {**os.environ, "RUNNER_FAILPOINTS": f"{point}=exit", "PYTHONPATH": str(REPO_ROOT)}
+    refresh = ["--full-refresh"] if full_refresh else []
     proc = subprocess.Popen([sys.executable, "-m", "runner", "stream", "--available-now",
-                             "--project-dir", str(root)], env=env, cwd=REPO_ROOT,
+                             *refresh, "--project-dir", str(root)], env=env, cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     try:
@@ -146,6 +167,11 @@ class GenOps:
     revision: int = 0
     files: int = 0
     log: list[dict[str, Any]] = field(default_factory=list)
+    #: model -> its name now, while rename_model has it under another name
+    renamed: dict[str, str] = field(default_factory=dict)
+    #: model -> batches its ledger entries do not name it in (run while it was renamed): a
+    #: snapshot of those batches lacks it, as runner snapshot says of tables it cannot serve
+    gaps: dict[str, set[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -214,7 +240,7 @@ class GenOps:
                 (incoming / f.name).write_bytes(f.read_bytes())
         names = [m for m in sorted(self.live()) if m != "fragile" and m not in skip] + [DEAD]
         expected = expected_tables(incoming, names)
-        actual = actual_tables(self.root / "wh", versions)
+        actual = actual_tables(self._warehouse(), versions)
         wrong = {}
         for name in names:
             lost, extra = expected[name] - actual[name], actual[name] - expected[name]
@@ -230,6 +256,20 @@ class GenOps:
                                     f"{sum((got - want).values())} extra")
         if wrong:
             raise StepFailed(f"tables not exact: {wrong}")
+
+    def _warehouse(self) -> Path:
+        """The warehouse, or (a model renamed) a folder of links naming each table by its
+        model's first name, for the reference to read."""
+        wh = self.root / "wh"
+        if not self.renamed:
+            return wh
+        view = self.root / "wh-as-named"
+        shutil.rmtree(view, ignore_errors=True)
+        view.mkdir()
+        first = {now: model for model, now in self.renamed.items()}
+        for table in wh.iterdir():
+            (view / first.get(table.name, table.name)).symlink_to(table.resolve())
+        return view
 
     def _fragile(self, versions: dict[str, int | None] | None) -> Counter:
         path = self.root / "wh" / "fragile"
@@ -305,11 +345,13 @@ class GenOps:
         self._attempt(step)  # the restart
 
     def _op_full_refresh(self, step: dict[str, Any]) -> None:
-        self._attempt(step, full_refresh=True)
+        if self._attempt(step, full_refresh=True):
+            self.gaps.clear()  # a new checkpoint: a new ledger
 
     def _op_rebuild(self, step: dict[str, Any]) -> None:
         model = step["model"] = self.rng.choice(sorted(self.live()))
-        self._attempt(step, rebuild=[model])
+        if self._attempt(step, rebuild=[model]):
+            self.gaps.pop(model, None)  # every entry names the rebuilt table
 
     def _choose(self, step: dict[str, Any], among: set[str]) -> str | None:
         """A model of ``among`` whose change keeps the project compiling (no model refs it,
@@ -432,11 +474,12 @@ class GenOps:
         for batch in {ids[-1], self.rng.choice(ids)}:
             snap = snapshot_of(project, batch=batch)
             versions = {name: t.version for name, t in snap.tables.items()}
-            missing = (self.live() | {DEAD}) - set(versions)
+            renamed = frozenset(m for m, ids in self.gaps.items() if batch in ids)
+            missing = (self.live() | {DEAD}) - set(versions) - renamed
             if missing:
                 raise StepFailed(f"the snapshot of batch {batch} lacks {sorted(missing)}")
             step.setdefault("batches", []).append(batch)
-            self.check_exact(files[:batch + 1], versions)
+            self.check_exact(files[:batch + 1], versions, skip=renamed)
 
     def _op_rename(self, step: dict[str, Any]) -> None:
         yml = self.root / "project.yml"
@@ -444,6 +487,168 @@ class GenOps:
         yml.write_text(old.replace("name: test_pipeline", "name: renamed_pipeline"))
         if self._attempt(step, undo=lambda: yml.write_text(old)):
             raise StepFailed("a rename of the pipeline ran instead of being refused")
+
+    # -- at the edges of a crash or a loss -------------------------------------------------
+
+    def _next_batch(self) -> int:
+        ids = Ledger(self.root / "cp").batch_ids()
+        return ids[-1] + 1 if ids else 0
+
+    def _crash_in_next_batch(self, step: dict[str, Any], model: str | None = None) -> bool:
+        """A new input file, then a run that dies at a failpoint of its batch: right after
+        ``model``'s own commit half the time (when given), else anywhere."""
+        self._feed()
+        target = model or self.rng.choice(sorted(self.live()))
+        point = (f"sink.after_commit:{model}" if model is not None and self.rng.random() < 0.5
+                 else self.rng.choice(CRASH_POINTS).format(m=target))
+        step["at"] = f"{point}@{self._next_batch()}"
+        step["died"] = self.crash(self.root, step["at"])
+        return bool(step["died"])
+
+    def _move_model(self, old: str, new: str, *, keep_rows: bool) -> None:
+        """The documented rename: the SQL file and the table folder move (``keep_rows``: the
+        model says ``backfill=false`` for the next start)."""
+        src, dst = self._model(old), self._model(new)
+        text = src.read_text().removeprefix(NO_BACKFILL)
+        src.unlink()
+        dst.write_text((NO_BACKFILL if keep_rows else "") + text)
+        if (self.root / "wh" / old).exists():
+            shutil.move(str(self.root / "wh" / old), str(self.root / "wh" / new))
+
+    def _op_rename_model(self, step: dict[str, Any]) -> None:
+        model = self._choose(step, self.live() - {"fragile"})
+        if model is None:
+            return
+        original = self._model(model).read_text()
+        self._crash_in_next_batch(step, model)
+        new = model + RENAMED
+        first_batch = self._next_batch()
+
+        def put_back() -> None:  # the refusal's way out: put back, finish the batch, again
+            self._move_model(new, model, keep_rows=False)
+            self.renamed.pop(model)
+            self._model(model).write_text(original)
+            _run(self.root)
+            self.check_exact()
+            self._move_model(model, new, keep_rows=True)
+            self.renamed[model] = new
+
+        self._move_model(model, new, keep_rows=True)
+        self.renamed[model] = new
+        if not self._attempt(step, put_back):
+            step["way_out"] = "put back, the batch finished, renamed again"
+            first_batch = self._next_batch()
+            if not self._attempt(step):
+                raise StepFailed(f"the rename of {model} was refused again after the crashed "
+                                 f"batch was finished: {step['refused']}")
+        self.check_exact()
+        self._feed()  # a batch under the new name
+        self._attempt(step)
+        self.check_exact()
+        # Back under its first name (no crash): a new model again, the table moved back.
+        last = self._next_batch() - 1
+        self._move_model(new, model, keep_rows=True)
+        self.renamed.pop(model)
+        if not self._attempt(step):
+            raise StepFailed(f"renaming {new} back to {model} was refused: {step['refused']}")
+        self._model(model).write_text(original)
+        self.gaps.setdefault(model, set()).update(range(first_batch, last + 1))
+
+    def _op_refresh_crash(self, step: dict[str, Any]) -> None:
+        ready = sorted(m for m in self.disabled
+                       if REFS.get(m) is None or REFS[m] in self.live())
+        if ready:
+            model = step["model"] = self.rng.choice(ready)
+            old = self._model(model).read_text()
+        else:
+            chosen = self._choose(step, self.live())
+            if chosen is None:
+                return
+            model = chosen
+            old = self._model(model).read_text()
+            self._model(model).write_text(DISABLED + old)  # no run of its own: the refresh's
+            self.disabled.add(model)
+        live = sorted(self.live())
+        point = self.rng.choice(("batch.start", "sink.after_commit:{m}", "batch.after_sinks",
+                                 "batch.after_ledger")).format(m=self.rng.choice(live))
+        step["at"] = f"{point}@0"  # inside the refresh's first batch: none committed
+        step["died"] = self.crash(self.root, step["at"], full_refresh=True)
+        self.gaps.clear()  # a new checkpoint: a new ledger
+        path = self._model(model)
+        path.write_text(path.read_text().removeprefix(DISABLED))
+        self.disabled.discard(model)
+
+        def undo() -> None:
+            path.write_text(old if old.startswith(DISABLED) else DISABLED + old)
+            self.disabled.add(model)
+
+        self._attempt(step, undo, way_out=model)
+
+    def _op_registry_loss(self, step: dict[str, Any]) -> None:
+        registry = self.root / "cp" / REGISTRY_FILE
+        if not registry.exists():
+            step["skipped"] = True
+            return
+        parked = "fragile" in self.live() and self.rng.random() < 0.5
+        if parked:  # lost while fragile is parked
+            step["parked"] = "fragile"
+            self._model("fragile").write_text(FRAGILE)
+            self._feed(bad=True)
+            if "fragile" not in _run(self.root).parked:
+                raise StepFailed("fragile was not parked")
+            self.check_exact(skip=frozenset({"fragile"}))
+        ready = sorted(m for m in self.disabled
+                       if REFS.get(m) is None or REFS[m] in self.live())
+        back = self.rng.choice(ready) if ready and self.rng.random() < 0.5 else None
+        step["damage"] = self.rng.choice(("deleted", "truncated"))
+        if step["damage"] == "truncated":
+            registry.write_bytes(registry.read_bytes()[:len(registry.read_bytes()) // 2])
+            before = self._state()
+            try:
+                _run(self.root)
+            except RunnerError as e:
+                if REGISTRY_FILE not in str(e) or isinstance(e, ConfigError):
+                    raise StepFailed(f"a truncated registry: not the error expected: {e}") \
+                        from e
+                step["refused"] = str(e)[:600]
+            else:
+                raise StepFailed("a truncated registry was read as if whole")
+            if self._state() != before:
+                raise StepFailed(f"a truncated registry, refused, but it changed "
+                                 f"{_diff(before, self._state())}")
+        registry.unlink()  # the runner's hint: the next start-up rebuilds it from the tables
+        if parked:
+            self._model("fragile").write_text(FIXED)
+        if back is not None:  # and a disabled model comes back in the same start-up
+            step["model"] = back
+            path = self._model(back)
+            path.write_text(path.read_text().removeprefix(DISABLED))
+            self.disabled.discard(back)
+        self._feed()
+        self._attempt(step, way_out=back)
+
+    def _op_input_removed(self, step: dict[str, Any]) -> None:
+        if not self._crash_in_next_batch(step):
+            return  # the batch completed: nothing to replay
+        path = self._files()[-1]  # the crashed batch's file (one file per batch)
+        away = self.root / "away" / path.name
+        away.parent.mkdir(exist_ok=True)
+        path.rename(away)
+        before = self._state()
+        try:
+            _run(self.root)
+        except ConfigError as e:
+            step["refused"] = str(e)[:600]
+            if path.name not in str(e):
+                raise StepFailed(f"the refusal does not name the missing file: {e}") from e
+        else:
+            raise StepFailed(f"the replay of a batch ran without its input file {path.name}")
+        finally:
+            after = self._state()
+            away.rename(path)
+        if after != before:
+            raise StepFailed(f"refused, but it changed {_diff(before, after)}")
+        self._attempt(step)  # the file is back: the replay completes, exactly once
 
 
 def _diff(before: dict[str, Any], after: dict[str, Any]) -> str:

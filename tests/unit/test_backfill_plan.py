@@ -197,11 +197,15 @@ def test_decide_a_backfill_cut_short_and_an_old_checkpoint() -> None:
                version=lambda m: 1 if m == "n" else None)
     assert h.entries["n"] == Entry("absent", left_at=2)
     # no registry yet, batches committed: tables with this checkpoint's transactions are known
-    old = decide(entries=None, run=["a", "new"], files={"a", "new", "x"}, committed=2,
-                 known={"a", "x"}, version=lambda m: 1 if m == "x" else None)
-    assert old.entries["a"] == Entry("live")
+    # (each model's state comes from its table's own batch ids: a at batch 2 is live, p at
+    # batch 0 (parked or disabled then) catches up from batch 1)
+    tables = {"a": 2, "x": 1, "p": 0}
+    old = decide(entries=None, run=["a", "new", "p"], files={"a", "new", "x", "p"}, committed=2,
+                 known={"a", "x", "p"}, version=tables.get)
+    assert old.entries["a"] == Entry("live", since=3)
     assert old.entries["new"] == Entry("backfilling", start=0)
     assert old.entries["x"] == Entry("absent", left_at=2)
+    assert old.entries["p"] == Entry("backfilling", start=1)
 
 
 def test_registry_round_trip_and_a_damaged_file(tmp_path) -> None:
