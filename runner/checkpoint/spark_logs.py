@@ -26,7 +26,7 @@ from runner.errors import SourceError
 __all__ = ["batch_files", "committed_batches", "committed_source_offset", "file_log",
            "is_committed",
            "kafka_start_offsets", "last_committed", "last_planned", "numbered",
-           "retained_source_offsets"]
+           "pending_batch", "retained_source_offsets", "source_offset"]
 
 
 def numbered(folder: Path, suffix: str = "") -> dict[int, Path]:
@@ -70,6 +70,15 @@ def last_planned(checkpoint: Path) -> int | None:
     return max(numbered(checkpoint / "offsets"), default=None)
 
 
+def pending_batch(checkpoint: Path) -> int | None:
+    """The batch Spark replays on the next start: the newest planned batch (``offsets/<N>``)
+    when it has no commit-log entry; None when every planned batch is committed."""
+    planned = last_planned(checkpoint)
+    if planned is None or is_committed(checkpoint, planned):
+        return None
+    return planned
+
+
 def _log_lines(path: Path) -> list[str]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -98,6 +107,17 @@ def retained_source_offsets(checkpoint: Path, *, through: int) -> dict[int, Any]
     offsets = numbered(checkpoint / "offsets")
     return {b: _source_offset(offsets[b]) for b in committed_batches(checkpoint)
             if b <= through and b in offsets}
+
+
+def source_offset(checkpoint: Path, batch_id: int) -> Any:
+    """Source 0's offset (parsed JSON) where batch ``batch_id`` ends (committed or in flight);
+    None when its ``offsets/`` entry is gone or names no offset.
+
+    Raises:
+        SourceError: the entry cannot be read (names the file).
+    """
+    path = checkpoint / "offsets" / str(batch_id)
+    return _source_offset(path) if path.exists() else None
 
 
 def committed_source_offset(checkpoint: Path) -> Any:

@@ -32,7 +32,7 @@ from runner.checkpoint.kafka_offsets import chunk_size, keep_offsets
 from runner.checkpoint.lock import CheckpointLock
 from runner.checkpoint.query import new_query_id, read_query_id, reset_checkpoint, write_query_id
 from runner.checkpoint.runs import RunRecord
-from runner.checkpoint.spark_logs import batch_files, is_committed
+from runner.checkpoint.spark_logs import is_committed
 from runner.compile.plan import Plan
 from runner.errors import ConfigError, ExecutionError, RunnerError, SourceError
 from runner.project.loader import Project
@@ -47,7 +47,7 @@ from runner.runtime.session import session_info
 from runner.sinks import engine_choice, make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
 from runner.sinks.tables import check_droppable, is_table, recent_app_ids
-from runner.sources.files import unreadable_files
+from runner.sources.same_input import ReplayGuard
 from runner.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
 
 if TYPE_CHECKING:
@@ -212,6 +212,10 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
             from runner.sources.kafka.preflight import check_brokers
 
             check_brokers(spark, project.config.source)
+        # A pending replay must read what its first attempt read (runner.sources.same_input).
+        guard = ReplayGuard(checkpoint, project.config.source)
+        if not full_refresh:
+            guard.check_pending(on_event=on_event)
         lookups = start_lookups(spark, checkpoint, plan, engine=choice.engine,
                                 broadcast_max_rows=project.config.lookups.broadcast_max_rows)
         if lookups is not None:
@@ -238,7 +242,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
                        writer=writer, parallelism=project.config.parallelism,
                        parse_only_used_fields=project.config.parse_only_used_fields,
                        park=park_policy(plan, project.config.on_model_error), lookups=lookups,
-                       unreadable=_unreadable_files(project))
+                       unreadable=guard.unreadable if guard.files_source else None)
         parked: dict[str, ParkedError] = {}
 
         def park(p: ParkedError) -> None:
@@ -266,7 +270,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         on_batch = Bookkeeper(project, bp, query_id=query_id, on_event=on_event).wrap(on_batch)
         return _run_query(spark, project, bp, mode=mode, trigger=trigger, stopper=stopper,
                           on_batch=on_batch, on_event=on_event, on_progress=on_progress,
-                          parked=parked, on_parked=park,
+                          parked=parked, on_parked=park, guard=guard,
                           still_parked={m for m, e in handover.entries.items()
                                         if e.state == "parked"})
 
@@ -282,15 +286,6 @@ def _kafka_unreachable(project: Project, error: BaseException) -> str | None:
     return (f"cannot reach the Kafka brokers at {source.bootstrap_servers}{within} "
             "(Spark's Kafka source)\nhint: check bootstrap_servers, the network and the "
             "client's security options")
-
-
-def _unreadable_files(project: Project) -> Callable[[int], list[tuple[str, str]]] | None:
-    """The files source's check of a batch's files (runner.sources.files.unreadable_files),
-    reading the batch's file list from the checkpoint; None for Kafka."""
-    if project.config.source.type != "files":
-        return None
-    checkpoint = project.checkpoint
-    return lambda batch_id: unreadable_files(batch_files(checkpoint, batch_id))
 
 
 def _offset_keeper(spark: SparkSession, project: Project) -> Callable[[int], object]:
@@ -367,7 +362,7 @@ def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
                on_event: Callable[[str], None],
                on_progress: Callable[[dict[str, Any] | None], None],
                parked: dict[str, ParkedError], on_parked: Callable[[ParkedError], None],
-               still_parked: set[str]) -> StreamSummary:
+               still_parked: set[str], guard: ReplayGuard) -> StreamSummary:
     summary = StreamSummary(parked=parked)
     failure: list[BaseException] = []
     batches = _Batches()
@@ -377,6 +372,7 @@ def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
         batches.running = batch_id
         try:
             keep(batch_id)
+            guard(batch_id)  # before any table commits it: record (or, replayed, compare) input
             result = run_batch(bp, df, batch_id, frozenset(still_parked))
             # Parked before Spark's commit-log entry: a replay of this batch parks it again.
             record_parked(project.checkpoint, result.parked)
