@@ -55,7 +55,8 @@ def _level(rule: Rule) -> Level:
 
 
 class SyntaxRule(ModelRule):
-    """The model's SQL must parse as Spark SQL."""
+    """The model's SQL must parse as Spark SQL, as strictly as Spark's own parser
+    (:mod:`runner.lint.spark_grammar`: what sqlglot alone would let through)."""
 
     id = "syntax"
 
