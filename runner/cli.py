@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -61,12 +62,25 @@ class _Group(click.Group):
             ctx.exit(e.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:
+            _quiet_stdout()  # the reader went away (`runner status | head`): stop as Unix
+            ctx.exit(141)    # tools do, 128 + SIGPIPE, without a message
         except Exception as e:  # noqa: BLE001 - the last line of defence before a traceback
             if ctx.meta.get("debug"):
                 traceback.print_exc()
             Console().error(f"internal error: {type(e).__name__}: {e} "
                             "(run with --debug for the traceback and report it)")
             ctx.exit(3)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null: Python flushes it again at exit, which would raise the
+    broken pipe a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (tests' captured output)
+        pass
 
 
 def _version() -> str:

@@ -77,3 +77,23 @@ def test_a_checkpoint_held_by_another_runner_exits_75(tmp_path) -> None:
         lock.release()
     assert result.exit_code == 75, result.output
     assert "is in use by pid" in result.output and "Traceback" not in result.output
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path) -> None:
+    """`runner status | head`: the pipe's reader closes early. The command stops as Unix tools
+    do (exit 141, 128 + SIGPIPE) instead of printing `internal error: BrokenPipeError`."""
+    import os
+    import subprocess
+    import sys
+
+    root = write_project(tmp_path, {"models/a.sql": "SELECT eventId FROM parsed_events"})
+    read, write = os.pipe()
+    os.close(read)  # no reader at all: the first write fails with EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "runner", "compile", "--project-dir",
+                               str(root)], stdout=write, stderr=subprocess.PIPE, text=True,
+                              timeout=120, check=False)
+    finally:
+        os.close(write)
+    assert done.returncode == 141, done.stderr
+    assert done.stderr == "", done.stderr
