@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 from runner.checkpoint.lock import MAINTENANCE, CheckpointLock
 from runner.checkpoint.query import read_query_id
+from runner.console import plural
 from runner.errors import CheckpointBusyError, ExecutionError
 from runner.project.loader import Project
 from runner.sinks.base import app_id
@@ -90,12 +91,12 @@ def report_lines(report: MaintenanceReport) -> list[str]:
     """The text form of a report: one line per table, then the ledger's retained range."""
     lines = []
     for t in report.tables:
-        compaction = (f"compacted {t.files_compacted} files into {t.files_written}"
+        compaction = (f"compacted {plural(t.files_compacted, 'file')} into {t.files_written}"
                       if t.compaction == "done" else t.compaction)
-        line = (f"{t.name}: {compaction}; vacuumed {t.files_vacuumed} files "
+        line = (f"{t.name}: {compaction}; vacuumed {plural(t.files_vacuumed, 'file')} "
                 f"({t.files_on_disk} left on disk); "
-                f"{t.log_files_expired} log files expired; "
-                f"{t.staging_dirs_removed} staging folders removed; "
+                f"{plural(t.log_files_expired, 'log file')} expired; "
+                f"{plural(t.staging_dirs_removed, 'staging folder')} removed; "
                 f"files {t.files_before} -> {t.files_after}, version {t.version_before} -> "
                 f"{t.version_after}, checkpoint {t.checkpoint} ({t.seconds:.1f}s)")
         if t.error:

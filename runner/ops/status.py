@@ -34,6 +34,7 @@ from runner.checkpoint.query import read_query_id
 from runner.checkpoint.registry import Entry, load_registry
 from runner.checkpoint.runs import read_last_run
 from runner.checkpoint.spark_logs import last_committed, last_planned
+from runner.console import plural
 from runner.errors import RunnerError
 from runner.ops.backlog import Backlog, files_backlog, kafka_backlog
 from runner.ops.snapshot import Lag, lag_note, lagging
@@ -238,8 +239,8 @@ def status_lines(s: PipelineStatus) -> list[str]:
             lines.append(f"  {t.name:<{width}}  no table yet{parked}")
             continue
         text = (f"  {t.name:<{width}}  last batch {_opt(t.last_batch)}, version {t.version} "
-                f"(snapshot {_opt(t.snapshot_version)}), {t.files:,} files {_size(t.bytes)}, "
-                f"log {t.log_files:,} files {_size(t.log_bytes)}")
+                f"(snapshot {_opt(t.snapshot_version)}), {plural(t.files, 'file')} "
+                f"{_size(t.bytes)}, log {plural(t.log_files, 'file')} {_size(t.log_bytes)}")
         lines.append(text + (f"  problem: {t.error}" if t.error else "") + parked)
     for name, lk in s.lookups.items():
         version = (f"version {lk['version']}" if lk["kind"] == "source"
@@ -250,7 +251,8 @@ def status_lines(s: PipelineStatus) -> list[str]:
     if b.error:
         lines.append(f"backlog: unknown ({b.error})")
     elif b.kind == "files":
-        lines.append(f"backlog: {b.pending} files not read yet in {b.detail['path']}")
+        lines.append(f"backlog: {plural(b.pending or 0, 'file')} not read yet in "
+                     f"{b.detail['path']}")
     else:
         parts = ", ".join(f"{t}[{p}] {lag}" for t, ps in b.detail["partitions"].items()
                           for p, lag in ps.items())
