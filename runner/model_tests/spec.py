@@ -334,7 +334,8 @@ def load_specs(project: Project) -> dict[str, ModelSpec]:
             raise SpecError(f"no model '{file.stem}' for this file: a model's tests live in "
                             f"models/<model>.yml next to models/<model>.sql"
                             + did_you_mean(file.stem, [m.name for m in project.models]),
-                            path=rel, hint="a file of sources only holds nothing but sources:")
+                            path=rel, hint="a YAML file that is not named after a model "
+                                           "holds only sources:")
         if Path(model.path).parent != Path(rel).parent:
             raise SpecError(f"model '{model.name}' is {model.path}: put its YAML next to it",
                             path=rel)

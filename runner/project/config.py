@@ -41,6 +41,7 @@ __all__ = [
     "Severity",
     "parse_project_config",
     "validation_message",
+    "value_message",
 ]
 
 Severity = Literal["error", "warn", "off"]
@@ -274,6 +275,15 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return []
 
 
+def value_message(err: Any) -> str:
+    """What is wrong with a value, from one pydantic error, in the user's words (not
+    pydantic's "Tuple should have at least 1 item after validation")."""
+    if err["type"] == "too_short":
+        least = int((err.get("ctx") or {}).get("min_length", 1))
+        return f"needs at least {least} entr{'y' if least == 1 else 'ies'}, got none"
+    return str(err["msg"]).removeprefix("Value error, ")
+
+
 def validation_message(error: ValidationError, model: type[BaseModel]) -> list[tuple[str, str]]:
     """Turn pydantic errors into ``(dotted key, message)`` pairs a user can act on."""
     out = []
@@ -288,8 +298,8 @@ def validation_message(error: ValidationError, model: type[BaseModel]) -> list[t
         elif err["type"] == "union_tag_invalid":
             msg = f"{key}: type must be 'files' or 'kafka'"
         else:
-            msg = f"{key}: {err['msg'].removeprefix('Value error, ')}"
-            if "input" in err and not isinstance(err["input"], (dict, list)):
+            msg = f"{key}: {value_message(err)}"
+            if "input" in err and not isinstance(err["input"], (dict, list, tuple)):
                 shown = MASK if is_secret_name(key) else repr(err["input"])
                 msg += f" (got {shown})"
         out.append((key, msg))

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runner.errors import ConfigError, did_you_mean
-from runner.project.config import load_yaml, yaml_line
+from runner.project.config import load_yaml, value_message, yaml_line
 from runner.project.paths import is_uri, resolve_location
 
 __all__ = ["ColumnDecl", "SourceTable", "parse_declared_columns", "parse_sources",
@@ -128,7 +128,7 @@ def strict_error(e: ValidationError, model: Any, *, text: str, path: str,
         elif err["type"] == "missing":
             message = f"{key}: missing required key '{loc[-1]}'"
         else:
-            message = f"{key}: {str(err['msg']).removeprefix('Value error, ')}"
+            message = f"{key}: {value_message(err)}"
             if "input" in err and not isinstance(err["input"], (dict, list, tuple)):
                 message += f" (got {err['input']!r})"
         errors.append(ConfigError(message, path=path, line=yaml_line(text, loc)))

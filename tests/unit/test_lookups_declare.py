@@ -4,7 +4,9 @@ name clashes, and locations kept away from the checkpoint and the warehouse."""
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 
+from runner.cli import cli
 from runner.errors import ConfigError
 from runner.model_tests.spec import load_specs
 from runner.project.loader import load_project
@@ -193,3 +195,13 @@ def test_seed_cell_not_of_its_declared_type_names_the_line(tmp_path) -> None:
     with pytest.raises(ConfigError, match="column v is bigint, but a row holds 'x'") as e:
         seed_rows(project.seeds[0])
     assert (e.value.path, e.value.line) == ("seeds/s.csv", 3)
+
+
+def test_an_empty_list_is_said_in_words(tmp_path) -> None:
+    """pydantic's "Tuple should have at least 1 item after validation, not 0" is not shown."""
+    root = write_project(tmp_path, {"models/m.sql": "SELECT eventId FROM parsed_events",
+                                    "models/src.yml": "sources:\n  - name: crm\n    tables: []\n"})
+    result = CliRunner().invoke(cli, ["compile", "--project-dir", str(root)])
+    assert result.exit_code == 2, result.output
+    assert "models/src.yml:3: sources[0].tables: needs at least 1 entry, got none" \
+        in result.output, result.output
