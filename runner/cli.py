@@ -16,7 +16,7 @@ from runner.build import compile_project, write_target
 from runner.compile.plan import Plan
 from runner.console import Console, Format, backfill_doc, batch_doc, plural, summary_doc
 from runner.errors import ConfigError, ExecutionError, RunnerError
-from runner.project.loader import Project, load_project
+from runner.project.loader import Project, command_line_vars, load_project
 from runner.project.spark_conf import ALLOW_ENV, ALLOW_FLAG, opted_in
 from runner.project.triggers import validate_interval
 
@@ -41,9 +41,21 @@ _allow_spark_conf = click.option(
     f"deployment's opt-in, like {ALLOW_ENV}; repeatable; docs/SECURITY.md).")
 
 
+def _set_vars(ctx: click.Context, _param: click.Parameter, text: str | None) -> None:
+    if text:  # for this command only
+        ctx.with_resource(command_line_vars(text))
+
+
+_vars = click.option(
+    "--vars", metavar="YAML", expose_value=False, callback=_set_vars,
+    help="Values for {{ var() }} over project.yml's vars: (dbt's --vars), a YAML or JSON "
+         "mapping: --vars '{\"slow_ms\": 500}'.")
+
+
 def _project_dir(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--project-dir``, and ``--allow-spark-conf`` (every command loads project.yml)."""
-    return _allow_spark_conf(_project_dir_option(command))
+    """``--project-dir``, ``--vars`` and ``--allow-spark-conf`` (every command loads
+    project.yml)."""
+    return _allow_spark_conf(_vars(_project_dir_option(command)))
 _select = click.option("--select", "-s", "select", multiple=True,
                        help="Models to use: name, tag:x, +name (with ancestors), name+ "
                             "(with descendants). Repeatable.")

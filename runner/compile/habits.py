@@ -1,6 +1,7 @@
 """dbt habits a model may bring, each failing with what the runner does instead of a bare
-"undefined": ``is_incremental()``, ``{{ this }}``, ``config(materialized='incremental' |
-'table' | 'view')``."""
+"undefined" or "unknown key": ``is_incremental()``, ``{{ this }}``, ``{{ target.name }}``,
+``log()``, ``run_query()``, ``dbt_utils.*``, ``config(materialized='incremental' | 'table' |
+'view')`` and dbt-only config keys (``post_hook``, ``incremental_strategy``...)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import jinja2
 
-__all__ = ["HABITS", "TemplateFail", "materialized_hint"]
+__all__ = ["DBT_CONFIG_KEYS", "HABITS", "TemplateFail", "materialized_hint"]
 
 
 class TemplateFail(Exception):
@@ -39,8 +40,58 @@ _THIS = jinja2.StrictUndefined(
                 hint="to keep one row per key, write config(materialized='merge', "
                      "unique_key='...') (merge_update for how to combine rows)"))
 
+def _habit(name: str, message: str, hint: str) -> jinja2.StrictUndefined:
+    """A name that fails, when used in any way, with ``message`` and ``hint``."""
+    return jinja2.StrictUndefined(
+        hint=message, name=name,
+        exc=partial(TemplateFail, hint=hint))  # type: ignore[arg-type]  # called with the message
+
+
+def _no_call(message: str, hint: str) -> Any:
+    def call(*_: Any, **__: Any) -> Any:
+        raise TemplateFail(message, hint=hint)
+    return call
+
+
 #: Jinja names a model gets that only say what to write instead.
-HABITS: dict[str, Any] = {"is_incremental": _is_incremental, "this": _THIS}
+HABITS: dict[str, Any] = {
+    "is_incremental": _is_incremental,
+    "this": _THIS,
+    "target": _habit("target", "{{ target }} is dbt's profile target: the runner has no "
+                     "profiles or targets", "for values that differ per deployment use "
+                     "{{ var('name') }} (vars: in project.yml) or {{ env_var('PUBLIC_...') }}"),
+    "log": _no_call("log() is dbt's: a model's template prints nothing here",
+                    "remove the call; `runner compile` writes the rendered SQL to "
+                    "target/compiled/<model>.sql"),
+    "run_query": _no_call("run_query() is dbt's: a template runs no query here (compile has "
+                          "no warehouse connection)",
+                          "read reference data with {{ source('src', 'table') }} or a seed "
+                          "({{ ref('seed') }}) and join it in the SQL"),
+    "dbt_utils": _habit("dbt_utils", "dbt_utils is a dbt package: packages are not installed "
+                        "here", "write the SQL it would generate, or a macro of your own in "
+                        "macros/*.sql"),
+    "adapter": _habit("adapter", "{{ adapter }} is dbt's: there is no adapter object here",
+                      "write the SQL directly; a macro in macros/*.sql can share it"),
+}
+
+#: dbt config keys the runner does not take: key -> what to write instead.
+DBT_CONFIG_KEYS: dict[str, str] = {
+    "post_hook": "no SQL runs around a model here; for table upkeep use `runner maintain` "
+                 "(compaction, vacuum)",
+    "pre_hook": "no SQL runs around a model here",
+    "incremental_strategy": "every model is incremental: materialized='append' (default) or "
+                            "'merge' with unique_key (merge_update says how rows combine)",
+    "on_schema_change": "set it in project.yml (schema evolution applies to every model: "
+                        "docs/CONFIGURATION.md)",
+    "schema": "no catalog names yet: a model's table is <warehouse>/<model>, read by path",
+    "alias": "no catalog names yet: the file name is the table name (rename "
+             "models/<model>.sql)",
+    "database": "tables live at <warehouse>/<model>",
+    "full_refresh": "rebuild a model with `runner stream --full-refresh --select <model>`",
+    "persist_docs": "describe columns in models/<model>.yml: `runner docs` shows them",
+    "grants": "the runner grants nothing: give access to the Delta tables where they live",
+    "cluster_by": "write partition_by=[...] (Delta partition columns)",
+}
 
 _MATERIALIZED = {
     "incremental": "every model is incremental here: write materialized='append' (the "

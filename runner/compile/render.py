@@ -32,7 +32,7 @@ from runner.compile.budget import (
     time_limit,
     timer_handler,
 )
-from runner.compile.habits import HABITS, TemplateFail, materialized_hint
+from runner.compile.habits import DBT_CONFIG_KEYS, HABITS, TemplateFail, materialized_hint
 from runner.compile.sourcemap import SourceMap, SourceMarkers, strip_markers
 from runner.errors import RunnerError, TemplateError, did_you_mean
 from runner.project.config import ModelConfig, validation_message
@@ -273,8 +273,10 @@ class _Renderer:
             config = ModelConfig.model_validate(capture.config)
         except ValidationError as e:
             messages = "; ".join(m for _, m in validation_message(e, ModelConfig))
-            raise TemplateError("config: " + messages,
-                                path=model.path, line=capture.config_line) from e
+            dbt = [f"{k} is dbt's: {DBT_CONFIG_KEYS[k]}" for k in capture.config
+                   if k in DBT_CONFIG_KEYS]
+            raise TemplateError("config: " + messages, path=model.path,
+                                line=capture.config_line, hint="; ".join(dbt) or None) from e
         return RenderedModel(model.name, model.path, sql, config, tuple(capture.refs),
                              capture.config_line, source_map, tuple(capture.lookups))
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +25,7 @@ if TYPE_CHECKING:  # imported when a project has seeds or declares sources (comp
     from runner.project.seeds import Seed
     from runner.project.sources import SourceTable
 
-__all__ = ["MacroSource", "ModelSource", "Project", "load_project"]
+__all__ = ["MacroSource", "ModelSource", "Project", "command_line_vars", "load_project"]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_NAMES = frozenset({"parsed_events"})
@@ -152,6 +154,36 @@ def _secret_vars(rendered: _Rendered, config: ProjectConfig) -> dict[str, tuple[
     return {var: tuple(names) for var, names in found.items()}
 
 
+#: ``--vars`` of the command being run (:func:`command_line_vars`): they override project.yml's
+_CLI_VARS: ContextVar[Mapping[str, Any] | None] = ContextVar("cli_vars", default=None)
+
+
+@contextmanager
+def command_line_vars(text: str | None) -> Iterator[None]:
+    """Inside the block, projects load with ``text``'s vars over project.yml's ``vars:``
+    (dbt's ``--vars '{"key": "value"}'``: a YAML or JSON mapping).
+
+    Raises:
+        ConfigError: ``text`` is not a mapping of names to values (exit 2).
+    """
+    if not text:
+        yield
+        return
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"--vars: not YAML or JSON: {getattr(e, 'problem', e)}",
+                          hint="--vars '{\"name\": \"value\"}'") from e
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        raise ConfigError(f"--vars: expected a mapping of names to values, got {text!r}",
+                          hint="--vars '{\"name\": \"value\"}'")
+    token = _CLI_VARS.set(data)
+    try:
+        yield
+    finally:
+        _CLI_VARS.reset(token)
+
+
 def _read_sources(root: Path, folder: str) -> list[tuple[str, Path]]:
     base = root / folder
     if not base.is_dir():
@@ -179,6 +211,10 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
     set_secret_values(v for name, v in rendered.reads.items()
                            if not public_env_var(name, config.env_var_prefixes))
     secret_vars = _secret_vars(rendered, config)
+    overrides = _CLI_VARS.get()
+    if overrides:  # the command line's, not project.yml's: not secret
+        config = config.model_copy(update={"vars": {**config.vars, **overrides}})
+        secret_vars = {k: v for k, v in secret_vars.items() if k not in overrides}
     schema = EventSchema.parse(config.schema_ddl)
 
     models: list[ModelSource] = []

@@ -168,3 +168,29 @@ def test_stream_takes_allow_spark_conf(tmp_path, monkeypatch) -> None:
                                  catch_exceptions=False)
     assert allowed.exit_code == 2, allowed.output
     assert "spark.conf" not in allowed.output and "every tuesday" in allowed.output
+
+
+# -- --vars: dbt's command-line values for {{ var() }} -------------------------------------
+
+def test_vars_on_the_command_line_override_project_yml(tmp_path) -> None:
+    root = write_project(tmp_path, {"models/m.sql": "SELECT eventId, {{ var('slow_ms') }} AS ms, "
+                                    "'{{ var('label', 'none') }}' AS label FROM parsed_events"})
+    assert _compile(root).exit_code == 0
+    assert "1000 AS ms" in (root / "target/compiled/m.sql").read_text()
+    result = _compile(root, "--vars", '{"slow_ms": 250, "label": "canary"}')
+    assert result.exit_code == 0, result.output
+    compiled = (root / "target/compiled/m.sql").read_text()
+    assert "250 AS ms" in compiled and "'canary' AS label" in compiled
+    assert _compile(root, "--vars", "slow_ms: 7").exit_code == 0  # YAML too
+    assert "7 AS ms" in (root / "target/compiled/m.sql").read_text()
+    # the values are the command's own: the next command without them has project.yml's
+    assert _compile(root).exit_code == 0
+    assert "1000 AS ms" in (root / "target/compiled/m.sql").read_text()
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "{unclosed", "just text"])
+def test_vars_that_are_not_a_mapping_exit_2(tmp_path, text: str) -> None:
+    root = write_project(tmp_path, MODEL)
+    result = _compile(root, "--vars", text)
+    assert result.exit_code == 2, result.output
+    assert "--vars:" in result.output and "Traceback" not in result.output

@@ -135,6 +135,15 @@ def test_unknown_source_or_seed_did_you_mean(tmp_path, call, match) -> None:
      "every model is incremental here"),
     ("{{ config(materialized='table') }}", "materialized='table' is dbt's", "writes each batch"),
     ("{{ config(materialized='view') }}", "materialized='view' is dbt's", "no views of models"),
+    ("{{ config(post_hook='OPTIMIZE t') }}", "unknown key 'post_hook'",
+     "post_hook is dbt's: no SQL runs around a model here"),
+    ("{{ config(incremental_strategy='merge') }}", "unknown key 'incremental_strategy'",
+     "incremental_strategy is dbt's: every model is incremental"),
+    ("-- {{ target.name }}", "{{ target }} is dbt's profile target", "{{ var('name') }}"),
+    ("{{ log('building') }}", "log() is dbt's", "target/compiled"),
+    ("{% set r = run_query('SELECT 1') %}", "run_query() is dbt's", "source("),
+    ("{{ dbt_utils.star(ref('m')) }}", "dbt_utils is a dbt package", "macros/*.sql"),
+    ("{{ adapter.quote('x') }}", "{{ adapter }} is dbt's", "macro"),
 ])
 def test_dbt_habits_say_what_to_write_instead(tmp_path, body, match, hint) -> None:
     project = _project(tmp_path, {"models/m.sql": f"SELECT eventId FROM parsed_events\n{body}"})
