@@ -242,8 +242,11 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
     if bp.lookups is not None and starts and committed is not None:  # the pinned versions
         edges = {s.name: s.depends_on for s in bp.plan.steps}  # the backfill joins: readable
         needed = set(starts).union(*(ancestors(m, edges) for m in starts))
-        bp.lookups.check_pinned(range(min(starts.values()), committed + 1),
-                                {v for s in bp.plan.steps if s.name in needed for v in s.lookups})
+        views = {v for s in bp.plan.steps if s.name in needed for v in s.lookups}
+        batches = range(min(starts.values()), committed + 1)
+        bp.lookups.check_pinned(batches, views)
+        for message in bp.lookups.changed_seeds(batches, views):
+            on_event(message)
     # Tables a joining model finds in place are its own only with proof. Whether a batch was
     # committed or not (a --full-refresh that died inside its first batch has committed none).
     joining = [m for m in run if (entries or {}).get(m, Entry("absent")).state in

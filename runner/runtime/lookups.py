@@ -137,6 +137,24 @@ class Lookups:
                 seen.add((name, pin.version))
                 self._check_readable(lk, pin, batch_id)
 
+    def changed_seeds(self, batch_ids: Iterable[int], views: Collection[str]) -> list[str]:
+        """One message per seed (of ``views``) whose CSV changed since some of ``batch_ids``
+        first ran: a backfill or rebuild of those batches joins the content each recorded
+        (replays stay exact), not the edited file, and says so."""
+        by_name = {lk.name: lk for lk in self.lookups if lk.view in views and lk.kind == "seed"}
+        stale: dict[str, list[int]] = {}
+        for batch_id in batch_ids:
+            for name, pin in self.pins.get(batch_id).items():
+                lk = by_name.get(name)
+                if lk is not None and pin.version != _seed_hash(lk):
+                    stale.setdefault(name, []).append(batch_id)
+        return [f"seed {name} changed since batches {ids[0]}..{ids[-1]} first ran: they are "
+                f"computed again with the content each of them recorded (replays stay exact), "
+                f"not the edited {by_name[name].location}, which applies from the next new "
+                "batch. To apply it to past batches too, rebuild every table from the retained "
+                "history on a new checkpoint: `runner stream --full-refresh`"
+                for name, ids in stale.items()]
+
     def close(self, spark: SparkSession) -> None:
         """Release the cached versions (their global temp views and cached data) at the end of
         the run: a long-lived session (tests, a notebook) must not keep them."""
