@@ -21,7 +21,12 @@ A record is dead when
       inside arrays it is checked in every non-null element;
     - the value itself is null (a Kafka tombstone) or whitespace only.
     - it holds bytes that are not UTF-8 (reason ``invalid UTF-8 ...``; ``raw`` keeps the
-      record with the bad bytes replaced by U+FFFD, so every reader can read the table).
+      record with the bad bytes replaced by U+FFFD, so every reader can read the table);
+    - it escapes a lone UTF-16 surrogate anywhere (``"\\ud800"``, ``"\\udc00"``, a high
+      surrogate not followed by a low one): Spark would store ``?``; reason ``invalid Unicode
+      escape ...``. An escaped pair (``"\\ud83d\\ude00"``) is one character and fine;
+    - a value converts without failing into something the record does not say (below:
+      "Values Spark would change"); the reason names the field path.
 
 Undeclared fields are ignored (and never inspected). Keys match field names case-sensitively
 (``EventId`` is not ``eventId``). Duplicate keys: the last one wins.
@@ -31,7 +36,9 @@ Coercions Spark performs (kept, deliberately, so they are documented here):
       ``"true"``, ``{"a":1}`` -> ``'{"a":1}'``. A STRING field is never a type error.
     - INT/BIGINT/SMALLINT/TINYINT accept JSON integers in range only: ``"12"`` (a string),
       ``12.5`` and out-of-range numbers are type errors.
-    - DOUBLE/FLOAT accept JSON numbers only (``"1.5"``, ``"NaN"``, ``""`` are type errors).
+    - DOUBLE/FLOAT accept JSON numbers only (``"1.5"``, ``"NaN"``, ``""`` are type errors) and
+      store the nearest value of the type (IEEE rounding: ``16777217`` is ``16777216.0`` as a
+      FLOAT, ``1e-400`` is ``0.0``); a number beyond the type's maximum is an error.
     - DECIMAL(p,s) accepts numbers and numeric strings, rounded HALF_UP to scale s
       (``"1.235"`` -> ``1.24`` for DECIMAL(10,2)); more integer digits than p - s is an error.
     - BOOLEAN accepts ``true``/``false`` only.
@@ -44,7 +51,30 @@ Coercions Spark performs (kept, deliberately, so they are documented here):
     - DATE accepts date strings and drops a time part (``2024-01-01T10:00:00Z`` -> 2024-01-01);
       numbers are errors.
     - Limits (Jackson's): nesting deeper than 1000 levels (anywhere, even inside an undeclared
-      field) makes the record invalid JSON; very long strings (10 MB tested) are fine.
+      field) makes the record invalid JSON; so does a number of more than 1000 digits (reason
+      ``field x: number longer than 1000 digits ...`` when a declared field holds it); very long
+      strings (10 MB tested) are fine.
+
+Values Spark would change (measured on Spark 4.2: it converts them without failing, so the
+parse checks them, in every nesting, as Spark expressions; :mod:`runner.runtime.reasons`):
+    - TIMESTAMP, TIMESTAMP_NTZ, DATE are stored for years 0001-9999 (UTC) only: Spark accepts
+      ``"+10000-01-01"``, ``"275760-09-13T00:00:00Z"``, year 0 and negative years, which
+      Python's datetime (PySpark's ``collect``, pyarrow's ``to_pylist``, so deltalake readers)
+      cannot read. Reason ``field ts: timestamp out of range (years 0001-9999...), got ...``
+      (``date out of range`` for a DATE).
+    - a JSON integer in a TIMESTAMP is epoch SECONDS, accepted from -62135596800
+      (0001-01-01) to 253402300799 (9999-12-31T23:59:59). Spark multiplies the seconds by
+      10^6 in a long without an overflow check: from 9223372036855 (13 digits; epoch
+      microseconds such as 1704067200000000 are 16) the result wraps to any instant, even
+      1970-01-01 exactly. Such a number is found by a second, narrow ``from_json`` of the
+      TIMESTAMP paths as STRING, run only on records holding a run of 13 digits (a plan of a
+      schema with a TIMESTAMP shows two ``from_json``; each runs once per record at most).
+    - TINYINT: Jackson reads 128..255 as a byte and wraps them (128 -> -128): TINYINT fields are
+      read as SMALLINT, range-checked (reason ``expected TINYINT, got 128``) and cast back.
+    - FLOAT/DOUBLE: a number beyond the maximum (``1e400``, ``3.5e38`` for FLOAT) becomes
+      Infinity; JSON has no infinity, so an infinite value is dead (``number out of range``).
+    - DECIMAL(p,s) rounds HALF_UP to scale s (kept, above; a SQL cast does the same) and
+      rejects more than p - s integer digits (``expected DECIMAL(10,2)``, as before).
 
 Dead-letter reasons name the field (``field request.latency_ms: expected INT, got "abc"``); they
 are computed for dead rows only, after the filter (:mod:`runner.runtime.reasons`).
@@ -79,7 +109,20 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from runner.errors import ConfigError
-from runner.runtime.reasons import dead_letter_reason, trailing_content
+from runner.runtime.field_checks import (
+    epoch_schema,
+    epoch_violation,
+    not_null_violation,
+    nullable,
+    range_violation,
+)
+from runner.runtime.reasons import (
+    dead_letter_reason,
+    epoch_candidate,
+    lone_surrogate,
+    parse_type,
+    trailing_content,
+)
 from runner.sinks.base import quote_column
 from runner.spark_errors import first_line
 
@@ -116,6 +159,7 @@ _KIND = "__runner_dead_kind"  # cached: null for a valid row; 0-3 for a dead one
 BAD_UTF8_REASON = "invalid UTF-8 (bad bytes replaced by U+FFFD in raw)"
 _VARIANT = "__runner_variant"
 _BARRIER = "__runner_partition"
+_EPOCHS = "__runner_epochs"
 
 
 @dataclass(frozen=True)
@@ -308,18 +352,36 @@ def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str
                           f"{sorted(reserved)}", hint="rename the field in the schema")
     schema = prune_schema(schema, fields)
 
-    parse_schema_ = T.StructType([*schema.fields, T.StructField(_CORRUPT, T.StringType())])
+    read_schema = parse_type(schema)
+    assert isinstance(read_schema, T.StructType)
+    parse_schema_ = T.StructType([*read_schema.fields, T.StructField(_CORRUPT, T.StringType())])
     options = {**JSON_OPTIONS, "columnNameOfCorruptRecord": _CORRUPT}
     value = F.col("value")
     parsed = F.col(_PARSED)
     corrupt = parsed.getField(_CORRUPT).isNotNull()
-    violation = _not_null_violation(parsed, schema)
+    violation = not_null_violation(parsed, schema)
     trailing = trailing_content(value)  # a second object on the line, or text after it
     # Bytes that are not UTF-8 would otherwise become U+FFFD inside a value, silently.
     bad_utf8 = F.coalesce(~F.is_valid_utf8(value), F.lit(False))
     dead_flag = parsed.isNull() | corrupt | trailing | bad_utf8
     if violation is not None:
         dead_flag = dead_flag | violation
+    # Values Spark converts without failing into something the record does not say.
+    out_of_range = range_violation(parsed, schema)
+    if out_of_range is not None:
+        dead_flag = dead_flag | out_of_range
+    # A TIMESTAMP's epoch seconds that wrap around (x 10^6): the TIMESTAMP paths read again as
+    # STRING (a narrow from_json, in the parsing Project so it runs once), only for records
+    # holding a run of 13 digits (null for the others).
+    epochs = epoch_schema(schema)
+    epoch_parse: list[Column] = []
+    if isinstance(epochs, T.StructType):
+        epoch_parse.append(F.when(epoch_candidate(value), F.from_json(
+            value, epochs, JSON_OPTIONS)).alias(_EPOCHS))
+        wrapped = epoch_violation(F.col(_EPOCHS), epochs)
+        assert wrapped is not None
+        dead_flag = dead_flag | F.coalesce(wrapped, F.lit(False))
+    dead_flag = dead_flag | F.coalesce(lone_surrogate(value), F.lit(False))  # stored as "?"
     # An optimizer barrier: Spark pushes a Filter below a deterministic Project by inlining
     # the projected expressions, which would run from_json again inside each filter. A
     # nondeterministic column in the parsing Project (spark_partition_id, never negative,
@@ -327,9 +389,15 @@ def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str
     dead_flag = dead_flag | (F.col(_BARRIER) < 0)
     metadata = tuple(_col(c) for c in meta)
     field_cols = tuple(_col(f.name) for f in schema.fields)
+    # Fields read as a wider type (TINYINT as SMALLINT) are cast back, in valid rows only (a
+    # dead row may hold a value out of the declared type's range).
+    kept_fields = tuple(
+        F.when(~F.col(_DEAD), _col(f.name).cast(nullable(f.dataType))).alias(f.name)
+        if parse_type(f.dataType) != f.dataType else _col(f.name)
+        for f in schema.fields)
     return _Expressions(
         parse=(value, *metadata, F.from_json(value, parse_schema_, options).alias(_PARSED),
-               F.spark_partition_id().alias(_BARRIER)),
+               *epoch_parse, F.spark_partition_id().alias(_BARRIER)),
         split=(*[parsed.getField(f.name).alias(f.name) for f in schema.fields], *metadata,
                dead_flag.alias(_DEAD), corrupt.alias(_CORRUPT_FLAG), bad_utf8.alias(_BAD_UTF8),
                value),
@@ -338,7 +406,7 @@ def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str
         # The three flags become one column, null for valid rows (1: corrupt, 2: bad UTF-8):
         # one column is cheaper to cache than three (docs/BENCHMARKS.md). ``_batch_id`` is not
         # in the frame: a constant, it is added after the cache.
-        keep_raw=(*field_cols,
+        keep_raw=(*kept_fields,
                   *(metadata if valid_metadata else
                     [F.when(F.col(_DEAD), _col(c)).alias(c) for c in meta]),
                   F.when(F.col(_DEAD), F.col(_CORRUPT_FLAG).cast("tinyint")
@@ -356,49 +424,3 @@ def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str
 def _col(name: str) -> Column:
     """A column by its exact name (dots and backticks are part of the name)."""
     return F.col(quote_column(name))
-
-
-# --- the hot path: NOT NULL checks on the parsed value -------------------------------------
-
-def _not_null_violation(col: Column, dtype: T.DataType) -> Column | None:
-    """True where a NOT NULL field inside the (non-null) value ``col`` is null; None if the
-    type declares no NOT NULL field anywhere."""
-    if isinstance(dtype, T.StructType):
-        parts: list[Column] = []
-        for field in dtype.fields:
-            child = col.getField(field.name)
-            if not field.nullable:
-                parts.append(child.isNull())
-            sub = _not_null_violation(child, field.dataType)
-            if sub is not None:
-                parts.append(child.isNotNull() & sub)
-        return _any(parts)
-    if isinstance(dtype, T.ArrayType):
-        element_type = dtype.elementType
-        if _not_null_violation(F.lit(None).cast(element_type), element_type) is None \
-                and dtype.containsNull:
-            return None
-        return F.exists(col, lambda e: _element_violation(e, element_type, dtype.containsNull))
-    if isinstance(dtype, T.MapType):
-        value_type = dtype.valueType
-        if _not_null_violation(F.lit(None).cast(value_type), value_type) is None \
-                and dtype.valueContainsNull:
-            return None
-        return F.exists(F.map_values(col),
-                        lambda e: _element_violation(e, value_type, dtype.valueContainsNull))
-    return None
-
-
-def _element_violation(e: Column, dtype: T.DataType, contains_null: bool) -> Column:
-    sub = _not_null_violation(e, dtype)
-    inner = e.isNotNull() & sub if sub is not None else F.lit(False)
-    return inner if contains_null else (e.isNull() | inner)
-
-
-def _any(parts: list[Column]) -> Column | None:
-    if not parts:
-        return None
-    result = parts[0]
-    for part in parts[1:]:
-        result = result | part
-    return result
