@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import json
 import os
@@ -14,6 +15,7 @@ import click
 
 from runner.build import compile_project, write_target
 from runner.compile.plan import Plan
+from runner.compile.state import load_state, state_changes
 from runner.console import Console, Format, backfill_doc, batch_doc, plural, summary_doc
 from runner.errors import ConfigError, ExecutionError, RunnerError
 from runner.project.loader import Project, command_line_vars, load_project
@@ -123,14 +125,20 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @_select
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
               show_default=True, help="Findings as text, JSON, or GitHub workflow annotations.")
-def compile(project_dir: str, select: tuple[str, ...], fmt: Format) -> None:
+@click.option("--state", metavar="PATH", help="The deployed target/manifest.json (or its "
+              "folder): report what this change does to each deployed model's table.")
+def compile(project_dir: str, select: tuple[str, ...], fmt: Format, state: str | None) -> None:
     """Render and lint every model; write target/compiled/*.sql and target/manifest.json.
 
     Exit codes: 0 clean (warnings allowed), 1 model errors, 2 configuration or usage errors.
     """
     try:
+        deployed = load_state(state) if state else None
         project = load_project(project_dir)
         result = compile_project(project, select=select)
+        if deployed is not None:
+            result = dataclasses.replace(result, violations=result.violations + tuple(
+                state_changes(result.plan, deployed, selected=bool(select))))
     except ConfigError as e:
         if fmt == "text":
             raise

@@ -81,8 +81,6 @@ DBT_CONFIG_KEYS: dict[str, str] = {
     "pre_hook": "no SQL runs around a model here",
     "incremental_strategy": "every model is incremental: materialized='append' (default) or "
                             "'merge' with unique_key (merge_update says how rows combine)",
-    "on_schema_change": "set it in project.yml (schema evolution applies to every model: "
-                        "docs/CONFIGURATION.md)",
     "schema": "no catalog names yet: a model's table is <warehouse>/<model>, read by path",
     "alias": "no catalog names yet: the file name is the table name (rename "
              "models/<model>.sql)",

@@ -274,7 +274,7 @@ class _Renderer:
         except ValidationError as e:
             messages = "; ".join(m for _, m in validation_message(e, ModelConfig))
             dbt = [f"{k} is dbt's: {DBT_CONFIG_KEYS[k]}" for k in capture.config
-                   if k in DBT_CONFIG_KEYS]
+                   if k in DBT_CONFIG_KEYS and k not in ModelConfig.model_fields]
             raise TemplateError("config: " + messages, path=model.path,
                                 line=capture.config_line, hint="; ".join(dbt) or None) from e
         return RenderedModel(model.name, model.path, sql, config, tuple(capture.refs),
