@@ -81,8 +81,15 @@ def _ends_list(tokens: Sequence[Token], i: int) -> bool:
     return i >= len(tokens) or tokens[i].token_type in _CLOSERS or _is_clause(tokens, i)
 
 
+#: How a query starts; anything else (a command) is left to the not-a-query rule's message.
+_QUERY_START = frozenset({T.SELECT, T.WITH, T.L_PAREN, T.FROM, T.VALUES})
+
+
 def spark_refuses(tokens: Sequence[Token]) -> GrammarProblem | None:
-    """The first place where Spark's parser refuses what sqlglot would accept, or None."""
+    """The first place where Spark's parser refuses what sqlglot would accept, or None (also
+    for a text that is not a query: ``not-a-query`` says what is wrong with it)."""
+    if not tokens or tokens[0].token_type not in _QUERY_START:
+        return None
     for i, token in enumerate(tokens):
         kind = token.token_type
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
