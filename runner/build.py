@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from runner.checkpoint.files import write_atomic
 from runner.compile.graph import ancestors, sort_models
 from runner.compile.lookups import ColumnReader, plan_lookups
-from runner.compile.plan import Plan, Step
+from runner.compile.plan import Column, Plan, Step
 from runner.compile.preflight import check_project
-from runner.compile.render import RenderBudget, render_models
+from runner.compile.render import RenderBudget, RenderedModel, render_models
 from runner.compile.selection import select_names
 from runner.errors import ConfigError, RunnerError, Violation
 from runner.lint import check_lint_config, lint_models
@@ -108,6 +108,7 @@ def compile_project(project: Project, *, select: Sequence[str] = (),
                            read_columns=read_columns)
     lint = lint_models(project, to_lint, budget=budget, deadline=deadline, lookups=lookups)
     violations += [(by_path.get(v.path, ""), v) for v in lint.violations]
+    _check_yml(project, lint.columns, enabled=enabled, linted=to_lint)
 
     steps = tuple(
         Step(m.name, m.path, m.sql, m.config, m.refs, tuple(lint.columns.get(m.name, ())),
@@ -123,6 +124,30 @@ def compile_project(project: Project, *, select: Sequence[str] = (),
                 lookups=tuple(lk for view, lk in lookups.items() if view in read))
     failed = tuple(sorted(name for name in render_errors if name in selected))
     return CompileResult(plan=plan, violations=tuple(chosen), failed=failed)
+
+
+def _check_yml(project: Project, columns: Mapping[str, Sequence[Column]], *,
+               enabled: Sequence[RenderedModel], linted: Sequence[RenderedModel]) -> None:
+    """Every ``models/**/*.yml`` (the loader ``runner test`` and ``runner docs`` use): its
+    shape, and the columns, keys and models it names against what lint inferred of the
+    linted models' outputs (a model lint could not infer is checked for shape only).
+
+    Raises:
+        SpecError: a configuration error (exit 2) with every problem, each at its line.
+    """
+    from runner.model_tests.checks import check_specs
+    from runner.model_tests.spec import read_specs, spec_error
+
+    specs, problems = read_specs(project)
+    if not specs and not problems:
+        return
+    checked = {m.name for m in linted}
+    outputs = {m.name: [c.name for c in columns.get(m.name, ())] if m.name in checked else []
+               for m in enabled}
+    problems += check_specs({n: s for n, s in specs.items() if n in checked}, outputs=outputs,
+                            unique_keys={m.name: m.config.unique_key for m in enabled})
+    if problems:
+        raise spec_error(problems)
 
 
 def _write(path: Path, text: str) -> None:

@@ -155,9 +155,11 @@ def _lookup_rows(project: Project, plan: Plan,
         for c in columns:
             for s in c.lookups:
                 used.setdefault(s.lower(), []).append({"model": model, "column": c.column})
-    descriptions: dict[str, tuple[str | None, dict[str, str]]] = {
-        t.view.lower(): (t.description, dict(t.descriptions)) for t in project.sources}
-    descriptions.update({s.name.lower(): (s.description, dict(s.descriptions))
+    descriptions: dict[str, tuple[str | None, dict[str, str]]] = {  # columns: by lower name
+        t.view.lower(): (t.description, {n.lower(): d for n, d in t.descriptions})
+        for t in project.sources}
+    descriptions.update({s.name.lower(): (s.description,
+                                          {n.lower(): d for n, d in s.descriptions})
                          for s in project.seeds})
     rows = []
     for lk in plan.lookups:
@@ -169,7 +171,7 @@ def _lookup_rows(project: Project, plan: Plan,
             else "its latest Delta version when each batch first runs",
             "read_by": sorted(s.name for s in plan.steps if lk.view in s.lookups),
             "columns": [{"name": c.name, "type": c.type,
-                         "description": by_column.get(c.name),
+                         "description": by_column.get(c.name.lower()),
                          "used_by": used.get(f"{lk.name}.{c.name}".lower(), [])}
                         for c in lk.columns]})
     return rows
@@ -257,6 +259,13 @@ def _model_view(project: Project, step: Step, spec: ModelSpec | None,
             "lineage": by_column.get(c.name.lower(), ColumnLineage(c.name,
                                                                    error="lineage unavailable")),
         })
+    outputs = {c.name.lower() for c in step.columns}
+    for doc in spec.columns if spec is not None else ():
+        if doc.name.lower() not in outputs:  # lint could not infer it (compile refuses a
+            columns.append({                  # column it knows is not output): keep it
+                "name": doc.name, "type": "UNKNOWN", "description": doc.description,
+                "tests": tests_by_column.get(doc.name.lower(), []),
+                "lineage": ColumnLineage(doc.name, error="lineage unavailable")})
     downstream = sorted(n for n, parents in edges.items() if step.name in parents)
     return {
         "name": step.name, "path": step.path, "materialized": step.config.materialized,

@@ -23,22 +23,46 @@ One YAML file per model, next to its SQL file and named after it::
             - {eventId: e1, status_class: server_error}
           dead_letters: []         # reasons (substrings), in input order; omit: none allowed
 
+dbt's layout is accepted too: a ``models:`` list in any yml file under ``models/`` (a
+``schema.yml`` describing several models), each entry ``{name: <model>, description, columns,
+data_tests, unit_tests}``, next to ``sources:`` and dbt's ``version: 2``; ``tests:`` is dbt's
+older spelling of ``data_tests:``.
+
 Validated once, here: unknown keys, unknown data tests and wrong shapes are errors naming the
-file, the line and the key (with a "did you mean").
+file, the line and the key (with a "did you mean"); :func:`check_specs` checks the names a file
+gives against the models' output columns. ``runner compile`` runs both (so ``test``, ``docs``
+and ``stream`` meet no yml problem compile did not report): a problem is a configuration error
+(exit 2), every problem of every file reported, each at its line.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from runner.errors import RunnerError, did_you_mean
-from runner.project.config import load_yaml, validation_message, yaml_line
+from runner.errors import ConfigError, did_you_mean
+from runner.model_tests.data_test_args import (
+    DATA_TESTS,
+    AcceptedValues,
+    DataTest,
+    DataTestItem,
+    NotNull,
+    Relationships,
+    Unique,
+)
+from runner.model_tests.data_test_args import Strict as _Strict
+from runner.model_tests.yml_lines import dotted, locate
+from runner.project.config import load_yaml
 from runner.project.loader import Project
 
 __all__ = [
@@ -54,104 +78,35 @@ __all__ = [
     "UnitTest",
     "load_specs",
     "parse_model_spec",
+    "read_specs",
+    "spec_error",
 ]
 
 
-class SpecError(RunnerError):
-    """A ``models/<model>.yml`` file (or the test data in it) is wrong (exit code 1)."""
+class SpecError(ConfigError):
+    """A ``models/*.yml`` file is wrong: a configuration error (exit code 2, COMMANDS.md),
+    found by ``runner compile`` and reported alike by ``test`` and ``docs``."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class _TestArgs(_Strict):
-    severity: Literal["error", "warn"] = "error"
-
-
-class NotNull(_TestArgs):
-    """Every row has a value in the column."""
-
-
-class Unique(_TestArgs):
-    """No two rows share a value (column level; nulls ignored, as dbt does) or a key
-    (model level: ``columns``, default the merge ``unique_key``; exactly one row per key)."""
-
-    columns: tuple[str, ...] = ()
-
-    @field_validator("columns", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return (value,) if isinstance(value, str) else value
-
-
-class AcceptedValues(_TestArgs):
-    """Every non-null value is one of ``values``."""
-
-    values: tuple[Any, ...] = Field(min_length=1)
-
-
-_REF = re.compile(r"""^\s*ref\(\s*['"]([A-Za-z_][A-Za-z0-9_]*)['"]\s*\)\s*$""")
-
-
-class Relationships(_TestArgs):
-    """Every non-null value exists in model ``to``'s column ``field``."""
-
-    to: str
-    field: str
-
-    @field_validator("to")
-    @classmethod
-    def _unref(cls, value: str) -> str:
-        match = _REF.match(value)
-        return match.group(1) if match else value.strip()
-
-
-TestArgs = NotNull | Unique | AcceptedValues | Relationships
-
-DATA_TESTS: dict[str, type[TestArgs]] = {
-    "not_null": NotNull, "unique": Unique, "accepted_values": AcceptedValues,
-    "relationships": Relationships,
-}
-"""Data test name -> the model of its arguments."""
-
-
-@dataclass(frozen=True)
-class DataTest:
-    """One declared data test: its kind, its arguments and where it was declared."""
-
-    kind: str
-    args: TestArgs
-    column: str | None  # None: declared at model level
-
-
-def _data_test(value: Any) -> DataTest:
-    """``not_null`` | ``{unique: {columns: [...]}}`` | ``{accepted_values: {values: [...]}}``."""
-    if isinstance(value, str):
-        kind, raw = value, None
-    elif isinstance(value, Mapping) and len(value) == 1:
-        kind, raw = next(iter(value.items()))
-    else:
-        raise ValueError("a data test is a name (not_null) or a one-key mapping "
-                         "({accepted_values: {values: [...]}})")
-    if kind not in DATA_TESTS:
-        raise ValueError(f"unknown data test '{kind}'" + did_you_mean(kind, DATA_TESTS)
-                         + f"; known: {', '.join(DATA_TESTS)}")
-    try:
-        args = DATA_TESTS[kind].model_validate(raw or {})
-    except ValidationError as e:
-        raise ValueError(f"{kind}: " + "; ".join(m for _, m in validation_message(
-            e, DATA_TESTS[kind]))) from None
-    return DataTest(kind, args, None)
-
-
-_DataTestItem = Annotated[Any, AfterValidator(lambda v: _data_test(v))]
+def _older_spelling(data: Any) -> Any:
+    """dbt's older ``tests:`` read as ``data_tests:`` (both at once: an error)."""
+    if isinstance(data, Mapping) and "tests" in data:
+        if "data_tests" in data:
+            raise ValueError("give data_tests or tests (dbt's older spelling of data_tests), "
+                             "not both")
+        return {("data_tests" if k == "tests" else k): v for k, v in data.items()}
+    return data
 
 
 class ColumnSpec(_Strict):
     name: str = Field(min_length=1)
     description: str | None = None
-    data_tests: tuple[_DataTestItem, ...] = ()
+    data_tests: tuple[DataTestItem, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tests(cls, data: Any) -> Any:
+        return _older_spelling(data)
 
 
 def _event(value: Any) -> Any:
@@ -194,11 +149,12 @@ class UnitTest(_Strict):
 
 
 class ModelSpec(_Strict):
-    """The whole of ``models/<model>.yml``."""
+    """One model's description and tests: the whole of ``models/<model>.yml``, or one entry
+    of a ``models:`` list (``loc``: where the entry is in its file)."""
 
     description: str | None = None
     columns: tuple[ColumnSpec, ...] = ()
-    data_tests: tuple[_DataTestItem, ...] = ()
+    data_tests: tuple[DataTestItem, ...] = ()
     unit_tests: tuple[UnitTest, ...] = ()
     #: declared sources, validated when the project loads (:mod:`runner.project.sources`)
     sources: Any = Field(default=None, exclude=True, repr=False)
@@ -207,6 +163,12 @@ class ModelSpec(_Strict):
     model: str = Field(default="", exclude=True)
     path: str = Field(default="", exclude=True)
     text: str = Field(default="", exclude=True, repr=False)
+    loc: tuple[str | int, ...] = Field(default=(), exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tests(cls, data: Any) -> Any:
+        return _older_spelling(data)
 
     @field_validator("data_tests")
     @classmethod
@@ -228,16 +190,27 @@ class ModelSpec(_Strict):
         return next((c for c in self.columns if c.name.lower() == name.lower()), None)
 
     def line_of(self, *loc: str | int) -> int | None:
-        """1-based line of a key path (``unit_tests, 0, expect``) in this file."""
-        return yaml_line(self.text, loc)
+        """1-based line of a key path (``unit_tests, 0, expect``) in this file (inside the
+        model's entry of a ``models:`` list; ``data_tests`` found spelled ``tests`` too)."""
+        return locate(self.text, (*self.loc, *loc))[1]
+
+    def key_of(self, *loc: str | int) -> str:
+        """The dotted key path as the file spells it (``models[1].columns[0].tests[0]``)."""
+        return dotted(locate(self.text, (*self.loc, *loc))[0])
+
+
+_FILE_KEYS = ("description", "columns", "data_tests", "unit_tests", "sources")
+_ENTRY_KEYS = ("name", "description", "columns", "data_tests", "unit_tests")
+_LIST_FILE_KEYS = ("version", "models", "sources")
+_INTERNAL = ("model", "path", "text", "loc")  # ModelSpec fields the YAML may not set
 
 
 def parse_model_spec(text: str, *, model: str, path: str) -> ModelSpec:
-    """Parse and validate one model's YAML.
+    """Parse and validate one model's YAML (the layout of ``models/<model>.yml``).
 
     Raises:
         SpecError: invalid YAML, an unknown key or data test, a wrong shape; names the file,
-            the line and the key.
+            the line and the key (every problem, each at its line).
     """
     data = load_yaml(text, path=path, error=SpecError)
     if data is None:
@@ -245,30 +218,48 @@ def parse_model_spec(text: str, *, model: str, path: str) -> ModelSpec:
     if not isinstance(data, Mapping):
         raise SpecError("a model's YAML must be a mapping (description, columns, data_tests, "
                         "unit_tests)", path=path)
-    for key in ("model", "path", "text"):
-        if key in data:
-            raise SpecError(f"unknown key '{key}'", path=path, line=yaml_line(text, (key,)),
-                            hint="keys: description, columns, data_tests, unit_tests")
+    result = _validate(data, text=text, path=path, model=model, prefix=(), root=_FILE_KEYS)
+    if isinstance(result, ModelSpec):
+        return result
+    raise spec_error(result)
+
+
+def _validate(data: Mapping[str, Any], *, text: str, path: str, model: str,
+              prefix: tuple[str | int, ...], root: Sequence[str]) -> ModelSpec | list[SpecError]:
+    """One model's mapping (a whole file, or a ``models:`` entry without its ``name``)."""
+    problems = []
+    for key in data:
+        if key in _INTERNAL or (key == "sources" and "sources" not in root):
+            spelled, line = locate(text, (*prefix, key))
+            where = dotted(spelled[:-1])
+            hint = ("sources: goes at the top level of the file, next to models:"
+                    if key == "sources" else f"keys: {', '.join(root)}")
+            problems.append(SpecError(f"{where + ': ' if where else ''}unknown key '{key}'",
+                                      path=path, line=line, hint=hint))
+    if problems:
+        return problems
     try:
         spec = ModelSpec.model_validate(data)
     except ValidationError as e:
         errors = sorted(e.errors(), key=lambda err: err["type"] != "extra_forbidden")
-        loc, message = _explain(errors[0])
-        if len(errors) > 1:
-            message += f" (and {len(errors) - 1} more problem{'s' * (len(errors) > 2)})"
-        raise SpecError(message, path=path, line=yaml_line(text, loc)) from e
-    return spec.model_copy(update={"model": model, "path": path, "text": text})
+        out = []
+        for err in errors:
+            line, message = _explain(err, text=text, prefix=prefix, root=root)
+            out.append(SpecError(message, path=path, line=line))
+        return out
+    return spec.model_copy(update={"model": model, "path": path, "text": text, "loc": prefix})
 
 
-def _dotted(loc: tuple[str | int, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+def spec_error(errors: Sequence[SpecError]) -> SpecError:
+    """One error carrying every problem (``also``), in file and line order."""
+    ordered = sorted(errors, key=lambda e: (e.path or "", e.line or 0))
+    first = ordered[0]
+    return SpecError(first.message, path=first.path, line=first.line, hint=first.hint,
+                     also=ordered[1:])
 
 
-def _keys_of(loc: tuple[str | int, ...]) -> list[str]:
-    """Valid keys of the mapping that holds ``loc``'s last element."""
+def _keys_of(loc: tuple[str | int, ...], root: Sequence[str]) -> list[str]:
+    """Valid keys of the mapping that holds ``loc``'s last element (``root``: at the top)."""
     current: Any = ModelSpec
     for part in loc[:-1]:
         if isinstance(part, int):
@@ -284,64 +275,172 @@ def _keys_of(loc: tuple[str | int, ...]) -> list[str]:
         if current is None:
             return []
     if current is ModelSpec:
-        return ["description", "columns", "data_tests", "unit_tests", "sources"]
+        return list(root)
     return (list(current.model_fields)
             if isinstance(current, type) and issubclass(current, BaseModel) else [])
 
 
-def _explain(err: Any) -> tuple[tuple[str | int, ...], str]:
-    """(location, message) of one pydantic error, worded for a YAML author."""
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and (
+def _explain(err: Any, *, text: str, prefix: tuple[str | int, ...], root: Sequence[str]
+             ) -> tuple[int | None, str]:
+    """(line, message) of one pydantic error, worded for a YAML author."""
+    inner = tuple(p for p in err["loc"] if not (isinstance(p, str) and (
         p.startswith("function-") or p in ("str", "dict[str,any]"))))
-    where = _dotted(loc[:-1])
-    prefix = f"{where}: " if where else ""
+    loc = (*prefix, *inner)
+    spelled, line = locate(text, loc)
+    where = dotted(spelled[:-1])
+    head = f"{where}: " if where else ""
     if err["type"] == "extra_forbidden":
         name = str(loc[-1])
-        return loc, f"{prefix}unknown key '{name}'" + did_you_mean(name, _keys_of(loc))
+        return line, f"{head}unknown key '{name}'" + did_you_mean(name, _keys_of(inner, root))
     if err["type"] == "missing":
-        return loc, f"{prefix}missing required key '{loc[-1]}'"
+        return line, f"{head}missing required key '{loc[-1]}'"
     message = str(err["msg"]).removeprefix("Value error, ")
-    shown = f"{_dotted(loc)}: {message}" if loc else message
+    shown = f"{dotted(spelled)}: {message}" if loc else message
     if err["type"] != "value_error" and "input" in err and \
             not isinstance(err["input"], (dict, list, tuple)):
         shown += f" (got {err['input']!r})"
-    return loc, shown
+    return line, shown
+
+
+def _yml_files(project: Project) -> list[Path]:
+    base = project.root / "models"
+    if not base.is_dir():
+        return []
+    return sorted(p for ext in ("*.yml", "*.yaml") for p in base.rglob(ext) if p.is_file())
+
+
+def read_specs(project: Project) -> tuple[dict[str, ModelSpec], list[SpecError]]:
+    """Every model's description and tests from ``models/**/*.yml`` (or ``.yaml``), by model
+    name, and every problem found in those files (each naming the file and the line).
+
+    A file is either a model's own (``models/<model>.yml`` next to its SQL: the model's keys at
+    the top) or holds dbt's ``models:`` list (any name, any folder under ``models/``); either
+    may hold ``sources:`` (validated when the project loads: :mod:`runner.project.sources`) and
+    dbt's ``version: 2``. A file holding only ``sources:`` needs no model of its name.
+    """
+    models = {m.name.lower(): m for m in project.models}
+    names = [m.name for m in project.models]
+    specs: dict[str, ModelSpec] = {}
+    problems: list[SpecError] = []
+
+    def add(spec: ModelSpec) -> None:
+        first = specs.get(spec.model)
+        if first is None:
+            specs[spec.model] = spec
+            return
+        line = first.line_of()
+        problems.append(SpecError(
+            f"model '{spec.model}' is described twice: in {first.path}"
+            + (f":{line}" if line else "") + f" and in {spec.path}:{spec.line_of() or 1}",
+            path=spec.path, line=spec.line_of(),
+            hint="describe each model once: in its own models/<model>.yml or in one "
+                 "models: entry"))
+
+    for file in _yml_files(project):
+        rel = file.relative_to(project.root).as_posix()
+        text = file.read_text(encoding="utf-8")
+        try:
+            data = load_yaml(text, path=rel, error=SpecError)
+        except SpecError as e:
+            problems.append(e)
+            continue
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            problems.append(SpecError(
+                "a models/ YAML file must be a mapping: a model's keys (description, columns, "
+                "data_tests, unit_tests) in models/<model>.yml, or a models: list", path=rel))
+            continue
+        if "version" in data and data["version"] != 2:
+            problems.append(SpecError(f"version: dbt's schema files say version: 2 (got "
+                                      f"{data['version']!r})", path=rel,
+                                      line=locate(text, ("version",))[1]))
+        body = {k: v for k, v in data.items() if k != "version"}
+        if "models" in body:
+            problems += _models_list(body, text=text, path=rel, models=models, names=names,
+                                     add=add)
+            continue
+        model = models.get(file.stem.lower())
+        if model is None:
+            if set(body) <= {"sources"}:
+                continue  # only sources: (or an empty file): no model of its name needed
+            problems.append(SpecError(
+                f"no model '{file.stem}' for this file: a model's own YAML is "
+                f"models/<model>.yml next to models/<model>.sql"
+                + did_you_mean(file.stem, names), path=rel,
+                hint="to describe models in a file of another name (dbt's schema.yml), list "
+                     "them under models: - name: <model>"))
+            continue
+        if Path(model.path).parent != Path(rel).parent:
+            problems.append(SpecError(f"model '{model.name}' is {model.path}: put its YAML "
+                                      f"next to it, or describe it in a models: list",
+                                      path=rel))
+            continue
+        result = _validate(body, text=text, path=rel, model=model.name, prefix=(),
+                           root=_FILE_KEYS)
+        if isinstance(result, ModelSpec):
+            add(result)
+        else:
+            problems += result
+    return specs, problems
+
+
+def _models_list(data: Mapping[str, Any], *, text: str, path: str,
+                 models: Mapping[str, Any], names: Sequence[str],
+                 add: Any) -> list[SpecError]:
+    """dbt's ``models:`` list: each entry ``{name: <model>, ...the model's keys}``."""
+    problems = []
+    for key in data:
+        if key not in _LIST_FILE_KEYS:
+            problems.append(SpecError(
+                f"unknown key '{key}'" + did_you_mean(str(key), _LIST_FILE_KEYS), path=path,
+                line=locate(text, (key,))[1],
+                hint="a file with a models: list holds models:, sources: and version: at the "
+                     "top; a model's keys go in its entry (- name: <model>)"))
+    raw = data.get("models")
+    if raw is None:
+        return problems
+    if not isinstance(raw, list):
+        return [*problems, SpecError(
+            "models: must be a list of models (- name: <model>, description, columns, "
+            "data_tests, unit_tests)", path=path, line=locate(text, ("models",))[1])]
+    for i, entry in enumerate(raw):
+        loc = ("models", i)
+        line = locate(text, loc)[1]
+        if not isinstance(entry, Mapping):
+            problems.append(SpecError(f"models[{i}]: a model's entry is a mapping (name, "
+                                      "description, columns, data_tests, unit_tests)",
+                                      path=path, line=line))
+            continue
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            problems.append(SpecError(f"models[{i}]: missing required key 'name' (the "
+                                      "model's name)", path=path, line=line))
+            continue
+        model = models.get(name.lower())
+        if model is None:
+            problems.append(SpecError(f"models[{i}]: no model '{name}'"
+                                      + did_you_mean(name, names), path=path, line=line,
+                                      hint="an entry's name is a model's: models/<name>.sql"))
+            continue
+        body = {k: v for k, v in entry.items() if k != "name"}
+        result = _validate(body, text=text, path=path, model=model.name, prefix=loc,
+                           root=_ENTRY_KEYS)
+        if isinstance(result, ModelSpec):
+            add(result)
+        else:
+            problems += result
+    return problems
 
 
 def load_specs(project: Project) -> dict[str, ModelSpec]:
-    """Every ``models/**/<model>.yml`` (or ``.yaml``) of the project, by model name.
-
-    A file may also hold ``sources:`` (declared sources, validated when the project loads:
-    :mod:`runner.project.sources`); a file holding only ``sources:`` needs no model of its name.
+    """:func:`read_specs`, raising its problems.
 
     Raises:
-        SpecError: a YAML file that is invalid or names no model.
+        SpecError: every problem of every file, each at its line.
     """
-    models = {m.name.lower(): m for m in project.models}
-    base = project.root / "models"
-    specs: dict[str, ModelSpec] = {}
-    if not base.is_dir():
-        return specs
-    files = sorted(p for ext in ("*.yml", "*.yaml") for p in base.rglob(ext) if p.is_file())
-    for file in files:
-        rel = file.relative_to(project.root).as_posix()
-        text = file.read_text(encoding="utf-8")
-        data = load_yaml(text, path=rel, error=SpecError)
-        model = models.get(file.stem.lower())
-        if model is None and isinstance(data, Mapping) and set(data) == {"sources"}:
-            continue  # only sources: no model of its name needed
-        if model is None:
-            raise SpecError(f"no model '{file.stem}' for this file: a model's tests live in "
-                            f"models/<model>.yml next to models/<model>.sql"
-                            + did_you_mean(file.stem, [m.name for m in project.models]),
-                            path=rel, hint="a YAML file that is not named after a model "
-                                           "holds only sources:")
-        if Path(model.path).parent != Path(rel).parent:
-            raise SpecError(f"model '{model.name}' is {model.path}: put its YAML next to it",
-                            path=rel)
-        if model.name in specs:
-            raise SpecError(f"model '{model.name}' has two YAML files: {specs[model.name].path} "
-                            f"and {rel}", path=rel)
-        specs[model.name] = parse_model_spec(text, model=model.name, path=rel)
+    specs, problems = read_specs(project)
+    if problems:
+        raise spec_error(problems)
     return specs
 

@@ -8,11 +8,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from runner.compile.plan import Plan, Step
+from runner.compile.plan import Plan
 from runner.compile.selection import select_names
-from runner.errors import did_you_mean
+from runner.model_tests.checks import check_specs
 from runner.model_tests.result import TestResult, TestSummary
-from runner.model_tests.spec import DataTest, ModelSpec, SpecError, Unique, UnitTest, load_specs
+from runner.model_tests.spec import DataTest, ModelSpec, UnitTest, load_specs, spec_error
 from runner.project.loader import Project
 
 if TYPE_CHECKING:
@@ -66,67 +66,13 @@ def collect_suite(project: Project, plan: Plan, *, select: Sequence[str] = (),
     edges = {s.name: list(s.depends_on) for s in plan.steps}
     tags = {s.name: list(s.config.tags) for s in plan.steps}
     chosen = select_names(select, edges=edges, tags=tags)
-    steps = {s.name: s for s in plan.steps}
-    for name, spec in specs.items():
-        if name in steps:
-            _check_spec(spec, steps[name], steps)
+    problems = check_specs(  # compile checked them already: one implementation
+        specs, outputs={s.name: [c.name for c in s.columns] for s in plan.steps},
+        unique_keys={s.name: s.config.unique_key for s in plan.steps})
+    if problems:
+        raise spec_error(problems)
     models = tuple(s.name for s in plan.steps if s.name in chosen)
     return Suite(project, plan, specs, models, kind)
-
-
-def _check_spec(spec: ModelSpec, step: Step, steps: Mapping[str, Step]) -> None:
-    """Columns, keys and relationships a YAML names must exist (when lint inferred them)."""
-    outputs = [c.name for c in step.columns]
-
-    def known(name: str, columns: Sequence[str]) -> bool:
-        return not columns or name.lower() in {c.lower() for c in columns}
-
-    def fail(message: str, *loc: str | int) -> SpecError:
-        return SpecError(message, path=spec.path, line=spec.line_of(*loc))
-
-    for i, col in enumerate(spec.columns):
-        if not known(col.name, outputs):
-            raise fail(f"columns[{i}]: model {step.name} has no output column '{col.name}'"
-                       + did_you_mean(col.name, outputs) + f"; it outputs: {', '.join(outputs)}",
-                       "columns", i, "name")
-        for j, test in enumerate(col.data_tests):
-            if test.kind == "unique" and isinstance(test.args, Unique) and test.args.columns:
-                raise fail(f"columns[{i}].data_tests[{j}]: a column's unique test takes no "
-                           "columns (declare a unique key under the model's data_tests)",
-                           "columns", i, "data_tests", j)
-            if test.kind == "relationships":
-                to, field = test.args.to, test.args.field
-                parent = next((s for s in steps.values() if s.name.lower() == to.lower()), None)
-                if parent is None:
-                    raise fail(f"columns[{i}].data_tests[{j}]: relationships to unknown model "
-                               f"'{to}'" + did_you_mean(to, steps), "columns", i, "data_tests", j)
-                parent_cols = [c.name for c in parent.columns]
-                if not known(field, parent_cols):
-                    raise fail(f"columns[{i}].data_tests[{j}]: model {parent.name} has no column "
-                               f"'{field}'" + did_you_mean(field, parent_cols),
-                               "columns", i, "data_tests", j)
-    for j, test in enumerate(spec.data_tests):
-        columns = test.args.columns if isinstance(test.args, Unique) else ()
-        if not columns and not step.config.unique_key:
-            raise fail(f"data_tests[{j}]: a model-level unique test needs columns: "
-                       f"{step.name} is not a merge model with a unique_key",
-                       "data_tests", j)
-        for name in columns:
-            if not known(name, outputs):
-                raise fail(f"data_tests[{j}]: model {step.name} has no output column '{name}'"
-                           + did_you_mean(name, outputs), "data_tests", j)
-    for i, case in enumerate(spec.unit_tests):
-        names = [t.name for t in spec.unit_tests]
-        if names.count(case.name) > 1:
-            raise fail(f"unit_tests[{i}]: two unit tests are named '{case.name}'",
-                       "unit_tests", i, "name")
-        for r, row in enumerate(case.expect.rows):
-            for key in row:
-                if not known(key, outputs):
-                    raise fail(f"unit_tests[{i}].expect.rows[{r}]: model {step.name} has no "
-                               f"output column '{key}'" + did_you_mean(key, outputs)
-                               + f"; it outputs: {', '.join(outputs)}",
-                               "unit_tests", i, "expect", "rows", r)
 
 
 def run_suite(suite: Suite, *, spark: SparkSession | None = None,

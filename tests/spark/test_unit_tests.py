@@ -77,15 +77,17 @@ def test_collect_selects_like_compile_and_checks_names(tmp_path: Path) -> None:
             expect:
               rows: [{endpoint: /x, request: 1}]
         """}
-    project, plan = _shop(tmp_path / "bad", bad)
-    with pytest.raises(SpecError) as info:
-        collect_suite(project, plan)
+    with pytest.raises(SpecError) as info:  # compile checks the yml (test and docs too)
+        _shop(tmp_path / "bad", bad)
     assert str(info.value).startswith("models/endpoint_stats.yml:5: unit_tests[0].expect.rows[0]: "
                                       "model endpoint_stats has no output column 'request' "
                                       "(did you mean 'requests'?)")
-    (project.root / "models" / "orphan.yml").write_text("description: x\n")
+    with pytest.raises(SpecError) as info:
+        collect_suite(load_project(tmp_path / "bad" / "shop"), plan)
+    assert "model endpoint_stats has no output column 'request'" in str(info.value)
+    (tmp_path / "bad" / "shop" / "models" / "orphan.yml").write_text("description: x\n")
     with pytest.raises(SpecError, match="no model 'orphan' for this file"):
-        collect_suite(project, plan)
+        collect_suite(load_project(tmp_path / "bad" / "shop"), plan)
 
 
 def test_cli_exit_codes_without_spark(tmp_path: Path) -> None:
@@ -95,7 +97,7 @@ def test_cli_exit_codes_without_spark(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "no model named 'nope'" in result.output
     (project.root / "models" / "requests.yml").write_text("columns:\n  - nam: x\n")
     result = run(cli, ["test", "--project-dir", str(project.root), "--kind", "data"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a yml problem: configuration (COMMANDS.md)
     assert ("models/requests.yml:2: columns[0]: unknown key 'nam' (did you mean 'name'?)"
             in result.output)
 
