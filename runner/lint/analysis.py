@@ -23,7 +23,7 @@ from sqlglot import exp
 from runner.errors import Violation
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_, is_known, type_string
-from runner.lint.rules import ModelRule
+from runner.lint.rules import ModelRule, time_column
 
 __all__ = ["AmbiguousColumn", "MisplacedAggregate", "MissingAggregation", "TypeMismatch",
            "WindowOrder"]
@@ -299,9 +299,10 @@ class WindowOrder(ModelRule):
                 if alias and (base is None or base.args.get("order")):
                     continue  # ordered by its named window, or one we cannot see
                 name = _name(func)
+                ts = time_column(ctx, events_first=True)
                 yield self.at(ctx, window, f"window function {name} needs ORDER BY in its "
                               "window: without one its result is not defined",
-                              f"{name} OVER (PARTITION BY ... ORDER BY `timestamp`)")
+                              f"{name} OVER (PARTITION BY ... ORDER BY {ts})")
 
 
 class AmbiguousColumn(ModelRule):

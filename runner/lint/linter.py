@@ -40,7 +40,12 @@ from runner.lint.rules import (
     UnnamedOutputColumn,
 )
 from runner.lint.shapes import Shape
-from runner.lint.streaming import AppendAggregate, MergeKeyNotUnique, NondeterministicMerge
+from runner.lint.streaming import (
+    AppendAggregate,
+    AppendWindow,
+    MergeKeyNotUnique,
+    NondeterministicMerge,
+)
 from runner.project.config import LintConfig
 from runner.project.loader import Project
 
@@ -50,7 +55,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     SyntaxRule(), SingleSelect(), NotAQuery(), UnsafeFunction(), UnsafeTable(), UnknownTable(),
     UnknownColumn(), DuplicateOutputColumn(),
     UnnamedOutputColumn(), MergeKey(), MergeUpdate(), PartitionBy(), Expectations(),
-    NondeterministicMerge(), AppendAggregate(), MergeKeyNotUnique(),
+    NondeterministicMerge(), AppendAggregate(), AppendWindow(), MergeKeyNotUnique(),
     MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
     AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(),
 )

@@ -29,7 +29,27 @@ __all__ = [
     "SyntaxRule",
     "UnknownColumn",
     "UnnamedOutputColumn",
+    "time_column",
 ]
+
+#: What a hint names when the model has no time column of its own.
+TIME_PLACEHOLDER = "<ts_column>"
+_TIMES = (exp.DType.TIMESTAMP, exp.DType.TIMESTAMPTZ, exp.DType.TIMESTAMPNTZ,
+          exp.DType.TIMESTAMPLTZ, exp.DType.DATETIME)
+
+
+def time_column(ctx: ModelContext, *, quote: bool = True, events_first: bool = False) -> str:
+    """The column a hint orders by (backquoted unless ``quote=False``): the model's first output
+    of a timestamp type, else the event schema's first top-level timestamp field (that one
+    first with ``events_first``: inside the query, before its outputs exist), else
+    ``<ts_column>``. Hints name the user's own columns, never the example project's."""
+    outputs = ctx.analysis.outputs if ctx.analysis is not None else []
+    names = [o.name for o in outputs if is_(o.type, *_TIMES)]
+    events = [f.name for f in ctx.project.schema.fields if is_(f.type, *_TIMES)]
+    names = events + names if events_first else names + events
+    if not names:
+        return TIME_PLACEHOLDER
+    return f"`{names[0]}`" if quote else names[0]
 
 
 class ModelRule(Rule):

@@ -21,9 +21,33 @@ from sqlglot import exp
 
 from runner.lint.shapes import Output, Shape
 
-__all__ = ["aggregates", "is_aggregate", "unique_sets"]
+__all__ = ["aggregates", "identifies_window", "is_aggregate", "time_window", "unique_sets"]
 
 _RANKS = (exp.RowNumber, exp.Rank, exp.DenseRank)
+_TIME_WINDOWS = frozenset({"window", "session_window"})
+_BOUNDS = frozenset({"start", "end"})
+
+
+def time_window(node: exp.Expr) -> str | None:
+    """``'window'`` / ``'session_window'`` when ``node`` is that call (the name of the struct
+    column Spark gives it in a GROUP BY), else None."""
+    if isinstance(node, exp.Anonymous) and node.name.lower() in _TIME_WINDOWS:
+        return node.name.lower()
+    return None
+
+
+def identifies_window(expr: exp.Expr, name: str, call: str) -> bool:
+    """``expr`` is the time window ``name`` (the call's text ``call``), or its start or end:
+    ``window``, ``window.start``, ``window(ts, '1 minute').end``."""
+    expr = expr.unnest()
+    if isinstance(expr, exp.Column) and not expr.args.get("db"):
+        if not expr.table:
+            return expr.name.lower() == name
+        return expr.table.lower() == name and expr.name.lower() in _BOUNDS
+    if isinstance(expr, exp.Dot) and isinstance(expr.expression, exp.Identifier):
+        return (expr.expression.name.lower() in _BOUNDS
+                and expr.this.sql(comments=False).lower() == call)
+    return False
 
 
 def is_aggregate(node: exp.Expr) -> bool:
@@ -108,7 +132,12 @@ def unique_sets(select: exp.Select, outputs: list[Output], single: Shape | None,
         if not by_expr:
             by_expr.update((o.expr.sql(comments=False).lower(), o.name.lower())
                            for o in outputs if o.expr is not None)
-        return by_expr.get(e.sql(comments=False).lower())  # a comment is not part of the key
+        call = e.sql(comments=False).lower()  # a comment is not part of the key
+        window = time_window(e)
+        if call not in by_expr and window is not None:
+            return next((o.name.lower() for o in outputs if o.expr is not None
+                         and identifies_window(o.expr, window, call)), None)
+        return by_expr.get(call)
 
     def all_mapped(exprs: list[exp.Expr]) -> frozenset[str] | None:
         mapped = [output_of(e) for e in exprs]
