@@ -11,7 +11,8 @@ Defaults (a user's ``conf`` overrides every one of them):
   for micro-batches on one machine), and delta-spark's ``snapshotPartitions`` likewise: its
   default 50 makes every delta-spark commit end with a 50-task job rebuilding the table's
   state, which on one machine costs more than the write itself (docs/BENCHMARKS.md).
-- UI and console progress bar off.
+- UI and console progress bar off; ``spark.sql.warehouse.dir`` in a per-user folder under the
+  system temp dir, not ``./spark-warehouse`` (no stray folder where the runner starts).
 - ``spark.sql.runSQLOnFiles=false``: SQL reads no table by path (docs/SECURITY.md).
 - ``spark.sql.variable.substitute=false``, whatever ``conf`` says: Spark would otherwise
   replace ``${env:NAME}``, ``${system:user.home}`` and the like in every SQL text it parses
@@ -118,9 +119,12 @@ def _write_log4j2_config(log_dir: Path) -> tuple[Path, Path]:
     return config, log_file
 
 
+def _uid() -> str:
+    return str(os.getuid()) if hasattr(os, "getuid") else "user"
+
+
 def _default_log_dir() -> Path:
-    uid = os.getuid() if hasattr(os, "getuid") else "user"
-    return Path(tempfile.gettempdir()) / f"runner-spark-logs-{uid}"
+    return Path(tempfile.gettempdir()) / f"runner-spark-logs-{_uid()}"
 
 
 def spark_jars_dir() -> Path | None:
@@ -256,6 +260,10 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},
         # No table by path in SQL (text.`/etc/passwd`): docs/SECURITY.md. A deployment may
         # opt in (runner/project/spark_conf.py); project.yml alone cannot.
         "spark.sql.runSQLOnFiles": "false",
+        # Spark's default (./spark-warehouse) would leave a stray folder wherever the runner
+        # starts (a project, a CI checkout); the runner keeps no managed tables there.
+        "spark.sql.warehouse.dir": (_default_log_dir().parent / f"runner-spark-warehouse-"
+                                    f"{_uid()}").as_uri(),
     }
     if is_local:
         settings.update({
