@@ -24,6 +24,7 @@ from runner.errors import Violation
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_, is_known, type_string
 from runner.lint.rules import ModelRule, time_column
+from runner.lint.unique import time_window
 
 __all__ = ["AmbiguousColumn", "MisplacedAggregate", "MissingAggregation", "TypeMismatch",
            "WindowOrder"]
@@ -130,6 +131,8 @@ class _Grouping:
             path = _path(item)
             if path and len(path) == 1 and path[0] in aliases:  # GROUP BY <select alias>
                 self._add(aliases[path[0]])
+            if (window := time_window(item)) is not None:  # its column: `window`.start...
+                self.paths.add((window,))
 
     def _add(self, node: exp.Expr) -> None:
         self.keys.add(_key(node))

@@ -17,7 +17,7 @@ from runner.compile.render import RenderedModel
 from runner.compile.tree import TreeIndex
 from runner.lint.allowlist import Problem, query_problems
 from runner.lint.shapes import Analysis, Shape
-from runner.lint.spark_grammar import spark_refuses
+from runner.lint.spark_grammar import spark_refuses, time_window_calls
 from runner.project.loader import Project
 
 __all__ = ["ModelContext", "SyntaxProblem", "parse_sql"]
@@ -88,6 +88,7 @@ def parse_sql(sql: str, *, max_chars: int = 2_000_000, max_depth: int = 40
         refused = spark_refuses(tokens)
         if refused is not None:
             return (), SyntaxProblem(refused.message, *_line_col(sql, refused.offset))
+        time_window_calls(tokens)
     except TokenError as e:
         # where the failing token starts (a private attribute: absent in compiled builds)
         start = getattr(getattr(tokenizer, "_core", tokenizer), "_start", None)

@@ -55,6 +55,9 @@ class Frame:
     aliases: dict[str, exp.DataType] = field(default_factory=dict)
     alias_ok: bool = False
     hidden: set[tuple[int, str]] = field(default_factory=set)  # JOIN USING duplicates
+    #: ``window`` / ``session_window`` -> their struct, when GROUP BY has such a call (Spark
+    #: names the grouping column after the function: ``SELECT window.start ...``)
+    time_windows: dict[str, exp.DataType] = field(default_factory=dict)
     using: list[str] = field(default_factory=list)  # JOIN USING column names, in order
 
     def source(self, alias: str) -> Shape | None:
@@ -169,6 +172,9 @@ class NameResolver:
                     self._resolved(top, src, col, idents, 1)
                     self._ambiguous(idents[0], sc)
                     return
+            if first in sc.time_windows:
+                self._descend(top, sc.time_windows[first], idents[1:], idents[0].name)
+                return
             if sc is frame and sc.alias_ok and first in sc.aliases:
                 self._descend(top, sc.aliases[first], idents[1:], idents[0].name)
                 return

@@ -32,10 +32,21 @@ from itertools import takewhile
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, ScopeType
 
-from runner.lint.infer import UNKNOWN, generator_columns, is_, is_generator, is_known, struct_fields
+from runner.lint.infer import (
+    UNKNOWN,
+    generator_columns,
+    is_,
+    is_generator,
+    is_known,
+    parse_type,
+    struct_fields,
+)
 from runner.lint.names import Frame, NameResolver
 from runner.lint.shapes import OPEN, Analysis, Output, Shape
-from runner.lint.unique import unique_sets
+from runner.lint.unique import time_window, unique_sets
+
+#: The column ``GROUP BY window(ts, ...)`` / ``session_window(...)`` gives a SELECT.
+_WINDOW_STRUCT = "STRUCT<start: TIMESTAMP, end: TIMESTAMP>"
 
 __all__ = ["Resolver", "relation_selects"]
 
@@ -182,6 +193,10 @@ class Resolver(NameResolver):
         for join in joins:
             self.walk(join.args.get("on"), frame)
 
+        group = node.args.get("group")
+        for key in group.expressions if group is not None else ():
+            if (name := time_window(key)) is not None:
+                frame.time_windows[name] = parse_type(_WINDOW_STRUCT)
         frame.alias_ok = True
         outputs: list[Output] = []
         open_ = False

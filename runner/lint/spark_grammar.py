@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from sqlglot.tokens import Token, TokenType
 
-__all__ = ["GrammarProblem", "spark_refuses"]
+__all__ = ["GrammarProblem", "spark_refuses", "time_window_calls"]
 
 T = TokenType
 
@@ -112,3 +112,14 @@ def spark_refuses(tokens: Sequence[Token]) -> GrammarProblem | None:
                                   f"{nxt.text!r} (Spark reads \"...\" as a string): write AS "
                                   "name or AS `name`", nxt.start)
     return None
+
+
+def time_window_calls(tokens: Sequence[Token]) -> None:
+    """Mark ``window(`` as a call, not the WINDOW clause, where sqlglot would stop at it:
+    ``GROUP BY window(ts, '1 minute'), country`` is Spark's time window (sqlglot takes a
+    WINDOW token right after ``GROUP BY`` for the start of a ``WINDOW w AS (...)`` clause and
+    then fails; after a comma it already reads the call). The WINDOW clause is never followed
+    by ``(``, so the token is retyped in place, before parsing."""
+    for i, token in enumerate(tokens[:-1]):
+        if token.token_type == T.WINDOW and tokens[i + 1].token_type == T.L_PAREN:
+            token.token_type = T.VAR

@@ -91,6 +91,15 @@ VALID = {
     "strings_with_commas": "SELECT eventId, 'a, FROM b,' AS s FROM parsed_events /* , */",
     "backquoted_alias": "SELECT eventId AS `the id` FROM parsed_events",
     "distinct": "SELECT DISTINCT eventId FROM parsed_events",
+    # Spark's time windows: the grouping column is named after the call (window.start)
+    "time_window_last": "SELECT user.country AS country, window.start AS ws, count(*) AS n "
+                        "FROM parsed_events GROUP BY user.country, window(`timestamp`, "
+                        "'1 minute')",
+    "time_window_first": "SELECT user.country AS country, window.end AS we, count(*) AS n "
+                         "FROM parsed_events GROUP BY window(`timestamp`, '1 minute'), "
+                         "user.country",
+    "session_window": "SELECT session_window.start AS ss, count(*) AS n FROM parsed_events "
+                      "GROUP BY session_window(`timestamp`, '5 minutes')",
 }
 
 

@@ -221,6 +221,14 @@ def test_time_window_start_is_a_unique_key(tmp_path: Path) -> None:
     }, yml=CLICKS_YML)
     flagged = {v.path for v in result.violations if v.rule == "merge-key-not-unique"}
     assert flagged == {"models/missing_window.sql"}
+    # Spark's own form compiles clean: `window` names the grouping column, in GROUP BY first
+    # or last (sqlglot alone stops at GROUP BY window( and resolves no `window` column)
+    errors = {(v.path, v.rule) for v in result.violations if v.severity == "error"}
+    assert errors == {("models/missing_window.sql", "merge-key-not-unique")}, result.violations
+    first = lint_files(tmp_path / "first", {
+        "m": key + "SELECT country, window.start AS minute, count(*) AS n FROM parsed_events\n"
+                   "GROUP BY window(event_ts, '1 minute'), country"}, yml=CLICKS_YML)
+    assert [v for v in first.violations if v.severity == "error"] == []
 
 
 # -- hints name the model's own columns -------------------------------------------------------
