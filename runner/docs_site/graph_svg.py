@@ -5,6 +5,9 @@ position of their parents (one barycentre sweep), ties by label, unless every no
 column has a fixed ``order``. Edges are cubic curves from a node's right side to its child's
 left side; an edge that skips a column runs down the gap after its source's column, along a
 lane under every node and up the gap before its target's column instead (never through a box).
+Each source of such edges has its own lane and its own verticals in the gaps, and the edges
+into a node end at their own points of its left side (ordered as their sources sit), so edges
+from two sources never merge into one line.
 
 >>> svg = layered_svg([GraphNode("a", "a", 0), GraphNode("b", "b", 1)], [GraphEdge("a", "b")])
 >>> svg.startswith("<svg") and 'data-node="b"' in svg and "<path" in svg
@@ -75,26 +78,44 @@ def _order(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) -> dict[int, 
     return layers
 
 
-def _under(x1: float, y1: float, x2: float, y2: float, floor: float, r: float = 8.0) -> str:
+def _under(x1: float, y1: float, x2: float, y2: float, *, down: float, up: float,
+           floor: float, r: float = 8.0) -> str:
     """A path from a node's right side to another's left side that runs down the gap after
-    the first node's column, along the lane under every node, and up the gap before the
-    target's column: gaps and lane hold no node, so the path crosses none."""
-    g1, g2 = x1 + _H_GAP / 2, x2 + 2 - _H_GAP / 2
-    if g2 < g1:  # adjacent columns: one gap
-        g1 = g2 = (x1 + x2) / 2
-    r = min(r, (g2 - g1) / 2)
-    return (f"M {x1:.1f} {y1:.1f} L {g1 - r:.1f} {y1:.1f} Q {g1:.1f} {y1:.1f} {g1:.1f} "
-            f"{y1 + r:.1f} L {g1:.1f} {floor - r:.1f} Q {g1:.1f} {floor:.1f} {g1 + r:.1f} "
-            f"{floor:.1f} L {g2 - r:.1f} {floor:.1f} Q {g2:.1f} {floor:.1f} {g2:.1f} "
-            f"{floor - r:.1f} L {g2:.1f} {y2 + r:.1f} Q {g2:.1f} {y2:.1f} {g2 + r:.1f} "
+    the first node's column (at x ``down``), along the lane ``floor`` under every node, and up
+    the gap before the target's column (at x ``up``): gaps and lanes hold no node, so the path
+    crosses none."""
+    r = min(r, (up - down) / 2, (down - x1) / 2, (x2 - up) / 2)
+    return (f"M {x1:.1f} {y1:.1f} L {down - r:.1f} {y1:.1f} Q {down:.1f} {y1:.1f} {down:.1f} "
+            f"{y1 + r:.1f} L {down:.1f} {floor - r:.1f} Q {down:.1f} {floor:.1f} {down + r:.1f} "
+            f"{floor:.1f} L {up - r:.1f} {floor:.1f} Q {up:.1f} {floor:.1f} {up:.1f} "
+            f"{floor - r:.1f} L {up:.1f} {y2 + r:.1f} Q {up:.1f} {y2:.1f} {up + r:.1f} "
             f"{y2:.1f} L {x2:.1f} {y2:.1f}")
+
+
+def _ports(edges: Sequence[GraphEdge], drawn: Sequence[int], under: set[int],
+           centre_y: dict[str, float]) -> dict[int, float]:
+    """Edge index -> where it ends on its target's left side, as an offset from the middle:
+    the edges into one node are spread over its side, ordered by where they come from (edges
+    from the lanes below last), so no two of them end on one line."""
+    into: dict[str, list[int]] = {}
+    for i in drawn:
+        into.setdefault(edges[i].target, []).append(i)
+    out: dict[int, float] = {}
+    for members in into.values():
+        members.sort(key=lambda i: (i in under, centre_y[edges[i].source], edges[i].source))
+        step = min(8.0, (_NODE_H - 16) / max(len(members) - 1, 1))
+        for k, i in enumerate(members):
+            out[i] = (k - (len(members) - 1) / 2) * step
+    return out
 
 
 def layered_svg(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge], *,
                 css_class: str = "graph", label: str = "graph",
-                align: Literal["centre", "top"] = "centre") -> str:
+                align: Literal["centre", "top"] = "centre", shrink: float = 1.0) -> str:
     """The graph as one ``<svg>`` element (nodes are links when they have an ``href``);
-    each column is centred vertically, or starts at the top."""
+    each column is centred vertically, or starts at the top. Its width, height and viewBox
+    hold every node and edge; ``shrink`` < 1 lets a page scale it down to fit, to at most that
+    factor (a CSS ``min-width``: narrower, its container scrolls)."""
     if not nodes:
         return f'<svg class="{escape(css_class)}" width="0" height="0" role="img"></svg>'
     layers = _order(nodes, edges)
@@ -106,7 +127,13 @@ def layered_svg(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge], *,
     under = {i for i, e in enumerate(edges) if e.below or (
         e.source in layer_of and e.target in layer_of
         and layer_of[e.target] - layer_of[e.source] > 1)}
-    lane = 34.0 if under else 0.0
+    # one lane and one pair of verticals per source of skipping edges, in first-seen order
+    lanes: dict[str, int] = {}
+    for i in sorted(under):
+        if edges[i].source in layer_of and edges[i].target in layer_of:
+            lanes.setdefault(edges[i].source, len(lanes))
+    lane_step = 10.0
+    lane = 24.0 + lane_step * (len(lanes) - 1) if lanes else 0.0
     height = block_height + lane
     boxes: dict[str, tuple[float, float, float]] = {}  # id -> x, y, width
     x = float(_PAD)
@@ -119,23 +146,33 @@ def layered_svg(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge], *,
             y += _NODE_H + _V_GAP
         x += widths[layer] + _H_GAP
     width = x - _H_GAP + _PAD
+    # the verticals share a gap's halves: down on the left half, up on the right half
+    v_step = min(8.0, (_H_GAP / 2 - 14) / max(len(lanes), 1))
+    down_index: dict[str, int] = {}  # among the lane sources of the same column
+    for source in lanes:
+        down_index[source] = sum(1 for other in down_index
+                                 if layer_of[other] == layer_of[source])
+    drawn = [i for i, e in enumerate(edges) if e.source in boxes and e.target in boxes]
+    port = _ports(edges, drawn, under, {k: b[1] for k, b in boxes.items()})
 
+    style = f' style="min-width:{width * shrink:.0f}px"' if shrink < 1 else ""
     parts = [f'<svg class="{escape(css_class)}" xmlns="http://www.w3.org/2000/svg" '
              f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
-             f'role="img" aria-label="{escape(label)}">',
+             f'role="img" aria-label="{escape(label)}"{style}>',
              '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
              'markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
              'class="arrowhead"/></marker></defs>']
-    for i, e in enumerate(edges):
-        if e.source not in boxes or e.target not in boxes:
-            continue
+    for i in drawn:
+        e = edges[i]
         sx, sy, sw = boxes[e.source]
         tx, ty, tw = boxes[e.target]
+        x1, y1 = sx + sw, sy + _NODE_H / 2
+        x2, y2 = tx - 2, ty + _NODE_H / 2 + port[i]
         if i in under:
-            d = _under(sx + sw, sy + _NODE_H / 2, tx - 2, ty + _NODE_H / 2, height - 12)
+            k = lanes[e.source]
+            d = _under(x1, y1, x2, y2, down=x1 + 12 + down_index[e.source] * v_step,
+                       up=tx - 12 - k * v_step, floor=block_height + 10 + k * lane_step)
         else:
-            x1, y1 = sx + sw, sy + _NODE_H / 2
-            x2, y2 = tx - 2, ty + _NODE_H / 2
             dx = max(30.0, (x2 - x1) / 2)
             d = (f"M {x1:.1f} {y1:.1f} C {x1 + dx:.1f} {y1:.1f}, {x2 - dx:.1f} {y2:.1f}, "
                  f"{x2:.1f} {y2:.1f}")

@@ -17,7 +17,7 @@ from runner.compile.plan import Lookup, Plan, Step
 from runner.compile.selection import select_names
 from runner.docs_site.graph_svg import GraphEdge, GraphNode, layered_svg
 from runner.docs_site.lineage import PARSED_EVENTS, ColumnLineage, plan_lineage
-from runner.docs_site.templates import CSS, INDEX, JS, MODEL
+from runner.docs_site.templates import CSS, INDEX, JS, LEGEND, MODEL
 from runner.model_tests.data_tests import data_test_name
 from runner.model_tests.spec import ModelSpec, load_specs
 from runner.project.loader import Project
@@ -84,7 +84,7 @@ def dag_svg(steps: Sequence[Step], *, dead_letter: str, href: str = "models/",
     nodes.append(GraphNode(dead_letter, dead_letter, last, "dead letters", "dead",
                            title="records that fail to parse, and quarantined rows"))
     edges.append(GraphEdge(PARSED_EVENTS, dead_letter, "dead"))
-    return layered_svg(nodes, edges, css_class="dag", label="model DAG")
+    return layered_svg(nodes, edges, css_class="dag", label="model DAG", shrink=0.75)
 
 
 def _lineage_svg(model: str, lineage: Sequence[ColumnLineage]) -> str:
@@ -228,7 +228,7 @@ def build_site(project: Project, plan: Plan, *, select: Sequence[str] = (),
         pages.append(path)
     index = out / "index.html"
     _write(index, env.from_string(INDEX).render(
-        project=info, models=models, css=CSS, js=JS, root="",
+        project=info, models=models, css=CSS, js=JS, root="", legend=LEGEND,
         dag=dag_svg(steps, dead_letter=project.config.dead_letter, reads_events=reads,
                     lookups=plan.lookups),
         fields=_field_rows(project, {s.name: lineage[s.name] for s in steps}),

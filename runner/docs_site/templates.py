@@ -3,12 +3,23 @@ the pages open from disk (``file://``) with no server and no network."""
 
 from __future__ import annotations
 
-__all__ = ["CSS", "INDEX", "JS", "MODEL"]
+__all__ = ["CSS", "INDEX", "JS", "LEGEND", "MODEL"]
+
+#: The DAG's legend: one entry per kind of node (its colour's CSS variable, its text).
+LEGEND = (
+    ("events", "parsed_events (the stream, parsed once per batch)"),
+    ("lookup", "source or seed (joined at one version per batch)"),
+    ("append", "append model"),
+    ("merge", "merge model"),
+    ("dead", "dead letters (parse failures, quarantined rows)"),
+)
 
 CSS = """
 :root { --fg:#1d2330; --muted:#5b6475; --line:#d9dee8; --bg:#f6f7fa; --card:#fff;
-  --accent:#2f5fd0; --append:#e8f0ff; --merge:#eaf7ee; --source:#fff4de; --dead:#fde8e8;
-  --lookup:#e6f4f1; }
+  --accent:#2f5fd0;
+  /* one colour per kind of DAG node, from Paul Tol's colour-blind safe "light" scheme (far
+     apart in CIELAB, also as deuteranopes see them; tests/unit/test_docs_legend.py) */
+  --events:#eedd88; --lookup:#ee8866; --append:#77aadd; --merge:#44bb99; --dead:#dddddd; }
 * { box-sizing: border-box; }
 body { margin:0; font:14px/1.5 -apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Liberation Sans","DejaVu Sans",sans-serif;
   color:var(--fg); background:var(--bg); }
@@ -31,23 +42,26 @@ code, pre { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; fo
 pre { background:#1f2430; color:#e6e9ef; padding:12px 14px; border-radius:8px; overflow:auto; }
 .chip { display:inline-block; background:#eef1f6; border:1px solid var(--line); border-radius:12px;
   padding:0 8px; margin:1px 3px 1px 0; font-size:12px; white-space:nowrap; }
-.chip.field { background:var(--source); } .chip.test { background:#f1ecff; }
+.chip.field { background:var(--events); } .chip.test { background:#f1ecff; }
 .chip.drop { background:#fff4de; } .chip.quarantine { background:var(--dead); } .chip.fail { background:#ffd9d9; }
 .badge { display:inline-block; border-radius:4px; padding:0 6px; font-size:12px; font-weight:600; }
 .badge.append { background:var(--append); } .badge.merge { background:var(--merge); }
 .scroll { overflow-x:auto; background:var(--card); border:1px solid var(--line); border-radius:10px; padding:8px; }
-svg .node rect { fill:var(--append); stroke:#8ea6dc; stroke-width:1.2; }
-svg .node--merge rect { fill:var(--merge); stroke:#7fbf92; }
-svg .node--source rect, svg .node--field rect { fill:var(--source); stroke:#d9b36a; }
-svg .node--lookup rect { fill:var(--lookup); stroke:#8fb3a8; }
-svg .edge--lookup { stroke:#8fb3a8; } .chip.lookup { background:var(--lookup); }
-svg .node--dead rect { fill:var(--dead); stroke:#d98b8b; stroke-dasharray:4 3; }
+.scroll.wide { margin-left:calc(50% - 50vw + 24px); margin-right:calc(50% - 50vw + 24px); }
+svg.dag { display:block; max-width:100%; height:auto; }
+svg .node rect { fill:var(--append); stroke:#4d7fb3; stroke-width:1.2; }
+svg .node--merge rect { fill:var(--merge); stroke:#2b8a6f; }
+svg .node--source rect, svg .node--field rect { fill:var(--events); stroke:#b8a545; }
+svg .node--lookup rect { fill:var(--lookup); stroke:#c0573a; }
+.chip.lookup { background:var(--lookup); }
+svg .node--dead rect { fill:var(--dead); stroke:#8a8a8a; stroke-dasharray:4 3; }
 svg .node--column rect { fill:#fff; stroke:#9aa6bd; }
 svg a .node:hover rect { stroke:var(--accent); stroke-width:2.2; }
 svg text { font:13px -apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Liberation Sans","DejaVu Sans",sans-serif; text-anchor:middle; fill:#1d2330; }
 svg text.label { font-weight:600; } svg text.sub { font-size:11px; fill:#5b6475; }
 svg .edge { fill:none; stroke:#98a2b6; stroke-width:1.6; }
-svg .edge--dead { stroke:#d98b8b; stroke-dasharray:5 4; }
+svg .edge--dead { stroke:#8a8a8a; stroke-dasharray:5 4; }
+svg .edge--lookup { stroke:#d9785a; }
 svg .edge.hot { stroke:var(--accent); stroke-width:3; }
 svg .node.hot rect { stroke:var(--accent); stroke-width:2.5; }
 svg .arrowhead { fill:#98a2b6; }
@@ -116,12 +130,9 @@ out to {{ models|length }} model table{{ 's' if models|length != 1 }} in one mic
 </div>
 
 <h2 id="dag">Model DAG</h2>
-<div class="legend"><span><i style="background:var(--source)"></i>source</span>
-<span><i style="background:var(--lookup)"></i>source or seed (joined at one version per batch)</span>
-<span><i style="background:var(--append)"></i>append model</span>
-<span><i style="background:var(--merge)"></i>merge model</span>
-<span><i style="background:var(--dead)"></i>dead letters (parse failures, quarantined rows)</span></div>
-<div class="scroll" id="dag-graph">{{ dag|safe }}</div>
+<div class="legend">{% for colour, text in legend %}<span><i style="background:var(--{{ colour }})"></i>{{ text }}</span>
+{% endfor %}</div>
+<div class="scroll wide" id="dag-graph">{{ dag|safe }}</div>
 
 <h2 id="models">Models</h2>
 <input id="filter" class="filter" placeholder="Filter models, tags..." aria-label="Filter models">
