@@ -9,7 +9,10 @@ batch under the same id, silently. So (:class:`ReplayGuard`):
 - At each batch's start, before any table commits it, the stream records the size, a content
   sample (a hash of the first and last 4 KiB) and the modification time of each of the
   batch's files (:mod:`runner.checkpoint.inputs`; write-once: a replay keeps the first
-  attempt's record).
+  attempt's record). The record says how each sample was taken (``sample_bytes``), and a
+  replay samples the file that way: a runner upgraded between the attempts (another
+  :data:`SAMPLE_BYTES`) compares like with like instead of finding every file larger than
+  twice the sample "rewritten".
 - At start-up, before anything is written, the batch Spark is about to replay
   (:func:`runner.checkpoint.spark_logs.pending_batch`) is checked: files, each listed file
   exists with the recorded size and sample (without a record, from a checkpoint older than
@@ -70,20 +73,22 @@ def _local_path(uri: str) -> str | None:
 SAMPLE_BYTES = 4 * 1024
 
 
-def _sample(path: str, size: int) -> str:
-    """A hash of the first and last :data:`SAMPLE_BYTES` of the file (all of it when smaller)."""
+def _sample(path: str, size: int, sample_bytes: int = SAMPLE_BYTES) -> str:
+    """A hash of the first and last ``sample_bytes`` of the file (all of it when smaller)."""
     digest = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as f:
-        digest.update(f.read(SAMPLE_BYTES))
-        if size > SAMPLE_BYTES:
-            f.seek(max(SAMPLE_BYTES, size - SAMPLE_BYTES))
-            digest.update(f.read(SAMPLE_BYTES))
+        digest.update(f.read(sample_bytes))
+        if size > sample_bytes:
+            f.seek(max(sample_bytes, size - sample_bytes))
+            digest.update(f.read(sample_bytes))
     return digest.hexdigest()
 
 
-def stat_files(uris: Iterable[str]) -> dict[str, FileFact | None]:
+def stat_files(uris: Iterable[str], *, sample_bytes: Mapping[str, int] | None = None
+               ) -> dict[str, FileFact | None]:
     """Size, modification time and sample of each local file of ``uris`` (None: gone or not
-    readable); files on other file systems are left out.
+    readable); files on other file systems are left out. ``sample_bytes``: how to sample a
+    file (as its record did; default :data:`SAMPLE_BYTES`; 0: no sample).
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.json"
@@ -92,18 +97,20 @@ def stat_files(uris: Iterable[str]) -> dict[str, FileFact | None]:
     >>> [(uri.rsplit("/", 1)[1], f and f.size) for uri, f in facts.items()]
     [('a.json', 3), ('a.json.gone', None)]
     """
+    how = sample_bytes or {}
     out: dict[str, FileFact | None] = {}
     for uri in uris:
         path = _local_path(uri)
         if path is None:
             continue
+        n = how.get(uri, SAMPLE_BYTES)
         try:
             st = os.stat(path)
-            sample = _sample(path, st.st_size)
+            sample = _sample(path, st.st_size, n) if n > 0 else ""
         except OSError:
             out[uri] = None
             continue
-        out[uri] = FileFact(st.st_size, st.st_mtime_ns // 1_000_000, sample)
+        out[uri] = FileFact(st.st_size, st.st_mtime_ns // 1_000_000, sample, max(n, 0))
     return out
 
 
@@ -114,13 +121,20 @@ def _when(ms: int) -> str:
 def file_changes(recorded: Mapping[str, FileFact | None] | None,
                  now: Mapping[str, FileFact | None]) -> list[str]:
     """What differs between the first attempt's files (``recorded``; None: no record, then
-    only a gone file counts) and the files ``now``, one line per file.
+    only a gone file counts) and the files ``now``, one line per file. Samples are compared
+    when both were taken the same way (the same ``sample_bytes``): ``now`` is sampled as the
+    record was (:meth:`ReplayGuard.now`).
 
     >>> for line in file_changes({"a": FileFact(10, 0), "b": FileFact(5, 0), "c": None},
     ...                          {"a": None, "b": FileFact(3, 0), "c": None}):
     ...     print(line)
     a is gone (it had 10 bytes when the batch first ran)
     b was truncated or rewritten: 5 bytes when the batch first ran, 3 now
+    >>> file_changes({"a": FileFact(9, 0, "x", 4096)}, {"a": FileFact(9, 0, "y", 4096)}
+    ...              )[0].split(" (")[0]
+    'a was rewritten: the same size, other content'
+    >>> file_changes({"a": FileFact(9, 0, "x", 65536)}, {"a": FileFact(9, 0, "y", 4096)})
+    []
     >>> file_changes(None, {"a": None, "b": FileFact(3, 0)})
     ['a is gone']
     """
@@ -139,7 +153,8 @@ def file_changes(recorded: Mapping[str, FileFact | None] | None,
         elif first is not None and fact is not None and first.size != fact.size:
             lines.append(f"{uri} was truncated or rewritten: {first.size} bytes when the "
                          f"batch first ran, {fact.size} now")
-        elif first is not None and fact is not None and first.sample != fact.sample:
+        elif (first is not None and fact is not None and first.sample_bytes > 0
+              and first.sample_bytes == fact.sample_bytes and first.sample != fact.sample):
             lines.append(f"{uri} was rewritten: the same size, other content (modified at "
                          f"{_when(fact.mtime_ms)}; at {_when(first.mtime_ms)} when the batch "
                          "first ran)")
@@ -208,7 +223,8 @@ class ReplayGuard:
         if batch_id is None:
             return None
         if self.files_source:
-            self._check_files(batch_id, stat_files(self.files(batch_id)))
+            recorded = self.records.get(batch_id)
+            self._check_files(batch_id, self.now(batch_id, recorded), recorded)
         else:
             self._check_kafka(batch_id, on_event)
         return batch_id
@@ -218,11 +234,21 @@ class ReplayGuard:
         files are, or, when its first attempt recorded them, refuse if they changed since."""
         if not self.files_source:
             return
-        now = stat_files(self.files(batch_id))
         recorded = self.records.get(batch_id)
+        now = self.now(batch_id, recorded)
         if recorded is not None:
             self._check_files(batch_id, now, recorded)
         self.records.record(batch_id, now)
+
+    def now(self, batch_id: int, recorded: Mapping[str, FileFact | None] | None = None
+            ) -> dict[str, FileFact | None]:
+        """The batch's files now, each sampled as ``recorded`` (its first attempt's record)
+        sampled it: a replay by a runner whose :data:`SAMPLE_BYTES` differs from the first
+        attempt's (upgraded in between) compares like with like; without a record, as
+        :data:`SAMPLE_BYTES` says."""
+        how = {uri: fact.sample_bytes for uri, fact in (recorded or {}).items()
+               if fact is not None}
+        return stat_files(self.files(batch_id), sample_bytes=how)
 
     def unreadable(self, batch_id: int) -> list[tuple[str, str]]:
         """:func:`runner.sources.files.unreadable_files` of the batch's files."""
@@ -231,9 +257,7 @@ class ReplayGuard:
         return unreadable_files(self.files(batch_id))
 
     def _check_files(self, batch_id: int, now: Mapping[str, FileFact | None],
-                     recorded: Mapping[str, FileFact | None] | None = None) -> None:
-        if recorded is None:
-            recorded = self.records.get(batch_id)
+                     recorded: Mapping[str, FileFact | None] | None) -> None:
         changes = file_changes(recorded, now)
         if not changes:
             return

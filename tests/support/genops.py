@@ -39,6 +39,7 @@ Used by ``tests/faults/test_generated_ops.py`` (crashes in process: a failpoint 
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -47,6 +48,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -120,12 +122,45 @@ def in_process_crash(root: Path, point: str, *, full_refresh: bool = False) -> b
     return False
 
 
+def _copy_runner() -> Path:
+    """A copy of the ``runner`` package as it is now (taken when a :class:`GenOps` with
+    :func:`subprocess_crash` is made, right after this process imported the runner). The
+    crashing ``runner stream`` runs it, so it and its restart in this process run the same code
+    even when the working tree is edited during a long run. Without it a bench run mixed two
+    versions: ``same_input.SAMPLE_BYTES`` went from 64 KiB to 4 KiB 11 minutes into the run;
+    the crashing process (4 KiB) recorded batch 27's input, the restart here (64 KiB) sampled
+    other bytes of the 9 KB file and refused the replay as "rewritten". (A module this process
+    first imports later still comes from the working tree.)"""
+    folder = Path(tempfile.mkdtemp(prefix="genops-runner-"))
+    atexit.register(shutil.rmtree, folder, True)
+    shutil.copytree(REPO_ROOT / "runner", folder / "runner",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if (REPO_ROOT / ".jars").exists():  # runner.runtime.session finds the jars next to runner/
+        (folder / ".jars").symlink_to(REPO_ROOT / ".jars")
+    return folder
+
+
+_RUNNER_COPY: Path | None = None
+
+
+def _runner_copy() -> Path:
+    global _RUNNER_COPY
+    if _RUNNER_COPY is None:
+        _RUNNER_COPY = _copy_runner()
+    return _RUNNER_COPY
+
+
 def subprocess_crash(root: Path, point: str, *, full_refresh: bool = False) -> bool:
     """``runner stream --available-now`` in its own process group, killed at the failpoint by
-    ``os._exit(137)`` (no cleanup, as a SIGKILL); whatever is left of the group is killed."""
+    ``os._exit(137)`` (no cleanup, as a SIGKILL); whatever is left of the group is killed. It
+    runs the copy of the runner taken when :class:`GenOps` first used this (the code this
+    process runs), not the working tree as it may be by then."""
     env = {**os.environ, "RUNNER_FAILPOINTS": f"{point}=exit", "PYTHONPATH": str(REPO_ROOT)}
     refresh = ["--full-refresh"] if full_refresh else []
-    proc = subprocess.Popen([sys.executable, "-m", "runner", "stream", "--available-now",
+    # -c, not -m: -m puts the working directory (REPO_ROOT, the live runner/) first on the path
+    start = (f"import runpy, sys; sys.path.insert(0, {str(_runner_copy())!r}); "
+             "runpy.run_module('runner', run_name='__main__', alter_sys=True)")
+    proc = subprocess.Popen([sys.executable, "-c", start, "stream", "--available-now",
                              *refresh, "--project-dir", str(root)], env=env, cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -174,6 +209,8 @@ class GenOps:
     gaps: dict[str, set[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.crash is subprocess_crash:
+            _runner_copy()  # now, as close to this process's imports as the harness gets
         self.rng = random.Random(self.seed)
         self.present = set(self.models)
         macros = {k: v for k, v in EXAMPLE_FILES.items() if k.startswith(("macros/", "seeds/"))}
