@@ -14,11 +14,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from runner.checkpoint.spark_logs import committed_source_offset, file_log
 from runner.errors import SourceError
 from runner.project.loader import Project
+from runner.sources.history import local_path
 from runner.sources.kafka.admin import list_watermarks, read_committed
 
 __all__ = ["Backlog", "files_backlog", "kafka_backlog"]
@@ -41,8 +41,8 @@ def _seen_files(checkpoint: Path) -> set[str]:
 
 
 def _local(uri: str) -> str:
-    parsed = urlparse(uri)
-    return os.path.normpath(unquote(parsed.path)) if parsed.scheme in ("file", "") else uri
+    path = local_path(uri)
+    return uri if path is None else os.path.normpath(path)
 
 
 def files_backlog(project: Project) -> Backlog:

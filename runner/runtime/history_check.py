@@ -17,14 +17,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Mapping, Sequence
-from urllib.parse import unquote, urlparse
 
 from runner.checkpoint.identity import read_kafka_start
 from runner.errors import ConfigError
 from runner.project.loader import Project
-from runner.sources.history import KafkaSpan, PastBatch, file_batches, kafka_batches
+from runner.sources.history import (
+    KafkaSpan,
+    PastBatch,
+    file_batches,
+    kafka_batches,
+    local_path,
+)
 
-__all__ = ["check_history", "local_path", "missing_files", "past_batches"]
+__all__ = ["check_history", "missing_files", "past_batches"]
 
 
 def past_batches(project: Project, through: int) -> list[PastBatch]:
@@ -40,19 +45,6 @@ def past_batches(project: Project, through: int) -> list[PastBatch]:
     if isinstance(start, dict) and all(o >= 0 for parts in start.values() for o in parts.values()):
         initial = {(t, int(p)): o for t, parts in start.items() for p, o in parts.items()}
     return kafka_batches(project.checkpoint, through=through, initial=initial)
-
-
-def local_path(uri: str) -> str | None:
-    """The local path of a file the files source logged (a ``file:`` URI or a plain path);
-    None for another file system.
-
-    >>> local_path("file:///data/in/events%2001.json"), local_path("s3a://b/k.json")
-    ('/data/in/events 01.json', None)
-    """
-    parsed = urlparse(uri)
-    if parsed.scheme == "file":
-        return unquote(parsed.path)
-    return uri if parsed.scheme == "" else None
 
 
 def missing_files(batches: Sequence[PastBatch], since: int,

@@ -41,11 +41,11 @@ import os
 import zlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, BinaryIO
-from urllib.parse import unquote, urlparse
 
 from pyspark.sql import functions as F
 
 from runner.errors import SourceError
+from runner.sources.history import local_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -130,10 +130,9 @@ def unreadable_files(uris: Iterable[str]) -> list[tuple[str, str]]:
     """
     out = []
     for uri in uris:
-        parsed = urlparse(uri)
-        if parsed.scheme not in ("", "file"):
+        path = local_path(uri)
+        if path is None:
             continue
-        path = unquote(parsed.path) if parsed.scheme else uri
         problem = _problem(path)
         if problem is not None:
             out.append((uri, f"{UNREADABLE_FILE}: {problem}"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from runner.checkpoint.kafka_offsets import kept_offsets
 from runner.checkpoint.spark_logs import (
@@ -29,7 +30,7 @@ from runner.checkpoint.spark_logs import (
 from runner.errors import SourceError
 from runner.sources.kafka.plan import TP, offsets_from_json
 
-__all__ = ["KafkaSpan", "PastBatch", "file_batches", "kafka_batches"]
+__all__ = ["KafkaSpan", "PastBatch", "file_batches", "kafka_batches", "local_path"]
 
 
 @dataclass(frozen=True)
@@ -120,3 +121,16 @@ def kafka_batches(checkpoint: Path, *, through: int,
                       for (t, p), end in sorted(ends[b].items()))
         batches.append(PastBatch(b, 0 if prev is None else prev + 1, spans=spans))
     return batches
+
+
+def local_path(uri: str) -> str | None:
+    """The local path of a file the files source logged (a ``file:`` URI or a plain path);
+    None for another file system.
+
+    >>> local_path("file:///data/in/events%2001.json"), local_path("s3a://b/k.json")
+    ('/data/in/events 01.json', None)
+    """
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return unquote(parsed.path)
+    return uri if parsed.scheme == "" else None

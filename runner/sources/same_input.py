@@ -48,7 +48,7 @@ from runner.checkpoint.spark_logs import (
 )
 from runner.errors import ConfigError
 from runner.project.config import FilesSource, KafkaSource
-from runner.sources.history import KafkaSpan
+from runner.sources.history import KafkaSpan, local_path
 from runner.sources.kafka.plan import TP, DataLoss, Watermarks, offsets_from_json
 
 __all__ = ["ReplayGuard", "file_changes", "kafka_losses", "pending_spans", "stat_files"]
@@ -57,15 +57,6 @@ __all__ = ["ReplayGuard", "file_changes", "kafka_losses", "pending_spans", "stat
 FILES_WAY_OUT = ("put the file(s) back as the batch first read them (same name and content) "
                  "and start again: nothing was written. If they are lost for good, `runner "
                  "stream --full-refresh` rebuilds every table from the files still there")
-
-
-def _local_path(uri: str) -> str | None:
-    from urllib.parse import unquote, urlparse
-
-    parsed = urlparse(uri)
-    if parsed.scheme == "file":
-        return unquote(parsed.path)
-    return uri if parsed.scheme == "" else None
 
 
 #: Bytes hashed from each end of a file for its sample. Measured on the 2-core machine (100
@@ -100,7 +91,7 @@ def stat_files(uris: Iterable[str], *, sample_bytes: Mapping[str, int] | None = 
     how = sample_bytes or {}
     out: dict[str, FileFact | None] = {}
     for uri in uris:
-        path = _local_path(uri)
+        path = local_path(uri)
         if path is None:
             continue
         n = how.get(uri, SAMPLE_BYTES)

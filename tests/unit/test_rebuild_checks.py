@@ -12,7 +12,8 @@ from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.cli import cli
 from runner.errors import ConfigError
 from runner.project.loader import load_project
-from runner.runtime.history_check import check_history, local_path, missing_files
+from runner.runtime.history_check import check_history, missing_files
+from runner.sources.history import local_path
 from runner.runtime.restate import forget
 from runner.sources.history import PastBatch
 from tests.support.projects import BASE_YML, write_project
