@@ -13,9 +13,8 @@ from runner.cli import cli
 from runner.errors import ConfigError
 from runner.project.loader import load_project
 from runner.runtime.history_check import check_history, missing_files
-from runner.sources.history import local_path
 from runner.runtime.restate import forget
-from runner.sources.history import PastBatch
+from runner.sources.history import PastBatch, local_path
 from tests.support.projects import BASE_YML, write_project
 
 GOOD = {"models/a.sql": "SELECT eventId, user.userId AS uid FROM parsed_events",
