@@ -83,7 +83,9 @@ WHAT = {"removed": "is gone (it had", "truncated": "was truncated or rewritten",
         "rewritten": "was rewritten: the same size, other content"}
 
 
-@pytest.mark.parametrize("how", ["removed", "truncated", "rewritten"])
+#: The finding (a removed file) in the default run; the other changes with `-m slow`.
+@pytest.mark.parametrize("how", ["removed", pytest.param("truncated", marks=pytest.mark.slow),
+                                 pytest.param("rewritten", marks=pytest.mark.slow)])
 def test_replay_refused_when_its_input_changed(tmp_path, armed, delta_engine, how) -> None:
     project = _project(tmp_path, delta_engine)
     path = _half_committed(project, armed)

@@ -95,6 +95,7 @@ def test_a_record_that_does_not_say_how_it_sampled(tmp_path) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.slow  # the three tests above hold the rule without Spark; this is the bench's step
 def test_the_bench_step_a_crash_then_a_restart_by_another_runner(tmp_path, armed,
                                                                  monkeypatch) -> None:
     """The bench's step in process: batch 1 dies at ``batch.start`` (its input recorded, no

@@ -15,7 +15,8 @@ from runner.errors import ConfigError, ExecutionError
 from tests.kafka.test_stream_kafka import EVENT_OFFSETS, Topic, _delete_records, _project, _run
 
 
-@pytest.mark.parametrize("reader", ["spark", "python"])
+#: Spark's reader (clusters) in the default run; the Python one (the same offsets) with -m slow.
+@pytest.mark.parametrize("reader", ["spark", pytest.param("python", marks=pytest.mark.slow)])
 def test_replay_refused_when_its_offsets_were_deleted(apache_kafka: str, reader: str, spark: Any,
                                                       tmp_path: Path, armed: Any) -> None:
     topic = Topic.create(apache_kafka, partitions=1)
