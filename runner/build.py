@@ -108,7 +108,7 @@ def compile_project(project: Project, *, select: Sequence[str] = (),
                            read_columns=read_columns)
     lint = lint_models(project, to_lint, budget=budget, deadline=deadline, lookups=lookups)
     violations += [(by_path.get(v.path, ""), v) for v in lint.violations]
-    _check_yml(project, lint.columns, enabled=enabled, linted=to_lint)
+    _check_yml(project, lint.columns, enabled=enabled, linted=to_lint, partial=lint.partial)
 
     steps = tuple(
         Step(m.name, m.path, m.sql, m.config, m.refs, tuple(lint.columns.get(m.name, ())),
@@ -121,16 +121,19 @@ def compile_project(project: Project, *, select: Sequence[str] = (),
     plan = Plan(project=project.config.name, source_type=project.config.source.type,
                 schema_ddl=project.schema.ddl, dead_letter=project.config.dead_letter,
                 steps=steps, used_fields=lint.used_fields,
-                lookups=tuple(lk for view, lk in lookups.items() if view in read))
+                lookups=tuple(lk for view, lk in lookups.items() if view in read),
+                partial=lint.partial)
     failed = tuple(sorted(name for name in render_errors if name in selected))
     return CompileResult(plan=plan, violations=tuple(chosen), failed=failed)
 
 
 def _check_yml(project: Project, columns: Mapping[str, Sequence[Column]], *,
-               enabled: Sequence[RenderedModel], linted: Sequence[RenderedModel]) -> None:
+               enabled: Sequence[RenderedModel], linted: Sequence[RenderedModel],
+               partial: frozenset[str] = frozenset()) -> None:
     """Every ``models/**/*.yml`` (the loader ``runner test`` and ``runner docs`` use): its
     shape, and the columns, keys and models it names against what lint inferred of the
-    linted models' outputs (a model lint could not infer is checked for shape only).
+    linted models' outputs (a model lint could not infer, or only in part, is checked for
+    shape only).
 
     Raises:
         SpecError: a configuration error (exit 2) with every problem, each at its line.
@@ -141,7 +144,7 @@ def _check_yml(project: Project, columns: Mapping[str, Sequence[Column]], *,
     specs, problems = read_specs(project)
     if not specs and not problems:
         return
-    checked = {m.name for m in linted}
+    checked = {m.name for m in linted} - partial
     outputs = {m.name: [c.name for c in columns.get(m.name, ())] if m.name in checked else []
                for m in enabled}
     problems += check_specs({n: s for n, s in specs.items() if n in checked}, outputs=outputs,

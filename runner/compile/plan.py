@@ -85,6 +85,9 @@ class Plan:
     steps: tuple[Step, ...]
     used_fields: tuple[str, ...] | None
     lookups: tuple[Lookup, ...] = ()
+    #: steps whose inferred ``columns`` may lack some outputs (lint saw an open shape): names
+    #: are never checked against them
+    partial: frozenset[str] = frozenset()
 
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)

@@ -13,7 +13,8 @@ columns against the deployed manifest's, the rules of :mod:`runner.runtime.evolu
   keeps its table (a warning).
 
 Both sides are compile's inferred columns (``target/manifest.json``), so an unchanged model
-compares equal; a type compile cannot infer (``UNKNOWN``) is compared by name only.
+compares equal; a type compile cannot infer (``UNKNOWN``) is compared by name only, and a model
+whose columns compile knows only in part (``Plan.partial``) is not compared.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ def state_changes(plan: Plan, deployed: Mapping[str, Any], *, selected: bool = F
             out.append(Violation(RULE, "warn", step.path, None, None,
                                  f"new model {step.name}: {starts}", None))
             continue
+        if step.name in plan.partial:
+            continue  # compile knows its columns only in part: nothing to compare for sure
         was = _columns(old)
         now = {c.name.lower(): c.type for c in step.columns}
         added = [c.name for c in step.columns if c.name.lower() not in was]

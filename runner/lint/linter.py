@@ -74,6 +74,7 @@ class LintResult:
         ast: the parsed statement per model that parsed.
         reads: what each model's SQL reads (for its ``Step``; found from the walk the rules
             share); a model missing here (past its budget) may read anything.
+        partial: models whose ``columns`` may lack some of their outputs.
     """
 
     violations: tuple[Violation, ...]
@@ -81,6 +82,9 @@ class LintResult:
     used_fields: tuple[str, ...] | None
     ast: Mapping[str, exp.Expr]
     reads: Mapping[str, Reads] = field(default_factory=dict)
+    #: models whose inferred columns may be incomplete (an open shape: a generator or a relation
+    #: lint cannot see into): never check names against their ``columns``
+    partial: frozenset[str] = frozenset()
 
     def reads_of(self, model: str) -> Reads:
         """What ``model``'s SQL reads (anything, when lint does not know)."""
@@ -151,6 +155,7 @@ def lint_models(project: Project, models: Sequence[RenderedModel], *,
     violations: list[Violation] = []
     seen: set[Violation] = set()
     columns: dict[str, tuple[Column, ...]] = {}
+    partial: set[str] = set()  # models with an open shape (columns may be missing)
     ast: dict[str, exp.Expr] = {}
     model_reads: dict[str, Reads] = {}
     used: set[str] | None = set()
@@ -180,6 +185,8 @@ def lint_models(project: Project, models: Sequence[RenderedModel], *,
                 shape = ctx.analysis.shape
                 shapes[model.name.lower()] = shape
                 columns[model.name] = tuple(Column(n, type_string(t)) for n, t in shape.columns)
+                if shape.open:
+                    partial.add(model.name)
                 reads = None if ctx.analysis.star_over_events else ctx.analysis.used_fields
         for rule, level in active:
             for v in rule.check(ctx):  # one finding per place: a macro expanded twice is one
@@ -212,4 +219,5 @@ def lint_models(project: Project, models: Sequence[RenderedModel], *,
             used = None if used is None or reads is None else used | reads
     used_fields = None if used is None else tuple(
         f.name for f in project.schema.fields if f.name in used)
-    return LintResult(tuple(violations), columns, used_fields, ast, model_reads)
+    return LintResult(tuple(violations), columns, used_fields, ast, model_reads,
+                      frozenset(partial))

@@ -67,7 +67,8 @@ def collect_suite(project: Project, plan: Plan, *, select: Sequence[str] = (),
     tags = {s.name: list(s.config.tags) for s in plan.steps}
     chosen = select_names(select, edges=edges, tags=tags)
     problems = check_specs(  # compile checked them already: one implementation
-        specs, outputs={s.name: [c.name for c in s.columns] for s in plan.steps},
+        specs, outputs={s.name: [] if s.name in plan.partial else [c.name for c in s.columns]
+                        for s in plan.steps},
         unique_keys={s.name: s.config.unique_key for s in plan.steps})
     if problems:
         raise spec_error(problems)
