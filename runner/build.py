@@ -22,6 +22,7 @@ from runner.compile.selection import select_names
 from runner.errors import ConfigError, RunnerError, Violation
 from runner.lint import check_lint_config, lint_models
 from runner.project.loader import Project
+from runner.project.secrets import mask_secrets
 
 __all__ = ["CompileResult", "compile_project", "write_target"]
 
@@ -154,8 +155,10 @@ def _check_yml(project: Project, columns: Mapping[str, Sequence[Column]], *,
 
 
 def _write(path: Path, text: str) -> None:
+    """Write a target/ file; project.yml's secret values never reach one (a message in the
+    manifest may quote a value: :func:`runner.project.secrets.mask_secrets`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text)
+    write_atomic(path, mask_secrets(text))
 
 
 def write_target(project: Project, result: CompileResult) -> Path:

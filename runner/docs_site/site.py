@@ -22,6 +22,7 @@ from runner.model_tests.data_tests import data_test_name
 from runner.model_tests.spec import ModelSpec, load_specs
 from runner.project.loader import Project
 from runner.project.schema import Field
+from runner.project.secrets import mask_secrets
 
 __all__ = ["DocsSite", "build_site", "dag_svg"]
 
@@ -300,4 +301,6 @@ def _test_args(test: Any) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    write_atomic(path, text)
+    """Write a page; project.yml's secret values never reach one (the project's cards show
+    its paths: :func:`runner.project.secrets.mask_secrets`)."""
+    write_atomic(path, mask_secrets(text))

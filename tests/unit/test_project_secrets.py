@@ -113,3 +113,21 @@ def test_masking_covers_escaped_forms_and_leaves_short_values() -> None:
     assert mask_secrets("::error::pa\"ss%3Awo%2Crd\\x") == "::error::***"  # a GitHub property
     assert mask_secrets("a 10%25:off b") == "a *** b"  # a GitHub message (only % escaped)
     assert mask_secrets("ab stays") == "ab stays"  # shorter than MIN_MASKED: ordinary text
+
+
+def test_secret_values_never_reach_target_or_the_docs_site(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """A warehouse path read with env_var() is shown on the docs site's project cards and could
+    be quoted in the manifest's messages: both are written masked."""
+    monkeypatch.setenv("WAREHOUSE_DIR", str(tmp_path / f"wh-{TOKEN}"))
+    yml = BASE_YML.replace("warehouse: wh", "warehouse: \"{{ env_var('WAREHOUSE_DIR') }}\"")
+    assert yml != BASE_YML
+    root = write_project(tmp_path / "proj", MODEL, project_yml=yml)
+    for command in (["compile"], ["docs"]):
+        code, out = _outputs(root, command)[0]
+        assert code == 0, out
+    written = "".join(p.read_text(errors="replace") for p in (root / "target").rglob("*")
+                      if p.is_file() and p.suffix in (".html", ".json", ".sql", ".svg"))
+    assert "index.html" in {p.name for p in (root / "target").rglob("*")}
+    assert TOKEN not in written
