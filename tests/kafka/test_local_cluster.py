@@ -26,7 +26,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 
 def test_local_cluster_reads_kafka_in_executors_and_writes_with_delta_spark(
-        apache_kafka: str, tmp_path: Path) -> None:
+        apache_kafka: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The event log's settings are not on project.yml's allowlist (a path to write): the test
+    # opts in as a deployment would (runner/project/spark_conf.py), for the stream it starts
+    # and for its own reads of the project.
+    monkeypatch.setenv("RUNNER_ALLOW_SPARK_CONF",
+                       "spark.eventLog.enabled,spark.eventLog.compress,spark.eventLog.dir")
     topic = Topic.create(apache_kafka, partitions=4)
     topic.send(1600, poison_every=100)
     project = _project(tmp_path / "p", topic, reader="spark", engine="spark",
@@ -42,11 +47,7 @@ def test_local_cluster_reads_kafka_in_executors_and_writes_with_delta_spark(
         "  master: local-cluster[2,1,1024]\n",
         "  master: local-cluster[2,1,1024]\n  conf:\n    spark.eventLog.enabled: true\n"
         f"    spark.eventLog.compress: false\n    spark.eventLog.dir: {events.as_uri()}\n"))
-    # The event log's settings are not on project.yml's allowlist (a path to write): the test
-    # opts in as a deployment would (runner/project/spark_conf.py).
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
-           "RUNNER_ALLOW_SPARK_CONF":
-               "spark.eventLog.enabled,spark.eventLog.compress,spark.eventLog.dir",
            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [sys.executable, "-m", "runner", "stream", "--available-now", "--progress", "json",
