@@ -22,7 +22,7 @@ import shutil
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +126,9 @@ def spark_conf(pairs: list[str]) -> dict[str, str]:
     bad = [kv for kv in pairs if "=" not in kv]
     if bad:
         raise SystemExit(f"--conf takes KEY=VALUE, not {bad[0]!r}")
-    return dict(kv.split("=", 1) for kv in pairs)
+    conf = dict(kv.split("=", 1) for kv in pairs)
+    allow_spark_conf(conf)  # the bench's own command line: a deployment's choice
+    return conf
 
 
 def spark_jars(folder: str | None) -> tuple[str, list[str]]:
@@ -289,11 +291,23 @@ def cpu_seconds(pid: int) -> float:
 
 def event_log_conf(folder: Path) -> dict[str, str]:
     """Make ``folder`` (new, empty) and return the Spark settings that write an uncompressed
-    event log into it."""
+    event log into it. They are not on project.yml's allowlist (a path to write): the bench
+    opts in as a deployment would, in its environment (``RUNNER_ALLOW_SPARK_CONF``, which the
+    runner processes it starts inherit)."""
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    return {"spark.eventLog.enabled": "true", "spark.eventLog.dir": folder.as_uri(),
+    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": folder.as_uri(),
             "spark.eventLog.compress": "false"}
+    allow_spark_conf(conf)
+    return conf
+
+
+def allow_spark_conf(keys: Iterable[str]) -> None:
+    """Opt in to Spark settings a bench writes into project.yml, as a deployment does: in this
+    process's ``RUNNER_ALLOW_SPARK_CONF`` (:func:`run_env` and the runner processes the bench
+    starts take it from there)."""
+    allowed = {k for k in os.environ.get("RUNNER_ALLOW_SPARK_CONF", "").split(",") if k}
+    os.environ["RUNNER_ALLOW_SPARK_CONF"] = ",".join(sorted(allowed | set(keys)))
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

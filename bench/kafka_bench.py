@@ -171,7 +171,9 @@ class RunnerProcess:
                "--progress", "json", *self.args]
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=self.env, cwd=str(self.project),
+                                     text=True, cwd=str(self.project),
+                                     env={**self.env, "RUNNER_ALLOW_SPARK_CONF":
+                                          os.environ.get("RUNNER_ALLOW_SPARK_CONF", "")},
                                      start_new_session=True)
         self._threads = [threading.Thread(target=self._read, daemon=True),
                          threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr),
