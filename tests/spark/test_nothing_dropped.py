@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from runner.build import compile_project
+from runner.console import plural
 from runner.demo import write_demo_files
 from runner.project.loader import load_project
 from runner.runtime.reasons import TRAILING_REASON
@@ -96,7 +97,7 @@ def test_vacuum_keeps_removed_files_for_the_retention(tmp_path, delta_engine) ->
     report = maintain(load_project(project.root))
     by_name = {t.name: t for t in report.tables}
     assert by_name["endpoint_counts"].files_vacuumed >= 1, report_lines(report)
-    assert f"vacuumed {by_name['endpoint_counts'].files_vacuumed} files" in next(
+    assert f"vacuumed {plural(by_name['endpoint_counts'].files_vacuumed, 'file')} " in next(
         line for line in report_lines(report) if line.startswith("endpoint_counts:"))
     # the latest version is whole
     latest = DeltaTable(merge).to_pyarrow_dataset().to_table(use_threads=False)

@@ -16,6 +16,7 @@ import runner
 from runner.checkpoint.ledger import Ledger
 from runner.checkpoint.lock import MAINTENANCE, CheckpointLock
 from runner.cli import cli
+from runner.console import plural
 from runner.errors import ExecutionError
 from runner.ops.maintain import maintain, report_lines
 from runner.sinks.maintenance import data_files_on_disk, needed_versions, prune_staging
@@ -204,7 +205,7 @@ def test_vacuum_keeps_recently_removed_files_by_default(tmp_path) -> None:
     # the kept snapshot (batch 3) names request_logs' version before the compaction
     assert by_name["request_logs"].files_vacuumed == 0
     line = next(x for x in report_lines(report) if x.startswith("endpoint_counts:"))
-    assert f"vacuumed {by_name['endpoint_counts'].files_vacuumed} files" in line
+    assert f"vacuumed {plural(by_name['endpoint_counts'].files_vacuumed, 'file')} " in line
     assert "vacuum retention 0 h" in report_lines(report)[-1]
     _assert_tables_exact(s)
 
