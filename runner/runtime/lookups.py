@@ -44,6 +44,7 @@ from runner.sinks.tables import (
     version_problem,
 )
 from runner.spark_errors import first_line
+from runner.storage.ops import Location
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -62,7 +63,7 @@ def lookups_of(plan: Plan) -> tuple[Lookup, ...]:
     return tuple(lk for lk in plan.lookups if lk.view in used)
 
 
-def start_lookups(spark: SparkSession, checkpoint: Path, plan: Plan, *, engine: str,
+def start_lookups(spark: SparkSession, checkpoint: Location, plan: Plan, *, engine: str,
                   broadcast_max_rows: int = DEFAULT_BROADCAST_MAX_ROWS) -> Lookups | None:
     """The run's :class:`Lookups` (None: no model reads a source or seed), checked
     (:meth:`Lookups.check_start`) before anything is written.
@@ -89,7 +90,7 @@ class _Cached:
 class Lookups:
     """The lookups of one run, their pins and their per-version cache."""
 
-    checkpoint: Path
+    checkpoint: Location
     lookups: tuple[Lookup, ...]
     engine: str  # "rs" | "spark": how a source is read
     broadcast_max_rows: int = DEFAULT_BROADCAST_MAX_ROWS
