@@ -12,7 +12,7 @@ import time
 import pytest
 
 from runner.checkpoint.lease import ObjectLease
-from runner.checkpoint.ledger import Ledger
+from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.checkpoint.lock import checkpoint_lock, lock_holder
 from runner.checkpoint.query import reset_checkpoint, write_query_id
 from runner.checkpoint.registry import Entry, load_registry, save_registry
@@ -86,7 +86,9 @@ def test_checkpoint_files_round_trip(root) -> None:
     assert load_registry(root) == {"a": Entry("live", since=3)}
     write_query_id(root, "q-1")
     ledger = Ledger(root)
-    assert ledger.ids() == []
+    entry = LedgerEntry(4, {"a": 2}, query_id="q-1")
+    assert ledger.record(entry) and not ledger.record(LedgerEntry(4, {"a": 9}))
+    assert ledger.batch_ids() == [4] and ledger.get(4) == entry
     write_atomic(root / "runner.lock", "kept")
     reset_checkpoint(root)
     assert names(root) == ["runner.lock"]
