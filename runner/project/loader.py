@@ -20,6 +20,7 @@ from runner.project.config import ProjectConfig, parse_project_config
 from runner.project.paths import check_project_paths, resolve_location
 from runner.project.schema import EventSchema, metadata_columns
 from runner.project.secrets import public_env_var, set_secret_values
+from runner.storage.objects import ObjectPath
 from runner.storage.ops import Location
 
 if TYPE_CHECKING:  # imported when a project has seeds or declares sources (compile's start-up)
@@ -73,6 +74,24 @@ class Project:
     @property
     def checkpoint(self) -> Location:
         return self.resolve(self.config.checkpoint)
+
+    def spark_storage_conf(self) -> dict[str, str]:
+        """Spark's (Hadoop's) settings for each bucket the project's locations name
+        (checkpoint, warehouse, files source, source tables given by URI), per bucket, from
+        the environment and project.yml's ``storage:`` (:mod:`runner.storage.settings`)."""
+        from runner.storage.settings import storage_settings
+
+        values = [self.config.checkpoint, self.config.warehouse]
+        if self.config.source.type == "files":
+            values.append(self.config.source.path)
+        values += [t.location for t in self.sources if "://" in t.location]
+        out: dict[str, str] = {}
+        for value in values:
+            where = self.resolve(value) if "://" in value else None
+            if isinstance(where, ObjectPath):
+                out.update(storage_settings(str(where), self.config.storage,
+                                            per_bucket=True).spark_conf())
+        return out
 
     def table_path(self, name: str) -> Location:
         """Where model (or dead-letter table) ``name`` lives: ``<warehouse>/<name>``."""

@@ -308,8 +308,13 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    # A reused session keeps the runtime settings it had: set the one that guards SQL text.
+    # A reused session keeps the runtime settings it had: set the one that guards SQL text,
+    # and give its Hadoop configuration the ``spark.hadoop.*`` settings (object stores).
     spark.conf.set(*NO_SUBSTITUTION)
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001 - no public API
+    for key, value in settings.items():
+        if key.startswith("spark.hadoop."):
+            hadoop.set(key.removeprefix("spark.hadoop."), value)
     _pyspark_logs_to_file(log_file.parent / "pyspark.log")
     elapsed = time.perf_counter() - started
     spark.conf.set(START_SECONDS_KEY, f"{elapsed:.3f}")

@@ -196,7 +196,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         )
 
         conf = project.config.spark
-        spark_conf = dict(conf.conf)
+        spark_conf = {**project.spark_storage_conf(), **conf.conf}
         if project.config.delta.engine == "spark":  # delta-spark's MERGE needs these at start
             spark_conf = {**DELTA_SESSION_CONF, **spark_conf}
         spark = build_session(master=conf.master, conf=spark_conf,

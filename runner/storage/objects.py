@@ -30,8 +30,6 @@ __all__ = ["SCHEMES", "ObjectPath", "ObjectStat", "object_path", "split_uri"]
 #: URI scheme -> the scheme the store is opened with (``s3a`` is S3 under Hadoop's name).
 SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs", "az": "az", "azure": "az",
            "abfs": "abfss", "abfss": "abfss"}
-#: Options that configure obstore's HTTP client rather than the store.
-_CLIENT_KEYS = {"allow_http", "aws_allow_http", "azure_allow_http", "google_allow_http"}
 _STORES: dict[tuple[str, str, tuple[tuple[str, str], ...]], Any] = {}
 _STORES_LOCK = threading.Lock()
 #: (scheme, bucket) -> the explicit options a project gave for it: a URI met later as a
@@ -55,18 +53,15 @@ def split_uri(uri: str) -> tuple[str, str, str]:
 def _open_store(scheme: str, bucket: str, options: tuple[tuple[str, str], ...]) -> Any:
     from obstore.store import from_url
 
-    client: dict[str, Any] = {}
-    config: dict[str, str] = {}
-    for key, value in options:
-        if key.lower() in _CLIENT_KEYS:
-            client["allow_http"] = str(value).lower() in ("1", "true", "yes")
-        else:
-            config[key.lower()] = value
+    from runner.storage.settings import storage_settings
+
+    uri = f"{SCHEMES[scheme]}://{bucket}"
+    parts = storage_settings(uri, dict(options)).obstore()
     # bounded: an unreachable store fails a call within about a minute, not three
     retry = {"max_retries": 4, "retry_timeout": timedelta(seconds=60)}
     open_url: Any = from_url  # its overloads are per cloud; the options are the user's
-    return open_url(f"{SCHEMES[scheme]}://{bucket}", config=config or None,
-                    client_options=client or None, retry_config=retry)
+    return open_url(uri, config=parts["config"] or None,
+                    client_options=parts["client_options"] or None, retry_config=retry)
 
 
 def store_for(scheme: str, bucket: str, options: Mapping[str, str]) -> Any:

@@ -236,8 +236,12 @@ def as_location(value: str | os.PathLike[str] | ObjectPath) -> Location:
 
 
 def delta_options(path: str | os.PathLike[str] | ObjectPath) -> dict[str, str] | None:
-    """delta-rs' ``storage_options`` for a table at ``path``: the bucket's explicit options
-    (the environment's AWS_*/AZURE_*/GOOGLE_* settings are read by delta-rs itself); None on
+    """delta-rs' ``storage_options`` for a table at ``path``: the environment's settings
+    with the bucket's explicit options over them (:mod:`runner.storage.settings`); None on
     local disk."""
+    from runner.storage.settings import storage_settings
+
     loc = as_location(path)
-    return dict(loc.options) if isinstance(loc, ObjectPath) else None
+    if not isinstance(loc, ObjectPath):
+        return None
+    return storage_settings(str(loc), loc.options).storage_options
