@@ -44,7 +44,7 @@ from runner.sinks.tables import (
     version_problem,
 )
 from runner.spark_errors import first_line
-from runner.storage.ops import Location
+from runner.storage.ops import Location, as_location
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -190,8 +190,8 @@ class Lookups:
             return Pin("seed", content_hash, pinned_at=utc_now())
         version = self._latest(spark, lk)
         self._check_columns(spark, lk, version)
-        when = None if lk.catalog else commit_time(Path(lk.location.removeprefix("file://")),
-                                                   version)
+        where = as_location(lk.location.removeprefix("file://"))
+        when = None if lk.catalog else commit_time(where, version)
         return Pin("source", version, pinned_at=utc_now(), committed_at=when)
 
     def _frame(self, spark: SparkSession, lk: Lookup, pin: Pin, batch_id: int) -> DataFrame:

@@ -220,7 +220,11 @@ class ObjectPath:
 
         if not missing_ok and not self.is_file():
             raise FileNotFoundError(str(self))
-        obstore.delete(self.store, self.key)
+        try:
+            obstore.delete(self.store, self.key)
+        except FileNotFoundError:  # Azure says so where S3 says nothing
+            if not missing_ok:
+                raise
 
 
 def object_path(uri: str, options: Mapping[str, str] | None = None) -> ObjectPath:

@@ -182,10 +182,9 @@ def rmtree(folder: Location) -> None:
         import obstore
 
         keys = [f"{folder.key}/{k}" if folder.key else k for k in folder.walk_keys()]
-        if folder.key:
-            keys.append(folder.key)  # the object itself, when it is one
         for start in range(0, len(keys), 1000):
             obstore.delete(folder.store, keys[start:start + 1000])
+        folder.unlink(missing_ok=True)  # the object itself, when it is one
         return
     if folder.is_dir() and not folder.is_symlink():
         shutil.rmtree(folder)
