@@ -15,7 +15,9 @@ it (pid, host, start), a random token and when it expires. It is
 - **released** by deleting it when it is still ours.
 
 Expiry compares the clock of the process reading with the time the holder wrote, so clocks
-must agree to well within the time to live (30 s; ``RUNNER_LEASE_SECONDS`` changes it).
+must agree to well within the time to live (60 s; ``RUNNER_LEASE_SECONDS`` changes it). A
+spark-engine write checks before it starts and commits at its end: the third of the time to
+live kept in hand is what such a write may take.
 """
 
 from __future__ import annotations
@@ -36,11 +38,11 @@ __all__ = ["ObjectLease", "lease_seconds", "read_lease"]
 
 
 def lease_seconds() -> float:
-    """The lease's time to live (``RUNNER_LEASE_SECONDS``, default 30)."""
+    """The lease's time to live (``RUNNER_LEASE_SECONDS``, default 60)."""
     try:
-        return max(1.0, float(os.environ.get("RUNNER_LEASE_SECONDS", "30")))
+        return max(1.0, float(os.environ.get("RUNNER_LEASE_SECONDS", "60")))
     except ValueError:
-        return 30.0
+        return 60.0
 
 
 def read_lease(path: ObjectPath) -> tuple[dict[str, Any], str] | None:

@@ -35,6 +35,7 @@ from runner.errors import CheckpointBusyError, ExecutionError
 from runner.project.loader import Project
 from runner.sinks.base import app_id
 from runner.sinks.maintenance import MaintenanceReport, Target, maintain_tables
+from runner.storage.objects import ObjectPath
 
 __all__ = ["maintain", "report_lines"]
 
@@ -81,10 +82,26 @@ def maintain(project: Project, *, select: Sequence[str] = (),
             streaming = False
         except ExecutionError:
             streaming = True  # a stream holds the checkpoint: no merge compaction
+            _refuse_beside_delta_spark(project)
         return maintain_tables(project, targets, stream_running=streaming, in_stream=False)
     finally:
         stream_lock.release()
         lock.release()
+
+
+def _refuse_beside_delta_spark(project: Project) -> None:
+    """In an object store, delta-spark commits with a check then a plain PUT (its S3 log store
+    is single-writer per table): a maintenance commit made beside a stream that writes with
+    delta-spark could be overwritten, and a log checkpoint written for it would describe a
+    state that never was. So there, only the stream itself (``maintenance.every_batches``)
+    maintains its tables while it runs."""
+    if isinstance(project.checkpoint, ObjectPath) and project.config.delta.engine != "rs":
+        raise ExecutionError(
+            f"a stream holds checkpoint {project.checkpoint} and may commit with delta-spark "
+            f"(delta.engine: {project.config.delta.engine}), which is single-writer per table "
+            "in an object store: nothing was maintained",
+            hint="let the stream maintain its own tables (maintenance.every_batches or "
+                 "every_minutes in project.yml), or run runner maintain while it is stopped")
 
 
 def report_lines(report: MaintenanceReport) -> list[str]:

@@ -181,7 +181,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
     if not plan.steps:
         raise ConfigError("no models to run (all disabled or none selected)")
     checkpoint = project.checkpoint
-    with checkpoint_lock(checkpoint), _Stopper() as stopper, RunRecord(checkpoint), \
+    with checkpoint_lock(checkpoint) as lock, _Stopper() as stopper, RunRecord(checkpoint), \
             ExitStack() as cleanup:
         _check_warehouse(project.warehouse)
         if not full_refresh:  # before the session: a refusal costs no JVM start
@@ -206,6 +206,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         choice = engine_choice(project.config.delta.engine, spark)
         writer = make_writer(choice.engine, spark,
                              arrow_max_rows=project.config.delta.arrow_max_rows)
+        writer.permit = lock.check
         on_event(f"delta engine {choice.engine}: {choice.reason}"
                  + (f"; {missing_jars_note()}" if choice.classes_missing else ""))
         if project.config.source.type == "kafka":  # unreachable, misconfigured: exit 2 now

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from runner.errors import ConfigError, DuplicateKeyError, SinkError
+from runner.failpoints import failpoint
 from runner.sinks.tables import check_droppable
 from runner.storage.ops import as_location, rmtree
 
@@ -139,6 +140,14 @@ class DeltaWriter(ABC):
     """
 
     engine: ClassVar[str]
+    #: Called right before each commit: raises when this process may no longer write (the
+    #: checkpoint's lease in an object store was lost or is about to expire:
+    #: :meth:`runner.checkpoint.lease.ObjectLease.check`). The stream sets it.
+    permit: Callable[[], None] = staticmethod(lambda: None)
+
+    def _before_commit(self, spec: SinkSpec, batch_id: int) -> None:
+        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        self.permit()
 
     def write(self, spec: SinkSpec, data: DataFrame | pa.Table, batch_id: int, *,
               rows_hint: int | None = None) -> WriteResult:

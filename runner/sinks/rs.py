@@ -22,7 +22,7 @@ JVM.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
@@ -131,7 +131,7 @@ class RsWriter(DeltaWriter):
             return self._append_staged(spec, data, batch_id)
         if data.num_rows == 0:
             return 0, None
-        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        self._before_commit(spec, batch_id)
         table = self._open(spec)  # written through this object, its version is the new one
         try:
             write_deltalake(spec.path if table is None else table, data, mode="append",
@@ -169,7 +169,7 @@ class RsWriter(DeltaWriter):
         except _ENGINE_ERRORS + (OSError,) as e:
             raise SinkError(f"model {spec.model}: reading the files staged for batch "
                             f"{batch_id} in {spec.path} failed: {e}") from e
-        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        self._before_commit(spec, batch_id)
         try:
             version = commit_staged(spec.path, staged, schema_json=schema, table=table,
                                     partition_by=spec.partition_by,
@@ -222,14 +222,14 @@ class RsWriter(DeltaWriter):
                        columns: Sequence[str], batch_id: int) -> None:
         """:func:`_execute_merge`; a failed merge's table state is forgotten."""
         try:
-            _execute_merge(spec, target, source, columns, batch_id)
+            _execute_merge(spec, target, source, columns, batch_id, self._before_commit)
         except BaseException:
             self.tables.forget(spec.path)
             raise
 
 
 def _execute_merge(spec: SinkSpec, target: DeltaTable, source: Any, columns: Sequence[str],
-                   batch_id: int) -> None:
+                   batch_id: int, before_commit: Callable[[SinkSpec, int], None]) -> None:
     """MERGE ``source`` (an Arrow table or a stream of record batches, ``columns`` its
     columns) into ``target`` on the unique key, with the batch's transaction in the commit."""
     try:
@@ -241,7 +241,7 @@ def _execute_merge(spec: SinkSpec, target: DeltaTable, source: Any, columns: Seq
         if updates:
             merger = merger.when_matched_update(updates=updates, predicate=spec.merge_condition)
         merger = merger.when_not_matched_insert_all()
-        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        before_commit(spec, batch_id)
         merger.execute()
     except _ENGINE_ERRORS as e:
         raise SinkError(f"model {spec.model}: merging batch {batch_id} into "

@@ -164,11 +164,11 @@ class SparkWriter(DeltaWriter):
             if txn is not None:  # the table exists: one explicit transaction, no state job
                 if txn.committed():
                     return 0, None  # committed since the runner's own check: skipped
-                failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+                self._before_commit(spec, batch_id)
                 version = txn.write_and_commit()
                 failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
                 return txn.rows_written(version, "numOutputRows"), version
-            failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+            self._before_commit(spec, batch_id)
             writer.save(spec.path)  # a new table: its (empty) state costs nothing to read
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return self._last_commit(spec, data.sparkSession, batch_id, "numOutputRows")
@@ -196,7 +196,7 @@ class SparkWriter(DeltaWriter):
                     else:
                         merger = merger.whenMatchedUpdateAll(condition=spec.merge_condition)
                     merger = merger.whenNotMatchedInsertAll()
-                    failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+                    self._before_commit(spec, batch_id)
                     merger.execute()
             finally:
                 for key in confs:

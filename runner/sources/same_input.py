@@ -33,7 +33,6 @@ and the same bytes. A rewrite to the same size that changes neither the first no
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -47,9 +46,9 @@ from runner.checkpoint.spark_logs import (
 )
 from runner.errors import ConfigError
 from runner.project.config import FilesSource, KafkaSource
-from runner.sources.history import KafkaSpan, local_path
+from runner.sources.history import KafkaSpan, file_location
 from runner.sources.kafka.plan import TP, DataLoss, Watermarks, offsets_from_json
-from runner.storage.ops import Location, as_location
+from runner.storage.ops import Location, as_location, read_range
 
 __all__ = ["ReplayGuard", "file_changes", "kafka_losses", "pending_spans", "stat_files"]
 
@@ -64,22 +63,21 @@ FILES_WAY_OUT = ("put the file(s) back as the batch first read them (same name a
 SAMPLE_BYTES = 4 * 1024
 
 
-def _sample(path: str, size: int, sample_bytes: int = SAMPLE_BYTES) -> str:
+def _sample(path: Location, size: int, sample_bytes: int = SAMPLE_BYTES) -> str:
     """A hash of the first and last ``sample_bytes`` of the file (all of it when smaller)."""
     digest = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as f:
-        digest.update(f.read(sample_bytes))
-        if size > sample_bytes:
-            f.seek(max(sample_bytes, size - sample_bytes))
-            digest.update(f.read(sample_bytes))
+    digest.update(read_range(path, 0, min(size, sample_bytes)))
+    if size > sample_bytes:
+        digest.update(read_range(path, max(sample_bytes, size - sample_bytes), size))
     return digest.hexdigest()
 
 
 def stat_files(uris: Iterable[str], *, sample_bytes: Mapping[str, int] | None = None
                ) -> dict[str, FileFact | None]:
-    """Size, modification time and sample of each local file of ``uris`` (None: gone or not
-    readable); files on other file systems are left out. ``sample_bytes``: how to sample a
-    file (as its record did; default :data:`SAMPLE_BYTES`; 0: no sample).
+    """Size, modification time and sample of each file of ``uris`` on local disk or in an
+    object store (None: gone or not readable); files on other file systems are left out.
+    ``sample_bytes``: how to sample a file (as its record did; default
+    :data:`SAMPLE_BYTES`; 0: no sample).
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.json"
@@ -91,12 +89,12 @@ def stat_files(uris: Iterable[str], *, sample_bytes: Mapping[str, int] | None = 
     how = sample_bytes or {}
     out: dict[str, FileFact | None] = {}
     for uri in uris:
-        path = local_path(uri)
+        path = file_location(uri)
         if path is None:
             continue
         n = how.get(uri, SAMPLE_BYTES)
         try:
-            st = os.stat(path)
+            st = path.stat()
             sample = _sample(path, st.st_size, n) if n > 0 else ""
         except OSError:
             out[uri] = None
