@@ -85,7 +85,7 @@ Usage::
 
 ``--set engines`` (``floor,hand,runner,hand-spark,runner-spark``) also reports each runner
 variant against the hand-written pattern ON ITS OWN ENGINE, per round (``runner`` / ``hand``,
-``runner-spark`` / ``hand-spark``): the throughput target of issue 23 (at most 0.9x).
+``runner-spark`` / ``hand-spark``): the throughput target (at most 0.9x).
     .venv/bin/python -m bench.stream_bench --variants hand,hand-par,hand-rparse,runner
 
 Raw results go to ``bench/results/stream_bench-<date>-<sha>.json`` (or ``--json``).
