@@ -1,4 +1,4 @@
-"""SIGKILL between two tables' commits of a batch whose source and seed then change
+"""SIGKILL between two tables' commits of a batch whose source and seed then change:
 ``runner stream`` in its own process dies (a failpoint's ``exit``) after one table
 committed batch 1 and before the other did; the dimension (a Delta table written with delta-rs)
 and the seed's CSV change before the restart. The replay must write the other table with the
