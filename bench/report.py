@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -157,11 +158,15 @@ def parse_profile(d: dict[str, Any]) -> tuple[str, Rows]:
 def driver_memory(d: dict[str, Any]) -> tuple[str, Rows]:
     peaks: dict[tuple[str, str], list[int]] = defaultdict(list)
     for r in d["runs"]:
-        peaks[r["case"], r["runner"]].append(r["python_peak_mb"])
-    rows = [(f"Python driver peak, one batch, case `{case}`, runner at "
-             f"`{d[who + '_commit'].split()[0]}`",
-             f"{max(p)} MB") for (case, who), p in sorted(peaks.items())]
-    return "`python -m " + d["bench"].replace(".py", "").replace("/", ".") + "`", rows
+        peaks[r["case"], r.get("runner", "")].append(r["python_peak_mb"])
+
+    def at(who: str) -> str:  # a before/after pair names the commit of each side
+        commit = d.get(f"{who}_commit")
+        return f", runner at `{commit.split()[0]}`" if commit else ""
+    rows = [(f"Python driver peak, one batch, case `{case}`{at(who)}", f"{max(p)} MB")
+            for (case, who), p in sorted(peaks.items())]
+    records = d.get("records") or re.search(r"--records (\d+)", d["bench"])[1]  # type: ignore[index]
+    return _cmd("driver_memory", ("records", records)), rows
 
 
 def _exact(tables: dict[str, dict[str, Any]]) -> str:
