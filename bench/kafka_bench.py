@@ -88,9 +88,11 @@ from typing import Any
 
 from bench.common import (
     bench_parser,
+    bench_project,
+    count_tables,
     event_log_conf,
     event_logs,
-    example_project,
+    files_source,
     job_description,
     median,
     progress_record,
@@ -99,7 +101,6 @@ from bench.common import (
     snapshot_runner,
     spark_conf,
     spark_jars,
-    table_rows,
     tree_digest,
     write_result,
 )
@@ -138,15 +139,8 @@ class Variant:
         return f"{where}/{self.engine}{'@baseline' if self.baseline else ''}"
 
 
-def make_project(dest: Path, *, source: dict[str, Any], engine: str, master: str,
-                 spark_conf: dict[str, str] | None = None,
-                 extra_models: dict[str, str] | None = None) -> Path:
-    """A copy of the example project (models, macros) with ``source`` as its source and
-    ``engine`` as its Delta engine."""
-    return example_project(dest, base="examples/kafka/project.yml", extra_models=extra_models,
-                           source=source, delta={"engine": engine},
-                           spark={"master": master, **({"conf": spark_conf} if spark_conf
-                                                       else {})})
+#: The example project's Kafka variant: what every Kafka run copies.
+KAFKA_BASE = "examples/kafka/project.yml"
 
 
 def kafka_source(bootstrap: str, topic: str, reader: str, max_offsets: int) -> dict[str, Any]:
@@ -241,10 +235,6 @@ def read_rows(path: Path) -> Any:
     # to_pyarrow_table(): aborted the interpreter at exit (exit 134) with deltalake 1.6.6
 
 
-def count_tables(warehouse: Path) -> dict[str, int]:
-    return {t: table_rows(warehouse / t) or 0 for t in TABLES}
-
-
 def expected_counts(lines: list[str]) -> dict[str, int]:
     good = [json.loads(x) for x in lines if x not in POISON]
     return {"request_logs": len(good), "error_events": sum(len(e["errors"]) for e in good),
@@ -311,18 +301,17 @@ def bench_backlog(b: Bench, variants: list[Variant]) -> dict[str, Any]:
     for rnd in range(args.rounds):
         k = rnd % len(variants)
         for v in variants[k:] + variants[:k]:
-            source = ({"type": "files", "path": str(data), "max_files_per_trigger": 1}
-                      if v.reader == "files" else
+            source = (files_source(data, 1) if v.reader == "files" else
                       kafka_source(b.bootstrap, topic, v.reader, args.max_offsets))
-            project = make_project(b.work / f"backlog-{v.reader}-{v.engine}-r{rnd}",
-                                   source=source, engine=v.engine, master=args.master,
-                                   spark_conf=b.spark_conf)
+            project = bench_project(b.work / f"backlog-{v.reader}-{v.engine}-r{rnd}",
+                                    base=KAFKA_BASE, source=source, engine=v.engine,
+                                    master=args.master, conf=b.spark_conf)
             proc = RunnerProcess(project, ["--available-now"], b.env_of(v)).start()
             try:
                 wall = proc.finish(args.timeout)
             finally:
                 proc.kill()
-            counts = count_tables(project / "_warehouse")
+            counts = count_tables(project / "_warehouse", TABLES)
             summary = proc.summary()
             run = {"variant": v.name, "reader": v.reader, "engine": v.engine, "round": rnd,
                    "wall_s": wall, "query_s": summary.get("seconds"),
@@ -371,9 +360,9 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
     conf = dict(b.spark_conf)
     if args.eventlog:
         conf.update(event_log_conf(root / "eventlog"))
-    project = make_project(root / "project", master=args.master, engine=v.engine,
-                           spark_conf=conf, extra_models={"kafka_lag": KAFKA_LAG},
-                           source=kafka_source(b.bootstrap, topic, v.reader, args.max_offsets))
+    project = bench_project(root / "project", base=KAFKA_BASE, master=args.master,
+                            engine=v.engine, conf=conf, extra_models={"kafka_lag": KAFKA_LAG},
+                            source=kafka_source(b.bootstrap, topic, v.reader, args.max_offsets))
     print(f"rate {rate:g}/s {v.name}: starting", flush=True)
     proc = RunnerProcess(project, ["--trigger", args.trigger], b.env_of(v)).start()
     warmup = list(event_lines(args.warmup, start_id=10_000_000, poison_every=0))
@@ -413,7 +402,7 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
     intervals = [y[0] - x[0] for x, y in zip(batches, batches[1:])]
     seconds = [d["seconds"] for _, d in batches]
     rows = [d["input_rows"] for _, d in batches]
-    counts = count_tables(project / "_warehouse")
+    counts = count_tables(project / "_warehouse", TABLES)
     counts_ok = counts == expected_counts(warmup + paced + timed)
     timed_ids = {d["batch_id"] for _, d in batches}
     breakdown = (batch_breakdown(root / "eventlog", timed_ids) if args.eventlog else None)

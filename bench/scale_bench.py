@@ -58,20 +58,19 @@ from typing import Any
 from bench.common import (
     REPO,
     bench_parser,
-    command_name,
-    descendants,
+    bench_project,
+    count_tables,
     event_log_conf,
     event_logs,
-    example_project,
+    files_source,
     git,
     job_description,
     machine,
     read_events,
     run_env,
-    status_kb,
-    table_rows,
     write_result,
 )
+from bench.processes import command_name, descendants, status_kb
 
 DOCS = REPO / "docs"
 PARTS = ("models", "memory", "cluster", "wide")
@@ -206,25 +205,6 @@ def generate(data: Path, events: int, files: int) -> Path:
     return data
 
 
-def make_project(dest: Path, *, data: Path, models: dict[str, str] | None, max_files: int,
-                 master: str, conf: dict[str, str] | None = None, schema: str | None = None,
-                 parallelism: int | None = None, prune: bool = False,
-                 arrow_max_rows: int | None = None) -> Path:
-    """A project reading ``data``: the example models (``models=None``) or the given ones."""
-    shutil.rmtree(dest, ignore_errors=True)
-    delta: dict[str, Any] = {"engine": "rs"}
-    if arrow_max_rows is not None:
-        delta["arrow_max_rows"] = arrow_max_rows
-    optional = {"schema": schema, "parallelism": parallelism,
-                "parse_only_used_fields": True if prune else None}
-    return example_project(
-        dest, models=models is None, extra_models=models,
-        source={"type": "files", "path": str(data), "max_files_per_trigger": max_files},
-        spark={"master": master, "conf": dict(conf or {})}, delta=delta,
-        warehouse="_warehouse", checkpoint="_checkpoint",
-        **{k: v for k, v in optional.items() if v is not None})
-
-
 def run(label: str, project: Path, *, timeout: float, **flags: Any) -> dict[str, Any]:
     """One worker process; its wall time, its report, and its tables' row counts."""
     cfg_path = project / "bench-worker.json"
@@ -242,7 +222,7 @@ def run(label: str, project: Path, *, timeout: float, **flags: Any) -> dict[str,
     report = next((json.loads(line[len(PREFIX):]) for line in out.splitlines()
                    if line.startswith(PREFIX)), None)
     result = {"label": label, "rc": rc, "wall_seconds": wall, "load_before": load,
-              "report": report, "tables": _count_tables(project / "_warehouse")}
+              "report": report, "tables": count_tables(project / "_warehouse")}
     if rc != 0 or report is None:
         result["stderr_tail"] = err[-3000:]
     batch_s = sum(b["seconds"] for b in report["batches"]) if report else float("nan")
@@ -250,11 +230,6 @@ def run(label: str, project: Path, *, timeout: float, **flags: Any) -> dict[str,
           + (f", py {report['py_vmhwm_mb']:.0f} MB, jvm {max(report['jvm_vmhwm_mb'] or [0]):.0f}"
              " MB" if report else ""), flush=True)
     return result
-
-
-def _count_tables(warehouse: Path) -> dict[str, int]:
-    tables = sorted(warehouse.iterdir()) if warehouse.is_dir() else []
-    return {t.name: rows for t in tables if (rows := table_rows(t)) is not None}
 
 
 # -- parts ----------------------------------------------------------------------------------
@@ -268,8 +243,8 @@ def part_models(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         order = counts[rnd % len(counts):] + counts[:rnd % len(counts)]
         for n in order:
             models = {f"proj_{i:02d}": PROJECTION.format(i=i, n=n) for i in range(n)}
-            project = make_project(work / f"models-{n}", data=data, models=models,
-                                   max_files=10, master=args.master)
+            project = bench_project(work / f"models-{n}", source=files_source(data, 10),
+                                    master=args.master, models=False, extra_models=models)
             r = run(f"{n} models (round {rnd})", project, timeout=args.timeout)
             r.update(models=n, round=rnd)
             r["ok"] = r["rc"] == 0 and all(r["tables"].get(m) == args.events for m in models)
@@ -331,9 +306,9 @@ def part_memory(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         for mode in ("default", "spark-native", "arrow"):
             if mode == "arrow" and size not in arrow_sizes:
                 continue
-            project = make_project(work / f"memory-{size}-{mode}", data=data, models=None,
-                                   max_files=files, master=args.master,
-                                   arrow_max_rows=0 if mode == "spark-native" else None)
+            project = bench_project(work / f"memory-{size}-{mode}", master=args.master,
+                                    source=files_source(data, files),
+                                    delta={"arrow_max_rows": 0} if mode == "spark-native" else None)
             r = run(f"{size:,} events, {mode}", project, timeout=args.timeout,
                     arrow_appends=mode == "arrow")
             r.update(size=size, mode=mode)
@@ -346,8 +321,8 @@ def part_cluster(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     data = generate(work / "data-models", args.events, 40)
     events_dir = work / "eventlog"
     conf = event_log_conf(events_dir)
-    project = make_project(work / "cluster", data=data, models=None, max_files=10,
-                           master="local-cluster[2,1,1024]", conf=conf)
+    project = bench_project(work / "cluster", source=files_source(data, 10),
+                            master="local-cluster[2,1,1024]", conf=conf)
     r = run("local-cluster[2,1,1024]", project, timeout=args.timeout)
     r["ok"] = r["rc"] == 0 and r["tables"].get("request_logs") == args.events
     r["eventlog"] = _writers_by_executor(events_dir)
@@ -446,9 +421,10 @@ def part_wide(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     runs = []
     for rnd in range(args.rounds):
         for mode in (("pruned", "full") if rnd % 2 == 0 else ("full", "pruned")):
-            project = make_project(work / f"wide-{mode}", data=data, models=models,
-                                   max_files=20, master=args.master, schema=_wide_schema(),
-                                   prune=mode == "pruned")
+            project = bench_project(work / f"wide-{mode}", source=files_source(data, 20),
+                                    master=args.master, models=False, extra_models=models,
+                                    schema=_wide_schema(),
+                                    parse_only_used_fields=mode == "pruned")
             r = run(f"wide, {mode} parse (round {rnd})", project, timeout=args.timeout)
             r.update(mode=mode, round=rnd)
             r["ok"] = r["rc"] == 0 and r["tables"].get("wide_a") == events
@@ -460,8 +436,8 @@ def part_profile(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     data = generate(work / "data-models", args.events, 40)
     events_dir = work / "eventlog-profile"
     conf = event_log_conf(events_dir)
-    project = make_project(work / "profile", data=data, models=None, max_files=10,
-                           master=args.master, conf=conf)
+    project = bench_project(work / "profile", source=files_source(data, 10),
+                            master=args.master, conf=conf)
     r = run("profile (3 example models)", project, timeout=args.timeout, profile=True)
     r["eventlog"] = _writers_by_executor(events_dir)
     return r
