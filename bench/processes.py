@@ -1,15 +1,23 @@
-"""Processes read from ``/proc`` (no psutil): a process tree, its members' names, memory and
-CPU, and :class:`TreeSampler`, the one sampler every bench uses for a run's peak memory, CPU
-seconds and, where asked, a memory series over the run."""
+"""Processes: ``runner stream`` as a child process (:class:`RunnerProcess`), and what
+``/proc`` says of a process tree (no psutil): its members' names, memory and CPU, and
+:class:`TreeSampler`, the one sampler every bench uses for a run's peak memory, CPU seconds
+and, where asked, a memory series over the run."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from bench.common import progress_record
 
 
 def descendants(root: int, *, include_root: bool = False) -> list[int]:
@@ -156,3 +164,82 @@ class TreeSampler(threading.Thread):
         return {"roles": by_role, "tree_rss_peak_mb": self.tree_rss_peak_kb / 1024,
                 "other_process_names": self.other_names,
                 "cpu_s": sum(r["cpu_s"] for r in by_role.values())}
+
+
+@dataclass
+class RunnerProcess:
+    """``runner stream --progress json`` in its own process (and process group); JSON lines
+    time-stamped on arrival."""
+
+    project: Path
+    args: list[str]
+    env: dict[str, str]
+    lines: list[tuple[float, float, dict[str, Any]]] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+
+    def start(self) -> RunnerProcess:
+        cmd = [sys.executable, "-m", "runner", "stream", "--project-dir", str(self.project),
+               "--progress", "json", *self.args]
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, cwd=str(self.project),
+                                     env={**self.env, "RUNNER_ALLOW_SPARK_CONF":
+                                          os.environ.get("RUNNER_ALLOW_SPARK_CONF", "")},
+                                     start_new_session=True)
+        self._threads = [threading.Thread(target=self._read, daemon=True),
+                         threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr),
+                                          daemon=True)]
+        for t in self._threads:
+            t.start()
+        return self
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            doc = progress_record(line)
+            if doc is not None:
+                self.lines.append((time.perf_counter() - self.started, time.time(), doc))
+
+    def batches(self) -> list[tuple[float, float, dict[str, Any]]]:
+        return [(t, wall, d) for t, wall, d in self.lines if "batch_id" in d]
+
+    def input_rows(self) -> int:
+        return sum(d["input_rows"] for _, _, d in self.batches())
+
+    def events(self) -> list[str]:
+        return [str(d["event"]) for _, _, d in self.lines if "event" in d]
+
+    def wait_for(self, predicate: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"runner exited ({self.proc.returncode}) while waiting for "
+                                   f"{what}: {''.join(self.stderr)[-1500:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
+            time.sleep(0.05)
+
+    def finish(self, timeout: float, *, terminate: bool = False) -> float:
+        """Wait for the process (SIGTERM first when ``terminate``); its wall seconds."""
+        if terminate:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            rc = self.proc.wait()
+        wall = time.perf_counter() - self.started
+        for t in self._threads:
+            t.join(5)
+        if rc != 0:
+            raise RuntimeError(f"runner exited with {rc}: {''.join(self.stderr)[-1500:]}")
+        return wall
+
+    def kill(self) -> None:
+        """Kill this run's process group (the runner, its JVM, its Python workers)."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def summary(self) -> dict[str, Any]:
+        return next((d["summary"] for _, _, d in reversed(self.lines) if "summary" in d), {})
