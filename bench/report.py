@@ -91,7 +91,8 @@ def stream_bench(d: dict[str, Any]) -> tuple[str, Rows]:
                      f"{_span(wall, 'x')} wall, {_span(cpu, 'x')} CPU (per round)"))
     ok = all(r["counts"] == d["data"]["expected"] for r in d["runs"] if r["variant"] != "floor")
     rows.append(("every table of every run holds the expected rows", "yes" if ok else "**no**"))
-    return _cmd("stream_bench", ("set", a.get("set")), ("rounds", a["rounds"])), rows
+    return _cmd("stream_bench", ("set", a.get("set")), ("rounds", a["rounds"]),
+                ("events", a["events"] if a["events"] != 1_000_000 else None)), rows
 
 
 @renders("scale_bench")

@@ -180,7 +180,7 @@ def prepare(bp: BatchPlan) -> None:
     """Build the run's parse expressions once, before the streaming query starts.
 
     Every batch reuses them (:func:`parse_batch` caches them per schema). Built here, their
-    cost (a few tenths of a second on a cold JVM, docs/PERFORMANCE.md) is paid at start-up
+    cost (several hundred py4j calls on a cold JVM, docs/PERFORMANCE.md) is paid at start-up
     rather than in batch 0, and a schema that clashes with the metadata columns is reported
     before the query starts. When batches will be cached, the session caches uncompressed
     (:func:`uncompressed_batch_cache`). Nothing is computed or written; needs the active
