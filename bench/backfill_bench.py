@@ -42,12 +42,12 @@ from bench.common import (
     REPO,
     bench_parser,
     bench_project,
+    demo_data,
     files_source,
     progress_record,
     table_rows,
     write_result,
 )
-from runner.demo import write_demo_files
 from tests.support.projects import ENDPOINT_COUNTS
 
 MODELS = {"endpoint_counts": ENDPOINT_COUNTS,
@@ -79,8 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="backfill-bench-"))
     data = work / "data"
-    if not data.is_dir():
-        write_demo_files(data, events=args.events, files=args.files, poison_every=0)
+    demo_data(data, args.events, args.files)
     models = [m for m in args.models.split(",") if m]
     rounds = []
     for r in range(args.rounds):

@@ -23,6 +23,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -199,6 +200,37 @@ def bench_project(dest: Path, *, source: Mapping[str, Any], engine: str = "rs",
 def files_source(path: Path | str, max_files: int) -> dict[str, Any]:
     """project.yml's ``source:`` for input files in ``path``, ``max_files`` per trigger."""
     return {"type": "files", "path": str(path), "max_files_per_trigger": max_files}
+
+
+def demo_data(folder: Path, events: int, files: int) -> dict[str, Any]:
+    """Seed-shaped events (``runner.demo``, seed 42, no poison lines) in ``folder``, reused when
+    an earlier run wrote the same (``<folder>.json`` says so). Returns what is there and the
+    rows each example table should hold (``expected``)."""
+    from runner.demo import write_demo_files
+
+    marker = folder.with_suffix(".json")
+    want = {"events": events, "files": files, "seed": 42, "poison_every": 0}
+    if marker.is_file() and (meta := json.loads(marker.read_text())).get("params") == want:
+        print(f"reusing {meta['events']:,} events in {folder}", flush=True)
+        return dict(meta)
+    shutil.rmtree(folder, ignore_errors=True)
+    t0 = time.perf_counter()
+    result = write_demo_files(folder, events=events, files=files, seed=42, poison_every=0)
+    errors = blanks = size = 0
+    for path in sorted(folder.glob("events-*.json")):
+        text = path.read_text(encoding="utf-8")
+        size += len(text.encode())
+        errors += text.count('"errorCode"')
+        blanks += sum(1 for line in text.split("\n")[:-1] if not line.strip())
+    meta = {"params": want, "events": result.events, "files": result.files, "bytes": size,
+            "blank_lines": blanks,
+            "expected": {"request_logs": result.events, "performance_metrics": result.events,
+                         "error_events": errors},
+            "seconds": time.perf_counter() - t0}
+    marker.write_text(json.dumps(meta, indent=2))
+    print(f"generated {result.events:,} events ({size / 1e6:.0f} MB, {result.files} files, "
+          f"{errors:,} errors) in {meta['seconds']:.0f} s", flush=True)
+    return meta
 
 
 def example_config(base: str = "project.yml") -> dict[str, Any]:

@@ -60,6 +60,7 @@ from bench.common import (
     bench_parser,
     bench_project,
     count_tables,
+    demo_data,
     event_log_conf,
     event_logs,
     files_source,
@@ -85,23 +86,6 @@ FROM parsed_events
 
 
 # -- the parent: data, projects, runs --------------------------------------------------------
-
-
-def generate(data: Path, events: int, files: int) -> Path:
-    """Seed-shaped events (no poison), reused when already there."""
-    from runner.demo import write_demo_files
-
-    marker = data.with_suffix(".json")
-    want = {"events": events, "files": files}
-    if marker.is_file() and json.loads(marker.read_text()) == want:
-        return data
-    shutil.rmtree(data, ignore_errors=True)
-    t0 = time.perf_counter()
-    write_demo_files(data, events=events, files=files, seed=42, poison_every=0)
-    marker.write_text(json.dumps(want))
-    print(f"  generated {events:,} events in {files} files ({time.perf_counter() - t0:.0f} s)",
-          flush=True)
-    return data
 
 
 def run(label: str, project: Path, *, timeout: float, **flags: Any) -> dict[str, Any]:
@@ -134,7 +118,8 @@ def run(label: str, project: Path, *, timeout: float, **flags: Any) -> dict[str,
 
 
 def part_models(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    data = generate(work / "data-models", args.events, 40)
+    data = work / "data-models"
+    demo_data(data, args.events, 40)
     counts = [int(n) for n in args.models.split(",")]
     runs: list[dict[str, Any]] = []
     for rnd in range(args.rounds):
@@ -200,7 +185,8 @@ def part_memory(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     runs = []
     for size in sizes:
         files = max(1, size // 25_000)
-        data = generate(work / f"data-{size}", size, files)
+        data = work / f"data-{size}"
+        demo_data(data, size, files)
         for mode in ("default", "spark-native", "arrow"):
             if mode == "arrow" and size not in arrow_sizes:
                 continue
@@ -216,7 +202,8 @@ def part_memory(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def part_cluster(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    data = generate(work / "data-models", args.events, 40)
+    data = work / "data-models"
+    demo_data(data, args.events, 40)
     events_dir = work / "eventlog"
     conf = event_log_conf(events_dir)
     project = bench_project(work / "cluster", source=files_source(data, 10),
@@ -331,7 +318,8 @@ def part_wide(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def part_profile(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    data = generate(work / "data-models", args.events, 40)
+    data = work / "data-models"
+    demo_data(data, args.events, 40)
     events_dir = work / "eventlog-profile"
     conf = event_log_conf(events_dir)
     project = bench_project(work / "profile", source=files_source(data, 10),

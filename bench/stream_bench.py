@@ -107,6 +107,7 @@ from typing import Any
 from bench.common import (
     REPO,
     bench_parser,
+    demo_data,
     example_config,
     example_project,
     git_state,
@@ -133,39 +134,6 @@ SETS = {"main": (MAIN_VARIANTS, "hand"), "production": (PRODUCTION_VARIANTS, "ha
 #: Variants that run the ``runner stream`` CLI (also as ``NAME@REF``) -> their delta.engine.
 RUNNER_CLI_ENGINES = {"runner": "rs", "runner-spark": "spark"}
 
-
-
-def generate_data(workdir: Path, events: int, files: int) -> dict[str, Any]:
-    """Write (or reuse) the demo events; return expected table counts."""
-    from runner.demo import write_demo_files
-
-    data = workdir / "data"
-    marker = workdir / "data.json"
-    want = {"events": events, "files": files, "seed": 42, "poison_every": 0}
-    if marker.is_file():
-        meta = json.loads(marker.read_text())
-        if meta.get("params") == want:
-            print(f"reusing {meta['events']:,} events in {data}", flush=True)
-            return meta
-    shutil.rmtree(data, ignore_errors=True)
-    t0 = time.perf_counter()
-    result = write_demo_files(data, events=events, files=files, seed=42, poison_every=0)
-    errors = blanks = 0
-    size = 0
-    for path in sorted(data.glob("events-*.json")):
-        text = path.read_text(encoding="utf-8")
-        size += len(text.encode())
-        errors += text.count('"errorCode"')
-        blanks += sum(1 for line in text.split("\n")[:-1] if not line.strip())
-    meta = {"params": want, "events": result.events, "files": result.files, "bytes": size,
-            "blank_lines": blanks,
-            "expected": {"request_logs": result.events, "performance_metrics": result.events,
-                         "error_events": errors},
-            "seconds": time.perf_counter() - t0}
-    marker.write_text(json.dumps(meta, indent=2))
-    print(f"generated {result.events:,} events ({size / 1e6:.0f} MB, {result.files} files, "
-          f"{errors:,} errors) in {meta['seconds']:.0f} s", flush=True)
-    return meta
 
 
 def runner_project(dest: Path, *, data: Path, max_files: int, master: str,
@@ -322,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="runner-stream-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     example = example_config()
-    meta = generate_data(workdir, args.events, args.files)
+    meta = demo_data(workdir / "data", args.events, args.files)
     gs = git_state()
     src = export_runner(args.runner_ref, workdir) if args.runner_ref else snapshot_runner(workdir)
     if args.runner_ref:
