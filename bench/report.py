@@ -208,6 +208,13 @@ def soak(d: dict[str, Any]) -> tuple[str, Rows]:
             ("batch time, last 200 / first 200 (median)", f"{b['ratio_median']:.2f}"),
             ("driver memory, first / last quarter",
              f"{m['driver_first_quarter']:.0f} / {m['driver_last_quarter']:.0f} MB")]
+    end = d.get("end_state") or {}
+    if end.get("tables"):
+        rows.append(("active files per table at the end",
+                     str(max(t["active_files"] for t in end["tables"].values()))))
+    if "status_command_seconds" in end:
+        rows.append(("`runner status` on the finished pipeline, as a command / in process",
+                     f"{end['status_command_seconds']:.2f} / {end['status_seconds_in_process']:.3f} s"))
     return _cmd("soak", ("batches", d["batches"]), ("source", d["source"])), rows
 
 
