@@ -97,18 +97,25 @@ def stream_bench(d: dict[str, Any]) -> tuple[str, Rows]:
 
 @renders("scale_bench")
 def scale_bench(d: dict[str, Any]) -> tuple[str, Rows]:
-    summary = d["models"]["summary"]
-    one, most = summary["1"], summary[max(summary, key=int)]
-    rows = [(f"{max(summary, key=int)} models / 1 model on the same events (target < 3x)",
-             f"{most['wall_seconds'] / one['wall_seconds']:.2f}x wall, "
-             f"{most['batch_seconds'] / one['batch_seconds']:.2f}x batch time")]
+    rows: Rows = []
+    summary = {n: v for n, v in (d.get("models") or {}).get("summary", {}).items() if v}
+    if "1" in summary:
+        one, most = summary["1"], summary[max(summary, key=int)]
+        rows.append((f"{max(summary, key=int)} models / 1 model on the same events (target < 3x)",
+                     f"{most['wall_seconds'] / one['wall_seconds']:.2f}x wall, "
+                     f"{most['batch_seconds'] / one['batch_seconds']:.2f}x batch time"))
     peaks: dict[str, list[float]] = defaultdict(list)
-    for r in d["memory"]["runs"]:
+    memory = [r for r in (d.get("memory") or {}).get("runs", []) if r.get("report")]
+    for r in memory:
         peaks[r["mode"]].append(r["report"]["py_vmhwm_mb"])
-    sizes = sorted({r["size"] for r in d["memory"]["runs"]})
-    rows.append((f"Python driver peak, {sizes[0]:,} to {sizes[-1]:,} events a batch",
-                 ", ".join(f"{m}: {min(p):.0f}-{max(p):.0f} MB" for m, p in peaks.items())))
-    return "`python -m bench.scale_bench " + " ".join(d["meta"]["argv"]) + "`", rows
+    if memory:
+        sizes = sorted({r["size"] for r in memory})
+        rows.append((f"Python driver peak, {sizes[0]:,} to {sizes[-1]:,} events a batch",
+                     ", ".join(f"{m}: {min(p):.0f}-{max(p):.0f} MB" for m, p in peaks.items())))
+    argv = list(d["meta"]["argv"])
+    if "--json" in argv:  # where the file was written is no part of the command to repeat
+        del argv[argv.index("--json"):argv.index("--json") + 2]
+    return "`python -m bench.scale_bench " + " ".join(argv) + "`", rows
 
 
 @renders("kafka_bench")
