@@ -55,9 +55,10 @@ def _cmd(bench: str, *opts: tuple[str, Any]) -> str:
 
 
 def _span(xs: Sequence[float], unit: str = "", fmt: str = "{:.2f}") -> str:
-    """``median<unit> (min-max)``, or just the median when all are equal."""
+    """``median<unit> (min-max)``, or just the median when all read the same."""
     med = fmt.format(statistics.median(xs)) + unit
-    return med if len(set(xs)) < 2 else f"{med} ({fmt.format(min(xs))}-{fmt.format(max(xs))})"
+    low, high = fmt.format(min(xs)), fmt.format(max(xs))
+    return med if low == high else f"{med} ({low}-{high})"
 
 
 @renders("compile_bench")
@@ -247,7 +248,10 @@ def table(benches: Iterable[str], found: dict[str, tuple[Path, dict[str, Any]]])
         assert m
         date = str(doc.get("when_utc", ""))[:10] or f"{m['date'][:4]}-{m['date'][4:6]}-{m['date'][6:]}"
         command, rows = RENDERERS[bench](doc)
-        lines += [f"{command} ({date}, at `{m['sha']}`, `bench/results/{path.name}`):", "",
+        load = (doc.get("machine") or {}).get("loadavg") if isinstance(doc.get("machine"), dict) \
+            else None
+        at = f"{date}, at `{m['sha']}`" + (f", load average {load[0]:.1f}" if load else "")
+        lines += [f"{command} ({at}, `bench/results/{path.name}`):", "",
                   "| figure | value |", "|---|---|", *(f"| {f} | {v} |" for f, v in rows), ""]
     return "\n".join(lines).rstrip("\n")
 
