@@ -157,10 +157,11 @@ def backfill_bench(d: dict[str, Any]) -> tuple[str, Rows]:
 
 @renders("parse_profile")
 def parse_profile(d: dict[str, Any]) -> tuple[str, Rows]:
-    rows = [(f"one batch of {d['events']:,} events, wall s per variant (median of "
-             f"{d['args']['repeat']})", ", ".join(f"`{name}` {statistics.median(r['wall']):.2f}"
-                                            for name, r in d["results"].items()))]
-    return _cmd("parse_profile", ("events", d["events"]), ("repeat", d["args"]["repeat"])), rows
+    n = d["args"]["repeat"]
+    rows = [(f"`{name}`, one batch of {d['events']:,} events (median of {n})",
+             f"{statistics.median(r['wall']):.2f} s wall, {statistics.median(r['cpu']):.2f} s "
+             "JVM CPU") for name, r in d["results"].items()]
+    return _cmd("parse_profile", ("events", d["events"]), ("repeat", n)), rows
 
 
 @renders("driver_memory")
