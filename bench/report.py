@@ -129,7 +129,17 @@ def kafka_bench(d: dict[str, Any]) -> tuple[str, Rows]:
              f"p50 / p95 / p99 over {len(ls)} rounds",
              " / ".join(_span([lag[q] for lag in ls], " s") for q in ("p50", "p95", "p99")))
             for (reader, engine, rate), ls in sorted(lags.items())]
+    backlog = d.get("backlog") or {}
+    for variant in backlog.get("variants", []):
+        runs = [r for r in backlog["runs"] if r["variant"] == variant]
+        if runs:
+            rows.append((f"Kafka backlog of {backlog['events']:,} events, `--available-now`, "
+                         f"{variant}, whole process / query",
+                         f"{_span([r['wall_s'] for r in runs], ' s', '{:.1f}')} / "
+                         f"{_span([r['query_s'] for r in runs], ' s', '{:.1f}')}"
+                         + ("" if all(r["counts_ok"] for r in runs) else ", **rows wrong**")))
     return _cmd("kafka_bench", ("only", a.get("only")), ("readers", a.get("readers")),
+                ("events", a.get("events") if backlog else None),
                 ("engine", a.get("engine")), ("rate", a.get("rate")),
                 ("duration", a.get("duration")), ("warmup-s", a.get("warmup_s")),
                 ("rate-rounds", a.get("rate_rounds"))), rows
