@@ -164,7 +164,7 @@ def median(xs: Sequence[float]) -> float:
 
 def example_project(dest: Path, *, base: str = "project.yml", models: bool = True,
                     extra_models: Mapping[str, str] | None = None, **settings: Any) -> Path:
-    """A copy of the example project in the new folder ``dest``: ``macros/``, ``seeds/``,
+    """A copy of the example project in ``dest``: ``macros/``, ``seeds/``,
     ``models/`` (unless ``models`` is False), ``extra_models`` (name -> SQL) and ``base`` (a
     project.yml of the repository) with the top-level ``settings`` replaced (``source=``,
     ``delta=``...). What ``dest`` held before is removed (a round reuses its folder)."""
