@@ -43,11 +43,10 @@ from bench.common import (
     bench_parser,
     bench_project,
     files_source,
-    progress_record,
     run_env,
     write_result,
 )
-from bench.processes import TreeSampler
+from bench.processes import RunnerProcess, TreeSampler
 from runner.demo import event_lines
 from tests.support.projects import ENDPOINT_COUNTS
 from tests.support.reference import actual_tables, compare, expected_tables
@@ -86,32 +85,24 @@ def run_stream(root: Path, batches: int
     """``runner stream --available-now`` on ``root``: its batch records (each with ``at``, its
     arrival in seconds), its event lines, the sampler (a resident-memory series every 5 s)
     and its exit code."""
-    proc = subprocess.Popen([sys.executable, "-m", "runner", "stream", "--project-dir",
-                             str(root), "--available-now", "--progress", "json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=run_env(), cwd=REPO)
-    done: list[dict[str, Any]] = []
-    events: list[str] = []
-    sampler = TreeSampler(proc.pid, interval=1.0, series_every=5.0,
-                          label=lambda: {"batches": len(done)})
+    proc = RunnerProcess(root, ["--available-now"], run_env()).start()
+    shown = [0]
+
+    def label() -> dict[str, Any]:
+        done = len(proc.batches())
+        if done // 100 > shown[0]:
+            shown[0] = done // 100
+            print(f"  {done}/{batches} batches", flush=True)
+        return {"batches": done}
+
+    sampler = TreeSampler(proc.proc.pid, interval=1.0, series_every=5.0, label=label)
     sampler.start()
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        doc = progress_record(line)
-        if doc is None:
-            continue
-        if "batch_id" in doc:
-            doc["at"] = time.monotonic() - sampler.started
-            done.append(doc)
-            if len(done) % 100 == 0:
-                print(f"  {len(done)}/{batches} batches, {doc['at']:.0f}s", flush=True)
-        elif "event" in doc:
-            events.append(doc["event"])
-    proc.wait()
+    proc.finish(None, check=False)
     sampler.stop()
-    if proc.returncode != 0:
-        print(proc.stderr.read() if proc.stderr else "", file=sys.stderr)
-    return done, events, sampler, proc.returncode
+    rc = proc.proc.returncode
+    if rc != 0:
+        print("".join(proc.stderr), file=sys.stderr)
+    return [{**d, "at": t} for t, _, d in proc.batches()], proc.events(), sampler, rc
 
 
 def window_stats(values: list[float]) -> dict[str, float]:
