@@ -82,11 +82,11 @@ Usage::
     .venv/bin/python -m bench.stream_bench --events 100000 --rounds 1
     .venv/bin/python -m bench.stream_bench --set production  # floor,hand-spark,runner-spark,runner
     .venv/bin/python -m bench.stream_bench --set engines --rounds 2  # each engine vs its own hand
+    .venv/bin/python -m bench.stream_bench --variants hand,hand-par,hand-rparse,runner
 
 ``--set engines`` (``floor,hand,runner,hand-spark,runner-spark``) also reports each runner
 variant against the hand-written pattern ON ITS OWN ENGINE, per round (``runner`` / ``hand``,
 ``runner-spark`` / ``hand-spark``): the throughput target (at most 0.9x).
-    .venv/bin/python -m bench.stream_bench --variants hand,hand-par,hand-rparse,runner
 
 Raw results go to ``bench/results/stream_bench-<date>-<sha>.json`` (or ``--json``).
 """
