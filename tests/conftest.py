@@ -83,7 +83,7 @@ def _require_jars(session: SparkSession) -> None:
                     f"{missing_jars_note()}", pytrace=False)
 
 
-#: The Delta engines every exactly-once test runs on (DESIGN.md "Delta engines").
+#: The Delta engines every exactly-once test runs on (docs/ENGINES.md).
 ENGINES = ("rs", "spark")
 
 

@@ -3,7 +3,7 @@ modification time.
 
 A batch Spark replays (it crashed before its commit-log entry) must read the same input as its
 first attempt, or some tables would hold one version of the batch and the rest another under
-the same batch id (DESIGN.md "Exactly-once, per sink"). Spark's file source logs which files a
+the same batch id (docs/RELIABILITY.md, "The replay rule"). Spark's file source logs which files a
 batch read, not what they held, so at the start of each batch, **before any table commits it**,
 the stream records what it finds of each of the batch's files; a replay compares
 (:mod:`runner.sources.same_input`).

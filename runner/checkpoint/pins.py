@@ -1,4 +1,5 @@
-"""The version of every source and seed each batch read (DESIGN.md "Sources and seeds").
+"""The version of every source and seed each batch read (docs/OPERATIONS.md, "Sources and
+seeds: one version per batch").
 
 A batch reads each lookup (a declared source, or a seed) at one version: a source's latest
 committed Delta version when the batch first runs, a seed's content hash. That version is

@@ -1,5 +1,5 @@
 """Declared sources: reference tables a model joins, declared under ``sources:`` in any
-``models/**/*.yml`` in dbt's shape (DESIGN.md "Sources and seeds")::
+``models/**/*.yml`` in dbt's shape (docs/AE_GUIDE.md, "Sources and seeds")::
 
     sources:
       - name: crm

@@ -1,4 +1,5 @@
-"""Sources and seeds joined per batch at a pinned version (DESIGN.md "Sources and seeds").
+"""Sources and seeds joined per batch at a pinned version (docs/OPERATIONS.md, "Sources and
+seeds: one version per batch").
 
 :meth:`Lookups.register` runs first in every batch (:func:`runner.runtime.batch.run_batch`),
 before any table is written: it pins each lookup the batch's models read (a source's latest

@@ -10,7 +10,8 @@ Defaults (a user's ``conf`` overrides every one of them):
 - ``spark.sql.shuffle.partitions`` = 2 x cores for local masters (Spark's 200 is far too many
   for micro-batches on one machine), and delta-spark's ``snapshotPartitions`` likewise: its
   default 50 makes every delta-spark commit end with a 50-task job rebuilding the table's
-  state, which on one machine costs more than the write itself (docs/BENCHMARKS.md).
+  state, which on one machine costs more than the write itself (``bench.stream_bench --set
+  production``).
 - UI and console progress bar off; ``spark.sql.warehouse.dir`` in a per-user folder under the
   system temp dir, not ``./spark-warehouse`` (no stray folder where the runner starts).
 - ``spark.sql.runSQLOnFiles=false``: SQL reads no table by path (docs/SECURITY.md).

@@ -4,10 +4,10 @@ Opening a table (``DeltaTable(path)``) replays its log from the last checkpoint:
 since (up to 100 on a delta-rs table, ``delta.checkpointInterval``) is listed and read, each
 time. A stream looks at each of its tables a few times per batch (is this batch committed?
 append, read the version back), so the writers keep one open table per path and bring it up
-to date with ``update_incremental()``, which reads only the commits made since. Measured
-(docs/KAFKA.md): at 60 versions an open plus a transaction look-up took 13.7 ms, an
-incremental update 3.0 ms; profiled on a stream of 1,000 events/s, the sink threads spent
-twice as long opening tables as committing to them.
+to date with ``update_incremental()``, which reads only the commits made since: once a log
+holds tens of commits an open costs several times an incremental read, and a stream at a
+steady rate (``bench.kafka_bench --only rate``) spent more of its sink threads' time opening
+tables than committing to them (docs/KAFKA.md).
 
 A table kept open must still be the table at that path: a table dropped and written again
 (``--full-refresh``, a rebuild) starts its versions again at 0, and an incremental update of

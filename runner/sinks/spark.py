@@ -17,8 +17,8 @@ delta-spark 4.4 asks the read snapshot for the app's transaction version
 ``SnapshotState.transactions``), and that map is built by a full state reconstruction of the
 table (three Spark jobs, "Compute snapshot for version: N") on every batch, although the
 version's checksum file already holds the transactions (delta-io/delta#6929; the fix, backport
-#7670, is not in 4.4.0). Measured (docs/BENCHMARKS.md, "the delta-spark commit path"): with
-them a 100-event batch took 7x as long on local[2] as without. :class:`_Transaction` does what
+#7670, is not in 4.4.0): on a small batch those jobs take most of the batch's time
+(``bench.kafka_bench --only rate``, the spark engine). :class:`_Transaction` does what
 ``WriteIntoDelta.run`` does, minus that look-up: it opens the transaction, reads the app's
 version through delta-rs AT THE TRANSACTION'S READ VERSION (the same answer, read from the log
 without a job), registers the app id as read (``readTxn``, what ``txnVersion`` does: a

@@ -58,8 +58,9 @@ FILES_WAY_OUT = ("put the file(s) back as the batch first read them (same name a
                  "stream --full-refresh` rebuilds every table from the files still there")
 
 
-#: Bytes hashed from each end of a file for its sample. Measured on the 2-core machine (100
-#: demo files of 430 KB, page cache warm): 9 ms per 100 files at 4 KiB, 76 ms at 64 KiB.
+#: Bytes hashed from each end of a file for its sample: every file of every batch is sampled
+#: before the batch commits, and the cost grows with the sample, so a few KiB; a truncated or
+#: rewritten file still shows in its size or its ends.
 SAMPLE_BYTES = 4 * 1024
 
 
