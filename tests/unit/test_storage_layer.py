@@ -36,12 +36,15 @@ def s3_env(s3_bucket, monkeypatch):
     return s3_bucket
 
 
-@pytest.fixture(params=["local", "s3"])
-def root(request, tmp_path):
-    """A fresh folder: on local disk, or a prefix in a new bucket."""
+@pytest.fixture(params=["local", "s3", "azure"])
+def root(request, tmp_path, monkeypatch):
+    """A fresh folder: on local disk, or a prefix in a new S3 bucket or Azure container."""
     if request.param == "local":
         return tmp_path / "loc"
-    bucket = request.getfixturevalue("s3_env")
+    bucket = request.getfixturevalue({"s3": "s3_bucket", "azure": "azure_container"}[
+        request.param])
+    for key, value in bucket.env.items():
+        monkeypatch.setenv(key, value)
     return object_path(f"{bucket.uri}/loc")
 
 
