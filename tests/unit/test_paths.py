@@ -195,3 +195,20 @@ def test_the_default_layout_and_a_kafka_project_pass(tmp_path) -> None:
     _refused(kafka, "warehouse: ")
     write_project(kafka, {}, project_yml=KAFKA)
     assert _run(kafka, "compile").exit_code == 0
+
+
+@pytest.mark.parametrize(("checkpoint", "warehouse", "refused"), [
+    ("s3://b/p/cp", "s3://b/p/cp/wh", "checkpoint: s3://b/p/cp contains warehouse s3://b/p/cp/wh"),
+    ("s3a://b/p", "s3://b/p", "checkpoint: s3a://b/p is warehouse s3://b/p"),
+    ("s3://b/p/cp", "s3://b/p/wh", None),
+    ("s3://b/p", "s3://other/p", None),
+])
+def test_object_store_locations_may_not_overlap(tmp_path, checkpoint, warehouse,
+                                                refused) -> None:
+    """The path-safety rules hold for URIs: bucket + prefix, ``s3a://`` the same as ``s3://``."""
+    root = write_project(tmp_path / "proj", MODEL,
+                         project_yml=_yml(warehouse=warehouse, checkpoint=checkpoint))
+    if refused is None:
+        assert _run(root, "compile").exit_code == 0
+    else:
+        _refused(root, refused)
