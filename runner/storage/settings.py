@@ -71,10 +71,10 @@ class Location(NamedTuple):
             return self.prefix
         return f"{self.scheme}://{self.bucket}/{self.prefix}".rstrip("/")
 
-    def hadoop_uri(self, account: str | None = None) -> str:
+    def hadoop_uri(self, account: str | None = None, *, secure: bool = True) -> str:
         """The location as Spark (Hadoop) names it: ``s3://`` (S3A through ``fs.s3.impl``),
         ``gs://``, ``abfss://container@account.dfs.core.windows.net/...`` (needs an account:
-        the URI's or ``account``), or the local path."""
+        the URI's or ``account``; ``abfs://`` when not ``secure``), or the local path."""
         if self.scheme != "az":
             return self.uri()
         name = self.account or account
@@ -82,7 +82,8 @@ class Location(NamedTuple):
             raise ConfigError(f"{self.uri()}: Spark reaches Azure through ABFS, which needs the "
                               "storage account", hint="write abfss://container@ACCOUNT.dfs.core."
                               "windows.net/path or set AZURE_STORAGE_ACCOUNT_NAME")
-        return f"abfss://{self.bucket}@{name}.dfs.core.windows.net/{self.prefix}".rstrip("/")
+        scheme = "abfss" if secure else "abfs"
+        return f"{scheme}://{self.bucket}@{name}.dfs.core.windows.net/{self.prefix}".rstrip("/")
 
 
 def parse_location(uri: str) -> Location:
@@ -180,6 +181,10 @@ SECRET_OPTIONS = frozenset({
     "azure_storage_client_secret", "azure_storage_sas_key", "google_service_account_key",
     "fs.s3a.secret.key", "fs.s3a.session.token"})
 _TRUE = {"1", "true", "yes", "on"}
+_EMULATOR_ACCOUNT = "devstoreaccount1"
+#: The Azure Storage emulator's well-known account key (public, in Azure's documentation).
+_EMULATOR_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
+                 "KBHBeksoGMGw==")
 
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 _S3A_SCHEME = {"fs.s3.impl": S3A, "fs.AbstractFileSystem.s3.impl": "org.apache.hadoop.fs.s3a.S3A"}
@@ -201,6 +206,18 @@ class StorageSettings:
     location: Location
     storage_options: dict[str, str] = field(default_factory=dict)
     hadoop: dict[str, str] = field(default_factory=dict)
+
+    def spark_uri(self) -> str:
+        """The location as Spark reaches it with :attr:`hadoop` (:meth:`Location.hadoop_uri`
+        with the account of the options; plain ``abfs://`` to a local emulator)."""
+        if self.location.scheme != "az":
+            return self.location.hadoop_uri()
+        account = self.location.account or self.storage_options.get(
+            "azure_storage_account_name")
+        emulator = self.hadoop.get("fs.azure.always.use.https") == "false"
+        if emulator and not account:
+            account = _EMULATOR_ACCOUNT
+        return self.location.hadoop_uri(account, secure=not emulator)
 
     def spark_conf(self) -> dict[str, str]:
         """:attr:`hadoop` as Spark settings (``spark.hadoop.<key>``)."""
@@ -325,13 +342,42 @@ def _s3a(store: Mapping[str, str], bucket: str | None) -> dict[str, str]:
     return {**_S3A_SCHEME, **out}
 
 
+def _emulator_endpoint(store: Mapping[str, str]) -> str | None:
+    """``host:port`` of a local Blob emulator (Azurite) the options point at, else None."""
+    endpoint = store.get("azure_storage_endpoint")
+    if not endpoint and store.get("azure_storage_use_emulator", "").lower() in _TRUE:
+        endpoint = "http://127.0.0.1:10000"
+    host = urlsplit(endpoint).netloc if endpoint else ""
+    name = host.rsplit(":", 1)[0]
+    local = name in ("localhost", "[::1]") or re.fullmatch(r"[\d.]+", name) is not None
+    return host if local else None
+
+
 def _abfs(store: Mapping[str, str], uri_account: str | None) -> dict[str, str]:
-    """ABFS's account-qualified settings (shared key, SAS, or a service principal)."""
-    account = uri_account or store.get("azure_storage_account_name")
+    """ABFS's account-qualified settings (shared key, SAS, or a service principal; a local
+    emulator through ABFS's Blob-endpoint mode)."""
+    emulator = _emulator_endpoint(store)
+    account = uri_account or store.get("azure_storage_account_name") or (
+        _EMULATOR_ACCOUNT if emulator else None)
     if not account:
         return {}
     host = f"{account}.dfs.core.windows.net"
     out: dict[str, str] = {}
+    if emulator:
+        # Azurite serves the Blob API only, over http, path-style: ABFS (Hadoop 3.5) reaches
+        # it with an {IP}:{PORT} endpoint, the Blob service type and no namespace probe. Not
+        # qualified by account: ABFS reads some of these only unqualified (an account-qualified
+        # always.use.https=false was ignored: TLS to an http port, retried for minutes).
+        out.update({key: value for key, value in (
+            ("fs.azure.abfs.endpoint", emulator), ("fs.azure.always.use.https", "false"),
+            ("fs.azure.account.hns.enabled", "false"),
+            ("fs.azure.fns.account.service.type", "BLOB"),
+            ("fs.azure.ingress.service.type", "BLOB"),
+            ("fs.azure.networking.library", "JDK_HTTP_URL_CONNECTION"),
+            ("fs.azure.io.retry.max.retries", "3"))})
+        if "azure_storage_account_key" not in store:
+            out[f"fs.azure.account.auth.type.{host}"] = "SharedKey"
+            out[f"fs.azure.account.key.{host}"] = _EMULATOR_KEY
     if "azure_storage_account_key" in store:
         out[f"fs.azure.account.auth.type.{host}"] = "SharedKey"
         out[f"fs.azure.account.key.{host}"] = store["azure_storage_account_key"]

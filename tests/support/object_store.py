@@ -27,6 +27,7 @@ import contextlib
 import hashlib
 import hmac
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -103,6 +104,7 @@ class _Server:
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.startup_timeout = startup_timeout
         self.start_seconds: float | None = None
+        self._own_dir = log_dir is None  # a temp folder of its own goes away on stop()
         self.dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
         self.dir.mkdir(parents=True, exist_ok=True)
         self.log_file = self.dir / f"{self.name}-{self.port}.log"
@@ -157,9 +159,12 @@ class _Server:
             return ""
 
     def stop(self) -> None:
-        """Stop the process (SIGTERM, then SIGKILL after 10 s); the log file stays."""
+        """Stop the process (SIGTERM, then SIGKILL after 10 s). The log (and Azurite's data)
+        stays in a ``log_dir`` given; a temp folder made here is deleted."""
         _terminate(self._proc, grace=10)
         self._proc = None
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> _Server:
         return self.start()

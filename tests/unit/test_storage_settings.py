@@ -151,6 +151,21 @@ def test_azure_emulator_options() -> None:
                                  "azure_storage_endpoint":
                                      "http://127.0.0.1:10000/devstoreaccount1"}
     assert s.obstore()["client_options"] == {"allow_http": "true"}
+    host = "devstoreaccount1.dfs.core.windows.net"
+    assert s.hadoop["fs.azure.abfs.endpoint"] == "127.0.0.1:10000"
+    assert s.hadoop["fs.azure.always.use.https"] == "false"
+    assert s.hadoop["fs.azure.fns.account.service.type"] == "BLOB"
+    assert s.hadoop[f"fs.azure.account.key.{host}"].startswith("Eby8")  # the emulator's key
+    assert s.spark_uri() == f"abfs://cont@{host}"  # Azurite speaks http only
+
+
+def test_azure_spark_uri_and_real_endpoints() -> None:
+    env = {"AZURE_STORAGE_ACCOUNT_NAME": "acct", "AZURE_STORAGE_ACCOUNT_KEY": "K",
+           "AZURE_STORAGE_ENDPOINT": "https://acct.blob.core.usgovcloudapi.net"}
+    s = storage_settings("az://cont/p", environ=env)
+    assert s.spark_uri() == "abfss://cont@acct.dfs.core.windows.net/p"
+    assert not any("abfs.endpoint" in k for k in s.hadoop)  # not an emulator
+    assert storage_settings("s3://b/k", environ={}).spark_uri() == "s3://b/k"
 
 
 def test_gcs_key_file() -> None:
