@@ -25,7 +25,7 @@ from runner.storage.ops import names, write_atomic
 from tests.support.projects import BASE_YML, EXAMPLE_FILES, write_project
 from tests.support.reference import actual_tables, expected_tables
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # a dozen runner processes
 
 TABLES = ("request_logs", "error_events", "performance_metrics", "_dead_letter")
 

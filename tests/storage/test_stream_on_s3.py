@@ -1,6 +1,6 @@
 """`runner stream` with its checkpoint and warehouse in a bucket (moto's S3 server on
-loopback), on both engines: the tables hold exactly what the input calls for, a second run
-reads only new files, a replay after a kill writes nothing twice, and ``--full-refresh``
+loopback), on both engines: the tables hold exactly what the input calls for, a replay after
+a failure between two tables' commits writes nothing twice, and ``--full-refresh`` (slow)
 rebuilds. Tables are read back with delta-rs through the bucket; the runner's own files
 (registry, ledger, lease) are looked at in the bucket itself.
 """
@@ -61,8 +61,8 @@ def _exact(project) -> None:
         assert not lost and not extra, f"{name}: lost {list(lost)[:3]}, extra {list(extra)[:3]}"
 
 
-def test_stream_replay_and_refresh_with_every_table_in_a_bucket(tmp_path, s3_env, delta_engine,
-                                                                armed) -> None:
+def test_stream_and_replay_with_every_table_in_a_bucket(tmp_path, s3_env, delta_engine,
+                                                        armed) -> None:
     project = _project(tmp_path, s3_env.uri, delta_engine)
     assert isinstance(project.checkpoint, ObjectPath)
     write_demo_files(project.root / "incoming", events=1500, files=2, poison_every=300)
@@ -83,6 +83,12 @@ def test_stream_replay_and_refresh_with_every_table_in_a_bucket(tmp_path, s3_env
     _run(project)
     _exact(project)
 
+
+@pytest.mark.slow
+def test_full_refresh_with_every_table_in_a_bucket(tmp_path, s3_env, delta_engine) -> None:
+    project = _project(tmp_path, s3_env.uri, delta_engine)
+    write_demo_files(project.root / "incoming", events=900, files=2, poison_every=300)
+    _run(project)
     # --full-refresh drops the bucket's tables and checkpoint and rebuilds them all. As in
     # production, in a process of its own: delta-spark's S3 log store remembers the files its
     # JVM wrote (a list-after-write cache) and would still see the tables dropped beneath it.

@@ -154,3 +154,24 @@ def test_a_dead_holder_on_this_host_is_taken_over_at_once(s3_env, monkeypatch) -
     started = time.monotonic()
     with checkpoint_lock(object_path(checkpoint)):
         assert time.monotonic() - started < 5
+
+
+def test_replay_guard_sees_a_file_gone_or_rewritten_in_a_bucket(s3_env) -> None:
+    """What a files batch read is recorded by size, time and a sample of each end; in a
+    bucket as on disk, a replay finds the file gone, truncated or rewritten."""
+    from runner.sources.same_input import file_changes, stat_files
+
+    base = f"{s3_env.uri}/incoming"
+    write_atomic(object_path(f"{base}/a.json"), b"x" * 10_000)
+    write_atomic(object_path(f"{base}/b.json"), b"y" * 10_000)
+    write_atomic(object_path(f"{base}/c.json"), b"z" * 10_000)
+    uris = [f"{base}/{n}.json".replace("s3://", "s3a://") for n in "abc"]  # as Spark logs them
+    first = stat_files(uris)
+    assert all(first[u] is not None and first[u].size == 10_000 for u in uris)
+    object_path(f"{base}/a.json").unlink()
+    write_atomic(object_path(f"{base}/b.json"), b"y" * 9_000)
+    write_atomic(object_path(f"{base}/c.json"), b"z" * 9_999 + b"!")
+    changes = file_changes(first, stat_files(uris))
+    assert [c.split(" ")[0].rsplit("/", 1)[1] for c in changes] == ["a.json", "b.json",
+                                                                     "c.json"], changes
+    assert "gone" in changes[0] and "truncated" in changes[1] and "rewritten" in changes[2]
