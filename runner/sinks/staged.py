@@ -44,6 +44,8 @@ from deltalake.transaction import AddAction, create_table_with_add_actions
 from runner.errors import SinkError
 from runner.sinks.delta import open_delta
 from runner.sinks.tables import STAGING_DIR
+from runner.storage.objects import SCHEMES, ObjectPath
+from runner.storage.ops import as_location
 
 if TYPE_CHECKING:
     from deltalake import CommitProperties
@@ -95,11 +97,30 @@ def _relative_staging(app_id: str, batch_id: int) -> str:
 
 def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     """A pyarrow filesystem for ``path`` (local paths, ``file://``, ``s3://``, ...) and the
-    path inside it."""
+    path inside it. S3 gets the bucket's settings (:mod:`runner.storage.settings`: the
+    environment and project.yml's ``storage:``), as delta-rs and Spark do."""
     if "://" not in path:
         return pafs.LocalFileSystem(), os.path.abspath(path)
+    where = as_location(path)
+    if isinstance(where, ObjectPath) and SCHEMES[where.scheme] == "s3":
+        return _s3_filesystem(where), f"{where.bucket}/{where.key}"
     fs, inner = pafs.FileSystem.from_uri(path)
     return fs, str(inner)
+
+
+def _s3_filesystem(where: ObjectPath) -> pafs.FileSystem:
+    from runner.storage.settings import storage_settings
+
+    opts = storage_settings(str(where), where.options).storage_options
+    kwargs: dict[str, Any] = {"access_key": opts.get("aws_access_key_id"),
+                              "secret_key": opts.get("aws_secret_access_key"),
+                              "session_token": opts.get("aws_session_token"),
+                              "region": opts.get("aws_region")}
+    endpoint = opts.get("aws_endpoint")
+    if endpoint:
+        scheme, _, host = endpoint.partition("://")
+        kwargs.update(endpoint_override=host or scheme, scheme=scheme if host else "https")
+    return pafs.S3FileSystem(**{k: v for k, v in kwargs.items() if v})
 
 
 def remove_staged(table_path: str, app_id: str, batch_id: int, *,
