@@ -119,3 +119,17 @@ def test_only_the_checkpoint_package_reads_sparks_logs() -> None:
                      if p != owner and any(f'"{log}"' in p.read_text()
                                            for log in ("commits", "offsets")))
     assert readers == []
+
+
+def test_only_the_storage_layer_writes_the_runners_files() -> None:
+    """Atomic replace, create-if-absent and object-store calls live in runner/storage/ (the
+    checkpoint's flock aside), so every location works on local disk and object storage."""
+    storage = PACKAGE / "storage"
+    lock = PACKAGE / "checkpoint" / "lock.py"
+    outside = [p for p in PACKAGE.rglob("*.py") if storage not in p.parents and p != lock]
+    writers = sorted(str(p.relative_to(PACKAGE)) for p in outside
+                     if any(call in p.read_text() for call in ("os.replace(", "os.link(",
+                                                                "os.rename(", "fcntl.")))
+    importers = sorted(str(p.relative_to(PACKAGE)) for p in outside
+                       if "obstore" in imported_roots(p))
+    assert (writers, importers) == ([], [])
