@@ -44,8 +44,8 @@ class Relation:
 
     def schema_node(self) -> exp.Table:
         """The schema (``[catalog.]schema``) as a node for ``CREATE SCHEMA``."""
-        return exp.Table(this=exp.to_identifier(self.schema, quoted=True),
-                         db=exp.to_identifier(self.catalog, quoted=True)
+        return exp.Table(db=exp.to_identifier(self.schema, quoted=True),
+                         catalog=exp.to_identifier(self.catalog, quoted=True)
                          if self.catalog else None)
 
     @classmethod
