@@ -81,3 +81,14 @@ def test_names_are_sql_through_the_ast() -> None:
     relation = Relation("analytics", "orders", catalog="lake")
     assert relation.table().sql(dialect="spark") == "`lake`.`analytics`.`orders`"
     assert Relation.parse(relation.dotted) == relation
+
+
+def test_docs_show_each_models_name(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", {
+        "models/orders.sql": "{{ config(schema='finance', alias='orders_v2') }}\n" + REQUESTS,
+    }, project_yml=CATALOG_YML)
+    result = CliRunner().invoke(cli, ["docs", "--project-dir", str(root)])
+    assert result.exit_code == 0, result.output
+    docs = root / "target" / "docs"
+    assert "<code>finance.orders_v2</code>" in (docs / "index.html").read_text()
+    assert "<code>finance.orders_v2</code>" in (docs / "models" / "orders.html").read_text()
