@@ -33,7 +33,7 @@ class Lookup:
     view: str  # the per-batch temp view the compiled SQL reads ("crm__customers", "country_codes")
     location: str  # a source: the Delta table's absolute path or URI, or its catalog name;
     #                a seed: the CSV file's absolute path
-    catalog: bool  # a source declared with ``table:`` (a catalog name; spark engine only)
+    catalog: bool  # a source declared with ``table:`` (a catalog name)
     columns: tuple[Column, ...]
     content_hash: str | None = None  # a seed: sha256 of its CSV and declared types (its version)
 

@@ -38,7 +38,8 @@ from runner.spark_errors import first_line
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["HIVE_CLIENT_DEFAULTS", "Names", "catalog_session_conf", "location_of"]
+__all__ = ["HIVE_CLIENT_DEFAULTS", "Names", "catalog_session_conf", "local_location",
+           "location_of"]
 
 #: The Hive metastore client's timeouts and retries in a session of a project with
 #: ``catalog:``: an unreachable metastore fails the first call in about 3 s (measured: Hive's
@@ -62,8 +63,13 @@ def _sql(spark: SparkSession, statement: exp.Expression) -> Any:
     return spark.sql(statement.sql(dialect="spark")).collect()
 
 
-def _norm(location: str) -> str:
-    """A location as comparable text: ``file:/a/b/`` and ``/a/b`` are one folder."""
+def local_location(location: str) -> str:
+    """A location as Spark's catalog gives it, as the runner names it: ``file:/a/b/`` is the
+    folder ``/a/b``; a URI (``s3a://b/t/``) loses its trailing slash.
+
+    >>> local_location("file:/wh/orders/"), local_location("s3a://b/t/")
+    ('/wh/orders', 's3a://b/t')
+    """
     for prefix in ("file://", "file:"):
         if location.startswith(prefix):
             location = location[len(prefix):]
@@ -128,7 +134,7 @@ class Names:
                                    "in project.yml; nothing was written") from e
         for model, relation in self.relations.items():
             where = location_of(self.spark, relation)
-            if where is not None and _norm(where) != _norm(self.paths[model]):
+            if where is not None and local_location(where) != local_location(self.paths[model]):
                 raise ConfigError(
                     f"model {model}: the name {relation.dotted} is taken by a table this "
                     f"pipeline does not own (at {where or 'no location'}; the model's table "

@@ -2,13 +2,14 @@
 
 Start-up, in order: lock the checkpoint; check that the warehouse is a writable directory;
 build the SparkSession and the Delta writer; check the catalog names (the metastore answers,
-no name is taken: :mod:`runner.runtime.catalog`); on ``--full-refresh`` reset the checkpoint and drop
-the tables; read (or mint) the checkpoint's query id, refusing a new checkpoint over tables that
-another checkpoint wrote; note new, returning, rebuilt and retired models (dropping the tables
-to rebuild, :mod:`runner.runtime.backfill`); compare each model's output columns with its
-existing table (``on_schema_change``, :mod:`runner.runtime.evolution`); backfill the models
-new to the checkpoint from its history; register the tables' names; start the query. SIGINT and SIGTERM stop it after the
-batch in flight (or the backfill after its batch in flight). Every refusal happens before the
+no name is taken: :mod:`runner.runtime.catalog`); on ``--full-refresh`` reset the checkpoint
+and drop the tables; read (or mint) the checkpoint's query id, refusing a new checkpoint over
+tables that another checkpoint wrote; note new, returning, rebuilt and retired models (dropping
+the tables to rebuild, :mod:`runner.runtime.backfill`); compare each model's output columns
+with its existing table (``on_schema_change``, :mod:`runner.runtime.evolution`); backfill the
+models new to the checkpoint from its history; register the tables' names; start the query.
+SIGINT and SIGTERM stop it after the batch in flight (or the backfill after its batch in
+flight). Every refusal happens before the
 first batch, so nothing is written then.
 """
 

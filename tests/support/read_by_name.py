@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
             rows = sorted([[None if v is None else str(v) for v in row] for row in
                            frame.collect()], key=lambda r: [x or "" for x in r])
             out[name] = {"columns": frame.columns, "rows": rows}
-        except Exception as e:  # reported to the test, which says what it expected
+        except Exception as e:  # noqa: BLE001 - reported to the test, which says what it expected
             out[name] = {"error": first_line(e)}
     json.dump(out, sys.stdout)
     spark.stop()
