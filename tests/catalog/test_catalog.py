@@ -125,3 +125,38 @@ def test_an_unreachable_metastore_stops_the_start_with_exit_2(tmp_path: Path) ->
     assert not (root / "wh" / "requests").exists()  # nothing written
     print(f"unreachable metastore: exit 2 after {took:.1f} s (JVM start included)")
     assert took < 90
+
+
+def test_a_metastore_gone_mid_stream_does_not_stop_the_stream(tmp_path: Path) -> None:
+    """One engine (rs): what is tested is that no batch needs the metastore, whichever engine
+    writes; a metastore of its own, since this test stops it."""
+    metastore = HiveMetastore().start()
+    try:
+        root = write_project(tmp_path / "p", {"models/requests.sql": REQUESTS},
+                             project_yml=_yml(metastore.uri, "gone", "rs"))
+        (root / "incoming").mkdir()
+        proc = subprocess.Popen([sys.executable, "-m", "runner", "stream", "--project-dir",
+                                 str(root), "--trigger", "1 second"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, env=ENV)
+        assert proc.stdout is not None
+        lines: list[str] = []
+        for line in proc.stdout:  # started: the metastore answered the start-up checks
+            lines.append(line)
+            if line.startswith("pipeline "):
+                break
+        metastore.stop()
+        for i, events in enumerate(([EVENTS[0]], [EVENTS[1]])):
+            _write_events(root, f".{i}.tmp", events)
+            (root / "incoming" / f".{i}.tmp").rename(root / "incoming" / f"{i}.json")
+            for line in proc.stdout:
+                lines.append(line)
+                if line.startswith("batch "):
+                    break
+        proc.terminate()
+        out, _ = proc.communicate(timeout=120)
+        text = "".join(lines) + out
+        assert proc.returncode == 0, text
+        assert "cannot register gone.requests" in text and "the stream goes on" in text
+        assert _by_path(root / "wh" / "requests") == [["e1", "/a"], ["e2", "/b"]]
+    finally:
+        metastore.stop()
