@@ -116,7 +116,8 @@ class Names:
         if not self.relations:
             return
         impl = self.spark.conf.get("spark.sql.catalogImplementation", "in-memory")
-        if impl != "hive" and self.project.config.catalog and not self.project.config.catalog.name:
+        plugged = next(iter(self.relations.values())).catalog is not None  # catalog.name
+        if impl != "hive" and not plugged:
             raise ConfigError(
                 "catalog: registers the tables in a metastore, and this Spark session has "
                 f"none (spark.sql.catalogImplementation is {impl})", path="project.yml",
