@@ -50,9 +50,15 @@ class Relation:
 
     @classmethod
     def parse(cls, dotted: str) -> Relation:
-        """The inverse of :attr:`dotted`."""
-        parts = dotted.split(".")
-        return cls(parts[-2], parts[-1], parts[0] if len(parts) == 3 else None)
+        """The inverse of :attr:`dotted`; a bare table name is in Spark's ``default`` schema.
+
+        >>> Relation.parse("crm.customers"), Relation.parse("customers").schema
+        (Relation(schema='crm', name='customers', catalog=None), 'default')
+        """
+        parts = [p.strip("`") for p in dotted.split(".")]
+        if len(parts) == 1:
+            return cls("default", parts[0])
+        return cls(parts[-2], parts[-1], parts[0] if len(parts) >= 3 else None)
 
 
 def relation_of(catalog: CatalogConfig | None, model: str, config: ModelConfig
