@@ -36,11 +36,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from runner.checkpoint.files import BatchFiles, write_once
+from runner.checkpoint.files import BatchFiles
 from runner.errors import ExecutionError
+from runner.storage.ops import Location, as_location, write_once
 
 __all__ = ["INPUTS_DIR", "FileFact", "InputRecords"]
 
@@ -73,8 +73,8 @@ class InputRecords:
     (False, FileFact(size=10, mtime_ms=5, sample='ab', sample_bytes=4096), None)
     """
 
-    def __init__(self, checkpoint: Path) -> None:
-        self.files = BatchFiles(Path(checkpoint) / INPUTS_DIR)
+    def __init__(self, checkpoint: Location) -> None:
+        self.files = BatchFiles(as_location(checkpoint) / INPUTS_DIR)
 
     def get(self, batch_id: int) -> dict[str, FileFact | None] | None:
         """What batch ``batch_id``'s first attempt found of each file; None: no record."""

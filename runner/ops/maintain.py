@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from runner.checkpoint.lock import MAINTENANCE, CheckpointLock
+from runner.checkpoint.lock import MAINTENANCE, checkpoint_lock
 from runner.checkpoint.query import read_query_id
 from runner.console import plural
 from runner.errors import CheckpointBusyError, ExecutionError
@@ -66,7 +66,7 @@ def maintain(project: Project, *, select: Sequence[str] = (),
     targets += [target(name, None) for name in sorted(failed) if name in chosen]
     if not select:
         targets.append(target(project.config.dead_letter, False))
-    lock = CheckpointLock(project.checkpoint, MAINTENANCE)
+    lock = checkpoint_lock(project.checkpoint, MAINTENANCE)
     try:
         lock.acquire(wait=wait)
     except CheckpointBusyError:
@@ -74,7 +74,7 @@ def maintain(project: Project, *, select: Sequence[str] = (),
                              f"running ({lock.holder()})",
                              hint="wait for it to finish, then run runner maintain again"
                              ) from None
-    stream_lock = CheckpointLock(project.checkpoint)
+    stream_lock = checkpoint_lock(project.checkpoint)
     try:
         try:
             stream_lock.acquire()

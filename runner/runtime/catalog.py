@@ -77,6 +77,18 @@ def local_location(location: str) -> str:
     return os.path.normpath(location) if "://" not in location else location.rstrip("/")
 
 
+def _same_place(a: str, b: str) -> bool:
+    """Whether two locations name one folder (``s3a://`` is ``s3://`` under Hadoop's name).
+
+    >>> _same_place("file:/wh/t/", "/wh/t"), _same_place("s3a://b/wh/t", "s3://b/wh/t/")
+    (True, True)
+    """
+    def norm(location: str) -> str:
+        location = local_location(location)
+        return "s3://" + location[len("s3a://"):] if location.startswith("s3a://") else location
+    return norm(a) == norm(b)
+
+
 def location_of(spark: SparkSession, relation: Relation) -> str | None:
     """The location of the table registered as ``relation``, None when there is none (an
     empty string: a table without a location, a view)."""
@@ -135,7 +147,7 @@ class Names:
                                    "in project.yml; nothing was written") from e
         for model, relation in self.relations.items():
             where = location_of(self.spark, relation)
-            if where is not None and local_location(where) != local_location(self.paths[model]):
+            if where is not None and not _same_place(where, self.paths[model]):
                 raise ConfigError(
                     f"model {model}: the name {relation.dotted} is taken by a table this "
                     f"pipeline does not own (at {where or 'no location'}; the model's table "

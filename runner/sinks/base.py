@@ -11,16 +11,15 @@ find the committed version.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from runner.errors import ConfigError, DuplicateKeyError, SinkError
 from runner.sinks.tables import check_droppable
+from runner.storage.ops import as_location, rmtree
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -200,9 +199,7 @@ class DeltaWriter(ABC):
         """Remove the table (``--full-refresh``); a missing table is not an error, a folder that
         holds something else is (:func:`runner.sinks.tables.check_droppable`)."""
         check_droppable({spec.model: spec.path})
-        path = Path(spec.path)
-        if path.exists():
-            shutil.rmtree(path)
+        rmtree(as_location(spec.path))
 
     # -- engine steps ---------------------------------------------------------------------
 

@@ -44,6 +44,7 @@ from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import DeltaError
 
 from runner.checkpoint.ledger import Ledger, LedgerEntry
+from runner.sinks.delta import open_delta
 from runner.sinks.tables import is_table
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
             expiry the commits of that period.
     """
     started = time.perf_counter()
-    table = DeltaTable(path)
+    table = open_delta(path)
     before = table.version()
     files_before, _ = table_files(table)
     out: dict[str, Any] = {"version_before": before, "files_before": files_before}
@@ -155,7 +156,7 @@ def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
 
     on_disk = data_files_on_disk(path)
     try:
-        table = DeltaTable(path)  # the latest version, compaction included
+        table = open_delta(path)  # the latest version, compaction included
         current = table.version()
         newer = range(keep_newer_than, current + 1) if keep_newer_than is not None else ()
         keep = needed_versions(Path(path), {*keep_versions, *newer}, current)
@@ -169,7 +170,7 @@ def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
     out["files_vacuumed"] = len(on_disk - left)
 
     try:
-        table = DeltaTable(path)
+        table = open_delta(path)
         table.create_checkpoint()
         out["checkpoint"] = table.version()
     except DeltaError as e:
@@ -189,7 +190,7 @@ def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
         except OSError as e:
             errors.append(f"staging folders: {e}")
 
-    table = DeltaTable(path)
+    table = open_delta(path)
     out["version_after"] = table.version()
     out["files_after"] = table_files(table)[0]
     return TableMaintenance(name=name, path=path, error="; ".join(errors) or None,

@@ -22,12 +22,12 @@ used to be loaded and dropped at each look.
 
 from __future__ import annotations
 
-import os
 import threading
-from pathlib import Path
 
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
+
+from runner.storage.ops import as_location, delta_options
 
 __all__ = ["OpenTables"]
 
@@ -37,7 +37,7 @@ _FIRST_COMMIT = f"_delta_log/{0:020d}.json"
 def _identity(path: str) -> tuple[int, int, int] | None:
     """(inode, size, mtime ns) of the table's commit 0; None when there is none."""
     try:
-        st = os.stat(Path(path) / _FIRST_COMMIT)
+        st = (as_location(path) / _FIRST_COMMIT).stat()
     except OSError:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns
@@ -66,10 +66,11 @@ class OpenTables:
                 return table
             except (DeltaError, OSError):  # e.g. commits cleaned up meanwhile: open afresh
                 self.forget(path)
-        if not DeltaTable.is_deltatable(path):
+        options = delta_options(path)
+        if not DeltaTable.is_deltatable(path, storage_options=options):
             self.forget(path)
             return None
-        table = DeltaTable(path)
+        table = DeltaTable(path, storage_options=options)
         if identity is not None:
             with self._lock:
                 self._tables[path] = (table, identity)

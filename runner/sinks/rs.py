@@ -50,6 +50,7 @@ from runner.sinks.staged import (
     staged_dataset,
     write_staged,
 )
+from runner.storage.ops import delta_options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -134,6 +135,7 @@ class RsWriter(DeltaWriter):
         table = self._open(spec)  # written through this object, its version is the new one
         try:
             write_deltalake(spec.path if table is None else table, data, mode="append",
+                            storage_options=delta_options(spec.path) if table is None else None,
                             partition_by=list(spec.partition_by) or None,
                             commit_properties=_commit_properties(spec, batch_id))
         except _ENGINE_ERRORS as e:
@@ -141,7 +143,9 @@ class RsWriter(DeltaWriter):
             raise SinkError(f"model {spec.model}: appending batch {batch_id} to "
                             f"{spec.path} failed: {e}") from e
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
-        return data.num_rows, (DeltaTable(spec.path) if table is None else table).version()
+        if table is None:
+            table = DeltaTable(spec.path, storage_options=delta_options(spec.path))
+        return data.num_rows, table.version()
 
     def _append_staged(self, spec: SinkSpec, df: DataFrame, batch_id: int, *,
                        written: bool = False) -> tuple[int, int | None]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from runner.checkpoint.kafka_offsets import kept_offsets
@@ -29,6 +28,7 @@ from runner.checkpoint.spark_logs import (
 )
 from runner.errors import SourceError
 from runner.sources.kafka.plan import TP, offsets_from_json
+from runner.storage.ops import Location
 
 __all__ = ["KafkaSpan", "PastBatch", "file_batches", "kafka_batches", "local_path"]
 
@@ -57,7 +57,7 @@ class PastBatch:
 # -- files -------------------------------------------------------------------------------------
 
 
-def file_batches(checkpoint: Path, *, through: int) -> list[PastBatch]:
+def file_batches(checkpoint: Location, *, through: int) -> list[PastBatch]:
     """The files each committed batch up to ``through`` read, oldest first (batches that read
     no file are left out)."""
     log = file_log(checkpoint)
@@ -96,7 +96,7 @@ def file_batches(checkpoint: Path, *, through: int) -> list[PastBatch]:
 # -- Kafka -------------------------------------------------------------------------------------
 
 
-def kafka_batches(checkpoint: Path, *, through: int,
+def kafka_batches(checkpoint: Location, *, through: int,
                   initial: Mapping[TP, int] | None = None) -> list[PastBatch]:
     """The offsets each committed batch up to ``through`` read, oldest first.
 

@@ -36,7 +36,6 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 
 from runner.checkpoint.identity import read_kafka_start
 from runner.checkpoint.inputs import FileFact, InputRecords
@@ -50,6 +49,7 @@ from runner.errors import ConfigError
 from runner.project.config import FilesSource, KafkaSource
 from runner.sources.history import KafkaSpan, local_path
 from runner.sources.kafka.plan import TP, DataLoss, Watermarks, offsets_from_json
+from runner.storage.ops import Location, as_location
 
 __all__ = ["ReplayGuard", "file_changes", "kafka_losses", "pending_spans", "stat_files"]
 
@@ -152,7 +152,7 @@ def file_changes(recorded: Mapping[str, FileFact | None] | None,
     return lines
 
 
-def pending_spans(checkpoint: Path, batch_id: int) -> list[KafkaSpan]:
+def pending_spans(checkpoint: Location, batch_id: int) -> list[KafkaSpan]:
     """The Kafka offsets ``[end(N-1), end(N))`` of planned batch ``batch_id``; a partition
     whose start is unknown (new in the batch, or batch 0 without a record of its start) starts
     at None: the earliest offset retained."""
@@ -184,9 +184,9 @@ class ReplayGuard:
             :func:`runner.sources.replay.broker_watermarks`).
     """
 
-    def __init__(self, checkpoint: Path, source: FilesSource | KafkaSource, *,
+    def __init__(self, checkpoint: Location, source: FilesSource | KafkaSource, *,
                  watermarks: Callable[[], Mapping[TP, Watermarks]] | None = None) -> None:
-        self.checkpoint = Path(checkpoint)
+        self.checkpoint = as_location(checkpoint)
         self.source = source
         self.records = InputRecords(self.checkpoint)
         self._watermarks = watermarks
