@@ -147,7 +147,9 @@ class Names:
                                    "in project.yml; nothing was written") from e
         for model, relation in self.relations.items():
             where = location_of(self.spark, relation)
-            if where is not None and not _same_place(where, self.paths[model]):
+            if where is not None and _same_place(where, self.paths[model]):
+                self.registered.add(model)  # by an earlier run: nothing to do
+            elif where is not None:
                 raise ConfigError(
                     f"model {model}: the name {relation.dotted} is taken by a table this "
                     f"pipeline does not own (at {where or 'no location'}; the model's table "
@@ -157,8 +159,8 @@ class Names:
                          "written")
 
     def register(self) -> None:
-        """Register every model whose table exists and whose name is not yet registered (at
-        start, after rebuilds and backfills); record the names for ``runner status``."""
+        """Register every model whose table exists and whose name :meth:`check` did not find
+        (at start, after rebuilds and backfills); record the names for ``runner status``."""
         if not self.relations:
             return
         write_names(self.project.checkpoint, {m: r.dotted for m, r in self.relations.items()})
@@ -167,7 +169,7 @@ class Names:
             _sql(self.spark, exp.Create(this=relation.schema_node(), kind="SCHEMA",
                                         exists=True))
         for model in self.relations:
-            if is_table(self.paths[model]):
+            if model not in self.registered and is_table(self.paths[model]):
                 self._register(model)
 
     def _register(self, model: str) -> None:
@@ -178,11 +180,14 @@ class Names:
         try:
             _sql(self.spark, exp.Create(this=relation.table(), kind="TABLE", exists=True,
                                         properties=properties))
-        except Exception as e:
+        except Exception as e:  # py4j: the metastore, or no delta data source
+            why = first_line(e)
             raise ConfigError(f"model {model}: cannot register {relation.dotted} in the "
-                              f"metastore at {self.uri}: {first_line(e)}",
+                              f"metastore at {self.uri}: {why}",
                               hint="Delta tables are registered through delta-spark's catalog: "
                                    "its jar must be on Spark's classpath (scripts/setup.sh)"
+                              if "DATA_SOURCE_NOT_FOUND" in why or "delta" in why.lower()
+                              else "check the metastore; the next start registers the name"
                               ) from e
         self.registered.add(model)
         self.on_event(f"table {model} registered as {relation.dotted}")
