@@ -107,7 +107,7 @@ def test_a_stream_registers_every_model_by_name(tmp_path: Path, engine: str,
     assert tables["orders"]["relation"] == f"{schema}_finance.orders_v2"
 
 
-def test_an_unreachable_metastore_stops_the_start_with_exit_2(tmp_path: Path) -> None:
+def test_an_unreachable_or_missing_metastore_stops_the_start_with_exit_2(tmp_path: Path) -> None:
     """One engine (rs): the check is made before either engine writes anything."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -125,6 +125,14 @@ def test_an_unreachable_metastore_stops_the_start_with_exit_2(tmp_path: Path) ->
     assert not (root / "wh" / "requests").exists()  # nothing written
     print(f"unreachable metastore: exit 2 after {took:.1f} s (JVM start included)")
     assert took < 90
+
+    # catalog: with no metastore at all (Spark's in-memory catalog would forget the names)
+    (root / "project.yml").write_text((root / "project.yml").read_text().replace(
+        "    spark.sql.catalogImplementation: hive\n", ""))
+    done = _runner(root, "stream", "--available-now", timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "this Spark session has none (spark.sql.catalogImplementation is in-memory)" \
+        in done.stderr
 
 
 def test_a_metastore_gone_mid_stream_does_not_stop_the_stream(tmp_path: Path) -> None:
