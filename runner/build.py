@@ -16,6 +16,7 @@ from runner.compile.graph import ancestors, sort_models
 from runner.compile.lookups import ColumnReader, plan_lookups
 from runner.compile.plan import Column, Plan, Step
 from runner.compile.preflight import check_project
+from runner.compile.relations import relation_of, relation_violations
 from runner.compile.render import RenderBudget, RenderedModel, render_models
 from runner.compile.selection import select_names
 from runner.errors import ConfigError, RunnerError, Violation
@@ -94,6 +95,8 @@ def compile_project(project: Project, *, select: Sequence[str] = (),
                     "disabled-ref", "error", m.path, None, None,
                     f"ref to model '{ref}', which is disabled (enabled=False)",
                     f"enable '{ref}' or stop reading from it")))
+    catalog = project.config.catalog
+    violations += relation_violations(catalog, enabled)
     ordered, cycles = sort_models(enabled)
     violations += [(by_path[v.path], v) for v in cycles]
 
@@ -114,7 +117,7 @@ def compile_project(project: Project, *, select: Sequence[str] = (),
     steps = tuple(
         Step(m.name, m.path, m.sql, m.config, m.refs, tuple(lint.columns.get(m.name, ())),
              lint.reads_of(m.name),  # found from lint's walk of the model: no second one
-             m.lookups)
+             m.lookups, relation_of(catalog, m.name, m.config))
         for m in ordered if m.name in selected)
     read = {v.lower() for s in steps for v in s.lookups}
     chosen = [v for model, v in violations if model in selected]

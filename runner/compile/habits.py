@@ -81,10 +81,8 @@ DBT_CONFIG_KEYS: dict[str, str] = {
     "pre_hook": "no SQL runs around a model here",
     "incremental_strategy": "every model is incremental: materialized='append' (default) or "
                             "'merge' with unique_key (merge_update says how rows combine)",
-    "schema": "no catalog names yet: a model's table is <warehouse>/<model>, read by path",
-    "alias": "no catalog names yet: the file name is the table name (rename "
-             "models/<model>.sql)",
-    "database": "tables live at <warehouse>/<model>",
+    "database": "the catalog is project.yml's (catalog: {name: ..., schema: ...}); a model "
+                "picks its schema and table name with schema= and alias= (docs/CATALOG.md)",
     "full_refresh": "rebuild a model with `runner stream --full-refresh --select <model>`",
     "persist_docs": "describe columns in models/<model>.yml: `runner docs` shows them",
     "grants": "the runner grants nothing: give access to the Delta tables where they live",

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.compile.reads import ANY_READS, Reads
+from runner.compile.relations import Relation
 from runner.project.config import ModelConfig
 
 __all__ = ["Column", "Lookup", "Plan", "Step"]
@@ -32,7 +33,7 @@ class Lookup:
     view: str  # the per-batch temp view the compiled SQL reads ("crm__customers", "country_codes")
     location: str  # a source: the Delta table's absolute path or URI, or its catalog name;
     #                a seed: the CSV file's absolute path
-    catalog: bool  # a source declared with ``table:`` (a catalog name; spark engine only)
+    catalog: bool  # a source declared with ``table:`` (a catalog name)
     columns: tuple[Column, ...]
     content_hash: str | None = None  # a seed: sha256 of its CSV and declared types (its version)
 
@@ -56,13 +57,15 @@ class Step:
     columns: tuple[Column, ...]
     reads: Reads = ANY_READS
     lookups: tuple[str, ...] = ()  # the views of the sources and seeds its SQL reads
+    relation: Relation | None = None  # its name in the catalog (project.yml's catalog:)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "path": self.path,
             "compiled_path": f"target/compiled/{self.name}.sql",
-            "config": self.config.model_dump(mode="json"),
+            "relation_name": self.relation.dotted if self.relation else None,
+            "config": self.config.model_dump(mode="json", by_alias=True),
             "depends_on": list(self.depends_on),
             "lookups": list(self.lookups),
             "columns": [{"name": c.name, "type": c.type} for c in self.columns],

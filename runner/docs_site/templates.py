@@ -142,7 +142,7 @@ out to {{ models|length }} model table{{ 's' if models|length != 1 }} in one mic
 <tbody>
 {% for m in models %}
 <tr data-model-row="{{ (m.name ~ ' ' ~ m.tags|join(' '))|lower }}">
-<td><a href="models/{{ m.name }}.html"><b>{{ m.name }}</b></a></td>
+<td><a href="models/{{ m.name }}.html"><b>{{ m.name }}</b></a>{% if m.relation %}<br><code>{{ m.relation }}</code>{% endif %}</td>
 <td><span class="badge {{ m.materialized }}">{{ m.materialized }}</span></td>
 <td>{% for t in m.tags %}<span class="chip">{{ t }}</span>{% endfor %}</td>
 <td>{{ m.columns|length }}</td>
@@ -194,6 +194,7 @@ MODEL = _BASE.replace("{% block title %}{% endblock %}", "{{ m.name }}").replace
 <div class="facts">
   <div><b>File</b><code>{{ m.path }}</code>{% if m.yml_path %}, <code>{{ m.yml_path }}</code>{% endif %}</div>
   <div><b>Delta table</b><code>{{ m.table_path }}</code></div>
+  {% if m.relation %}<div><b>Name</b><code>{{ m.relation }}</code></div>{% endif %}
   <div><b>Reads</b>{% if m.reads_events %}<span class="chip field">parsed_events</span>{% endif %}
     {% for u in m.upstream %}<a class="chip" href="{{ u }}.html">{{ u }}</a>{% endfor %}
     {% for l in m.lookups %}<a class="chip lookup" href="../index.html#lookup-{{ l }}">{{ l }}</a>{% endfor %}</div>

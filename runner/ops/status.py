@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.checkpoint.lock import MAINTENANCE, lock_holder
+from runner.checkpoint.names import read_names
 from runner.checkpoint.pins import Pins
 from runner.checkpoint.query import read_query_id
 from runner.checkpoint.registry import Entry, load_registry
@@ -65,6 +66,8 @@ class TableStatus:
     # snapshot version holds
     lag: str | None = None
     snapshot_last_batch: int | None = None
+    relation: str | None = None  # its name in the catalog (runner.checkpoint.names)
+    retired: bool = False  # its model was removed from the project; table and name stay
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,11 @@ def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
     parked = {m: e for m, e in registry.items() if e.state == "parked"}
     lags = lagging(project, latest, registry) if latest is not None else {}
     names += [n for n in lags if n not in names]
-    tables = tuple(_table(project, n, query_id, latest, parked.get(n), lags.get(n))
+    relations = read_names(checkpoint)
+    names += [n for n, e in registry.items() if e.state == "retired" and n not in names]
+    tables = tuple(replace(_table(project, n, query_id, latest, parked.get(n), lags.get(n)),
+                           relation=relations.get(n),
+                           retired=n in registry and registry[n].state == "retired")
                    for n in names)
     tables = tuple(t for t in tables if t.exists or t.parked_since is not None
                    or t.lag is not None or t.name in (latest.tables if latest else ()))
@@ -229,16 +236,19 @@ def status_lines(s: PipelineStatus) -> list[str]:
                  + f", last committed {_opt(s.committed_batch)}"
                  + (f", batch {s.in_flight_batch} in flight or to be replayed"
                     if s.in_flight_batch is not None else ""))
-    width = max((len(t.name) for t in s.tables), default=0)
+    width = max((len(t.name) + (len(t.relation) + 3 if t.relation else 0)
+                 for t in s.tables), default=0)
     for t in s.tables:
         parked = (f"  PARKED since batch {t.parked_since}: {t.parked_error}"
                   if t.parked_since is not None
                   else lag_note(t.lag, t.snapshot_last_batch).replace(
                       "LAGS:", f"LAGS in snapshot {s.snapshot_batch}:"))
+        name = t.name + (f" ({t.relation})" if t.relation else "")
+        parked += "  RETIRED: its model is gone; table and name kept" if t.retired else ""
         if not t.exists:
-            lines.append(f"  {t.name:<{width}}  no table yet{parked}")
+            lines.append(f"  {name:<{width}}  no table yet{parked}")
             continue
-        text = (f"  {t.name:<{width}}  last batch {_opt(t.last_batch)}, version {t.version} "
+        text = (f"  {name:<{width}}  last batch {_opt(t.last_batch)}, version {t.version} "
                 f"(snapshot {_opt(t.snapshot_version)}), {plural(t.files, 'file')} "
                 f"{_size(t.bytes)}, log {plural(t.log_files, 'file')} {_size(t.log_bytes)}")
         lines.append(text + (f"  problem: {t.error}" if t.error else "") + parked)

@@ -26,6 +26,7 @@ from runner.project.spark_conf import check_spark_conf
 from runner.project.triggers import validate_interval
 
 __all__ = [
+    "CatalogConfig",
     "DeltaConfig",
     "Expectation",
     "FilesSource",
@@ -171,6 +172,20 @@ class LookupsConfig(_Strict):
     broadcast_max_rows: int = Field(default=1_000_000, ge=0)
 
 
+#: A catalog, schema or table name: one identifier (the Hive metastore's own alphabet).
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class CatalogConfig(_Strict):
+    """Tables by name (docs/CATALOG.md): every model's Delta table is registered in Spark's
+    catalog as ``<schema>.<alias>`` (``<name>.<schema>.<alias>`` when ``name`` names a catalog
+    plugged into Spark as ``spark.sql.catalog.<name>``), an external table at its location.
+    A model's ``schema=`` and ``alias=`` config override the schema and the table name."""
+
+    database: str = Field(alias="schema", pattern=NAME_PATTERN)
+    name: str | None = Field(default=None, pattern=NAME_PATTERN)
+
+
 class ProjectConfig(_Strict):
     """The whole of project.yml."""
 
@@ -190,6 +205,7 @@ class ProjectConfig(_Strict):
     maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     lookups: LookupsConfig = Field(default_factory=LookupsConfig)
+    catalog: CatalogConfig | None = None
     vars: dict[str, Any] = Field(default_factory=dict)
     #: Prefixes of the environment variables models may read with env_var() (their values go
     #: into target/, the docs and messages): runner/project/secrets.py, docs/SECURITY.md.
@@ -242,6 +258,9 @@ class ModelConfig(_Strict):
     expectations: tuple[Expectation, ...] = ()
     # Unset: project.yml's on_model_error (park by default).
     on_model_error: OnModelError | None = None
+    # dbt's names: the catalog schema and the table name (unset: catalog.schema, the file name)
+    database: str | None = Field(default=None, alias="schema", pattern=NAME_PATTERN)
+    alias: str | None = Field(default=None, pattern=NAME_PATTERN)
 
     @field_validator("unique_key", "partition_by", "tags", mode="before")
     @classmethod

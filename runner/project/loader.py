@@ -255,7 +255,7 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
         models.append(ModelSource(name, rel, path.read_text(encoding="utf-8")))
     macros = tuple(MacroSource(rel, p.read_text(encoding="utf-8"))
                    for rel, p in _read_sources(root, "macros"))
-    sources = _load_sources(root, config, by_name)
+    sources = _load_sources(root, by_name)
     seeds: tuple[Seed, ...] = ()
     if (root / "seeds").is_dir():
         from runner.project.seeds import load_seeds
@@ -274,10 +274,10 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
                    sources=sources, seeds=seeds, secret_vars=secret_vars)
 
 
-def _load_sources(root: Path, config: ProjectConfig, models: dict[str, str]
+def _load_sources(root: Path, models: dict[str, str]
                   ) -> tuple[SourceTable, ...]:
     """Every table declared under ``sources:`` in ``models/**/*.yml``; their views may not
-    be a model's name, and ``table:`` (a catalog name) needs the spark engine."""
+    be a model's name."""
     base = root / "models"
     if not base.is_dir():
         return ()
@@ -298,10 +298,4 @@ def _load_sources(root: Path, config: ProjectConfig, models: dict[str, str]
             raise ConfigError(f"source '{t.full_name}' reads as the view '{t.view}', the name "
                               f"of model {models[t.view.lower()]}", path=t.path, line=t.line,
                               hint="rename the model or the source")
-        if t.catalog and config.delta.engine == "rs":
-            raise ConfigError(f"sources {t.full_name}: 'table:' names a catalog table, which "
-                              "only the spark engine reads (delta.engine is rs)",
-                              path=t.path, line=t.line,
-                              hint="give the Delta table's path: instead, or set delta.engine: "
-                                   "spark in project.yml")
     return tuple(tables)

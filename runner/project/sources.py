@@ -7,7 +7,7 @@
         tables:
           - name: customers
             path: ref/customers        # a Delta table: relative to the project dir, or a URI
-            # table: crm.customers     # or a catalog name (spark engine only)
+            # table: crm.customers     # or a catalog name (docs/CATALOG.md)
             columns:                   # optional when the table is readable at compile time
               - {name: customer_id, data_type: string, description: The key.}
 

@@ -112,6 +112,11 @@ ALLOWED: Mapping[str, tuple[str, ...]] = {
     "the metastore": (
         "spark.sql.catalogImplementation",
         "spark.hadoop.hive.metastore.uris",
+        # the Hive client's retries and timeouts (the runner's own defaults with catalog:)
+        "spark.hadoop.hive.metastore.connect.retries",
+        "spark.hadoop.hive.metastore.client.connect.retry.delay",
+        "spark.hadoop.hive.metastore.failure.retries",
+        "spark.hadoop.hive.metastore.client.socket.timeout",
     ),
     "object storage": (
         "spark.hadoop.fs.s3a.endpoint",

@@ -27,7 +27,7 @@ import hashlib
 import io
 import itertools
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,9 +75,34 @@ def start_lookups(spark: SparkSession, checkpoint: Location, plan: Plan, *, engi
     used = lookups_of(plan)
     if not used:
         return None
+    if engine == "rs":  # delta-rs reads by path: the catalog says where a named table is
+        used = tuple(_at_location(spark, lk) if lk.catalog else lk for lk in used)
     lookups = Lookups(checkpoint, used, engine, broadcast_max_rows, plan.steps)
     lookups.check_start(spark)
     return lookups
+
+
+def _at_location(spark: SparkSession, lk: Lookup) -> Lookup:
+    """A source declared by catalog name, as one read by path: its location, looked up once
+    at start through the session's catalog (the rs engine reads pinned versions by path).
+
+    Raises:
+        ConfigError: no such table, or one without a location.
+    """
+    from runner.compile.relations import Relation
+    from runner.runtime.catalog import local_location, location_of
+
+    try:
+        where = location_of(spark, Relation.parse(lk.location))
+    except Exception as e:  # py4j: the metastore, a malformed name
+        raise ConfigError(f"source {lk.name}: catalog table {lk.location} cannot be looked up: "
+                          f"{first_line(e)}", hint="check the metastore settings in spark.conf "
+                          "and `table:` under sources; nothing was written") from e
+    if not where:
+        raise ConfigError(f"source {lk.name}: no catalog table {lk.location} with a location",
+                          hint="create the table, or fix `table:` under sources in "
+                               "models/*.yml; nothing was written")
+    return replace(lk, location=local_location(where), catalog=False)
 
 
 @dataclass

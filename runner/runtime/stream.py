@@ -1,13 +1,15 @@
 """``runner stream``: one Structured Streaming query, one checkpoint, one ``foreachBatch``.
 
 Start-up, in order: lock the checkpoint; check that the warehouse is a writable directory;
-build the SparkSession and the Delta writer; on ``--full-refresh`` reset the checkpoint and drop
-the tables; read (or mint) the checkpoint's query id, refusing a new checkpoint over tables that
-another checkpoint wrote; note new, returning, rebuilt and retired models (dropping the tables
-to rebuild, :mod:`runner.runtime.backfill`); compare each model's output columns with its
-existing table (``on_schema_change``, :mod:`runner.runtime.evolution`); backfill the models
-new to the checkpoint from its history; start the query. SIGINT and SIGTERM stop it after the
-batch in flight (or the backfill after its batch in flight). Every refusal happens before the
+build the SparkSession and the Delta writer; check the catalog names (the metastore answers,
+no name is taken: :mod:`runner.runtime.catalog`); on ``--full-refresh`` reset the checkpoint
+and drop the tables; read (or mint) the checkpoint's query id, refusing a new checkpoint over
+tables that another checkpoint wrote; note new, returning, rebuilt and retired models (dropping
+the tables to rebuild, :mod:`runner.runtime.backfill`); compare each model's output columns
+with its existing table (``on_schema_change``, :mod:`runner.runtime.evolution`); backfill the
+models new to the checkpoint from its history; register the tables' names; start the query.
+SIGINT and SIGTERM stop it after the batch in flight (or the backfill after its batch in
+flight). Every refusal happens before the
 first batch, so nothing is written then.
 """
 
@@ -39,6 +41,7 @@ from runner.project.schema import source_metadata_columns
 from runner.runtime.backfill import BackfillProgress, finish_handover, prepare_handover
 from runner.runtime.batch import BatchPlan, BatchResult, prepare, run_batch
 from runner.runtime.bookkeeping import Bookkeeper
+from runner.runtime.catalog import Names, catalog_session_conf
 from runner.runtime.evolution import check_schema_changes, model_output_schemas
 from runner.runtime.lookups import start_lookups
 from runner.runtime.parking import ParkedError, park_policy, parked_line, record_parked
@@ -199,6 +202,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         spark_conf = {**project.spark_storage_conf(), **conf.conf}
         if project.config.delta.engine == "spark":  # delta-spark's MERGE needs these at start
             spark_conf = {**DELTA_SESSION_CONF, **spark_conf}
+        spark_conf = {**catalog_session_conf(project), **spark_conf}
         spark = build_session(master=conf.master, conf=spark_conf,
                               app_name=f"runner:{project.config.name}",
                               log_dir=str(project.root / "logs"))
@@ -213,6 +217,8 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
             from runner.sources.kafka.preflight import check_brokers
 
             check_brokers(spark, project.config.source)
+        names = Names(spark, project, plan, on_event=on_event)
+        names.check()  # the metastore answers, no name is taken: before anything is written
         # A pending replay must read what its first attempt read (runner.sources.same_input).
         guard = ReplayGuard(checkpoint, project.config.source)
         if not full_refresh:
@@ -263,12 +269,13 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         if finish_handover(spark, project, bp, handover, stop=stopper.requested,
                            on_event=on_event, on_progress=on_backfill, on_parked=park):
             return StreamSummary(stopped_by_signal=True, parked=parked)
-
+        names.register()  # the tables that exist now (rebuilt, backfilled, from earlier runs)
         on_event(f"pipeline {plan.project}: {len(plan.steps)} models "
                  f"({', '.join(s.name for s in plan.steps)}), engine {writer.engine}, "
                  f"source {project.config.source.type}, checkpoint {checkpoint}")
         # After each batch's sinks: its ledger entry (snapshots), then maintenance when due.
         on_batch = Bookkeeper(project, bp, query_id=query_id, on_event=on_event).wrap(on_batch)
+        on_batch = names.wrap(on_batch)  # names of the tables a batch creates
         return _run_query(spark, project, bp, mode=mode, trigger=trigger, stopper=stopper,
                           on_batch=on_batch, on_event=on_event, on_progress=on_progress,
                           parked=parked, on_parked=park, guard=guard,

@@ -78,13 +78,14 @@ def test_a_bad_data_type_is_refused_at_compile(tmp_path) -> None:
     assert (e.value.path, e.value.line) == ("models/crm.yml", 4)
 
 
-def test_catalog_table_needs_the_spark_engine(tmp_path) -> None:
+def test_catalog_table_on_either_engine(tmp_path) -> None:
+    """Issue 31: the rs engine reads a catalog table too (by its location, looked up at
+    start through Spark's catalog: tests/catalog/test_catalog_ops.py)."""
     yml = "sources:\n  - name: crm\n    tables:\n      - {name: c, table: crm.customers}\n"
-    with pytest.raises(ConfigError, match="only the spark engine reads") as e:
-        _load(tmp_path, {"models/crm.yml": yml})
-    assert e.value.line == 4
-    project = _load(tmp_path / "spark", {"models/crm.yml": yml}, engine="spark")
-    assert (project.sources[0].location, project.sources[0].catalog) == ("crm.customers", True)
+    for engine in ("rs", "spark"):
+        project = _load(tmp_path / engine, {"models/crm.yml": yml}, engine=engine)
+        assert (project.sources[0].location, project.sources[0].catalog) == (
+            "crm.customers", True)
 
 
 @pytest.mark.parametrize(("files", "match"), [
