@@ -82,7 +82,9 @@ def _by_path(path: Path) -> list[list[str | None]]:
                   key=lambda r: [x or "" for x in r])
 
 
-@pytest.mark.parametrize("engine", ["rs", "spark"])
+# Both engines register through the run's Spark session the same way: the spark run is in the
+# slow set to keep the default suite within its budget (three JVMs per run).
+@pytest.mark.parametrize("engine", ["rs", pytest.param("spark", marks=pytest.mark.slow)])
 def test_a_stream_registers_every_model_by_name(tmp_path: Path, engine: str,
                                                 hive_metastore: HiveMetastore) -> None:
     schema = f"names_{engine}"
@@ -135,6 +137,7 @@ def test_an_unreachable_or_missing_metastore_stops_the_start_with_exit_2(tmp_pat
         in done.stderr
 
 
+@pytest.mark.slow  # a metastore and a stream of its own
 def test_a_metastore_gone_mid_stream_does_not_stop_the_stream(tmp_path: Path) -> None:
     """One engine (rs): what is tested is that no batch needs the metastore, whichever engine
     writes; a metastore of its own, since this test stops it."""
