@@ -55,7 +55,12 @@ def missing_files(batches: Sequence[PastBatch], since: int) -> list[tuple[int, s
             continue
         for uri in b.files:
             where = file_location(uri)
-            if where is not None and not where.is_file():
+            try:
+                present = where is None or where.is_file()
+            except OSError as e:  # the store cannot say: refuse as for a gone file
+                gone.append((b.batch_id, f"{uri} (cannot be checked: {e})"))
+                continue
+            if not present:
                 gone.append((b.batch_id, uri))
     return gone
 

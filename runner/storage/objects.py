@@ -21,11 +21,12 @@ from __future__ import annotations
 import threading
 import zlib
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-__all__ = ["SCHEMES", "ObjectPath", "ObjectStat", "object_path", "split_uri"]
+__all__ = ["SCHEMES", "ObjectPath", "ObjectStat", "as_os_errors", "object_path", "split_uri"]
 
 #: URI scheme -> the scheme the store is opened with (``s3a`` is S3 under Hadoop's name).
 SCHEMES = {"s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs", "az": "az", "azure": "az",
@@ -72,6 +73,22 @@ def store_for(scheme: str, bucket: str, options: Mapping[str, str]) -> Any:
         if key not in _STORES:
             _STORES[key] = _open_store(scheme, bucket, frozen)
         return _STORES[key]
+
+
+@contextmanager
+def as_os_errors(where: object) -> Iterator[None]:
+    """obstore's errors as ``OSError`` naming the location and the store's first line (a
+    missing key stays ``FileNotFoundError``; unreachable, denied, misconfigured: ``OSError``),
+    so callers handle one family of errors for both kinds of location."""
+    from obstore.exceptions import BaseError, NotFoundError
+
+    try:
+        yield
+    except NotFoundError as e:
+        raise FileNotFoundError(2, "no such object", str(where)) from e
+    except BaseError as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        raise OSError(f"{where}: {first}") from e
 
 
 @dataclass(frozen=True)
@@ -165,7 +182,8 @@ class ObjectPath:
     def read_bytes(self) -> bytes:
         import obstore
 
-        return bytes(obstore.get(self.store, self.key).bytes())  # absent: FileNotFoundError
+        with as_os_errors(self):
+            return bytes(obstore.get(self.store, self.key).bytes())
 
     def read_text(self, encoding: str = "utf-8") -> str:
         return self.read_bytes().decode(encoding)
@@ -173,7 +191,8 @@ class ObjectPath:
     def stat(self) -> ObjectStat:
         import obstore
 
-        meta = obstore.head(self.store, self.key)
+        with as_os_errors(self):
+            meta = obstore.head(self.store, self.key)
         return ObjectStat(int(meta["size"]), meta["last_modified"].timestamp(), meta["e_tag"])
 
     def is_file(self) -> bool:
@@ -186,7 +205,8 @@ class ObjectPath:
     def is_dir(self) -> bool:
         import obstore
 
-        listing = obstore.list_with_delimiter(self.store, self.key or None)
+        with as_os_errors(self):
+            listing = obstore.list_with_delimiter(self.store, self.key or None)
         return bool(listing["objects"] or listing["common_prefixes"])
 
     def exists(self) -> bool:
@@ -196,7 +216,8 @@ class ObjectPath:
         """The keys and "folders" right under this prefix (one listing)."""
         import obstore
 
-        listing = obstore.list_with_delimiter(self.store, self.key or None)
+        with as_os_errors(self):
+            listing = obstore.list_with_delimiter(self.store, self.key or None)
         names = [p.rsplit("/", 1)[-1] for p in listing["common_prefixes"]]
         names += [o["path"].rsplit("/", 1)[-1] for o in listing["objects"]]
         for name in sorted(set(names)):
@@ -207,7 +228,9 @@ class ObjectPath:
         import obstore
 
         prefix = f"{self.key}/" if self.key else ""
-        for chunk in obstore.list(self.store, self.key or None):
+        with as_os_errors(self):
+            chunks = list(obstore.list(self.store, self.key or None))
+        for chunk in chunks:
             for meta in chunk:
                 yield meta["path"][len(prefix):]
 
@@ -221,7 +244,8 @@ class ObjectPath:
         if not missing_ok and not self.is_file():
             raise FileNotFoundError(str(self))
         try:
-            obstore.delete(self.store, self.key)
+            with as_os_errors(self):
+                obstore.delete(self.store, self.key)
         except FileNotFoundError:  # Azure says so where S3 says nothing
             if not missing_ok:
                 raise

@@ -25,7 +25,7 @@ import shutil
 from pathlib import Path
 from typing import TypeAlias
 
-from runner.storage.objects import SCHEMES, ObjectPath, object_path
+from runner.storage.objects import SCHEMES, ObjectPath, as_os_errors, object_path
 
 __all__ = ["Location", "as_location", "delta_options", "fsync_dir", "names", "read_range",
            "read_versioned", "rmtree", "write_atomic", "write_if", "write_once"]
@@ -52,7 +52,8 @@ def write_atomic(path: Location, text: str | bytes, *, durable: bool = False) ->
     if isinstance(path, ObjectPath):
         import obstore
 
-        obstore.put(path.store, path.key, data)
+        with as_os_errors(path):
+            obstore.put(path.store, path.key, data)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp(path)
@@ -82,10 +83,11 @@ def write_once(path: Location, text: str | bytes) -> bool:
         import obstore
         from obstore.exceptions import AlreadyExistsError, PreconditionError
 
-        try:
-            obstore.put(path.store, path.key, data, mode="create")
-        except (AlreadyExistsError, PreconditionError):
-            return False
+        with as_os_errors(path):
+            try:
+                obstore.put(path.store, path.key, data, mode="create")
+            except (AlreadyExistsError, PreconditionError):
+                return False
         return True
     if path.exists():
         return False
@@ -116,7 +118,8 @@ def read_versioned(path: Location) -> tuple[bytes, str] | None:
         import obstore
 
         try:
-            result = obstore.get(path.store, path.key)
+            with as_os_errors(path):
+                result = obstore.get(path.store, path.key)
         except FileNotFoundError:
             return None
         return bytes(result.bytes()), str(result.meta["e_tag"])
@@ -149,10 +152,11 @@ def write_if(path: Location, text: str | bytes, version: str | None) -> bool:
         import obstore
         from obstore.exceptions import NotFoundError, PreconditionError
 
-        try:
-            obstore.put(path.store, path.key, data, mode={"e_tag": version})
-        except (PreconditionError, NotFoundError, FileNotFoundError):
-            return False
+        with as_os_errors(path):
+            try:
+                obstore.put(path.store, path.key, data, mode={"e_tag": version})
+            except (PreconditionError, NotFoundError, FileNotFoundError):
+                return False
         return True
     guard = path.with_name(f".{path.name}.cas")
     with open(guard, "a") as g:
@@ -183,7 +187,8 @@ def rmtree(folder: Location) -> None:
 
         keys = [f"{folder.key}/{k}" if folder.key else k for k in folder.walk_keys()]
         for start in range(0, len(keys), 1000):
-            obstore.delete(folder.store, keys[start:start + 1000])
+            with as_os_errors(folder):
+                obstore.delete(folder.store, keys[start:start + 1000])
         folder.unlink(missing_ok=True)  # the object itself, when it is one
         return
     if folder.is_dir() and not folder.is_symlink():
@@ -199,7 +204,8 @@ def read_range(path: Location, start: int, end: int) -> bytes:
 
         if end <= start:
             return b""
-        return bytes(obstore.get_range(path.store, path.key, start=start, end=end))
+        with as_os_errors(path):
+            return bytes(obstore.get_range(path.store, path.key, start=start, end=end))
     with open(path, "rb") as f:
         f.seek(start)
         return f.read(max(0, end - start))

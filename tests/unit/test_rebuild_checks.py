@@ -25,7 +25,7 @@ def test_missing_files_names_each_gone_local_file_of_the_batches_to_replay(tmp_p
     here, gone = tmp_path / "a b.json", tmp_path / "c.json"
     here.write_text("{}\n")
     batches = [PastBatch(0, 0, (gone.as_uri(),)), PastBatch(1, 1, (here.as_uri(),)),
-               PastBatch(2, 2, (str(gone), "s3a://bucket/k.json"))]
+               PastBatch(2, 2, (str(gone), "hdfs://nn/k.json"))]
     assert missing_files(batches, since=0) == [(0, gone.as_uri()), (2, str(gone))]
     assert missing_files(batches, since=1) == [(2, str(gone))]  # batch 0 is not replayed
     assert local_path(here.as_uri()) == str(here)  # %20 decoded

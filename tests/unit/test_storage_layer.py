@@ -175,3 +175,17 @@ def test_replay_guard_sees_a_file_gone_or_rewritten_in_a_bucket(s3_env) -> None:
     assert [c.split(" ")[0].rsplit("/", 1)[1] for c in changes] == ["a.json", "b.json",
                                                                      "c.json"], changes
     assert "gone" in changes[0] and "truncated" in changes[1] and "rewritten" in changes[2]
+
+
+def test_a_rebuild_sees_input_gone_from_a_bucket_or_a_store_it_cannot_reach(s3_env,
+                                                                            monkeypatch) -> None:
+    from runner.runtime.history_check import missing_files
+    from runner.sources.history import PastBatch
+
+    write_atomic(object_path(f"{s3_env.uri}/in/here.json"), "{}\n")
+    here, gone = f"{s3_env.uri}/in/here.json", f"{s3_env.uri}/in/gone.json"
+    assert missing_files([PastBatch(0, 0, (here, gone))], since=0) == [(0, gone)]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
+    elsewhere = "s3://another-bucket/in/x.json"  # a store opened with these settings
+    [(batch, why)] = missing_files([PastBatch(3, 3, (elsewhere,))], since=0)
+    assert batch == 3 and why.startswith(f"{elsewhere} (cannot be checked: ")
