@@ -41,6 +41,7 @@ from runner.sinks.base import (
     merge_predicate,
     quote_column,
 )
+from runner.sinks.cdc import cdc_merge, tombstone_path
 from runner.sinks.open_tables import OpenTables
 from runner.sinks.schema import check_table_schema, delta_schema_json
 from runner.sinks.staged import (
@@ -105,6 +106,7 @@ class RsWriter(DeltaWriter):
 
     def drop(self, spec: SinkSpec) -> None:
         self.tables.forget(spec.path)
+        self.tables.forget(tombstone_path(spec))  # dropped with the table (inside its folder)
         super().drop(spec)
 
     def _open(self, spec: SinkSpec) -> DeltaTable | None:
@@ -233,10 +235,19 @@ def _execute_merge(spec: SinkSpec, target: DeltaTable, source: Any, columns: Seq
                               source_alias="source", target_alias="target",
                               streamed_exec=True,
                               commit_properties=_commit_properties(spec, batch_id))
-        updates = _matched_updates(spec, columns)
-        if updates:
-            merger = merger.when_matched_update(updates=updates, predicate=spec.merge_condition)
-        merger = merger.when_not_matched_insert_all()
+        if spec.sequence_by is not None:  # change data capture (runner/sinks/cdc.py)
+            clauses = cdc_merge(spec, columns)
+            merger = (merger.when_matched_delete(predicate=clauses.delete_when)
+                      .when_matched_update(updates=clauses.update_set,
+                                           predicate=clauses.update_when)
+                      .when_not_matched_insert(updates=clauses.insert_values,
+                                               predicate=clauses.insert_when))
+        else:
+            updates = _matched_updates(spec, columns)
+            if updates:
+                merger = merger.when_matched_update(updates=updates,
+                                                    predicate=spec.merge_condition)
+            merger = merger.when_not_matched_insert_all()
         failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
         merger.execute()
     except _ENGINE_ERRORS as e:
