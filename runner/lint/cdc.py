@@ -48,6 +48,12 @@ class ChangeDataCapture(ModelRule):
                                  "or a timestamp")
         if config.apply_as_deletes is not None:
             yield from self._deletes(ctx, config.apply_as_deletes, shape.names)
+        if config.stored_as_scd_type == 2:
+            for column in ("valid_from", "valid_to"):
+                if shape.find(column) is not None:
+                    yield self.at_config(ctx, f"output column '{column}' clashes with the "
+                                         "history column of stored_as_scd_type=2",
+                                         f"rename it (SELECT ... AS {column}_)")
         keys = {k.lower() for k in config.unique_key}
         for column in config.track_history_column_list or ():
             if column.lower() in keys:

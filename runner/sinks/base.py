@@ -69,6 +69,8 @@ class SinkSpec:
     #: the SQL predicate marking a change as a delete.
     sequence_by: str | None = None
     apply_as_deletes: str | None = None
+    scd_type: Literal[1, 2] = 1
+    track_history: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "unique_key", _as_tuple(self.unique_key))
@@ -111,7 +113,8 @@ def sink_specs(plan: Plan, *, table_path: Callable[[str], str],
             app_id=app_id(plan.project, step.name, run_id), materialized=c.materialized,
             unique_key=c.unique_key, merge_update=c.merge_update,
             merge_condition=c.merge_condition, partition_by=c.partition_by,
-            sequence_by=c.sequence_by, apply_as_deletes=c.apply_as_deletes)
+            sequence_by=c.sequence_by, apply_as_deletes=c.apply_as_deletes,
+            scd_type=c.stored_as_scd_type, track_history=c.track_history_column_list)
     dead = SinkSpec(model=plan.dead_letter, path=table_path(plan.dead_letter),
                     app_id=app_id(plan.project, plan.dead_letter, run_id))
     return sinks, dead
@@ -177,21 +180,14 @@ class DeltaWriter(ABC):
 
     def _changes(self, spec: SinkSpec, data: DataFrame | pa.Table, batch_id: int,
                  rows_hint: int | None) -> tuple[SinkSpec, DataFrame]:
-        """A change-data-capture model's batch (:mod:`runner.sinks.cdc`): its tombstones
-        written, then the merge source (or, where the table does not exist yet, the rows to
-        append, with an append spec)."""
-        from runner.sinks import cdc
-        from runner.sinks.tables import table_version
+        """A change-data-capture model's batch: its side table written (tombstones, or the
+        change log of SCD 2), then the spec and rows to write (:mod:`runner.sinks.cdc`)."""
+        from runner.sinks import cdc, scd2
 
         if not _is_dataframe(data):
             raise SinkError(f"model {spec.model}: change data capture writes DataFrames only")
-        latest = cdc.latest_changes(spec, data, batch_id)
-        source = cdc.with_tombstones(spec, latest, cdc.read_tombstones(spec, data.sparkSession))
-        self.write(cdc.tombstone_spec(spec), cdc.tombstones_of(spec, latest), batch_id,
-                   rows_hint=rows_hint)
-        if table_version(spec.path) is None:
-            return cdc.first_rows(spec, source)
-        return spec, source
+        prepare = scd2.prepare if spec.scd_type == 2 else cdc.prepare
+        return prepare(self, spec, data, batch_id, rows_hint)
 
     @abstractmethod
     def committed_version(self, spec: SinkSpec) -> int | None:

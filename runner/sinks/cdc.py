@@ -39,8 +39,10 @@ from runner.sinks.base import SinkSpec, quote_column
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from runner.sinks.base import DeltaWriter
+
 __all__ = ["DELETE_COLUMN", "HELPER_COLUMNS", "TOMBSTONE_COLUMN", "TOMBSTONES_DIR", "CdcMerge",
-           "cdc_merge", "first_rows", "latest_changes", "read_tombstones", "tombstone_path", "tombstone_spec",
+           "cdc_merge", "first_rows", "latest_changes", "prepare", "read_tombstones", "tombstone_path", "tombstone_spec",
            "tombstones_of", "with_tombstones"]
 
 #: The side table's folder inside the model's table folder.
@@ -62,6 +64,21 @@ def _col(table: str | None, name: str) -> exp.Column:
 
 def _sql(node: exp.Expr) -> str:
     return node.sql(dialect="spark")
+
+
+def prepare(writer: DeltaWriter, spec: SinkSpec, changes: DataFrame, batch_id: int,
+            rows_hint: int | None) -> tuple[SinkSpec, DataFrame]:
+    """Steps 1-3 of the module docstring: the tombstones written, then the MERGE's spec and
+    source (or, where the table does not exist yet, an append spec and its rows)."""
+    from runner.sinks.tables import table_version
+
+    latest = latest_changes(spec, changes, batch_id)
+    source = with_tombstones(spec, latest, read_tombstones(spec, changes.sparkSession))
+    writer.write(tombstone_spec(spec), tombstones_of(spec, latest), batch_id,
+                 rows_hint=rows_hint)
+    if table_version(spec.path) is None:
+        return first_rows(spec, source)
+    return spec, source
 
 
 def tombstone_spec(spec: SinkSpec) -> SinkSpec:
@@ -149,6 +166,10 @@ class CdcMerge:
 
 def cdc_merge(spec: SinkSpec, columns: list[str] | tuple[str, ...]) -> CdcMerge:
     """The MERGE clauses of ``spec`` for a source with ``columns`` (helper columns included)."""
+    if spec.scd_type == 2:
+        from runner.sinks.scd2 import history_merge
+
+        return history_merge(spec, columns)
     seq = str(spec.sequence_by)
     model_columns = [c for c in columns if c not in HELPER_COLUMNS]
     is_delete = exp.EQ(this=_col("source", DELETE_COLUMN), expression=exp.true())

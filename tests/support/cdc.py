@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CDC_MODEL", "CDC_SCHEMA", "change_log", "cut", "reference", "table_rows",
-           "write_batches"]
+__all__ = ["CDC_MODEL", "CDC_SCHEMA", "SCD2_MODEL", "change_log", "cut", "history_reference",
+           "history_rows", "reference", "table_rows", "write_batches"]
 
 CDC_SCHEMA = "id STRING NOT NULL, seq BIGINT, op STRING, name STRING, amount INT"
 
@@ -100,13 +100,61 @@ def write_batches(folder: Path, batches: list[list[Change]]) -> None:
             "".join(json.dumps(c) + "\n" for c in batch))
 
 
-def table_rows(path: Path) -> dict[str, Change]:
-    """The table's rows by ``id``, read with deltalake (an independent reader)."""
+def _read(path: Path) -> list[Change]:
     from deltalake import DeltaTable
 
     if not (path / "_delta_log").is_dir():
-        return {}
-    rows = DeltaTable(str(path)).to_pyarrow_dataset().to_table(use_threads=False).to_pylist()
+        return []
+    return DeltaTable(str(path)).to_pyarrow_dataset().to_table(use_threads=False).to_pylist()
+
+
+def history_rows(path: Path) -> dict[tuple[str, int], Change]:
+    """An SCD 2 table's rows by (id, valid_from), read with deltalake."""
+    rows = _read(path)
+    out = {(r["id"], r["valid_from"]): r for r in rows}
+    assert len(out) == len(rows), "two rows for one (id, valid_from)"
+    return out
+
+
+def table_rows(path: Path) -> dict[str, Change]:
+    """The table's rows by ``id``, read with deltalake (an independent reader)."""
+    rows = _read(path)
     out = {r["id"]: r for r in rows}
     assert len(out) == len(rows), "two rows for one key"
     return out
+
+
+#: The SCD 2 model the tests and the benchmark run: history of ``name`` only, so changes of
+#: ``amount`` alone are no-ops that open nothing.
+SCD2_MODEL = """
+{{ config(materialized='merge', unique_key='id', sequence_by='seq',
+          apply_as_deletes="op = 'd'", stored_as_scd_type=2,
+          track_history_column_list=['name']) }}
+SELECT id, seq, op, name, amount FROM parsed_events
+"""
+
+
+def history_reference(log: Iterable[Change], tracked: tuple[str, ...] = ("name",)
+                      ) -> dict[tuple[str, int], Change]:
+    """The SCD 2 rows after the whole log, by (id, valid_from): per key, in sequence order, a
+    change whose tracked values differ from the open version's (or with none open) opens a
+    version and closes the open one; a delete closes it; anything else opens nothing."""
+    distinct: dict[tuple[str, int], Change] = {}
+    for change in log:
+        seen = distinct.get((change["id"], change["seq"]))
+        if seen is None or (change["op"] == "d" and seen["op"] != "d"):
+            distinct[(change["id"], change["seq"])] = change
+    rows: dict[tuple[str, int], Change] = {}
+    open_by_key: dict[str, Change | None] = {}
+    for (key, seq), change in sorted(distinct.items()):
+        current = open_by_key.get(key)
+        if change["op"] == "d":
+            if current is not None:
+                current["valid_to"] = seq
+            open_by_key[key] = None
+        elif current is None or any(change[t] != current[t] for t in tracked):
+            if current is not None:
+                current["valid_to"] = seq
+            version = {**change, "valid_from": seq, "valid_to": None}
+            rows[(key, seq)] = open_by_key[key] = version
+    return rows
