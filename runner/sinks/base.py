@@ -178,16 +178,12 @@ class DeltaWriter(ABC):
             rows, version = self._append(spec, prepared, batch_id)
         return WriteResult(spec.model, rows, False, version, time.perf_counter() - started)
 
+    @abstractmethod
     def _changes(self, spec: SinkSpec, data: DataFrame | pa.Table, batch_id: int,
                  rows_hint: int | None) -> tuple[SinkSpec, DataFrame]:
         """A change-data-capture model's batch: its side table written (tombstones, or the
-        change log of SCD 2), then the spec and rows to write (:mod:`runner.sinks.cdc`)."""
-        from runner.sinks import cdc, scd2
-
-        if not _is_dataframe(data):
-            raise SinkError(f"model {spec.model}: change data capture writes DataFrames only")
-        prepare = scd2.prepare if spec.scd_type == 2 else cdc.prepare
-        return prepare(self, spec, data, batch_id, rows_hint)
+        change log of SCD 2), then the spec and rows to write. The engines take
+        :func:`runner.sinks.changes.prepare` (which needs this module: not imported here)."""
 
     @abstractmethod
     def committed_version(self, spec: SinkSpec) -> int | None:

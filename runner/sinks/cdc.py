@@ -28,6 +28,7 @@ of the batch that step 3 inserts).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
     from runner.sinks.base import DeltaWriter
 
 __all__ = ["DELETE_COLUMN", "HELPER_COLUMNS", "TOMBSTONE_COLUMN", "TOMBSTONES_DIR", "CdcMerge",
-           "cdc_merge", "first_rows", "latest_changes", "prepare", "read_tombstones", "tombstone_path", "tombstone_spec",
-           "tombstones_of", "with_tombstones"]
+           "cdc_merge", "first_rows", "latest_changes", "prepare", "read_tombstones",
+           "tombstone_path", "tombstone_spec", "tombstones_of", "with_tombstones"]
 
 #: The side table's folder inside the model's table folder.
 TOMBSTONES_DIR = "_runner_tombstones"
@@ -92,7 +93,8 @@ def tombstone_spec(spec: SinkSpec) -> SinkSpec:
 
 def latest_changes(spec: SinkSpec, changes: DataFrame, batch_id: int) -> DataFrame:
     """Per key the change with the greatest sequence value (a delete first at equal values),
-    with ``__runner_delete``.
+    with ``__runner_delete``, computed once (a local checkpoint: the later steps read it
+    several times).
 
     Raises:
         NullSequenceError: a change has no sequence value (the model's fault: parked).
@@ -101,18 +103,22 @@ def latest_changes(spec: SinkSpec, changes: DataFrame, batch_id: int) -> DataFra
     from pyspark.sql import functions as F
 
     seq = F.col(_sql(_col(None, str(spec.sequence_by))))
-    if changes.filter(seq.isNull()).limit(1).count():
+    is_delete = (F.coalesce(F.expr(spec.apply_as_deletes), F.lit(False))
+                 if spec.apply_as_deletes else F.lit(False))
+    keys = [F.col(_sql(_col(None, k))) for k in spec.unique_key]
+    # NULLs first: a key with a NULL sequence value keeps it, for the check below
+    order = Window.partitionBy(*keys).orderBy(seq.desc_nulls_first(),
+                                              F.col(DELETE_COLUMN).desc())
+    latest = (changes.withColumn(DELETE_COLUMN, is_delete)
+              .withColumn("__runner_rank", F.row_number().over(order))
+              .filter(F.col("__runner_rank") == 1).drop("__runner_rank")
+              .localCheckpoint(eager=True))  # computed once; read by every later step
+    if latest.filter(seq.isNull()).limit(1).count():
         raise NullSequenceError(
             f"model {spec.model}: a change in batch {batch_id} has a NULL sequence_by value "
             f"({spec.sequence_by}); every change needs one to be ordered",
             hint=f"filter such rows out in the model, or coalesce {spec.sequence_by} to a value")
-    is_delete = (F.coalesce(F.expr(spec.apply_as_deletes), F.lit(False))
-                 if spec.apply_as_deletes else F.lit(False))
-    keys = [F.col(_sql(_col(None, k))) for k in spec.unique_key]
-    order = Window.partitionBy(*keys).orderBy(seq.desc(), F.col(DELETE_COLUMN).desc())
-    return (changes.withColumn(DELETE_COLUMN, is_delete)
-            .withColumn("__runner_rank", F.row_number().over(order))
-            .filter(F.col("__runner_rank") == 1).drop("__runner_rank"))
+    return latest
 
 
 def tombstones_of(spec: SinkSpec, latest: DataFrame) -> DataFrame:
@@ -164,12 +170,8 @@ class CdcMerge:
     insert_values: dict[str, str]
 
 
-def cdc_merge(spec: SinkSpec, columns: list[str] | tuple[str, ...]) -> CdcMerge:
+def cdc_merge(spec: SinkSpec, columns: Sequence[str]) -> CdcMerge:
     """The MERGE clauses of ``spec`` for a source with ``columns`` (helper columns included)."""
-    if spec.scd_type == 2:
-        from runner.sinks.scd2 import history_merge
-
-        return history_merge(spec, columns)
     seq = str(spec.sequence_by)
     model_columns = [c for c in columns if c not in HELPER_COLUMNS]
     is_delete = exp.EQ(this=_col("source", DELETE_COLUMN), expression=exp.true())

@@ -25,6 +25,7 @@ the touched keys' history (read back in step 2), not with the table.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -132,7 +133,7 @@ def history(spec: SinkSpec, log: DataFrame) -> DataFrame:
     return versions.unionByName(markers, allowMissingColumns=True)
 
 
-def history_merge(spec: SinkSpec, columns: list[str] | tuple[str, ...]) -> CdcMerge:
+def history_merge(spec: SinkSpec, columns: Sequence[str]) -> CdcMerge:
     """The MERGE of :func:`history`'s rows on (key, ``valid_from``): markers delete, versions
     update or insert (``spec.unique_key`` already ends with ``valid_from``)."""
     marker = exp.column(DELETE_COLUMN, table="source", quoted=True)

@@ -69,7 +69,7 @@ from runner.sinks.base import (
     merge_predicate,
     quote_column,
 )
-from runner.sinks.cdc import cdc_merge
+from runner.sinks.changes import merge_clauses, prepare
 from runner.sinks.open_tables import OpenTables
 from runner.sinks.rs import RsWriter
 from runner.spark_errors import delta_error
@@ -120,6 +120,7 @@ class SparkWriter(DeltaWriter):
     """Delta writer on delta-spark; see the module docstring."""
 
     engine: ClassVar[str] = "spark"
+    _changes = prepare  # change data capture (runner/sinks/changes.py)
 
     def __init__(self, spark: SparkSession) -> None:
         self._spark = spark
@@ -191,12 +192,12 @@ class SparkWriter(DeltaWriter):
                     merger = (DeltaTable.forPath(spark, spec.path).alias("target")
                               .merge(data.alias("source"), merge_predicate(spec.unique_key)))
                     if spec.sequence_by is not None:  # change data capture (sinks/cdc.py)
-                        clauses = cdc_merge(spec, data.columns)
+                        clauses = merge_clauses(spec, data.columns)
                         merger = (merger.whenMatchedDelete(condition=clauses.delete_when)
                                   .whenMatchedUpdate(condition=clauses.update_when,
-                                                     set=clauses.update_set)
+                                                     set={**clauses.update_set})
                                   .whenNotMatchedInsert(condition=clauses.insert_when,
-                                                        values=clauses.insert_values))
+                                                        values={**clauses.insert_values}))
                     elif spec.merge_update is not None:
                         merger = merger.whenMatchedUpdate(
                             condition=spec.merge_condition,

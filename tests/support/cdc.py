@@ -49,16 +49,16 @@ def change_log(keys: int, changes_per_key: float = 4.0, *, seed: int = 7,
             live.add(key)
         ordered.append({"id": key, "seq": seq + 1, "op": op, "name": f"n{rng.randrange(50)}",
                         "amount": rng.randrange(1000)})
-    arrived = list(ordered)
-    for _ in range(int(len(ordered) * late)):  # a late change: moved further down the log
-        i = rng.randrange(len(arrived))
-        change = arrived.pop(i)
-        arrived.insert(min(len(arrived), i + rng.randrange(1, max(2, len(arrived) // 3))),
-                       change)
-    for _ in range(int(len(ordered) * duplicates)):  # an exact duplicate, anywhere after
-        i = rng.randrange(len(arrived))
-        arrived.insert(rng.randrange(i, len(arrived) + 1), dict(arrived[i]))
-    return arrived
+    n = len(ordered)
+    arrival = []  # (arrival position, tie-break, change): a late change arrives further down
+    for pos, change in enumerate(ordered):
+        delay = rng.randrange(1, max(2, n // 3)) if rng.random() < late else 0
+        arrival.append((pos + delay, pos, change))
+    for k in range(int(n * duplicates)):  # an exact duplicate, anywhere after the original
+        i = rng.randrange(n)
+        arrival.append((arrival[i][0] + rng.randrange(0, max(1, n // 3)), n + k,
+                        dict(ordered[i])))
+    return [change for _, _, change in sorted(arrival, key=lambda a: (a[0], a[1]))]
 
 
 def reference(log: Iterable[Change]) -> dict[str, Change]:
