@@ -94,11 +94,13 @@ def table_files(table: DeltaTable) -> tuple[int, int]:
 
 
 def data_files_on_disk(path: str | Path) -> set[str]:
-    """Parquet files under the table's folder (its log aside): every version's files."""
+    """Parquet files under the table's folder (its log aside): every version's files. Hidden
+    ``_`` folders other than partitions (a CDC model's side tables: :mod:`runner.sinks.cdc`)
+    are not the table's."""
     found: set[str] = set()
     for folder, dirs, files in os.walk(path):
         if folder == str(path):
-            dirs[:] = [d for d in dirs if d != "_delta_log"]
+            dirs[:] = [d for d in dirs if not d.startswith("_") or "=" in d]
         found.update(os.path.join(folder, f) for f in files if f.endswith(".parquet"))
     return found
 
