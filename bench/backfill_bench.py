@@ -41,24 +41,17 @@ from typing import Any
 from bench.common import (
     REPO,
     bench_parser,
-    example_project,
+    bench_project,
+    demo_data,
+    files_source,
     progress_record,
     table_rows,
     write_result,
 )
-from runner.demo import write_demo_files
 from tests.support.projects import ENDPOINT_COUNTS
 
 MODELS = {"endpoint_counts": ENDPOINT_COUNTS,
           "requests_copy": (REPO / "models" / "request_logs.sql").read_text()}
-
-
-def make_project(root: Path, data: Path, *, master: str, max_files: int,
-                 example: bool = True, extra: tuple[str, ...] = ()) -> Path:
-    return example_project(
-        root, models=example, extra_models={name: MODELS[name] for name in extra},
-        source={"type": "files", "path": str(data), "max_files_per_trigger": max_files},
-        delta={"engine": "rs"}, spark={"master": master})
 
 
 def run(project: Path) -> dict[str, Any]:
@@ -78,10 +71,6 @@ def run(project: Path) -> dict[str, Any]:
             "backfill": done[0] if done else None}
 
 
-def count(project: Path, name: str) -> int | None:
-    return table_rows(project / "_warehouse" / name)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = bench_parser(__doc__, events=1_000_000, files=40, max_files=True, master=True,
                           rounds=1, workdir=True, json=True)
@@ -90,27 +79,28 @@ def main(argv: list[str] | None = None) -> int:
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="backfill-bench-"))
     data = work / "data"
-    if not data.is_dir():
-        write_demo_files(data, events=args.events, files=args.files, poison_every=0)
+    demo_data(data, args.events, args.files)
     models = [m for m in args.models.split(",") if m]
     rounds = []
     for r in range(args.rounds):
         base = work / f"round-{r}"
         shutil.rmtree(base, ignore_errors=True)
-        hist = make_project(base / "history", data, master=args.master, max_files=args.max_files)
+        source = files_source(data, args.max_files)
+        hist = bench_project(base / "history", source=source, master=args.master)
         record: dict[str, Any] = {"history": run(hist)}
         print(f"round {r}: history {record['history']}", flush=True)
         for model in models:
             (hist / "models" / f"{model}.sql").write_text(MODELS[model])
             step = run(hist)
-            alone = make_project(base / f"alone-{model}", data, master=args.master,
-                                 max_files=args.max_files, example=False, extra=(model,))
+            alone = bench_project(base / f"alone-{model}", source=source, master=args.master,
+                                  models=False, extra_models={model: MODELS[model]})
             live = run(alone)
-            both = make_project(base / f"with-{model}", data, master=args.master,
-                                max_files=args.max_files, extra=(model,))
+            both = bench_project(base / f"with-{model}", source=source, master=args.master,
+                                 extra_models={model: MODELS[model]})
             with_ = run(both)
-            rows = {"backfilled": count(hist, model), "alone": count(alone, model),
-                    "with": count(both, model)}
+            rows = {"backfilled": table_rows(hist / "_warehouse" / model),
+                    "alone": table_rows(alone / "_warehouse" / model),
+                    "with": table_rows(both / "_warehouse" / model)}
             assert len(set(rows.values())) == 1, (model, rows)
             assert step["backfill"] is not None and step["batches"] == 0, step
             record[model] = {

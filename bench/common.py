@@ -1,5 +1,6 @@
 """What every bench shares: the repository, result files, the shared command-line options,
-copies of the example project, processes read from ``/proc``, Spark event logs, Delta counts.
+copies of the example project, Spark event logs, Delta counts (processes read from ``/proc``:
+:mod:`bench.processes`).
 
 Results: every bench writes ``bench/results/<bench>-<UTC date YYYYMMDD>-<git short sha>.json``
 (``<bench>`` is its module name, as in ``python -m bench.<bench>``) and keeps one current file
@@ -22,6 +23,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -162,12 +164,13 @@ def median(xs: Sequence[float]) -> float:
 
 def example_project(dest: Path, *, base: str = "project.yml", models: bool = True,
                     extra_models: Mapping[str, str] | None = None, **settings: Any) -> Path:
-    """A copy of the example project in the new folder ``dest``: ``macros/``, ``seeds/``,
+    """A copy of the example project in ``dest``: ``macros/``, ``seeds/``,
     ``models/`` (unless ``models`` is False), ``extra_models`` (name -> SQL) and ``base`` (a
     project.yml of the repository) with the top-level ``settings`` replaced (``source=``,
-    ``delta=``...)."""
+    ``delta=``...). What ``dest`` held before is removed (a round reuses its folder)."""
     import yaml
 
+    shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     shutil.copytree(REPO / "macros", dest / "macros")
     shutil.copytree(REPO / "seeds", dest / "seeds")
@@ -180,6 +183,54 @@ def example_project(dest: Path, *, base: str = "project.yml", models: bool = Tru
     config.update(settings)
     (dest / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return dest
+
+
+def bench_project(dest: Path, *, source: Mapping[str, Any], engine: str = "rs",
+                  master: str = "local[2]", conf: Mapping[str, str] | None = None,
+                  delta: Mapping[str, Any] | None = None, **settings: Any) -> Path:
+    """:func:`example_project` as a bench runs it: ``source``, the Delta ``engine`` (never
+    ``auto``: a figure names its engine) with any other ``delta`` settings, the Spark
+    ``master`` and extra Spark ``conf``; ``settings`` as :func:`example_project` takes them
+    (``models=``, ``extra_models=``, ``base=``, top-level keys)."""
+    spark: dict[str, Any] = {"master": master, **({"conf": dict(conf)} if conf else {})}
+    return example_project(dest, source=dict(source), delta={"engine": engine, **(delta or {})},
+                           spark=spark, **settings)
+
+
+def files_source(path: Path | str, max_files: int) -> dict[str, Any]:
+    """project.yml's ``source:`` for input files in ``path``, ``max_files`` per trigger."""
+    return {"type": "files", "path": str(path), "max_files_per_trigger": max_files}
+
+
+def demo_data(folder: Path, events: int, files: int) -> dict[str, Any]:
+    """Seed-shaped events (``runner.demo``, seed 42, no poison lines) in ``folder``, reused when
+    an earlier run wrote the same (``<folder>.json`` says so). Returns what is there and the
+    rows each example table should hold (``expected``)."""
+    from runner.demo import write_demo_files
+
+    marker = folder.with_suffix(".json")
+    want = {"events": events, "files": files, "seed": 42, "poison_every": 0}
+    if marker.is_file() and (meta := json.loads(marker.read_text())).get("params") == want:
+        print(f"reusing {meta['events']:,} events in {folder}", flush=True)
+        return dict(meta)
+    shutil.rmtree(folder, ignore_errors=True)
+    t0 = time.perf_counter()
+    result = write_demo_files(folder, events=events, files=files, seed=42, poison_every=0)
+    errors = blanks = size = 0
+    for path in sorted(folder.glob("events-*.json")):
+        text = path.read_text(encoding="utf-8")
+        size += len(text.encode())
+        errors += text.count('"errorCode"')
+        blanks += sum(1 for line in text.split("\n")[:-1] if not line.strip())
+    meta = {"params": want, "events": result.events, "files": result.files, "bytes": size,
+            "blank_lines": blanks,
+            "expected": {"request_logs": result.events, "performance_metrics": result.events,
+                         "error_events": errors},
+            "seconds": time.perf_counter() - t0}
+    marker.write_text(json.dumps(meta, indent=2))
+    print(f"generated {result.events:,} events ({size / 1e6:.0f} MB, {result.files} files, "
+          f"{errors:,} errors) in {meta['seconds']:.0f} s", flush=True)
+    return meta
 
 
 def example_config(base: str = "project.yml") -> dict[str, Any]:
@@ -231,60 +282,13 @@ def table_rows(path: Path | str) -> int | None:
     return int(DeltaTable(str(path)).to_pyarrow_dataset().count_rows())
 
 
-# ---- processes, from /proc -----------------------------------------------------------------
-
-def descendants(root: int, *, include_root: bool = False) -> list[int]:
-    """Every process below ``root`` (children, their children, ...); ``root`` first if asked."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    out: list[int] = []
-    todo = [root] if include_root else list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
-def command_name(pid: int) -> str | None:
-    """``/proc/<pid>/comm`` (``java``, ``python3.11``...), None when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
-def status_kb(pid: int, key: str) -> int:
-    """A ``kB`` line of ``/proc/<pid>/status`` (``VmHWM``, ``VmRSS``); 0 when gone."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of one process so far (0.0 when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def count_tables(warehouse: Path, names: Iterable[str] | None = None) -> dict[str, int]:
+    """Rows of the Delta tables under ``warehouse``: each of ``names`` (0 when it has no
+    table), else every table there."""
+    if names is None:
+        names = sorted(p.name for p in warehouse.iterdir()) if warehouse.is_dir() else []
+        return {n: rows for n in names if (rows := table_rows(warehouse / n)) is not None}
+    return {n: table_rows(warehouse / n) or 0 for n in names}
 
 
 # ---- Spark event logs ----------------------------------------------------------------------

@@ -45,7 +45,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, bench_parser, example_project, progress_record, write_result
+from bench.common import (
+    REPO,
+    bench_parser,
+    bench_project,
+    files_source,
+    progress_record,
+    write_result,
+)
 from runner.demo import write_demo_files
 from tests.support.projects import ENDPOINT_COUNTS, SLOW_REQUESTS
 from tests.support.reference import (
@@ -58,12 +65,13 @@ from tests.support.reference import (
 LATE_MODELS = {"endpoint_counts": ENDPOINT_COUNTS, "slow_requests": SLOW_REQUESTS}
 
 
-def make_project(root: Path, *, late: bool = False, engine: str = "rs") -> Path:
-    """A copy of the example project: the given Delta engine, 1 s trigger, plus the merge
-    model (unless ``late``: then :func:`add_models` brings it, with slow_requests, later)."""
-    example_project(root, extra_models={} if late else {"endpoint_counts": ENDPOINT_COUNTS},
-                    source={"type": "files", "path": "data/incoming", "max_files_per_trigger": 8},
-                    trigger="1 second", delta={"engine": engine}, spark={"master": "local[2]"})
+def loop_project(root: Path, *, late: bool = False, engine: str = "rs") -> Path:
+    """The example project: the given Delta engine, 1 s trigger, up to 8 files a batch, plus
+    the merge model (unless ``late``: then :func:`add_models` brings it, with slow_requests,
+    later)."""
+    bench_project(root, source=files_source("data/incoming", 8), engine=engine,
+                  extra_models={} if late else {"endpoint_counts": ENDPOINT_COUNTS},
+                  trigger="1 second")
     (root / "data" / "incoming").mkdir(parents=True)
     return root
 
@@ -147,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rng = random.Random(args.seed)
     work = args.keep or Path(tempfile.mkdtemp(prefix="crash-loop-"))
-    project = make_project(work / "project", late=args.add_models, engine=args.engine)
+    project = loop_project(work / "project", late=args.add_models, engine=args.engine)
     added_at = args.kills // 2 if args.add_models else None
     checkpoint, warehouse = project / "_checkpoint", project / "_warehouse"
     logs = work / "logs"

@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import REPO, bench_parser, command_name, descendants, status_kb, write_result
+from bench.common import REPO, bench_parser, write_result
+from bench.processes import TreeSampler
 from runner.demo import write_demo_files
 
 _YML = """\
@@ -57,29 +58,27 @@ def run_case(case: str, records: int, work: Path, repo: Path = REPO) -> dict[str
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env={**os.environ, "PYTHONPATH": str(repo)})
-    peaks: dict[int, tuple[str, int]] = {}
-    while proc.poll() is None:
-        for pid in descendants(proc.pid, include_root=True):
-            name = command_name(pid) or "?"
-            peaks[pid] = (name, max(status_kb(pid, "VmHWM"), peaks.get(pid, ("", 0))[1]))
-        time.sleep(0.1)
-    out = proc.stdout.read() if proc.stdout else ""
-    python = max((kb for n, kb in peaks.values() if n.startswith("python")), default=0)
-    java = max((kb for n, kb in peaks.values() if n == "java"), default=0)
+    sampler = TreeSampler(proc.pid, interval=0.1)
+    sampler.start()
+    out, _ = proc.communicate()  # reading as it goes: a full pipe would stall the runner
+    sampler.stop()
+    roles = sampler.summary()["roles"]
+    python = max(roles.get(r, {}).get("peak_mb", 0.0) for r in ("driver", "py_workers"))
+    java = roles.get("jvm", {}).get("peak_mb", 0.0)
     return {"case": case, "records": records, "input_mb": round(size / 2**20, 1),
             "exit": proc.returncode, "seconds": round(time.perf_counter() - started, 1),
-            "python_peak_mb": round(python / 1024), "jvm_peak_mb": round(java / 1024),
+            "python_peak_mb": round(python), "jvm_peak_mb": round(java),
             "tail": out.strip().splitlines()[-1:] if proc.returncode else []}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = bench_parser(__doc__, json=True)
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--cases", default="valid,dead,merge")
     parser.add_argument("--repo", type=Path, default=REPO,
                         help="the checkout whose runner/ runs (e.g. an older commit's export)")
     parser.add_argument("--rounds", type=int, default=1)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     runs = []
     with tempfile.TemporaryDirectory(prefix="driver-memory-") as tmp:
         for _ in range(args.rounds):
@@ -87,7 +86,8 @@ def main() -> None:
                 runs.append(run_case(case, args.records, Path(tmp), args.repo))
                 print(json.dumps(runs[-1]), flush=True)
     write_result(__file__, {"records": args.records, "runs": runs}, args.json)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

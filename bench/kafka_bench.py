@@ -49,20 +49,11 @@ rate
 The jars (``--jars``, default ``$RUNNER_JARS_DIR`` else ``.jars/spark``) go on every run's
 ``spark.jars`` (the ``spark`` reader needs spark-sql-kafka, the ``spark`` engine delta-spark).
 
-Usage::
+Usage (more in docs/BENCHMARKS.md)::
 
-    .venv/bin/python -m bench.kafka_bench           # Apache broker; 200k backlog, 2 rounds,
-                                                    # readers spark,python,files, engine rs;
-                                                    # rate 2000 ev/s for 60 s per reader
     .venv/bin/python -m bench.kafka_bench --only backlog --engine rs,spark --readers spark,python
-    .venv/bin/python -m bench.kafka_bench --only rate --rate 100,2000 --duration 30
-    .venv/bin/python -m bench.kafka_bench --broker tansu --readers python,files
-    # latency on both engines, plus delta-spark with main's runner/ (before/after, one run):
     .venv/bin/python -m bench.kafka_bench --only rate --readers spark --engine rs,spark \
-        --rate 100,1000 --duration 30 --baseline /tmp/main-tree
-    # steady-state latency (docs/BENCHMARKS.md, 2026-11-25): 20 s at the rate, untimed, first
-    .venv/bin/python -m bench.kafka_bench --only rate --readers spark --engine rs,spark \
-        --rate 100,1000 --duration 60 --warmup-s 20 --rate-rounds 2
+        --rate 100,1000 --duration 60 --warmup-s 20 --rate-rounds 2    # steady state
 
 Raw results go to ``bench/results/kafka_bench-<date>-<sha>.json`` (or ``--json``).
 """
@@ -73,36 +64,35 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.common import (
     bench_parser,
+    bench_project,
+    count_tables,
     event_log_conf,
-    event_logs,
-    example_project,
-    job_description,
-    median,
-    progress_record,
-    read_events,
+    files_source,
     run_env,
     snapshot_runner,
     spark_conf,
     spark_jars,
-    table_rows,
     tree_digest,
     write_result,
 )
+from bench.kafka_report import (
+    batch_breakdown,
+    pct,
+    report_backlog,
+    report_rate,
+    report_rate_summary,
+)
+from bench.processes import RunnerProcess
 from runner.demo import POISON, event_lines
 from tests.support.brokers import (
     ApacheKafkaBroker,
@@ -118,10 +108,6 @@ TABLES = ("request_logs", "error_events", "performance_metrics", "_dead_letter")
 KAFKA_LAG = "SELECT eventId, _kafka_timestamp, _batch_id FROM parsed_events\n"
 READERS = ("spark", "python", "files")
 ENGINES = ("rs", "spark")
-#: Spark's trigger phases (``StreamingQueryProgress.durationMs``), in the order they run.
-PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
-
-# ---- projects and processes ----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -138,100 +124,14 @@ class Variant:
         return f"{where}/{self.engine}{'@baseline' if self.baseline else ''}"
 
 
-def make_project(dest: Path, *, source: dict[str, Any], engine: str, master: str,
-                 spark_conf: dict[str, str] | None = None,
-                 extra_models: dict[str, str] | None = None) -> Path:
-    """A copy of the example project (models, macros) with ``source`` as its source and
-    ``engine`` as its Delta engine."""
-    return example_project(dest, base="examples/kafka/project.yml", extra_models=extra_models,
-                           source=source, delta={"engine": engine},
-                           spark={"master": master, **({"conf": spark_conf} if spark_conf
-                                                       else {})})
+#: The example project's Kafka variant: what every Kafka run copies.
+KAFKA_BASE = "examples/kafka/project.yml"
 
 
 def kafka_source(bootstrap: str, topic: str, reader: str, max_offsets: int) -> dict[str, Any]:
     return {"type": "kafka", "bootstrap_servers": bootstrap, "topic": topic,
             "starting_offsets": "earliest", "max_offsets_per_trigger": max_offsets,
             "reader": reader}
-
-
-@dataclass
-class RunnerProcess:
-    """``runner stream --progress json`` in its own process (and process group); JSON lines
-    time-stamped on arrival."""
-
-    project: Path
-    args: list[str]
-    env: dict[str, str]
-    lines: list[tuple[float, float, dict[str, Any]]] = field(default_factory=list)
-    stderr: list[str] = field(default_factory=list)
-
-    def start(self) -> RunnerProcess:
-        cmd = [sys.executable, "-m", "runner", "stream", "--project-dir", str(self.project),
-               "--progress", "json", *self.args]
-        self.started = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, cwd=str(self.project),
-                                     env={**self.env, "RUNNER_ALLOW_SPARK_CONF":
-                                          os.environ.get("RUNNER_ALLOW_SPARK_CONF", "")},
-                                     start_new_session=True)
-        self._threads = [threading.Thread(target=self._read, daemon=True),
-                         threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr),
-                                          daemon=True)]
-        for t in self._threads:
-            t.start()
-        return self
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:  # type: ignore[union-attr]
-            doc = progress_record(line)
-            if doc is not None:
-                self.lines.append((time.perf_counter() - self.started, time.time(), doc))
-
-    def batches(self) -> list[tuple[float, float, dict[str, Any]]]:
-        return [(t, wall, d) for t, wall, d in self.lines if "batch_id" in d]
-
-    def input_rows(self) -> int:
-        return sum(d["input_rows"] for _, _, d in self.batches())
-
-    def events(self) -> list[str]:
-        return [str(d["event"]) for _, _, d in self.lines if "event" in d]
-
-    def wait_for(self, predicate: Any, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"runner exited ({self.proc.returncode}) while waiting for "
-                                   f"{what}: {''.join(self.stderr)[-1500:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
-            time.sleep(0.05)
-
-    def finish(self, timeout: float, *, terminate: bool = False) -> float:
-        """Wait for the process (SIGTERM first when ``terminate``); its wall seconds."""
-        if terminate:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            rc = self.proc.wait()
-        wall = time.perf_counter() - self.started
-        for t in self._threads:
-            t.join(5)
-        if rc != 0:
-            raise RuntimeError(f"runner exited with {rc}: {''.join(self.stderr)[-1500:]}")
-        return wall
-
-    def kill(self) -> None:
-        """Kill this run's process group (the runner, its JVM, its Python workers)."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def summary(self) -> dict[str, Any]:
-        return next((d["summary"] for _, _, d in reversed(self.lines) if "summary" in d), {})
 
 
 def read_rows(path: Path) -> Any:
@@ -241,21 +141,10 @@ def read_rows(path: Path) -> Any:
     # to_pyarrow_table(): aborted the interpreter at exit (exit 134) with deltalake 1.6.6
 
 
-def count_tables(warehouse: Path) -> dict[str, int]:
-    return {t: table_rows(warehouse / t) or 0 for t in TABLES}
-
-
 def expected_counts(lines: list[str]) -> dict[str, int]:
     good = [json.loads(x) for x in lines if x not in POISON]
     return {"request_logs": len(good), "error_events": sum(len(e["errors"]) for e in good),
             "performance_metrics": len(good), "_dead_letter": len(lines) - len(good)}
-
-
-def _pct(xs: list[float], q: float) -> float:
-    if not xs:
-        return float("nan")
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
 
 
 @dataclass(frozen=True)
@@ -311,18 +200,17 @@ def bench_backlog(b: Bench, variants: list[Variant]) -> dict[str, Any]:
     for rnd in range(args.rounds):
         k = rnd % len(variants)
         for v in variants[k:] + variants[:k]:
-            source = ({"type": "files", "path": str(data), "max_files_per_trigger": 1}
-                      if v.reader == "files" else
+            source = (files_source(data, 1) if v.reader == "files" else
                       kafka_source(b.bootstrap, topic, v.reader, args.max_offsets))
-            project = make_project(b.work / f"backlog-{v.reader}-{v.engine}-r{rnd}",
-                                   source=source, engine=v.engine, master=args.master,
-                                   spark_conf=b.spark_conf)
+            project = bench_project(b.work / f"backlog-{v.reader}-{v.engine}-r{rnd}",
+                                    base=KAFKA_BASE, source=source, engine=v.engine,
+                                    master=args.master, conf=b.spark_conf)
             proc = RunnerProcess(project, ["--available-now"], b.env_of(v)).start()
             try:
                 wall = proc.finish(args.timeout)
             finally:
                 proc.kill()
-            counts = count_tables(project / "_warehouse")
+            counts = count_tables(project / "_warehouse", TABLES)
             summary = proc.summary()
             run = {"variant": v.name, "reader": v.reader, "engine": v.engine, "round": rnd,
                    "wall_s": wall, "query_s": summary.get("seconds"),
@@ -340,27 +228,6 @@ def bench_backlog(b: Bench, variants: list[Variant]) -> dict[str, Any]:
             "expected": expected, "runs": runs}
 
 
-def report_backlog(res: dict[str, Any]) -> str:
-    n = res["events"]
-    out = [f"\n### Backlog: {n:,} events, {res['partitions']} partitions, "
-           f"{res['max_offsets_per_trigger']:,} per batch, {res['rounds']} round(s), order "
-           "rotated each round\n",
-           "| source / engine | wall s (median) | events/s (wall) | query s (median) | "
-           "events/s (query) | per-batch s (median run) | rows ok |",
-           "|---|---:|---:|---:|---:|---|---|"]
-    for variant in res["variants"]:
-        runs = [r for r in res["runs"] if r["variant"] == variant]
-        if not runs:
-            continue
-        wall = median([r["wall_s"] for r in runs])
-        query = median([r["query_s"] for r in runs])
-        mid = sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
-        out.append(f"| {variant} | {wall:.1f} | {n / wall:,.0f} | {query:.1f} | "
-                   f"{n / query:,.0f} | {' '.join(f'{s:.1f}' for s in mid['batch_s'])} | "
-                   f"{'yes' if all(r['counts_ok'] for r in runs) else 'NO'} |")
-    return "\n".join(out)
-
-
 # ---- fixed rate ------------------------------------------------------------------------------
 
 def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
@@ -371,9 +238,9 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
     conf = dict(b.spark_conf)
     if args.eventlog:
         conf.update(event_log_conf(root / "eventlog"))
-    project = make_project(root / "project", master=args.master, engine=v.engine,
-                           spark_conf=conf, extra_models={"kafka_lag": KAFKA_LAG},
-                           source=kafka_source(b.bootstrap, topic, v.reader, args.max_offsets))
+    project = bench_project(root / "project", base=KAFKA_BASE, master=args.master,
+                            engine=v.engine, conf=conf, extra_models={"kafka_lag": KAFKA_LAG},
+                            source=kafka_source(b.bootstrap, topic, v.reader, args.max_offsets))
     print(f"rate {rate:g}/s {v.name}: starting", flush=True)
     proc = RunnerProcess(project, ["--trigger", args.trigger], b.env_of(v)).start()
     warmup = list(event_lines(args.warmup, start_id=10_000_000, poison_every=0))
@@ -413,7 +280,7 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
     intervals = [y[0] - x[0] for x, y in zip(batches, batches[1:])]
     seconds = [d["seconds"] for _, d in batches]
     rows = [d["input_rows"] for _, d in batches]
-    counts = count_tables(project / "_warehouse")
+    counts = count_tables(project / "_warehouse", TABLES)
     counts_ok = counts == expected_counts(warmup + paced + timed)
     timed_ids = {d["batch_id"] for _, d in batches}
     breakdown = (batch_breakdown(root / "eventlog", timed_ids) if args.eventlog else None)
@@ -425,12 +292,12 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
            "warmup_s": args.warmup_s,
            "batches": len(batches), "batch_s": seconds, "batch_rows": rows,
            "interval_s": intervals, "lag_s": {
-               "p50": _pct(lags, 0.5), "p95": _pct(lags, 0.95), "p99": _pct(lags, 0.99),
+               "p50": pct(lags, 0.5), "p95": pct(lags, 0.95), "p99": pct(lags, 0.99),
                "max": max(lags) if lags else float("nan"), "n": len(lags)},
            "runner_events": proc.events(), "breakdown": breakdown,
            "counts_ok": counts_ok, "counts": counts}
     print(f"rate {rate:g}/s {v.name}: {len(batches)} batches, per-batch p50 "
-          f"{_pct(seconds, 0.5):.2f} s, lag p50 {res['lag_s']['p50']:.2f} s, counts "
+          f"{pct(seconds, 0.5):.2f} s, lag p50 {res['lag_s']['p50']:.2f} s, counts "
           f"{'ok' if counts_ok else 'WRONG'}", flush=True)
     return res
 
@@ -445,136 +312,6 @@ def _produce_at(producer: Any, topic: str, lines: list[str], rate: float) -> flo
         producer.send(topic, line)
     producer.flush()
     return time.monotonic() - started
-
-
-_BATCH_JOB = re.compile(r"runner: (?P<what>\S+) batch (?P<id>\d+)")
-
-
-def batch_breakdown(eventlog: Path, batch_ids: set[int]) -> dict[str, Any]:
-    """Per timed batch, from Spark's event log: the trigger's phases (its progress event's
-    ``durationMs``) and the runner's labelled jobs (wall seconds, tasks, task CPU seconds).
-
-    Returns ``{"batches": [{"batch_id", "durationMs", "jobs": [...]}], "phases": {phase:
-    median ms}, "jobs": {label: median wall s per batch}, ...}`` (medians over the batches).
-    """
-    events = [e for d in event_logs(eventlog) for e in read_events(d)]
-    progress: dict[int, dict[str, int]] = {}
-    jobs: dict[int, dict[str, Any]] = {}
-    job_stages: dict[int, list[int]] = {}
-    stage_cpu: dict[int, float] = {}
-    stage_tasks: dict[int, int] = {}
-    for e in events:
-        kind = e["Event"]
-        if kind.endswith("StreamingQueryListener$QueryProgressEvent"):
-            p = e["progress"]
-            if p["batchId"] in batch_ids:
-                progress[p["batchId"]] = p.get("durationMs", {})
-        elif kind == "SparkListenerJobStart":
-            desc = job_description(e)
-            m = _BATCH_JOB.search(desc)
-            if m and int(m.group("id")) in batch_ids:
-                label = m.group("what")  # parse, or the model (or dead-letter table) written
-                if desc.startswith("Delta: "):  # delta-spark's own jobs for that write
-                    label = f"Delta: {label}"
-                jobs[e["Job ID"]] = {"batch_id": int(m.group("id")), "label": label,
-                                     "start": e["Submission Time"]}
-                job_stages[e["Job ID"]] = [s["Stage ID"] for s in e["Stage Infos"]]
-        elif kind == "SparkListenerJobEnd" and e["Job ID"] in jobs:
-            jobs[e["Job ID"]]["end"] = e["Completion Time"]
-        elif kind == "SparkListenerTaskEnd":
-            m = e.get("Task Metrics") or {}
-            stage_cpu[e["Stage ID"]] = stage_cpu.get(e["Stage ID"], 0.0) + \
-                m.get("Executor CPU Time", 0) / 1e9
-            stage_tasks[e["Stage ID"]] = stage_tasks.get(e["Stage ID"], 0) + 1
-    per_batch: list[dict[str, Any]] = []
-    for bid in sorted(batch_ids):
-        mine = [(jid, j) for jid, j in jobs.items() if j["batch_id"] == bid]
-        labels: dict[str, dict[str, float]] = {}
-        for jid, j in mine:
-            acc = labels.setdefault(j["label"], {"jobs": 0, "wall_s": 0.0, "tasks": 0,
-                                                 "task_cpu_s": 0.0})
-            acc["jobs"] += 1
-            acc["wall_s"] += (j.get("end", j["start"]) - j["start"]) / 1000
-            acc["tasks"] += sum(stage_tasks.get(s, 0) for s in job_stages[jid])
-            acc["task_cpu_s"] += sum(stage_cpu.get(s, 0.0) for s in job_stages[jid])
-        spans = sorted(((j["start"], j.get("end", j["start"])) for _, j in mine))
-        busy, reach = 0.0, None  # the union of the jobs' intervals (sink jobs overlap)
-        for start, end in spans:
-            if reach is None or start > reach:
-                busy += end - start
-                reach = end
-            elif end > reach:
-                busy += end - reach
-                reach = end
-        add = progress.get(bid, {}).get("addBatch")
-        per_batch.append({"batch_id": bid, "durationMs": progress.get(bid, {}), "jobs": labels,
-                          "jobs_busy_s": busy / 1000,
-                          "outside_jobs_s": None if add is None else add / 1000 - busy / 1000})
-    phases = {ph: median([float(b["durationMs"][ph]) for b in per_batch
-                           if ph in b["durationMs"]]) for ph in (*PHASES, "triggerExecution")}
-    all_labels = sorted({label for b in per_batch for label in b["jobs"]})
-    job_medians = {label: {k: median([float(b["jobs"].get(label, {}).get(k, 0.0))
-                                       for b in per_batch])
-                           for k in ("jobs", "wall_s", "tasks", "task_cpu_s")}
-                   for label in all_labels}
-    return {"batches": per_batch, "phases_ms": phases, "jobs": job_medians,
-            "jobs_busy_s": median([b["jobs_busy_s"] for b in per_batch]),
-            "outside_jobs_s": median([b["outside_jobs_s"] for b in per_batch
-                                       if b["outside_jobs_s"] is not None]),
-            "progress_events": len(progress)}
-
-
-def report_rate(res: dict[str, Any]) -> str:
-    s, rows, gaps, lag = res["batch_s"], res["batch_rows"], res["interval_s"], res["lag_s"]
-    out = [
-        f"\n### Fixed input rate, {res['variant']}, round {res.get('round', 0)}: "
-        f"{res['rate']:,.0f} events/s for "
-        f"{res['duration_s']:g} s (achieved {res['achieved_rate']:,.0f}/s), trigger "
-        f"'{res['trigger']}', {res['partitions']} partitions\n",
-        "| batches | rows/batch (median, max) | per-batch s p50 | p95 | max | "
-        "batch interval s (median) | lag s p50 | p95 | p99 | max |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        f"| {res['batches']} | {median(rows):,.0f}, {max(rows, default=0):,} | "
-        f"{_pct(s, 0.5):.2f} | {_pct(s, 0.95):.2f} | {max(s, default=float('nan')):.2f} | "
-        f"{median(gaps):.2f} | {lag['p50']:.2f} | "
-        f"{lag['p95']:.2f} | {lag['p99']:.2f} | {lag['max']:.2f} |",
-        "\nlag = the event's batch reported done (all tables committed) minus the event's "
-        f"Kafka timestamp, over {lag['n']:,} events (warm-up excluded); rows ok: "
-        f"{'yes' if res['counts_ok'] else 'NO'}"]
-    bd = res.get("breakdown")
-    if bd and bd["batches"]:
-        ph = bd["phases_ms"]
-        out += ["\nWhere a timed batch's time goes (Spark's event log; medians over "
-                f"{len(bd['batches'])} batches, {bd['progress_events']} with a progress "
-                "event). Trigger phases, ms (addBatch = the runner's foreachBatch):\n",
-                "| " + " | ".join((*PHASES, "triggerExecution")) + " |",
-                "|" + "---:|" * (len(PHASES) + 1),
-                "| " + " | ".join(f"{ph[p]:.0f}" for p in (*PHASES, "triggerExecution")) + " |",
-                "\nSpark jobs inside the batch, by the runner's job labels (per batch):\n",
-                "| jobs of | jobs | wall s | tasks | task CPU s |", "|---|---:|---:|---:|---:|"]
-        out += [f"| {label} | {j['jobs']:.0f} | {j['wall_s']:.2f} | {j['tasks']:.0f} | "
-                f"{j['task_cpu_s']:.2f} |" for label, j in bd["jobs"].items()]
-        out.append(f"\nPer batch, some job running: {bd['jobs_busy_s']:.2f} s; in addBatch with "
-                   f"no job running (driver: Python, py4j, delta-rs commits, Delta log "
-                   f"reads): {bd['outside_jobs_s']:.2f} s (medians)")
-    return "\n".join(out)
-
-
-def report_rate_summary(runs: list[dict[str, Any]]) -> str:
-    """One line per rate run, for comparing readers and engines side by side."""
-    out = ["\n### Fixed input rate: every run\n",
-           "| reader / engine | rate/s | round | batches | per-batch s p50 | addBatch s p50 | "
-           "no job running s p50 | lag s p50 | p95 | p99 | rows ok |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for r in runs:
-        bd = r.get("breakdown") or {}
-        add = (bd.get("phases_ms") or {}).get("addBatch", float("nan")) / 1000
-        out.append(f"| {r['variant']} | {r['rate']:,.0f} | {r.get('round', 0)} | {r['batches']} | "
-                   f"{_pct(r['batch_s'], 0.5):.2f} | {add:.2f} | "
-                   f"{bd.get('outside_jobs_s', float('nan')):.2f} | {r['lag_s']['p50']:.2f} | "
-                   f"{r['lag_s']['p95']:.2f} | {r['lag_s']['p99']:.2f} | "
-                   f"{'yes' if r['counts_ok'] else 'NO'} |")
-    return "\n".join(out)
 
 
 # ---- main ------------------------------------------------------------------------------------

@@ -51,7 +51,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import bench_parser, cpu_seconds, example_config, write_result
+from bench.common import bench_parser, example_config, write_result
+from bench.processes import cpu_seconds
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import bench_parser, cpu_seconds, descendants, write_result
+from bench.common import bench_parser, write_result
+from bench.processes import cpu_seconds, descendants
 
 SCHEMA = ("eventId STRING NOT NULL, timestamp TIMESTAMP NOT NULL, "
           "user STRUCT<userId: STRING, country: STRING>, "

@@ -58,24 +58,23 @@ from typing import Any
 from bench.common import (
     REPO,
     bench_parser,
-    command_name,
-    descendants,
+    bench_project,
+    count_tables,
+    demo_data,
     event_log_conf,
     event_logs,
-    example_project,
+    files_source,
     git,
     job_description,
     machine,
     read_events,
     run_env,
-    status_kb,
-    table_rows,
     write_result,
 )
+from bench.scale_worker import PREFIX
 
 DOCS = REPO / "docs"
 PARTS = ("models", "memory", "cluster", "wide")
-PREFIX = "SCALE "
 
 PROJECTION = """\
 -- projection model {i} of {n} (bench.scale_bench)
@@ -86,143 +85,7 @@ FROM parsed_events
 """
 
 
-# -- the worker: one runner process -----------------------------------------------------------
-
-
-def _jvm_pids(root: int) -> list[int]:
-    """``java`` processes under ``root`` (the driver JVM; executors in local-cluster)."""
-    return [pid for pid in descendants(root) if command_name(pid) == "java"]
-
-
-def worker(cfg: dict[str, Any]) -> None:
-    """Run the runner once in this process; print one ``SCALE {json}`` line."""
-    t_start = time.perf_counter()
-    from runner.build import compile_project
-    from runner.project.loader import load_project
-    from runner.runtime.stream import run_stream
-
-    if cfg.get("arrow_appends"):  # contrast: every append through toArrow + write_deltalake
-        import runner.sinks.rs as rs
-
-        original = rs.RsWriter._prepare
-
-        def via_arrow(self, spec, data, rows_hint=None):  # type: ignore[no-untyped-def]
-            if spec.materialized == "append" and not isinstance(data, rs.pa.Table):
-                return rs.as_nullable(data.toArrow())
-            return original(self, spec, data, rows_hint)
-
-        rs.RsWriter._prepare = via_arrow  # type: ignore[method-assign]
-
-    timers: dict[str, list[float]] = {}
-    if cfg.get("profile"):
-        import runner.sinks.rs as rs
-
-        def timed(name: str, fn: Any) -> Any:
-            def wrapper(*args: Any, **kwargs: Any) -> Any:
-                t0 = time.perf_counter()
-                try:
-                    return fn(*args, **kwargs)
-                finally:
-                    timers.setdefault(name, []).append(time.perf_counter() - t0)
-            return wrapper
-
-        for name in ("write_staged", "collect_staged", "commit_staged", "check_table_schema"):
-            setattr(rs, name, timed(name, getattr(rs, name)))
-        rs.RsWriter.committed_version = timed(  # type: ignore[method-assign]
-            "committed_version", rs.RsWriter.committed_version)
-
-    project = load_project(Path(cfg["project"]))
-    plan = compile_project(project).plan
-
-    progress: list[dict[str, Any]] = []
-    if cfg.get("profile"):
-        from pyspark.sql.streaming import StreamingQueryListener
-
-        from runner.runtime.session import build_session
-
-        spark = build_session(master=project.config.spark.master,
-                              conf=dict(project.config.spark.conf),
-                              app_name=f"runner:{project.config.name}",
-                              log_dir=str(project.root / "logs"))
-
-        class Listener(StreamingQueryListener):
-            def onQueryStarted(self, event: Any) -> None: ...
-            def onQueryIdle(self, event: Any) -> None: ...
-            def onQueryTerminated(self, event: Any) -> None: ...
-
-            def onQueryProgress(self, event: Any) -> None:
-                p = event.progress
-                progress.append({"batch": p.batchId, "rows": p.numInputRows,
-                                 "durations_ms": dict(p.durationMs)})
-
-        spark.streams.addListener(Listener())
-
-    batches: list[dict[str, Any]] = []
-    t_compiled = time.perf_counter()
-    summary = run_stream(project, plan, mode="available_now", trigger="1 second",
-                         on_batch=lambda r: batches.append(
-                             {"batch": r.batch_id, "rows": r.input_rows,
-                              "seconds": r.seconds,
-                              "writes": {w.model: round(w.seconds, 3) for w in r.writes}}))
-    t_end = time.perf_counter()
-    time.sleep(0.5)  # the listener's last progress event arrives asynchronously
-    jvms = _jvm_pids(os.getpid())
-    from pyspark.sql import SparkSession
-
-    from runner.runtime.session import session_info
-
-    active = SparkSession.getActiveSession()
-    print(PREFIX + json.dumps({
-        "input_rows": summary.input_rows,
-        "batches": batches,
-        "stream_seconds": summary.seconds,
-        "in_process_seconds": t_end - t_start,
-        "compile_seconds": t_compiled - t_start,
-        "session_seconds": session_info(active).start_seconds if active else None,
-        "py_vmhwm_mb": status_kb(os.getpid(), "VmHWM") / 1024,
-        "jvm_vmhwm_mb": [status_kb(p, "VmHWM") / 1024 for p in jvms],
-        "timers": {k: {"n": len(v), "sum": sum(v), "max": max(v)} for k, v in timers.items()},
-        "progress": progress,
-    }), flush=True)
-
-
 # -- the parent: data, projects, runs --------------------------------------------------------
-
-
-def generate(data: Path, events: int, files: int) -> Path:
-    """Seed-shaped events (no poison), reused when already there."""
-    from runner.demo import write_demo_files
-
-    marker = data.with_suffix(".json")
-    want = {"events": events, "files": files}
-    if marker.is_file() and json.loads(marker.read_text()) == want:
-        return data
-    shutil.rmtree(data, ignore_errors=True)
-    t0 = time.perf_counter()
-    write_demo_files(data, events=events, files=files, seed=42, poison_every=0)
-    marker.write_text(json.dumps(want))
-    print(f"  generated {events:,} events in {files} files ({time.perf_counter() - t0:.0f} s)",
-          flush=True)
-    return data
-
-
-def make_project(dest: Path, *, data: Path, models: dict[str, str] | None, max_files: int,
-                 master: str, conf: dict[str, str] | None = None, schema: str | None = None,
-                 parallelism: int | None = None, prune: bool = False,
-                 arrow_max_rows: int | None = None) -> Path:
-    """A project reading ``data``: the example models (``models=None``) or the given ones."""
-    shutil.rmtree(dest, ignore_errors=True)
-    delta: dict[str, Any] = {"engine": "rs"}
-    if arrow_max_rows is not None:
-        delta["arrow_max_rows"] = arrow_max_rows
-    optional = {"schema": schema, "parallelism": parallelism,
-                "parse_only_used_fields": True if prune else None}
-    return example_project(
-        dest, models=models is None, extra_models=models,
-        source={"type": "files", "path": str(data), "max_files_per_trigger": max_files},
-        spark={"master": master, "conf": dict(conf or {})}, delta=delta,
-        warehouse="_warehouse", checkpoint="_checkpoint",
-        **{k: v for k, v in optional.items() if v is not None})
 
 
 def run(label: str, project: Path, *, timeout: float, **flags: Any) -> dict[str, Any]:
@@ -232,8 +95,7 @@ def run(label: str, project: Path, *, timeout: float, **flags: Any) -> dict[str,
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-m", "bench.scale_bench", "--worker",
-                               str(cfg_path)], capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run([sys.executable, "-m", "bench.scale_worker", str(cfg_path)], capture_output=True, text=True, timeout=timeout,
                               env=run_env(), cwd=str(project))
         rc, out, err = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as e:
@@ -242,7 +104,7 @@ def run(label: str, project: Path, *, timeout: float, **flags: Any) -> dict[str,
     report = next((json.loads(line[len(PREFIX):]) for line in out.splitlines()
                    if line.startswith(PREFIX)), None)
     result = {"label": label, "rc": rc, "wall_seconds": wall, "load_before": load,
-              "report": report, "tables": _count_tables(project / "_warehouse")}
+              "report": report, "tables": count_tables(project / "_warehouse")}
     if rc != 0 or report is None:
         result["stderr_tail"] = err[-3000:]
     batch_s = sum(b["seconds"] for b in report["batches"]) if report else float("nan")
@@ -252,24 +114,20 @@ def run(label: str, project: Path, *, timeout: float, **flags: Any) -> dict[str,
     return result
 
 
-def _count_tables(warehouse: Path) -> dict[str, int]:
-    tables = sorted(warehouse.iterdir()) if warehouse.is_dir() else []
-    return {t.name: rows for t in tables if (rows := table_rows(t)) is not None}
-
-
 # -- parts ----------------------------------------------------------------------------------
 
 
 def part_models(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    data = generate(work / "data-models", args.events, 40)
+    data = work / "data-models"
+    demo_data(data, args.events, 40)
     counts = [int(n) for n in args.models.split(",")]
     runs: list[dict[str, Any]] = []
     for rnd in range(args.rounds):
         order = counts[rnd % len(counts):] + counts[:rnd % len(counts)]
         for n in order:
             models = {f"proj_{i:02d}": PROJECTION.format(i=i, n=n) for i in range(n)}
-            project = make_project(work / f"models-{n}", data=data, models=models,
-                                   max_files=10, master=args.master)
+            project = bench_project(work / f"models-{n}", source=files_source(data, 10),
+                                    master=args.master, models=False, extra_models=models)
             r = run(f"{n} models (round {rnd})", project, timeout=args.timeout)
             r.update(models=n, round=rnd)
             r["ok"] = r["rc"] == 0 and all(r["tables"].get(m) == args.events for m in models)
@@ -327,13 +185,14 @@ def part_memory(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     runs = []
     for size in sizes:
         files = max(1, size // 25_000)
-        data = generate(work / f"data-{size}", size, files)
+        data = work / f"data-{size}"
+        demo_data(data, size, files)
         for mode in ("default", "spark-native", "arrow"):
             if mode == "arrow" and size not in arrow_sizes:
                 continue
-            project = make_project(work / f"memory-{size}-{mode}", data=data, models=None,
-                                   max_files=files, master=args.master,
-                                   arrow_max_rows=0 if mode == "spark-native" else None)
+            project = bench_project(work / f"memory-{size}-{mode}", master=args.master,
+                                    source=files_source(data, files),
+                                    delta={"arrow_max_rows": 0} if mode == "spark-native" else None)
             r = run(f"{size:,} events, {mode}", project, timeout=args.timeout,
                     arrow_appends=mode == "arrow")
             r.update(size=size, mode=mode)
@@ -343,11 +202,12 @@ def part_memory(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def part_cluster(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    data = generate(work / "data-models", args.events, 40)
+    data = work / "data-models"
+    demo_data(data, args.events, 40)
     events_dir = work / "eventlog"
     conf = event_log_conf(events_dir)
-    project = make_project(work / "cluster", data=data, models=None, max_files=10,
-                           master="local-cluster[2,1,1024]", conf=conf)
+    project = bench_project(work / "cluster", source=files_source(data, 10),
+                            master="local-cluster[2,1,1024]", conf=conf)
     r = run("local-cluster[2,1,1024]", project, timeout=args.timeout)
     r["ok"] = r["rc"] == 0 and r["tables"].get("request_logs") == args.events
     r["eventlog"] = _writers_by_executor(events_dir)
@@ -446,9 +306,10 @@ def part_wide(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     runs = []
     for rnd in range(args.rounds):
         for mode in (("pruned", "full") if rnd % 2 == 0 else ("full", "pruned")):
-            project = make_project(work / f"wide-{mode}", data=data, models=models,
-                                   max_files=20, master=args.master, schema=_wide_schema(),
-                                   prune=mode == "pruned")
+            project = bench_project(work / f"wide-{mode}", source=files_source(data, 20),
+                                    master=args.master, models=False, extra_models=models,
+                                    schema=_wide_schema(),
+                                    parse_only_used_fields=mode == "pruned")
             r = run(f"wide, {mode} parse (round {rnd})", project, timeout=args.timeout)
             r.update(mode=mode, round=rnd)
             r["ok"] = r["rc"] == 0 and r["tables"].get("wide_a") == events
@@ -457,11 +318,12 @@ def part_wide(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def part_profile(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    data = generate(work / "data-models", args.events, 40)
+    data = work / "data-models"
+    demo_data(data, args.events, 40)
     events_dir = work / "eventlog-profile"
     conf = event_log_conf(events_dir)
-    project = make_project(work / "profile", data=data, models=None, max_files=10,
-                           master=args.master, conf=conf)
+    project = bench_project(work / "profile", source=files_source(data, 10),
+                            master=args.master, conf=conf)
     r = run("profile (3 example models)", project, timeout=args.timeout, profile=True)
     r["eventlog"] = _writers_by_executor(events_dir)
     return r
@@ -541,11 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="100000,1000000,5000000")
     ap.add_argument("--arrow-sizes", default="100000,1000000")
     ap.add_argument("--wide-events", type=int, default=500_000)
-    ap.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.worker:
-        worker(json.loads(args.worker.read_text()))
-        return 0
     work = args.workdir or Path(tempfile.gettempdir()) / f"scale_bench-{os.getuid()}"
     work.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"meta": {

@@ -34,7 +34,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -42,14 +41,12 @@ from typing import Any
 from bench.common import (
     REPO,
     bench_parser,
-    command_name,
-    descendants,
-    example_project,
-    progress_record,
+    bench_project,
+    files_source,
     run_env,
-    status_kb,
     write_result,
 )
+from bench.processes import RunnerProcess, TreeSampler
 from runner.demo import event_lines
 from tests.support.projects import ENDPOINT_COUNTS
 from tests.support.reference import actual_tables, compare, expected_tables
@@ -57,13 +54,14 @@ from tests.support.reference import actual_tables, compare, expected_tables
 WINDOW = 200
 
 
-def make_project(root: Path, *, source: dict[str, Any], every: int, keep: int) -> Path:
+def soak_project(root: Path, *, source: dict[str, Any], every: int, keep: int) -> Path:
+    """The example project plus ``endpoint_counts`` with maintenance every ``every`` batches,
+    keeping ``keep``."""
     # retention 0: a soak of minutes stands for weeks; with the default (168 h) vacuum and log
     # expiry would remove nothing during the run
-    return example_project(root, extra_models={"endpoint_counts": ENDPOINT_COUNTS},
-                           source=source, delta={"engine": "rs"}, spark={"master": "local[2]"},
-                           maintenance={"every_batches": every, "keep_batches": keep,
-                                        "vacuum_retention_hours": 0})
+    return bench_project(root, source=source, extra_models={"endpoint_counts": ENDPOINT_COUNTS},
+                         maintenance={"every_batches": every, "keep_batches": keep,
+                                      "vacuum_retention_hours": 0})
 
 
 def batch_lines(batches: int, events: int, *, first: int = 0) -> list[list[str]]:
@@ -82,58 +80,29 @@ def write_files(incoming: Path, groups: list[list[str]], *, first: int = 0) -> N
         os.utime(incoming / f"events-{i:06d}.json", (1_700_000_000 + i, 1_700_000_000 + i))
 
 
-def rss_kb(pid: int) -> int:
-    return status_kb(pid, "VmRSS")
+def run_stream(root: Path, batches: int
+               ) -> tuple[list[dict[str, Any]], list[str], TreeSampler, int]:
+    """``runner stream --available-now`` on ``root``: its batch records (each with ``at``, its
+    arrival in seconds), its event lines, the sampler (a resident-memory series every 5 s)
+    and its exit code."""
+    proc = RunnerProcess(root, ["--available-now"], run_env()).start()
+    shown = [0]
 
+    def label() -> dict[str, Any]:
+        done = len(proc.batches())
+        if done // 100 > shown[0]:
+            shown[0] = done // 100
+            print(f"  {done}/{batches} batches", flush=True)
+        return {"batches": done}
 
-class Sampler(threading.Thread):
-    """Every ``every`` seconds: batches done, driver RSS, JVM RSS (MB)."""
-
-    def __init__(self, pid: int, done: list[dict[str, Any]], every: float = 5.0) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.done, self.every = pid, done, every
-        self.samples: list[dict[str, Any]] = []
-        self.stop = threading.Event()
-        self.started = time.monotonic()
-
-    def run(self) -> None:
-        while not self.stop.wait(self.every):
-            kids = descendants(self.pid)
-            jvm = sum(rss_kb(p) for p in kids if command_name(p) == "java")
-            workers = sum(rss_kb(p) for p in kids if (command_name(p) or "").startswith("python"))
-            self.samples.append({"t": round(time.monotonic() - self.started, 1),
-                                 "batches": len(self.done),
-                                 "driver_mb": round(rss_kb(self.pid) / 1024, 1),
-                                 "jvm_mb": round(jvm / 1024, 1),
-                                 "python_workers_mb": round(workers / 1024, 1)})
-
-
-def run_stream(root: Path, batches: int) -> tuple[list[dict[str, Any]], list[str], Sampler, int]:
-    proc = subprocess.Popen([sys.executable, "-m", "runner", "stream", "--project-dir",
-                             str(root), "--available-now", "--progress", "json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=run_env(), cwd=REPO)
-    done: list[dict[str, Any]] = []
-    events: list[str] = []
-    sampler = Sampler(proc.pid, done)
+    sampler = TreeSampler(proc.proc.pid, interval=1.0, series_every=5.0, label=label)
     sampler.start()
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        doc = progress_record(line)
-        if doc is None:
-            continue
-        if "batch_id" in doc:
-            doc["at"] = time.monotonic() - sampler.started
-            done.append(doc)
-            if len(done) % 100 == 0:
-                print(f"  {len(done)}/{batches} batches, {doc['at']:.0f}s", flush=True)
-        elif "event" in doc:
-            events.append(doc["event"])
-    proc.wait()
-    sampler.stop.set()
-    if proc.returncode != 0:
-        print(proc.stderr.read() if proc.stderr else "", file=sys.stderr)
-    return done, events, sampler, proc.returncode
+    proc.finish(None, check=False)
+    sampler.stop()
+    rc = proc.proc.returncode
+    if rc != 0:
+        print("".join(proc.stderr), file=sys.stderr)
+    return [{**d, "at": t} for t, _, d in proc.batches()], proc.events(), sampler, rc
 
 
 def window_stats(values: list[float]) -> dict[str, float]:
@@ -197,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     write_files(reference_dir, groups)  # what expected_tables reads, for both sources
     broker = None
     if args.source == "files":
-        source = {"type": "files", "path": str(reference_dir), "max_files_per_trigger": 1}
+        source = files_source(reference_dir, 1)
     else:
         from tests.support.brokers import RecordProducer, TansuBroker, create_topic, tansu_binary
 
@@ -214,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                     producer.send("events", line, partition=(i + j) % 2)
         source = {"type": "kafka", "bootstrap_servers": broker.bootstrap, "topic": "events",
                   "max_offsets_per_trigger": args.events}
-    root = make_project(work / "project", source=source, every=args.every, keep=args.keep)
+    root = soak_project(work / "project", source=source, every=args.every, keep=args.keep)
     print(f"soak: {args.batches} batches of {args.events} events ({args.source}) in {work}",
           flush=True)
     try:
@@ -234,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if broker is not None:
             broker.__exit__(None, None, None)
-    samples = sampler.samples
+    samples = sampler.series
     quarter = max(1, len(samples) // 4)
 
     def mem(part: list[dict[str, Any]], key: str) -> float:

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from bench.common import bench_parser, write_result
-from bench.soak import batch_lines, make_project, run_stream, window_stats, write_files
+from bench.soak import batch_lines, run_stream, soak_project, window_stats, write_files
 from tests.support.reference import actual_tables, compare, expected_tables
 
 
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     fresh_dir = args.dir / f"fresh-{done}"
     fresh_ref = fresh_dir / "reference"
     write_files(fresh_ref, batch_lines(args.batches, events, first=done), first=done)
-    fresh = make_project(fresh_dir / "project",
+    fresh = soak_project(fresh_dir / "project",
                          source={**config["source"], "path": str(fresh_ref)},
                          every=config["maintenance"]["every_batches"],
                          keep=config["maintenance"]["keep_batches"])
@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         out[name] = {"exit_code": code, "batches": len(batches),
                      "batch_seconds": window_stats(intervals),
                      "run_batch_seconds": window_stats([float(b["seconds"]) for b in batches]),
-                     "jvm_mb_last": sampler.samples[-1]["jvm_mb"] if sampler.samples else None,
-                     "driver_mb_last": (sampler.samples[-1]["driver_mb"]
-                                        if sampler.samples else None)}
+                     "jvm_mb_last": sampler.series[-1]["jvm_mb"] if sampler.series else None,
+                     "driver_mb_last": (sampler.series[-1]["driver_mb"]
+                                        if sampler.series else None)}
     out["ratio_median"] = round(out["aged"]["batch_seconds"]["median"]
                                 / out["fresh"]["batch_seconds"]["median"], 3)
     out["ratio_mean"] = round(out["aged"]["batch_seconds"]["mean"]

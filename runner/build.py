@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.checkpoint.files import write_atomic
 from runner.compile.graph import ancestors, sort_models
 from runner.compile.lookups import ColumnReader, plan_lookups
 from runner.compile.plan import Column, Plan, Step
@@ -23,6 +22,7 @@ from runner.errors import ConfigError, RunnerError, Violation
 from runner.lint import check_lint_config, lint_models
 from runner.project.loader import Project
 from runner.project.secrets import mask_secrets
+from runner.storage.ops import write_atomic
 
 __all__ = ["CompileResult", "compile_project", "write_target"]
 

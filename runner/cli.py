@@ -9,6 +9,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -255,7 +256,11 @@ def demo(project_dir: str, events: int, files: int, poison_every: int, seed: int
     if source.type != "files":
         raise ConfigError("runner demo writes files: this project's source is kafka",
                           hint="see docs/KAFKA.md (bash scripts/kafka_demo.sh)")
-    result = write_demo_files(project.resolve(source.path), events=events, files=files,
+    folder = project.resolve(source.path)
+    if not isinstance(folder, Path):
+        raise ConfigError(f"runner demo writes local files; source.path is {folder}",
+                          hint="point source.path at a local folder for the demo")
+    result = write_demo_files(folder, events=events, files=files,
                               seed=seed, poison_every=poison_every)
     Console().info(f"wrote {plural(result.events, 'event')} "
                    f"({plural(result.poison, 'poison line')}) in {plural(result.files, 'file')} "

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from runner.checkpoint.files import write_atomic
+from runner.storage.ops import write_atomic
 
 __all__ = ["DemoResult", "event_lines", "write_demo_files"]
 

@@ -5,6 +5,9 @@ Groups, one pom each under ``jvm/``:
 - ``spark``: delta-spark and Spark's Kafka source, for the runner's Spark session
   (``runner/runtime/session.py`` puts them on ``spark.jars``).
 - ``kafka-broker``: an Apache Kafka broker for tests (``tests/support/brokers.py``).
+- ``cloud``: object storage for the Spark session: hadoop-aws (S3A) with the AWS SDK v2 modules
+  it uses, hadoop-azure (ABFS), spark-hadoop-cloud (``runner/runtime/session.py`` adds them to
+  ``spark.jars`` when ``.jars/cloud/`` is there).
 
 Each group is copied with its transitive runtime dependencies by
 ``mvn -B -q dependency:copy-dependencies``. A group is fetched again only when its pom changes:
@@ -29,7 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 JARS = ROOT / ".jars"
 POMS = {"spark": ROOT / "jvm" / "spark" / "pom.xml",
-        "kafka-broker": ROOT / "jvm" / "kafka-broker" / "pom.xml"}
+        "kafka-broker": ROOT / "jvm" / "kafka-broker" / "pom.xml",
+        "cloud": ROOT / "jvm" / "cloud" / "pom.xml"}
 _NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Maven's closing advice ([ERROR] lines that say nothing about this failure).

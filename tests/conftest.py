@@ -7,6 +7,11 @@ use it carry ``@pytest.mark.spark`` (added here when a test reaches it through a
 The session gets the JVM jars ``scripts/setup.sh`` fetched (delta-spark, Spark's Kafka source)
 the way every runner session does; with ``RUNNER_REQUIRE_JARS=1`` (CI) a session without
 delta-spark or Spark's Kafka source is an error, so no test is skipped for missing jars.
+
+Object storage on loopback (``tests/support/object_store.py``), one server per test run:
+``moto_server`` (S3, PyPI moto) and ``azurite`` (Azure Blob, npm, installed by set-up); each
+test gets its own empty bucket from ``s3_bucket`` / ``azure_container`` (a ``Bucket``: ``uri``,
+``name``, and ``env``, the standard variables that reach it).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import pytest
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from tests.support.object_store import AzuriteServer, Bucket, MotoServer
 
 #: Fixtures that start a JVM, by the marker their tests must carry.
 _JVM_FIXTURES = {"spark": {"spark", "delta_spark", "delta_engine"},
@@ -76,7 +83,7 @@ def _require_jars(session: SparkSession) -> None:
                     f"{missing_jars_note()}", pytrace=False)
 
 
-#: The Delta engines every exactly-once test runs on (DESIGN.md "Delta engines").
+#: The Delta engines every exactly-once test runs on (docs/ENGINES.md).
 ENGINES = ("rs", "spark")
 
 
@@ -115,3 +122,56 @@ def armed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
     yield arm
     monkeypatch.delenv("RUNNER_FAILPOINTS", raising=False)
     failpoints._armed.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    """moto's S3 server on a loopback port, shared by the test run (its log stays in the
+    run's temp folder)."""
+    import importlib.util
+
+    from tests.support.object_store import MotoServer, start_server
+
+    if importlib.util.find_spec("moto") is None:
+        pytest.skip("moto is not installed (pip install 'moto[server]'; scripts/setup.sh does)")
+    log_dir = tmp_path_factory.mktemp("moto")
+    server = start_server(lambda: MotoServer(log_dir=log_dir))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(moto_server: MotoServer) -> Bucket:
+    """A new empty bucket on the shared moto server: ``uri`` (``s3://name``), ``name``, and
+    ``env`` (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
+    AWS_ALLOW_HTTP=true)."""
+    return moto_server.bucket()
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AzuriteServer]:
+    """Azurite's Blob service on a loopback port, shared by the test run. Skipped when set-up
+    did not install it (no npm), an error under ``RUNNER_REQUIRE_JARS=1`` (CI)."""
+    from tests.support.object_store import AzuriteServer, azurite_binary, start_server
+
+    binary = azurite_binary()
+    if binary is None:
+        reason = "Azurite is not in .tools/azurite (run scripts/setup.sh; it needs npm)"
+        if os.environ.get("RUNNER_REQUIRE_JARS") == "1":
+            pytest.fail(f"RUNNER_REQUIRE_JARS=1: {reason}", pytrace=False)
+        pytest.skip(reason)
+    log_dir = tmp_path_factory.mktemp("azurite")
+    server = start_server(lambda: AzuriteServer(binary, log_dir=log_dir))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def azure_container(azurite: AzuriteServer) -> Bucket:
+    """A new empty container on the shared Azurite: ``uri`` (``az://name``), ``name``, and
+    ``env`` (AZURE_STORAGE_ACCOUNT_NAME/KEY, AZURE_STORAGE_ENDPOINT, AZURE_ALLOW_HTTP=true)."""
+    return azurite.bucket()

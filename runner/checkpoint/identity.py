@@ -25,10 +25,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
-from runner.checkpoint.files import write_atomic, write_once
 from runner.errors import ConfigError, ExecutionError
+from runner.storage.ops import Location, write_atomic, write_once
 
 __all__ = ["IDENTITY_FILE", "KAFKA_START_FILE", "PipelineIdentity", "check_identity",
            "read_kafka_start", "record_kafka_start"]
@@ -46,7 +45,7 @@ class PipelineIdentity:
     source: str
 
 
-def _read(checkpoint: Path) -> PipelineIdentity | None:
+def _read(checkpoint: Location) -> PipelineIdentity | None:
     path = checkpoint / IDENTITY_FILE
     if not path.is_file():
         return None
@@ -59,7 +58,7 @@ def _read(checkpoint: Path) -> PipelineIdentity | None:
                                   "start record the current name and source") from e
 
 
-def check_identity(checkpoint: Path, current: PipelineIdentity, *,
+def check_identity(checkpoint: Location, current: PipelineIdentity, *,
                    names_in_tables: Callable[[], Collection[str]] | None = None) -> None:
     """Record ``current`` when the checkpoint has no record; else refuse a change.
 
@@ -89,7 +88,7 @@ def check_identity(checkpoint: Path, current: PipelineIdentity, *,
                  "directory)")
 
 
-def _renamed(checkpoint: Path, name: str, recorded: str) -> ConfigError:
+def _renamed(checkpoint: Location, name: str, recorded: str) -> ConfigError:
     return ConfigError(
         f"project.yml names the pipeline '{name}', but checkpoint {checkpoint} belongs to "
         f"pipeline '{recorded}': the tables' application ids carry the name, so a replayed "
@@ -97,7 +96,7 @@ def _renamed(checkpoint: Path, name: str, recorded: str) -> ConfigError:
         hint=f"put back `name: {recorded}`, or start over with --full-refresh")
 
 
-def read_kafka_start(checkpoint: Path) -> dict[str, dict[str, int]] | None:
+def read_kafka_start(checkpoint: Location) -> dict[str, dict[str, int]] | None:
     """Batch 0's start offsets as first resolved (``{"topic": {"partition": offset}}``, the
     next offset to read), or None when not recorded (Spark's own source, an older checkpoint).
 
@@ -118,7 +117,7 @@ def read_kafka_start(checkpoint: Path) -> dict[str, dict[str, int]] | None:
                              ) from e
 
 
-def record_kafka_start(checkpoint: Path, offsets: Mapping[str, Mapping[str, int]]
+def record_kafka_start(checkpoint: Location, offsets: Mapping[str, Mapping[str, int]]
                        ) -> dict[str, dict[str, int]]:
     """Record batch 0's start unless a record exists; returns the recorded start (the earlier
     record wins: it is what batch 0 was planned from)."""

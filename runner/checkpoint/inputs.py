@@ -3,7 +3,7 @@ modification time.
 
 A batch Spark replays (it crashed before its commit-log entry) must read the same input as its
 first attempt, or some tables would hold one version of the batch and the rest another under
-the same batch id (DESIGN.md "Exactly-once, per sink"). Spark's file source logs which files a
+the same batch id (docs/RELIABILITY.md, "The replay rule"). Spark's file source logs which files a
 batch read, not what they held, so at the start of each batch, **before any table commits it**,
 the stream records what it finds of each of the batch's files; a replay compares
 (:mod:`runner.sources.same_input`).
@@ -36,11 +36,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from runner.checkpoint.files import BatchFiles, write_once
+from runner.checkpoint.files import BatchFiles
 from runner.errors import ExecutionError
+from runner.storage.ops import Location, as_location, write_once
 
 __all__ = ["INPUTS_DIR", "FileFact", "InputRecords"]
 
@@ -73,8 +73,8 @@ class InputRecords:
     (False, FileFact(size=10, mtime_ms=5, sample='ab', sample_bytes=4096), None)
     """
 
-    def __init__(self, checkpoint: Path) -> None:
-        self.files = BatchFiles(Path(checkpoint) / INPUTS_DIR)
+    def __init__(self, checkpoint: Location) -> None:
+        self.files = BatchFiles(as_location(checkpoint) / INPUTS_DIR)
 
     def get(self, batch_id: int) -> dict[str, FileFact | None] | None:
         """What batch ``batch_id``'s first attempt found of each file; None: no record."""

@@ -22,12 +22,12 @@ Only the stream's process writes here (it holds the checkpoint lock).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from runner.checkpoint.files import BatchFiles, write_once
+from runner.checkpoint.files import BatchFiles
 from runner.checkpoint.spark_logs import retained_source_offsets
 from runner.errors import ExecutionError
+from runner.storage.ops import Location, write_once
 
 __all__ = ["KAFKA_OFFSETS_DIR", "chunk_size", "keep_offsets", "kept_offsets"]
 
@@ -44,11 +44,11 @@ def chunk_size(min_batches_to_retain: int) -> int:
     return max(1, min(50, min_batches_to_retain // 2))
 
 
-def _files(checkpoint: Path) -> BatchFiles:
+def _files(checkpoint: Location) -> BatchFiles:
     return BatchFiles(checkpoint / KAFKA_OFFSETS_DIR)
 
 
-def kept_offsets(checkpoint: Path) -> dict[int, Any]:
+def kept_offsets(checkpoint: Location) -> dict[int, Any]:
     """``{batch id: source offset JSON}`` of every kept batch.
 
     Raises:
@@ -68,7 +68,7 @@ def kept_offsets(checkpoint: Path) -> dict[int, Any]:
     return out
 
 
-def keep_offsets(checkpoint: Path, *, before: int, every: int) -> int:
+def keep_offsets(checkpoint: Location, *, before: int, every: int) -> int:
     """Keep the offsets of the committed batches ``< before`` that Spark still has and no chunk
     holds, once there are at least ``every`` of them; return how many were kept (0: none yet).
     """

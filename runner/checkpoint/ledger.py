@@ -47,10 +47,10 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from runner.checkpoint.files import BatchFiles, write_atomic, write_once
+from runner.checkpoint.files import BatchFiles
 from runner.errors import ExecutionError
+from runner.storage.ops import Location, as_location, write_atomic, write_once
 
 __all__ = ["LEDGER_DIR", "Ledger", "LedgerEntry", "utc_now"]
 
@@ -89,10 +89,10 @@ class LedgerEntry:
 class Ledger:
     """The ledger of one checkpoint (``<checkpoint>/ledger/``)."""
 
-    def __init__(self, checkpoint: Path) -> None:
-        self.folder = Path(checkpoint) / LEDGER_DIR
+    def __init__(self, checkpoint: Location) -> None:
+        self.folder = as_location(checkpoint) / LEDGER_DIR
 
-    def _path(self, batch_id: int) -> Path:
+    def _path(self, batch_id: int) -> Location:
         return BatchFiles(self.folder).path(batch_id)
 
     def batch_ids(self) -> list[int]:

@@ -10,6 +10,9 @@ Both are ``flock`` locks: the OS releases them when the holder dies, even on SIG
 holds the last holder's ``pid <pid> on <host> since <time>``; :func:`lock_holder` reads it
 without taking the lock (so a stream starting at that moment is not refused), confirmed on
 Linux by ``/proc/locks`` or by the pid being alive.
+
+In an object store, where there is no ``flock``, the same files are leases
+(:mod:`runner.checkpoint.lease`); :func:`checkpoint_lock` picks the kind for the checkpoint.
 """
 
 from __future__ import annotations
@@ -23,9 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from runner.checkpoint.lease import ObjectLease, holder_gone, read_lease
 from runner.errors import CheckpointBusyError, ExecutionError
+from runner.storage.objects import ObjectPath
+from runner.storage.ops import Location, as_location
 
-__all__ = ["MAINTENANCE", "STREAM", "CheckpointLock", "LockHolder", "lock_holder"]
+__all__ = ["MAINTENANCE", "STREAM", "CheckpointLock", "LockHolder", "checkpoint_lock",
+           "lock_holder"]
 
 STREAM = "runner.lock"
 MAINTENANCE = "maintain.lock"
@@ -84,6 +91,9 @@ class CheckpointLock:
         except OSError:
             return "another process"
 
+    def check(self) -> None:
+        """Nothing to check: the OS keeps an flock for its holder until it dies."""
+
     def release(self) -> None:
         if self._handle is not None:
             fcntl.flock(self._handle, fcntl.LOCK_UN)
@@ -98,6 +108,13 @@ class CheckpointLock:
         self.release()
 
 
+def checkpoint_lock(checkpoint: Location, file: str = STREAM) -> CheckpointLock | ObjectLease:
+    """The lock of ``checkpoint``: an flock on local disk, a lease in an object store."""
+    if isinstance(checkpoint, ObjectPath):
+        return ObjectLease(checkpoint / file)
+    return CheckpointLock(checkpoint, file)
+
+
 @dataclass(frozen=True)
 class LockHolder:
     pid: int | None
@@ -110,12 +127,14 @@ class LockHolder:
         return {"held": self.held, "pid": self.pid, "host": self.host, "since": self.since}
 
 
-def lock_holder(checkpoint: Path, file: str = STREAM) -> LockHolder | None:
+def lock_holder(checkpoint: Location, file: str = STREAM) -> LockHolder | None:
     """The lock file's last holder and whether it holds it now; None when there is no file."""
-    path = Path(checkpoint) / file
+    path = as_location(checkpoint) / file
+    if isinstance(path, ObjectPath):
+        return _lease_holder(path)
     try:
         text = path.read_text().strip()
-        inode = os.stat(path).st_ino
+        inode = path.stat().st_ino
     except OSError:
         return None
     match = _HOLDER.match(text)
@@ -125,6 +144,16 @@ def lock_holder(checkpoint: Path, file: str = STREAM) -> LockHolder | None:
     if held is None and pid is not None and host == socket.gethostname():
         held = _alive(pid)
     return LockHolder(pid, host, since, held, text)
+
+
+def _lease_holder(path: ObjectPath) -> LockHolder | None:
+    current = read_lease(path)
+    if current is None:
+        return None
+    doc = current[0]
+    pid = doc.get("pid") if isinstance(doc.get("pid"), int) else None
+    return LockHolder(pid, doc.get("host"), doc.get("since"),
+                      not holder_gone(doc, time.time()), str(doc.get("holder") or ""))
 
 
 def _flock_held(inode: int) -> bool | None:

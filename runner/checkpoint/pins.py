@@ -1,4 +1,5 @@
-"""The version of every source and seed each batch read (DESIGN.md "Sources and seeds").
+"""The version of every source and seed each batch read (docs/OPERATIONS.md, "Sources and
+seeds: one version per batch").
 
 A batch reads each lookup (a declared source, or a seed) at one version: a source's latest
 committed Delta version when the batch first runs, a seed's content hash. That version is
@@ -43,11 +44,11 @@ import json
 from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from runner.checkpoint.files import BatchFiles, write_atomic, write_once
+from runner.checkpoint.files import BatchFiles
 from runner.errors import ExecutionError
+from runner.storage.ops import Location, as_location, write_atomic, write_once
 
 __all__ = ["FOLD_EVERY", "PINS_DIR", "Pin", "Pins", "SeedContent"]
 
@@ -108,12 +109,12 @@ class SeedContent:
 class Pins:
     """The pins of one checkpoint (``<checkpoint>/pins/``)."""
 
-    def __init__(self, checkpoint: Path) -> None:
-        self.folder = Path(checkpoint) / PINS_DIR
+    def __init__(self, checkpoint: Location) -> None:
+        self.folder = as_location(checkpoint) / PINS_DIR
         self.seeds = self.folder / "seeds"
         self._parsed: tuple[tuple[int, int], dict[str, list[_Run]]] | None = None
 
-    def _path(self, batch_id: int) -> Path:
+    def _path(self, batch_id: int) -> Location:
         return BatchFiles(self.folder).path(batch_id)
 
     def batch_ids(self) -> list[int]:

@@ -10,18 +10,16 @@ id.
 from __future__ import annotations
 
 import json
-import shutil
 import uuid
-from pathlib import Path
 
-from runner.checkpoint.files import write_atomic
 from runner.checkpoint.lock import MAINTENANCE, STREAM
 from runner.errors import ExecutionError
+from runner.storage.ops import Location, names, rmtree, write_atomic
 
 __all__ = ["new_query_id", "read_query_id", "reset_checkpoint", "write_query_id"]
 
 
-def read_query_id(checkpoint: Path) -> str | None:
+def read_query_id(checkpoint: Location) -> str | None:
     """The checkpoint's query id, or None when the checkpoint is new (no metadata yet)."""
     metadata = checkpoint / "metadata"
     if not metadata.is_file():
@@ -38,20 +36,14 @@ def new_query_id() -> str:
     return str(uuid.uuid4())
 
 
-def write_query_id(checkpoint: Path, query_id: str) -> None:
+def write_query_id(checkpoint: Location, query_id: str) -> None:
     """Create the checkpoint's metadata file the way Spark writes it (``{"id": ...}``)."""
     checkpoint.mkdir(parents=True, exist_ok=True)
     write_atomic(checkpoint / "metadata", json.dumps({"id": query_id}) + "\n")
 
 
-def reset_checkpoint(checkpoint: Path) -> None:
+def reset_checkpoint(checkpoint: Location) -> None:
     """Delete the checkpoint's contents (for --full-refresh), keeping the lock files."""
-    if not checkpoint.is_dir():
-        return
-    for child in checkpoint.iterdir():
-        if child.name in (STREAM, MAINTENANCE):
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
+    for name in names(checkpoint):
+        if name not in (STREAM, MAINTENANCE):
+            rmtree(checkpoint / name)

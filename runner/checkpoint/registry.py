@@ -34,11 +34,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 from typing import Literal
 
-from runner.checkpoint.files import write_atomic
 from runner.errors import ExecutionError
+from runner.storage.ops import Location, write_atomic
 
 __all__ = ["REGISTRY_FILE", "Entry", "State", "load_registry", "save_registry"]
 
@@ -62,7 +61,7 @@ class Entry:
         return replace(self, state=state, **changes)  # type: ignore[arg-type]
 
 
-def load_registry(checkpoint: Path) -> dict[str, Entry] | None:
+def load_registry(checkpoint: Location) -> dict[str, Entry] | None:
     """The checkpoint's entries, or None when it has no registry file (new or older checkpoint).
 
     Raises:
@@ -81,7 +80,7 @@ def load_registry(checkpoint: Path) -> dict[str, Entry] | None:
                                   "catches up from the last batch its table holds)") from e
 
 
-def save_registry(checkpoint: Path, entries: dict[str, Entry]) -> None:
+def save_registry(checkpoint: Location, entries: dict[str, Entry]) -> None:
     """Write the entries (sorted by name) atomically and durably (fsync before the rename,
     and of the folder after it)."""
     checkpoint.mkdir(parents=True, exist_ok=True)

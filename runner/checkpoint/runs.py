@@ -12,13 +12,12 @@ import json
 import os
 import socket
 import time
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from runner.checkpoint.files import write_atomic
 from runner.checkpoint.lock import LockHolder
 from runner.errors import RunnerError
+from runner.storage.ops import Location, as_location, write_atomic
 
 __all__ = ["LAST_RUN", "RunRecord", "read_last_run"]
 
@@ -32,8 +31,8 @@ def _now() -> str:
 class RunRecord:
     """Context manager around one ``runner stream`` run (inside the checkpoint lock)."""
 
-    def __init__(self, checkpoint: Path, *, command: str = "stream") -> None:
-        self.path = Path(checkpoint) / LAST_RUN
+    def __init__(self, checkpoint: Location, *, command: str = "stream") -> None:
+        self.path = as_location(checkpoint) / LAST_RUN
         self.doc: dict[str, Any] = {"command": command, "pid": os.getpid(),
                                     "host": socket.gethostname(), "started_at": None,
                                     "ended_at": None, "outcome": "running", "error": None}
@@ -64,11 +63,11 @@ class RunRecord:
             pass  # the record is for `runner status`; never fail a run over it
 
 
-def read_last_run(checkpoint: Path, holder: LockHolder | None) -> dict[str, Any] | None:
+def read_last_run(checkpoint: Location, holder: LockHolder | None) -> dict[str, Any] | None:
     """``last_run.json`` as a dict; a ``running`` run whose process no longer holds the lock
     is reported as ``died`` (killed, or the machine stopped)."""
     try:
-        doc = json.loads((Path(checkpoint) / LAST_RUN).read_text())
+        doc = json.loads((as_location(checkpoint) / LAST_RUN).read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict):

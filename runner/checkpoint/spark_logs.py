@@ -18,10 +18,10 @@ Spark keeps only the last ``spark.sql.streaming.minBatchesToRetain`` (100) batch
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from runner.errors import SourceError
+from runner.storage.ops import Location, names
 
 __all__ = ["batch_files", "committed_batches", "committed_source_offset", "file_log",
            "is_committed",
@@ -29,7 +29,7 @@ __all__ = ["batch_files", "committed_batches", "committed_source_offset", "file_
            "pending_batch", "retained_source_offsets", "source_offset"]
 
 
-def numbered(folder: Path, suffix: str = "") -> dict[int, Path]:
+def numbered(folder: Location, suffix: str = "") -> dict[int, Location]:
     """``{N: path}`` for the files named ``N`` + ``suffix`` in ``folder`` ({} when absent).
 
     >>> import tempfile
@@ -38,39 +38,37 @@ def numbered(folder: Path, suffix: str = "") -> dict[int, Path]:
     >>> sorted(numbered(d)), sorted(numbered(d, ".compact"))
     ([0, 1], [9])
     """
-    if not folder.is_dir():
-        return {}
     out = {}
-    for p in folder.iterdir():
-        stem = p.name[: len(p.name) - len(suffix)] if suffix and p.name.endswith(suffix) else (
-            None if suffix else p.name)
+    for name in names(folder):
+        stem = name[: len(name) - len(suffix)] if suffix and name.endswith(suffix) else (
+            None if suffix else name)
         if stem is not None and stem.isdigit():
-            out[int(stem)] = p
+            out[int(stem)] = folder / name
     return out
 
 
-def committed_batches(checkpoint: Path) -> list[int]:
+def committed_batches(checkpoint: Location) -> list[int]:
     """Batch ids with a commit log entry, ascending (only the retained ones)."""
     return sorted(numbered(checkpoint / "commits"))
 
 
-def last_committed(checkpoint: Path) -> int | None:
+def last_committed(checkpoint: Location) -> int | None:
     """The last batch Spark committed, or None when none was."""
     batches = committed_batches(checkpoint)
     return batches[-1] if batches else None
 
 
-def is_committed(checkpoint: Path, batch_id: int) -> bool:
+def is_committed(checkpoint: Location, batch_id: int) -> bool:
     """Whether Spark has logged batch ``batch_id`` as committed (``commits/<id>``)."""
     return (checkpoint / "commits" / str(batch_id)).exists()
 
 
-def last_planned(checkpoint: Path) -> int | None:
+def last_planned(checkpoint: Location) -> int | None:
     """The newest batch Spark planned (``offsets/<N>``): committed or in flight."""
     return max(numbered(checkpoint / "offsets"), default=None)
 
 
-def pending_batch(checkpoint: Path) -> int | None:
+def pending_batch(checkpoint: Location) -> int | None:
     """The batch Spark replays on the next start: the newest planned batch (``offsets/<N>``)
     when it has no commit-log entry; None when every planned batch is committed."""
     planned = last_planned(checkpoint)
@@ -79,7 +77,7 @@ def pending_batch(checkpoint: Path) -> int | None:
     return planned
 
 
-def _log_lines(path: Path) -> list[str]:
+def _log_lines(path: Location) -> list[str]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as e:
@@ -90,7 +88,7 @@ def _log_lines(path: Path) -> list[str]:
     return lines[1:]
 
 
-def _source_offset(path: Path) -> Any:
+def _source_offset(path: Location) -> Any:
     """Source 0's offset of one ``offsets/<N>`` file, parsed; None for a source with none."""
     lines = _log_lines(path)
     if len(lines) < 2 or lines[1].strip() in ("", "-"):
@@ -101,7 +99,7 @@ def _source_offset(path: Path) -> Any:
         raise SourceError(f"unreadable source offset in {path}: {lines[1][:200]!r}") from e
 
 
-def retained_source_offsets(checkpoint: Path, *, through: int) -> dict[int, Any]:
+def retained_source_offsets(checkpoint: Location, *, through: int) -> dict[int, Any]:
     """Source 0's offset (parsed JSON) of every committed batch up to ``through`` whose
     ``offsets/`` file is kept."""
     offsets = numbered(checkpoint / "offsets")
@@ -109,7 +107,7 @@ def retained_source_offsets(checkpoint: Path, *, through: int) -> dict[int, Any]
             if b <= through and b in offsets}
 
 
-def source_offset(checkpoint: Path, batch_id: int) -> Any:
+def source_offset(checkpoint: Location, batch_id: int) -> Any:
     """Source 0's offset (parsed JSON) where batch ``batch_id`` ends (committed or in flight);
     None when its ``offsets/`` entry is gone or names no offset.
 
@@ -120,7 +118,7 @@ def source_offset(checkpoint: Path, batch_id: int) -> Any:
     return _source_offset(path) if path.exists() else None
 
 
-def committed_source_offset(checkpoint: Path) -> Any:
+def committed_source_offset(checkpoint: Location) -> Any:
     """Source 0's offset after the last committed batch (None: none committed, or unreadable:
     for reports, which say "unknown" rather than fail)."""
     batch = last_committed(checkpoint)
@@ -132,7 +130,7 @@ def committed_source_offset(checkpoint: Path) -> Any:
         return None
 
 
-def file_log(checkpoint: Path) -> dict[int, list[str]]:
+def file_log(checkpoint: Location) -> dict[int, list[str]]:
     """The file source's log: ``{log batch: [file URI, ...]}``, compactions merged.
 
     Raises:
@@ -163,7 +161,7 @@ def file_log(checkpoint: Path) -> dict[int, list[str]]:
     return {n: list(files) for n, files in sorted(entries.items())}
 
 
-def batch_files(checkpoint: Path, batch_id: int) -> list[str]:
+def batch_files(checkpoint: Location, batch_id: int) -> list[str]:
     """The file URIs of batch ``batch_id`` (in flight or committed), from its ``offsets/``
     entry and the file source's log entries after the previous batch's: no full read of the
     log unless an entry is a compaction (every tenth). [] when the batch is unknown.
@@ -201,7 +199,7 @@ def batch_files(checkpoint: Path, batch_id: int) -> list[str]:
     return list(files)
 
 
-def _log_offset(path: Path) -> int | None:
+def _log_offset(path: Location) -> int | None:
     """A files-source batch's log offset (``{"logOffset": L}``); None for another source."""
     offset = _source_offset(path)
     if isinstance(offset, dict) and isinstance(offset.get("logOffset"), int):
@@ -209,7 +207,7 @@ def _log_offset(path: Path) -> int | None:
     return None
 
 
-def kafka_start_offsets(checkpoint: Path) -> dict[str, Any] | None:
+def kafka_start_offsets(checkpoint: Location) -> dict[str, Any] | None:
     """Batch 0's start as Spark's own Kafka source records it (``sources/0/0``), as its JSON
     (``{"topic": {"partition": offset}}``), or None when absent or not such a record.
 

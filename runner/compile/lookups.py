@@ -1,5 +1,5 @@
 """The plan's lookups: the declared sources and the seeds the selected models read, each with
-its columns (DESIGN.md "Sources and seeds").
+its columns (docs/OPERATIONS.md, "Sources and seeds: one version per batch").
 
 A source's columns are its declaration's, or, when ``columns:`` is omitted, the Delta table's
 schema read at compile time (``read_columns``: :func:`runner.sinks.schema.delta_columns`,

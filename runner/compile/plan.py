@@ -24,7 +24,7 @@ class Lookup:
     Every batch reads each lookup at one pinned version (a source's Delta version when the batch
     first runs; a seed's content hash), recorded in the checkpoint before any table commits the
     batch, so every replay, backfill and rebuild of the batch joins the same rows
-    (DESIGN.md "Sources and seeds").
+    (docs/OPERATIONS.md, "Sources and seeds: one version per batch").
     """
 
     kind: str  # "source" | "seed"

@@ -12,7 +12,6 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from runner.checkpoint.files import write_atomic
 from runner.compile.plan import Lookup, Plan, Step
 from runner.compile.selection import select_names
 from runner.docs_site.graph_svg import GraphEdge, GraphNode, layered_svg
@@ -23,6 +22,7 @@ from runner.model_tests.spec import ModelSpec, load_specs
 from runner.project.loader import Project
 from runner.project.schema import Field
 from runner.project.secrets import mask_secrets
+from runner.storage.ops import write_atomic
 
 __all__ = ["DocsSite", "build_site", "dag_svg"]
 

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from runner.checkpoint.spark_logs import committed_source_offset, file_log
 from runner.errors import SourceError
 from runner.project.loader import Project
-from runner.sources.history import local_path
+from runner.sources.history import file_location
 from runner.sources.kafka.admin import list_watermarks, read_committed
+from runner.storage.objects import SCHEMES, ObjectPath
+from runner.storage.ops import Location, names
 
 __all__ = ["Backlog", "files_backlog", "kafka_backlog"]
 
@@ -35,20 +36,26 @@ class Backlog:
         return {"kind": self.kind, "pending": self.pending, "error": self.error, **self.detail}
 
 
-def _seen_files(checkpoint: Path) -> set[str]:
-    """Every file the file source has read, as local paths (other URIs as they are)."""
-    return {_local(p) for files in file_log(checkpoint).values() for p in files}
+def _seen_files(checkpoint: Location) -> set[str]:
+    """Every file the file source has read, each as :func:`_key` spells it."""
+    return {_key(p) for files in file_log(checkpoint).values() for p in files}
 
 
-def _local(uri: str) -> str:
-    path = local_path(uri)
-    return uri if path is None else os.path.normpath(path)
+def _key(uri: str) -> str:
+    """One spelling per file: a local path normalised, an object key with its scheme's
+    canonical name (``s3a://`` and ``s3://`` are one bucket), another URI as it is."""
+    where = file_location(uri)
+    if isinstance(where, ObjectPath):
+        return f"{SCHEMES[where.scheme]}://{where.bucket}/{where.key}"
+    return uri if where is None else os.path.normpath(where)
 
 
 def files_backlog(project: Project) -> Backlog:
     source = project.resolve(project.config.source.path)  # type: ignore[union-attr]
     try:
-        names = [n for n in os.listdir(source) if not n.startswith((".", "_"))]
+        if not source.is_dir():
+            raise FileNotFoundError(2, "No such directory")
+        listed = [n for n in names(source) if not n.startswith((".", "_"))]
     except OSError as e:
         return Backlog("files", None, {"path": str(source)}, f"cannot list {source}: "
                                                             f"{e.strerror or e}")
@@ -56,13 +63,13 @@ def files_backlog(project: Project) -> Backlog:
         seen = _seen_files(project.checkpoint)
     except SourceError as e:
         return Backlog("files", None, {"path": str(source)}, str(e))
-    pending = sorted(n for n in names
-                     if os.path.normpath(str(source / n)) not in seen and (source / n).is_file())
+    pending = sorted(n for n in listed
+                     if _key(str(source / n)) not in seen and (source / n).is_file())
     return Backlog("files", len(pending), {"path": str(source), "files_read": len(seen),
                                            "next_files": pending[:5]})
 
 
-def _committed_offsets(checkpoint: Path) -> dict[str, dict[str, int]] | None:
+def _committed_offsets(checkpoint: Location) -> dict[str, dict[str, int]] | None:
     """The source offsets after the last committed batch (None: nothing committed yet)."""
     offsets = committed_source_offset(checkpoint)
     try:

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from runner.checkpoint.lock import MAINTENANCE, CheckpointLock
+from runner.checkpoint.lock import MAINTENANCE, checkpoint_lock
 from runner.checkpoint.query import read_query_id
 from runner.console import plural
 from runner.errors import CheckpointBusyError, ExecutionError
 from runner.project.loader import Project
 from runner.sinks.base import app_id
 from runner.sinks.maintenance import MaintenanceReport, Target, maintain_tables
+from runner.storage.objects import ObjectPath
 
 __all__ = ["maintain", "report_lines"]
 
@@ -66,7 +67,7 @@ def maintain(project: Project, *, select: Sequence[str] = (),
     targets += [target(name, None) for name in sorted(failed) if name in chosen]
     if not select:
         targets.append(target(project.config.dead_letter, False))
-    lock = CheckpointLock(project.checkpoint, MAINTENANCE)
+    lock = checkpoint_lock(project.checkpoint, MAINTENANCE)
     try:
         lock.acquire(wait=wait)
     except CheckpointBusyError:
@@ -74,17 +75,33 @@ def maintain(project: Project, *, select: Sequence[str] = (),
                              f"running ({lock.holder()})",
                              hint="wait for it to finish, then run runner maintain again"
                              ) from None
-    stream_lock = CheckpointLock(project.checkpoint)
+    stream_lock = checkpoint_lock(project.checkpoint)
     try:
         try:
             stream_lock.acquire()
             streaming = False
         except ExecutionError:
             streaming = True  # a stream holds the checkpoint: no merge compaction
+            _refuse_beside_delta_spark(project)
         return maintain_tables(project, targets, stream_running=streaming, in_stream=False)
     finally:
         stream_lock.release()
         lock.release()
+
+
+def _refuse_beside_delta_spark(project: Project) -> None:
+    """In an object store, delta-spark commits with a check then a plain PUT (its S3 log store
+    is single-writer per table): a maintenance commit made beside a stream that writes with
+    delta-spark could be overwritten, and a log checkpoint written for it would describe a
+    state that never was. So there, only the stream itself (``maintenance.every_batches``)
+    maintains its tables while it runs."""
+    if isinstance(project.checkpoint, ObjectPath) and project.config.delta.engine != "rs":
+        raise ExecutionError(
+            f"a stream holds checkpoint {project.checkpoint} and may commit with delta-spark "
+            f"(delta.engine: {project.config.delta.engine}), which is single-writer per table "
+            "in an object store: nothing was maintained",
+            hint="let the stream maintain its own tables (maintenance.every_batches or "
+                 "every_minutes in project.yml), or run runner maintain while it is stopped")
 
 
 def report_lines(report: MaintenanceReport) -> list[str]:

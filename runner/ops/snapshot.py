@@ -35,7 +35,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.checkpoint.ledger import Ledger, LedgerEntry
@@ -192,7 +191,7 @@ def _from_entry(project: Project, entry: LedgerEntry, registry: Mapping[str, Ent
     for name, version in versions.items():
         lag = lags.get(name)
         tables[name] = TableVersion(
-            str(Path(project.table_path(name))), version,
+            str(project.table_path(name)), version,
             lag.parked_since if lag is not None else None,
             lag.reason if lag is not None else None, lag.last_batch if lag is not None else None)
     return Snapshot(batch_id=entry.batch_id, tables=tables, written_at=entry.written_at)

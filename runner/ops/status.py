@@ -24,7 +24,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from runner.checkpoint.ledger import Ledger, LedgerEntry
@@ -42,6 +41,7 @@ from runner.project.loader import Project
 from runner.sinks.base import app_id
 from runner.sinks.inspect import dead_letter_rows, table_state
 from runner.sinks.tables import is_table
+from runner.storage.ops import Location
 
 __all__ = ["PipelineStatus", "TableStatus", "collect_status", "status_lines"]
 
@@ -145,7 +145,7 @@ def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
         seconds=time.perf_counter() - started)
 
 
-def _lookups(checkpoint: Path) -> dict[str, dict[str, Any]]:
+def _lookups(checkpoint: Location) -> dict[str, dict[str, Any]]:
     """Each lookup's version as the newest batch with pins read it, and that version's age."""
     try:
         latest = Pins(checkpoint).latest()

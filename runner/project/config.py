@@ -194,6 +194,10 @@ class ProjectConfig(_Strict):
     #: Prefixes of the environment variables models may read with env_var() (their values go
     #: into target/, the docs and messages): runner/project/secrets.py, docs/SECURITY.md.
     env_var_prefixes: tuple[str, ...] = ()
+    #: Explicit object-store options (delta-rs / object_store keys such as
+    #: ``AWS_ENDPOINT_URL``, ``AZURE_STORAGE_ACCOUNT_NAME``), over the environment's; the same
+    #: map reaches the runner's own files, delta-rs and Spark: runner/storage/settings.py.
+    storage: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("env_var_prefixes")
     @classmethod

@@ -20,6 +20,8 @@ from runner.project.config import ProjectConfig, parse_project_config
 from runner.project.paths import check_project_paths, resolve_location
 from runner.project.schema import EventSchema, metadata_columns
 from runner.project.secrets import public_env_var, set_secret_values
+from runner.storage.objects import ObjectPath
+from runner.storage.ops import Location
 
 if TYPE_CHECKING:  # imported when a project has seeds or declares sources (compile's start-up)
     from runner.project.seeds import Seed
@@ -59,20 +61,39 @@ class Project:
     #: prefix: var name -> those variables' names (never rendered into a model)
     secret_vars: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def resolve(self, relative: str) -> Path:
-        """A project path: relative to the project directory unless absolute, ``~`` expanded,
-        a ``file:`` URI as its local path (remote URIs are refused when the project loads)."""
-        return resolve_location(self.root, relative)
+    def resolve(self, relative: str) -> Location:
+        """A project location: an object-store URI with project.yml's ``storage:`` options,
+        or a path relative to the project directory unless absolute, ``~`` expanded, a
+        ``file:`` URI as its local path (other URIs are refused when the project loads)."""
+        return resolve_location(self.root, relative, options=self.config.storage)
 
     @property
-    def warehouse(self) -> Path:
+    def warehouse(self) -> Location:
         return self.resolve(self.config.warehouse)
 
     @property
-    def checkpoint(self) -> Path:
+    def checkpoint(self) -> Location:
         return self.resolve(self.config.checkpoint)
 
-    def table_path(self, name: str) -> Path:
+    def spark_storage_conf(self) -> dict[str, str]:
+        """Spark's (Hadoop's) settings for each bucket the project's locations name
+        (checkpoint, warehouse, files source, source tables given by URI), per bucket, from
+        the environment and project.yml's ``storage:`` (:mod:`runner.storage.settings`)."""
+        from runner.storage.settings import storage_settings
+
+        values = [self.config.checkpoint, self.config.warehouse]
+        if self.config.source.type == "files":
+            values.append(self.config.source.path)
+        values += [t.location for t in self.sources if "://" in t.location]
+        out: dict[str, str] = {}
+        for value in values:
+            where = self.resolve(value) if "://" in value else None
+            if isinstance(where, ObjectPath):
+                out.update(storage_settings(str(where), self.config.storage,
+                                            per_bucket=True).spark_conf())
+        return out
+
+    def table_path(self, name: str) -> Location:
         """Where model (or dead-letter table) ``name`` lives: ``<warehouse>/<name>``."""
         return self.warehouse / name
 

@@ -7,26 +7,27 @@ root or a home directory would let an ordinary command delete what the user neve
 hand over. :func:`check_locations` refuses such a project when it is loaded (every command
 loads it first), before anything is read or written, with exit 2.
 
-Locations are local paths: relative to the project directory unless absolute, ``~`` expanded,
-and ``file:`` URIs taken as the local path they name. Remote URIs (``s3://``, ``abfss://``,
-``gs://``, ``hdfs://``, ``dbfs:/`` ...) are refused by name rather than joined onto the
-project directory: the runner keeps its lock, registry and ledger in the checkpoint and
-creates, checks, drops and maintains tables with local file operations, so a bucket has to be
-mounted (s3fs, gcsfuse, blobfuse2, Databricks ``/dbfs`` or ``/Volumes``) and named by its
-mount path.
+Locations are local paths (relative to the project directory unless absolute, ``~`` expanded,
+``file:`` URIs taken as the local path they name) or object-store URIs (``s3://``, ``s3a://``,
+``abfss://``, ``az://``, ``gs://``: :class:`~runner.storage.objects.ObjectPath`), compared as
+bucket + prefix. Other URIs (``hdfs://``, ``dbfs:/`` ...) are refused by name rather than
+joined onto the project directory: the runner keeps its lease, registry and ledger in the
+checkpoint through its storage layer, which speaks local disk and those object stores.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from runner.errors import ConfigError
 from runner.project.config import ProjectConfig, yaml_line
+from runner.storage.objects import SCHEMES, ObjectPath, object_path, split_uri
+from runner.storage.ops import Location
 
 __all__ = [
     "ProjectLocations",
@@ -40,13 +41,6 @@ __all__ = [
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):/")
 #: The project's own files: no managed location may be, contain or lie inside one of them.
 PROJECT_FILES = ("project.yml", "models", "macros", "seeds", "target", ".git")
-_WHY_LOCAL = {
-    "checkpoint": "the runner keeps its lock, registry and snapshot ledger in the checkpoint "
-                  "with local file operations",
-    "warehouse": "the runner creates, checks, drops and maintains tables through the local "
-                 "file system",
-    "source.path": "the runner lists the source folder itself (backlog, backfill history)",
-}
 
 
 def is_uri(value: str) -> bool:
@@ -54,26 +48,35 @@ def is_uri(value: str) -> bool:
     return _URI.match(value) is not None
 
 
-def resolve_location(root: Path, value: str, *, key: str = "path") -> Path:
-    """The local path ``value`` names: relative to ``root`` unless absolute, ``~`` expanded,
-    a ``file:`` URI as its path. Not resolved through symlinks (callers compare with
+def resolve_location(root: Path, value: str, *, key: str = "path",
+                     options: Mapping[str, str] | None = None) -> Location:
+    """The location ``value`` names: an object-store URI as an
+    :class:`~runner.storage.objects.ObjectPath` (with the explicit storage ``options``);
+    otherwise a local path, relative to ``root`` unless absolute, ``~`` expanded, a ``file:``
+    URI as its path. Not resolved through symlinks (callers compare with
     :meth:`Path.resolve`).
 
     Raises:
-        ConfigError: ``value`` is a remote URI, or a ``file:`` URI naming another host or a
-            relative path.
+        ConfigError: ``value`` is a URI of another scheme, an object-store URI without a
+            bucket, or a ``file:`` URI naming another host or a relative path.
     """
     match = _URI.match(value)
     if match is None:
         path = Path(value).expanduser()
         return path if path.is_absolute() else root / path
-    if match["scheme"].lower() != "file":
-        why = _WHY_LOCAL.get(key, "the runner reads and writes it with local file operations")
+    scheme = match["scheme"].lower()
+    if scheme in SCHEMES:
+        if not split_uri(value)[1]:
+            raise ConfigError(f"{key}: {value!r} names no bucket", path="project.yml",
+                              hint=f"write {scheme}://<bucket>/<prefix>")
+        return object_path(value, options)
+    if scheme != "file":
         raise ConfigError(
-            f"{key}: {value!r} is a {match['scheme']}:// URI; remote storage is not supported "
-            f"here: {why}", path="project.yml",
-            hint="mount the bucket (s3fs, gcsfuse, blobfuse2, a Databricks /dbfs or /Volumes "
-                 "path) and give the mounted path, or a local path")
+            f"{key}: {value!r} is a {match['scheme']}: URI; the runner's storage layer speaks "
+            f"local paths and {', '.join(sorted(f'{s}://' for s in SCHEMES))}",
+            path="project.yml",
+            hint="give an object-store URI of one of those schemes, a mounted path "
+                 "(a Databricks /dbfs or /Volumes path), or a local path")
     url = urlparse(value)
     if url.netloc not in ("", "localhost") or not url.path.startswith("/"):
         raise ConfigError(f"{key}: {value!r} is not a local file: URI", path="project.yml",
@@ -86,18 +89,18 @@ class ProjectLocations:
     """The resolved locations of one project, as :func:`check_locations` compares them."""
 
     root: Path
-    checkpoint: Path
-    warehouse: Path
-    dead_letter: Path
-    source: Path | None  # files source; None for Kafka
-    tables: tuple[Path, ...]  # <warehouse>/<model>, the dead-letter table included
+    checkpoint: Location
+    warehouse: Location
+    dead_letter: Location
+    source: Location | None  # files source; None for Kafka
+    tables: tuple[Location, ...]  # <warehouse>/<model>, the dead-letter table included
 
 
-def _real(path: Path) -> Path:
+def _real(path: Location) -> Location:
     return path.resolve()  # symlinks followed for the part that exists
 
 
-def _overlap(a: Path, b: Path) -> str | None:
+def _overlap(a: Location, b: Location) -> str | None:
     if a == b:
         return "is"
     if b in a.parents:
@@ -110,12 +113,15 @@ def _overlap(a: Path, b: Path) -> str | None:
 def _homes() -> set[Path]:
     """The current user's home directory ($HOME, and the password database's)."""
     homes = {os.path.expanduser("~"), os.environ.get("HOME") or ""}
-    return {_real(Path(h)) for h in homes if os.path.isabs(h)}
+    return {Path(h).resolve() for h in homes if os.path.isabs(h)}
 
 
-def _protected(path: Path) -> str | None:
-    """Why ``path`` may never be a managed location: the root, a home directory, a folder
-    holding every user's homes, or a folder containing the current user's home."""
+def _protected(path: Location) -> str | None:
+    """Why ``path`` may never be a managed location: the root (of the file system or of a
+    bucket), a home directory, a folder holding every user's homes, or a folder containing
+    the current user's home."""
+    if isinstance(path, ObjectPath):
+        return None if path.key else f"the root of bucket {path.bucket}"
     if path == Path(path.anchor):
         return "the filesystem root"
     if path in (Path("/home"), Path("/Users")):
@@ -151,7 +157,7 @@ def check_locations(loc: ProjectLocations, *, text: str | None = None) -> None:
                                   line=_line(text, key), hint=hint))
 
     root = _real(loc.root)
-    managed: list[tuple[str, Path]] = [("checkpoint", _real(loc.checkpoint)),
+    managed: list[tuple[str, Location]] = [("checkpoint", _real(loc.checkpoint)),
                                        ("warehouse", _real(loc.warehouse))]
     if loc.source is not None:
         managed.append(("source.path", _real(loc.source)))
@@ -216,10 +222,10 @@ def check_project_paths(root: Path, config: ProjectConfig, *, tables: Iterable[s
     values = [("checkpoint", config.checkpoint), ("warehouse", config.warehouse)]
     if config.source.type == "files":
         values.append(("source.path", config.source.path))
-    paths: dict[str, Path] = {}
+    paths: dict[str, Location] = {}
     for key, value in values:
         try:
-            paths[key] = resolve_location(root, value, key=key)
+            paths[key] = resolve_location(root, value, key=key, options=config.storage)
         except ConfigError as e:
             raise ConfigError(e.message, path="project.yml", line=_line(text, key),
                               hint=e.hint) from e
@@ -232,7 +238,7 @@ def check_project_paths(root: Path, config: ProjectConfig, *, tables: Iterable[s
 
 
 def _check_lookups(lookups: Iterable[tuple[str, int | None, str, str]],
-                   paths: dict[str, Path]) -> None:
+                   paths: dict[str, Location]) -> None:
     """A source or seed read per batch must stay out of what --full-refresh deletes or
     rewrites (the checkpoint, the warehouse), and must not hold them."""
     managed = [(key, _real(paths[key])) for key in ("checkpoint", "warehouse")]

@@ -1,5 +1,5 @@
 """Declared sources: reference tables a model joins, declared under ``sources:`` in any
-``models/**/*.yml`` in dbt's shape (DESIGN.md "Sources and seeds")::
+``models/**/*.yml`` in dbt's shape (docs/AE_GUIDE.md, "Sources and seeds")::
 
     sources:
       - name: crm
@@ -188,7 +188,10 @@ def parse_sources(root: Path, text: str, data: Mapping[str, Any], *, path: str
 
 def _local(root: Path, value: str, *, text: str, path: str, loc: tuple[str | int, ...]) -> Path:
     try:
-        return resolve_location(root, value, key="path").resolve()
+        where = resolve_location(root, value, key="path")
+        if not isinstance(where, Path):  # URIs are kept as written before this is called
+            raise ConfigError(f"{value!r} is not a local path")
+        return where.resolve()
     except ConfigError as e:
         raise ConfigError(e.message, path=path, line=yaml_line(text, (*loc, "path")),
                           hint=e.hint) from e

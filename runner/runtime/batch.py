@@ -138,7 +138,7 @@ def should_persist(plan: Plan) -> bool:
 
     The search for dead letters scans every record, so with one reading model the batch is
     read twice already; without a persist each read parses it again (and re-reads the source).
-    Measured with one reading model, persisting is faster (docs/PERFORMANCE.md).
+    ``bench.persist_bench --case parsed`` compares the two (docs/PERFORMANCE.md).
     """
     return any(s.reads.parsed_events for s in plan.steps)
 
@@ -180,7 +180,7 @@ def prepare(bp: BatchPlan) -> None:
     """Build the run's parse expressions once, before the streaming query starts.
 
     Every batch reuses them (:func:`parse_batch` caches them per schema). Built here, their
-    cost (a few tenths of a second on a cold JVM, docs/PERFORMANCE.md) is paid at start-up
+    cost (several hundred py4j calls on a cold JVM, docs/PERFORMANCE.md) is paid at start-up
     rather than in batch 0, and a schema that clashes with the metadata columns is reported
     before the query starts. When batches will be cached, the session caches uncompressed
     (:func:`uncompressed_batch_cache`). Nothing is computed or written; needs the active
@@ -209,8 +209,8 @@ def uncompressed_batch_cache(spark: SparkSession) -> bool:
 
     A batch's cache lives for one batch and is read a few times: building the compression
     (dictionary and run-length encodings, each string column scanned for its statistics) costs
-    more than it saves. Measured (docs/PERFORMANCE.md): the parse's cache fill about 10-15%
-    less JVM CPU, for about 25% more cache memory while the batch runs.
+    more than it saves; the price is more cache memory while the batch runs
+    (``bench.parse_profile``: ``fill:runner`` against ``fill:runner-uncompressed``).
     """
     if spark.sparkContext.getConf().contains(CACHE_COMPRESSION):
         return False  # the project's own choice
@@ -232,8 +232,8 @@ def _fill(frame: DataFrame, batch_id: int) -> None:
 #: Dead letters whose raw text is larger than this (UTF-8 bytes, as the parse observed) are
 #: written without a size hint, so the ``rs`` engine writes them Spark-native instead of
 #: through ``toArrow()`` in the driver: a row bound (``delta.arrow_max_rows``) says nothing of
-#: a dead record's size. Measured (bench/driver_memory.py): 300k dead records (62 MB) through
-#: Arrow raised the driver's peak by about 130 MB (Python) and 320 MB (JVM).
+#: a dead record's size, and through Arrow the driver holds every dead record's raw text
+#: (``bench.driver_memory``, case ``dead``).
 DEAD_LETTER_ARROW_MAX_BYTES = 32 * 2**20
 
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.checkpoint.ledger import Ledger, LedgerEntry, utc_now
-from runner.checkpoint.lock import MAINTENANCE, CheckpointLock
+from runner.checkpoint.lock import MAINTENANCE, checkpoint_lock
 from runner.checkpoint.registry import load_registry
 from runner.errors import CheckpointBusyError, RunnerError
 from runner.failpoints import failpoint
 from runner.sinks.maintenance import MaintenanceFailure, Target, maintain_tables
 from runner.sinks.tables import versions_of
+from runner.storage.ops import as_location
 
 if TYPE_CHECKING:
     from runner.project.loader import Project
@@ -40,7 +40,7 @@ class Bookkeeper:
         self.on_event = on_event
         self.ledger = Ledger(project.checkpoint)
         specs = [*bp.sinks.values(), bp.dead_letter]
-        self.tables = {s.model: Path(s.path) for s in specs}
+        self.tables = {s.model: as_location(s.path) for s in specs}
         self.targets = [Target(s.model, s.path, s.app_id, s.materialized == "merge")
                         for s in specs]
         latest = self.ledger.latest()
@@ -49,7 +49,7 @@ class Bookkeeper:
         if latest is not None:  # tables this run does not write (--select) stay in the cut
             for name, version in latest.tables.items():
                 if name in self.tables or name in models:  # (a deleted model's table leaves)
-                    self.tables.setdefault(name, Path(project.table_path(name)))
+                    self.tables.setdefault(name, project.table_path(name))
                     if version is not None:
                         self.known[name] = version
         # Models parked when this run starts (the registry, after the start-up's catch-ups),
@@ -100,7 +100,7 @@ class Bookkeeper:
 
     def maintain(self) -> None:
         """Maintain every table now, unless ``runner maintain`` is at it (then next turn)."""
-        lock = CheckpointLock(self.project.checkpoint, MAINTENANCE)
+        lock = checkpoint_lock(self.project.checkpoint, MAINTENANCE)
         try:
             lock.acquire()
         except CheckpointBusyError:

@@ -15,7 +15,6 @@ nothing changed: no table dropped or written, the registry and the ledger as the
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from runner.checkpoint.identity import read_kafka_start
@@ -25,8 +24,8 @@ from runner.sources.history import (
     KafkaSpan,
     PastBatch,
     file_batches,
+    file_location,
     kafka_batches,
-    local_path,
 )
 
 __all__ = ["check_history", "missing_files", "past_batches"]
@@ -47,17 +46,16 @@ def past_batches(project: Project, through: int) -> list[PastBatch]:
     return kafka_batches(project.checkpoint, through=through, initial=initial)
 
 
-def missing_files(batches: Sequence[PastBatch], since: int,
-                  exists: Callable[[str], bool] = os.path.exists) -> list[tuple[int, str]]:
-    """``(batch id, logged path)`` of every local input file of the batches from ``since``
-    on that no longer exists."""
+def missing_files(batches: Sequence[PastBatch], since: int) -> list[tuple[int, str]]:
+    """``(batch id, logged path)`` of every input file of the batches from ``since`` on (on
+    local disk or in an object store) that no longer exists."""
     gone = []
     for b in batches:
         if b.batch_id < since:
             continue
         for uri in b.files:
-            path = local_path(uri)
-            if path is not None and not exists(path):
+            where = file_location(uri)
+            if where is not None and not where.is_file():
                 gone.append((b.batch_id, uri))
     return gone
 

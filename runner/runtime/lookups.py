@@ -1,4 +1,5 @@
-"""Sources and seeds joined per batch at a pinned version (DESIGN.md "Sources and seeds").
+"""Sources and seeds joined per batch at a pinned version (docs/OPERATIONS.md, "Sources and
+seeds: one version per batch").
 
 :meth:`Lookups.register` runs first in every batch (:func:`runner.runtime.batch.run_batch`),
 before any table is written: it pins each lookup the batch's models read (a source's latest
@@ -44,6 +45,7 @@ from runner.sinks.tables import (
     version_problem,
 )
 from runner.spark_errors import first_line
+from runner.storage.ops import Location, as_location
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -62,7 +64,7 @@ def lookups_of(plan: Plan) -> tuple[Lookup, ...]:
     return tuple(lk for lk in plan.lookups if lk.view in used)
 
 
-def start_lookups(spark: SparkSession, checkpoint: Path, plan: Plan, *, engine: str,
+def start_lookups(spark: SparkSession, checkpoint: Location, plan: Plan, *, engine: str,
                   broadcast_max_rows: int = DEFAULT_BROADCAST_MAX_ROWS) -> Lookups | None:
     """The run's :class:`Lookups` (None: no model reads a source or seed), checked
     (:meth:`Lookups.check_start`) before anything is written.
@@ -89,7 +91,7 @@ class _Cached:
 class Lookups:
     """The lookups of one run, their pins and their per-version cache."""
 
-    checkpoint: Path
+    checkpoint: Location
     lookups: tuple[Lookup, ...]
     engine: str  # "rs" | "spark": how a source is read
     broadcast_max_rows: int = DEFAULT_BROADCAST_MAX_ROWS
@@ -189,8 +191,8 @@ class Lookups:
             return Pin("seed", content_hash, pinned_at=utc_now())
         version = self._latest(spark, lk)
         self._check_columns(spark, lk, version)
-        when = None if lk.catalog else commit_time(Path(lk.location.removeprefix("file://")),
-                                                   version)
+        where = as_location(lk.location.removeprefix("file://"))
+        when = None if lk.catalog else commit_time(where, version)
         return Pin("source", version, pinned_at=utc_now(), committed_at=when)
 
     def _frame(self, spark: SparkSession, lk: Lookup, pin: Pin, batch_id: int) -> DataFrame:

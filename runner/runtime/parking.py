@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from runner.checkpoint.registry import Entry, load_registry, save_registry
@@ -32,6 +31,7 @@ from runner.compile.graph import descendants
 from runner.compile.plan import Plan
 from runner.errors import DuplicateKeyError, ExecutionError
 from runner.spark_errors import bare_message, chain, first_line, java_causes
+from runner.storage.ops import Location
 
 __all__ = ["ModelFailure", "ParkedError", "error_class", "from_spark", "model_failure",
            "park_policy", "parked_line", "parked_with", "record_parked"]
@@ -155,7 +155,7 @@ def _ordered(plan: Plan, names: Iterable[str]) -> list[str]:
     return [s.name for s in plan.steps if s.name in wanted]
 
 
-def record_parked(checkpoint: Path, parked: Mapping[str, ParkedError]) -> None:
+def record_parked(checkpoint: Location, parked: Mapping[str, ParkedError]) -> None:
     """Mark the models parked in the checkpoint's registry (saved at once). A model already
     parked from an earlier batch keeps it (a replayed batch parks it again: same result)."""
     if not parked:

@@ -404,7 +404,7 @@ def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str
         # What is cached. The raw text is kept for dead rows only (a cached frame holds it once
         # per dead row), as valid UTF-8 so that every reader can read the dead-letter table.
         # The three flags become one column, null for valid rows (1: corrupt, 2: bad UTF-8):
-        # one column is cheaper to cache than three (docs/BENCHMARKS.md). ``_batch_id`` is not
+        # one column is cheaper to cache than three (``bench.parse_profile``). ``_batch_id`` is not
         # in the frame: a constant, it is added after the cache.
         keep_raw=(*kept_fields,
                   *(metadata if valid_metadata else

@@ -78,8 +78,9 @@ def trailing_content(raw: Column) -> Column:
           starting with ``]`` (an error inside the object).
     So the three leave no trailing content through. A wrapper adds one level of nesting: a
     record nested exactly 1000 levels deep (Jackson's limit) is dead with this reason.
-    ``json_array_length`` tokenises the wrappers without converting values (measured: the
-    parse of 1M seed-shaped records about 1.5 s slower on 2 cores; docs/OPERATIONS.md).
+    ``json_array_length`` tokenises the wrappers without converting values; still the
+    largest single cost of the validating parse (``bench.parse_profile``: ``fill:runner``
+    against ``fill:runner-no-trailing``; docs/PERFORMANCE.md).
     """
     def one_element(text: Column) -> Column:
         return F.coalesce(F.json_array_length(text) == 1, F.lit(False))

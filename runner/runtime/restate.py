@@ -26,15 +26,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import replace
-from pathlib import Path
 
 from runner.checkpoint.ledger import Ledger
 from runner.sinks.tables import batch_versions
+from runner.storage.ops import Location
 
 __all__ = ["forget", "restate"]
 
 
-def forget(checkpoint: Path, models: Collection[str]) -> int:
+def forget(checkpoint: Location, models: Collection[str]) -> int:
     """Remove ``models`` from every ledger entry; return how many entries changed."""
     ledger = Ledger(checkpoint)
     changed = 0
@@ -57,7 +57,7 @@ def _version_at(log: tuple[int, Mapping[int, int]], batch_id: int) -> int | None
     return None if version < 0 else version
 
 
-def restate(checkpoint: Path, tables: Mapping[str, tuple[Path, str]], *,
+def restate(checkpoint: Location, tables: Mapping[str, tuple[Location, str]], *,
             starts: Mapping[str, int], through: int,
             blurred: Collection[int] = (), parked: Mapping[str, int] | None = None) -> int:
     """Rewrite the entries of batches ``starts[m]`` .. ``through`` for each backfilled model.

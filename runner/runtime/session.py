@@ -10,7 +10,8 @@ Defaults (a user's ``conf`` overrides every one of them):
 - ``spark.sql.shuffle.partitions`` = 2 x cores for local masters (Spark's 200 is far too many
   for micro-batches on one machine), and delta-spark's ``snapshotPartitions`` likewise: its
   default 50 makes every delta-spark commit end with a 50-task job rebuilding the table's
-  state, which on one machine costs more than the write itself (docs/BENCHMARKS.md).
+  state, which on one machine costs more than the write itself (``bench.stream_bench --set
+  production``).
 - UI and console progress bar off; ``spark.sql.warehouse.dir`` in a per-user folder under the
   system temp dir, not ``./spark-warehouse`` (no stray folder where the runner starts).
 - ``spark.sql.runSQLOnFiles=false``: SQL reads no table by path (docs/SECURITY.md).
@@ -24,8 +25,9 @@ Defaults (a user's ``conf`` overrides every one of them):
   configuration, never to the user's terminal. ``log_dir`` defaults to a per-user folder under
   the system temp dir. pyspark's own query-context loggers (which log each SQL error with its
   Java stack trace) go to ``<log_dir>/pyspark.log``.
-- the JVM jars ``scripts/setup.sh`` fetched (delta-spark, Spark's Kafka source) on
-  ``spark.jars``, from whatever directory the runner is started (:func:`spark_jars`); with
+- the JVM jars ``scripts/setup.sh`` fetched (delta-spark, Spark's Kafka source, and the
+  object-storage connectors of ``.jars/cloud`` when fetched) on ``spark.jars``, from whatever
+  directory the runner is started (:func:`spark_jars`); with
   delta-spark among them, its SQL extension and catalog, and its auto-compaction off for the
   session (compaction is ``runner maintain``'s: :mod:`runner.sinks.conf`). No network: the
   jars are local files.
@@ -51,8 +53,9 @@ from runner.sinks.conf import DELTA_JAR_PREFIX, DELTA_SESSION_CONF, local_delta_
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["SessionInfo", "build_session", "missing_jars_note", "session_info", "spark_jars",
-           "spark_jars_dir", "stop_session", "JARS_DIR_ENV", "LOG_FILE_KEY", "START_SECONDS_KEY"]
+__all__ = ["SessionInfo", "build_session", "cloud_jars_dir", "missing_jars_note", "session_info",
+           "spark_jars", "spark_jars_dir", "stop_session", "JARS_DIR_ENV", "LOG_FILE_KEY",
+           "START_SECONDS_KEY"]
 
 LOG_FILE_KEY = "spark.runner.logFile"
 START_SECONDS_KEY = "spark.runner.startSeconds"
@@ -140,6 +143,17 @@ def spark_jars_dir() -> Path | None:
     return Path(__file__).resolve().parents[2] / ".jars" / "spark"
 
 
+def cloud_jars_dir() -> Path | None:
+    """The folder of the object-storage connectors (hadoop-aws with the AWS SDK modules it
+    uses, hadoop-azure, spark-hadoop-cloud): ``.jars/cloud`` beside :func:`spark_jars_dir`'s
+    default when ``scripts/setup.sh`` fetched it; None when absent or when ``$RUNNER_JARS_DIR``
+    is set (that folder alone is then the session's jars: put the connectors in it too)."""
+    if os.environ.get(JARS_DIR_ENV) is not None:
+        return None
+    folder = Path(__file__).resolve().parents[2] / ".jars" / "cloud"
+    return folder if folder.is_dir() else None
+
+
 def _artifact_id(jar: str) -> str:
     m = _JAR_NAME.fullmatch(jar)
     return m.group("artifact") if m else jar.removesuffix(".jar")
@@ -157,17 +171,19 @@ def _spark_home_artifacts() -> set[str]:
 
 
 def spark_jars(folder: Path | None = None) -> list[str]:
-    """Jar paths for ``spark.jars``: those in ``folder`` (default :func:`spark_jars_dir`)
-    whose artifact id Spark does not ship itself, sorted; [] when there are none.
+    """Jar paths for ``spark.jars``: those in ``folder`` (default :func:`spark_jars_dir`, then
+    :func:`cloud_jars_dir` when there is one) whose artifact id Spark does not ship itself,
+    sorted per folder; [] when there are none.
 
     Spark's own copy of a library (Jackson, Hadoop, Scala...) is the one its classes were
     built against; a second version beside it would only be shadowed, or split a package.
     """
-    folder = folder if folder is not None else spark_jars_dir()
-    if folder is None or not folder.is_dir():
+    folders = [folder] if folder is not None else [spark_jars_dir(), cloud_jars_dir()]
+    present = [f for f in folders if f is not None and f.is_dir()]
+    if not present:
         return []
     shipped = _spark_home_artifacts()
-    return [p.as_posix() for p in sorted(folder.glob("*.jar"))
+    return [p.as_posix() for f in present for p in sorted(f.glob("*.jar"))
             if _artifact_id(p.name) not in shipped]
 
 
@@ -293,8 +309,13 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    # A reused session keeps the runtime settings it had: set the one that guards SQL text.
+    # A reused session keeps the runtime settings it had: set the one that guards SQL text,
+    # and give its Hadoop configuration the ``spark.hadoop.*`` settings (object stores).
     spark.conf.set(*NO_SUBSTITUTION)
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001 - no public API
+    for key, value in settings.items():
+        if key.startswith("spark.hadoop."):
+            hadoop.set(key.removeprefix("spark.hadoop."), value)
     _pyspark_logs_to_file(log_file.parent / "pyspark.log")
     elapsed = time.perf_counter() - started
     spark.conf.set(START_SECONDS_KEY, f"{elapsed:.3f}")

@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Collection
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,7 +28,7 @@ from pyspark.errors import StreamingQueryException
 
 from runner.checkpoint.identity import PipelineIdentity, check_identity
 from runner.checkpoint.kafka_offsets import chunk_size, keep_offsets
-from runner.checkpoint.lock import CheckpointLock
+from runner.checkpoint.lock import checkpoint_lock
 from runner.checkpoint.query import new_query_id, read_query_id, reset_checkpoint, write_query_id
 from runner.checkpoint.runs import RunRecord
 from runner.checkpoint.spark_logs import is_committed
@@ -49,6 +48,7 @@ from runner.sinks.conf import DELTA_SESSION_CONF
 from runner.sinks.tables import check_droppable, is_table, recent_app_ids
 from runner.sources.same_input import ReplayGuard
 from runner.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
+from runner.storage.ops import Location, write_atomic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -181,7 +181,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
     if not plan.steps:
         raise ConfigError("no models to run (all disabled or none selected)")
     checkpoint = project.checkpoint
-    with CheckpointLock(checkpoint), _Stopper() as stopper, RunRecord(checkpoint), \
+    with checkpoint_lock(checkpoint) as lock, _Stopper() as stopper, RunRecord(checkpoint), \
             ExitStack() as cleanup:
         _check_warehouse(project.warehouse)
         if not full_refresh:  # before the session: a refusal costs no JVM start
@@ -196,7 +196,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         )
 
         conf = project.config.spark
-        spark_conf = dict(conf.conf)
+        spark_conf = {**project.spark_storage_conf(), **conf.conf}
         if project.config.delta.engine == "spark":  # delta-spark's MERGE needs these at start
             spark_conf = {**DELTA_SESSION_CONF, **spark_conf}
         spark = build_session(master=conf.master, conf=spark_conf,
@@ -206,6 +206,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         choice = engine_choice(project.config.delta.engine, spark)
         writer = make_writer(choice.engine, spark,
                              arrow_max_rows=project.config.delta.arrow_max_rows)
+        writer.permit = lock.check
         on_event(f"delta engine {choice.engine}: {choice.reason}"
                  + (f"; {missing_jars_note()}" if choice.classes_missing else ""))
         if project.config.source.type == "kafka":  # unreachable, misconfigured: exit 2 now
@@ -321,12 +322,13 @@ def pipeline_identity(project: Project) -> PipelineIdentity:
     return PipelineIdentity(name=project.config.name, source=f"{source.type}:{where}")
 
 
-def _check_warehouse(warehouse: Path) -> None:
-    """Refuse up front (nothing written yet) when the warehouse is not a writable directory."""
+def _check_warehouse(warehouse: Location) -> None:
+    """Refuse up front (nothing written yet) when the warehouse is not a writable directory
+    (a bucket prefix: not writable with these credentials)."""
     probe = warehouse / f".runner-write-probe-{os.getpid()}"
     try:
         warehouse.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
+        write_atomic(probe, b"")
         probe.unlink()
     except OSError as e:
         reason = e.strerror or type(e).__name__
@@ -346,7 +348,7 @@ class _Batches:
     running: int | None = None
     finished: int | None = None
 
-    def drain(self, query: StreamingQuery, checkpoint: Path) -> None:
+    def drain(self, query: StreamingQuery, checkpoint: Location) -> None:
         """Wait until no batch is running and Spark has logged the last one as committed
         (``<checkpoint>/commits/<id>``): stopping earlier interrupts Spark between the sinks
         and that entry, and the finished batch would replay on the next start."""

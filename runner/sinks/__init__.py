@@ -87,8 +87,9 @@ def is_local_master(master: str | None) -> bool:
 
 
 def choose_engine(engine: Engine, *, master: str | None, delta_classes: bool) -> EngineChoice:
-    """DESIGN.md "Delta engines": ``auto`` on a local master picks ``rs`` (the faster exact
-    engine on one machine: delta-spark measured 1.6-1.8x slower there); on any other master
+    """docs/ENGINES.md: ``auto`` on a local master picks ``rs`` (the faster exact engine on
+    one machine: delta-spark's per-commit Spark jobs cost more there, ``bench.stream_bench
+    --set engines``); on any other master
     ``spark`` when the io.delta classes are on the JVM classpath, else ``rs``.
 
     Args:

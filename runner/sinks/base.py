@@ -11,16 +11,16 @@ find the committed version.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from runner.errors import ConfigError, DuplicateKeyError, SinkError
+from runner.failpoints import failpoint
 from runner.sinks.tables import check_droppable
+from runner.storage.ops import as_location, rmtree
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -148,6 +148,14 @@ class DeltaWriter(ABC):
     """
 
     engine: ClassVar[str]
+    #: Called right before each commit: raises when this process may no longer write (the
+    #: checkpoint's lease in an object store was lost or is about to expire:
+    #: :meth:`runner.checkpoint.lease.ObjectLease.check`). The stream sets it.
+    permit: Callable[[], None] = staticmethod(lambda: None)
+
+    def _before_commit(self, spec: SinkSpec, batch_id: int) -> None:
+        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        self.permit()
 
     def write(self, spec: SinkSpec, data: DataFrame | pa.Table, batch_id: int, *,
               rows_hint: int | None = None) -> WriteResult:
@@ -217,9 +225,7 @@ class DeltaWriter(ABC):
         """Remove the table (``--full-refresh``); a missing table is not an error, a folder that
         holds something else is (:func:`runner.sinks.tables.check_droppable`)."""
         check_droppable({spec.model: spec.path})
-        path = Path(spec.path)
-        if path.exists():
-            shutil.rmtree(path)
+        rmtree(as_location(spec.path))
 
     # -- engine steps ---------------------------------------------------------------------
 

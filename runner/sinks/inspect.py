@@ -7,13 +7,14 @@ Errors are reported, not raised: a status report shows what it can of every tabl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from deltalake import DeltaTable
 
+from runner.sinks.delta import open_delta
 from runner.sinks.maintenance import log_size, table_files
 from runner.sinks.tables import is_table
+from runner.storage.ops import Location
 
 __all__ = ["DeltaTable", "TableState", "dead_letter_rows", "open_table", "table_state"]
 
@@ -36,7 +37,7 @@ def _first_line(e: BaseException) -> str:
 
 def open_table(path: str, version: int | None = None) -> DeltaTable:
     """The table at ``path`` opened with delta-rs (at ``version``, or its latest)."""
-    return DeltaTable(path) if version is None else DeltaTable(path, version=version)
+    return open_delta(path) if version is None else open_delta(path, version)
 
 
 def table_state(path: str, app_id: str | None) -> TableState:
@@ -55,7 +56,7 @@ def table_state(path: str, app_id: str | None) -> TableState:
         return TableState(True, log_files=log_files, log_bytes=log_bytes, error=_first_line(e))
 
 
-def dead_letter_rows(path: str | Path, *, from_batch: int
+def dead_letter_rows(path: str | Location, *, from_batch: int
                      ) -> tuple[list[Any], list[Any]] | str:
     """``(batch ids, reasons)`` of the dead letters of batches ``>= from_batch``, or an error
     message. One SQL query through delta-rs (DataFusion), which reads only the files whose

@@ -44,7 +44,10 @@ from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import DeltaError
 
 from runner.checkpoint.ledger import Ledger, LedgerEntry
+from runner.sinks.delta import open_delta
 from runner.sinks.tables import is_table
+from runner.storage.objects import ObjectPath
+from runner.storage.ops import Location, as_location, names
 
 if TYPE_CHECKING:
     from runner.project.loader import Project
@@ -93,23 +96,38 @@ def table_files(table: DeltaTable) -> tuple[int, int]:
     return adds.num_rows, int(sum(s for s in adds["size_bytes"].to_pylist() if s))
 
 
-def data_files_on_disk(path: str | Path) -> set[str]:
+def data_files_on_disk(path: str | Location) -> set[str]:
     """Parquet files under the table's folder (its log aside): every version's files. Hidden
     ``_`` folders other than partitions (a CDC model's side tables: :mod:`runner.sinks.cdc`)
     are not the table's."""
+    where = as_location(path)
+    if isinstance(where, ObjectPath):
+        return {f"{where}/{key}" for key in where.walk_keys()
+                if key.endswith(".parquet") and not _hidden(key)}
     found: set[str] = set()
-    for folder, dirs, files in os.walk(path):
-        if folder == str(path):
-            dirs[:] = [d for d in dirs if not d.startswith("_") or "=" in d]
+    for folder, dirs, files in os.walk(where):
+        if folder == str(where):
+            dirs[:] = [d for d in dirs if not _hidden(d + "/")]
         found.update(os.path.join(folder, f) for f in files if f.endswith(".parquet"))
     return found
 
 
-def log_size(path: str | Path) -> tuple[int, int]:
+def _hidden(key: str) -> bool:
+    """``key`` (relative to a table) is under its log or another hidden ``_`` folder that is
+    not a partition (a CDC model's side tables)."""
+    first, sep, _ = key.partition("/")
+    return bool(sep) and first.startswith("_") and "=" not in first
+
+
+def log_size(path: str | Location) -> tuple[int, int]:
     """(files, bytes) in the table's ``_delta_log`` folder."""
+    log = as_location(path) / "_delta_log"
+    if isinstance(log, ObjectPath):
+        sizes = [(log / name).stat().st_size for name in names(log)]
+        return len(sizes), sum(sizes)
     files = size = 0
     try:
-        with os.scandir(Path(path) / "_delta_log") as it:
+        with os.scandir(log) as it:
             for entry in it:
                 if entry.is_file():
                     files += 1
@@ -138,7 +156,7 @@ def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
             expiry the commits of that period.
     """
     started = time.perf_counter()
-    table = DeltaTable(path)
+    table = open_delta(path)
     before = table.version()
     files_before, _ = table_files(table)
     out: dict[str, Any] = {"version_before": before, "files_before": files_before}
@@ -157,13 +175,13 @@ def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
 
     on_disk = data_files_on_disk(path)
     try:
-        table = DeltaTable(path)  # the latest version, compaction included
+        table = open_delta(path)  # the latest version, compaction included
         current = table.version()
         newer = range(keep_newer_than, current + 1) if keep_newer_than is not None else ()
-        keep = needed_versions(Path(path), {*keep_versions, *newer}, current)
+        keep = needed_versions(as_location(path), {*keep_versions, *newer}, current)
         plan = table.vacuum(retention_hours=retention_hours, enforce_retention_duration=False,
                             dry_run=True, keep_versions=(keep or None) if ledger else None)
-        delete_files(Path(path), plan)
+        delete_files(as_location(path), plan)
     except DeltaError as e:
         errors.append(f"vacuum: {_first_line(e)}")
     left = data_files_on_disk(path)
@@ -171,7 +189,7 @@ def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
     out["files_vacuumed"] = len(on_disk - left)
 
     try:
-        table = DeltaTable(path)
+        table = open_delta(path)
         table.create_checkpoint()
         out["checkpoint"] = table.version()
     except DeltaError as e:
@@ -180,7 +198,8 @@ def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
     if keep_from_version is not None:
         try:
             out["log_files_expired"] = expire_log(
-                Path(path), keep_from_version, older_than=time.time() - retention_hours * 3600)
+                as_location(path), keep_from_version,
+                older_than=time.time() - retention_hours * 3600)
         except OSError as e:
             errors.append(f"log expiry: {e}")
 
@@ -191,14 +210,14 @@ def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
         except OSError as e:
             errors.append(f"staging folders: {e}")
 
-    table = DeltaTable(path)
+    table = open_delta(path)
     out["version_after"] = table.version()
     out["files_after"] = table_files(table)[0]
     return TableMaintenance(name=name, path=path, error="; ".join(errors) or None,
                        seconds=time.perf_counter() - started, **out)
 
 
-def delete_files(table: Path, relative: Sequence[str]) -> int:
+def delete_files(table: Location, relative: Sequence[str]) -> int:
     """Delete the data files vacuum planned (paths relative to the table, as delta-rs gives
     them, percent-encoded or not); return how many were there.
 
@@ -214,7 +233,7 @@ def delete_files(table: Path, relative: Sequence[str]) -> int:
             if candidate.startswith("_delta_log") or ".." in Path(candidate).parts:
                 break
             try:
-                os.remove(target)
+                target.unlink()
                 removed += 1
                 break
             except FileNotFoundError:
@@ -222,7 +241,7 @@ def delete_files(table: Path, relative: Sequence[str]) -> int:
     return removed
 
 
-def needed_versions(table: Path, versions: set[int], current: int) -> list[int]:
+def needed_versions(table: Location, versions: set[int], current: int) -> list[int]:
     """The fewest of ``versions`` whose files include the files of all of them.
 
     Between two kept versions ``a < b`` with no commit in ``(a, b]`` that removes a file,
@@ -239,15 +258,16 @@ def needed_versions(table: Path, versions: set[int], current: int) -> list[int]:
     return out + kept[-1:]
 
 
-def _removes(table: Path, version: int) -> bool:
+def _removes(table: Location, version: int) -> bool:
     try:
-        with open(table / "_delta_log" / f"{version:0{_DIGITS}d}.json", "rb") as f:
-            return any(line.startswith(b'{"remove"') for line in f)
+        data = (table / "_delta_log" / f"{version:0{_DIGITS}d}.json").read_bytes()
     except OSError:
         return True
+    return any(line.startswith(b'{"remove"') for line in data.splitlines())
 
 
-def expire_log(table: Path, keep_from_version: int, *, older_than: float | None = None) -> int:
+def expire_log(table: Location, keep_from_version: int, *,
+               older_than: float | None = None) -> int:
     """Delete log files that no version ``>= keep_from_version`` needs; return how many.
 
     Every version from the newest checkpoint at or before ``keep_from_version`` on loads from
@@ -257,8 +277,8 @@ def expire_log(table: Path, keep_from_version: int, *, older_than: float | None 
     such a checkpoint nothing is deleted.
     """
     log = table / "_delta_log"
-    names = os.listdir(log)
-    checkpoints = sorted({int(n.split(".", 1)[0]) for n in names
+    listed = names(log)
+    checkpoints = sorted({int(n.split(".", 1)[0]) for n in listed
                           if ".checkpoint." in n and n.split(".", 1)[0].isdigit()})
     base = max((c for c in checkpoints if c <= keep_from_version
                 and (older_than is None or _written(log, c) < older_than)), default=None)
@@ -268,18 +288,18 @@ def expire_log(table: Path, keep_from_version: int, *, older_than: float | None 
     if last is None or last < base:
         return 0  # _last_checkpoint must name a checkpoint that stays
     removed = 0
-    for n in names:
+    for n in listed:
         head = n.lstrip(".").split(".", 1)[0]
         if head.isdigit() and len(head) == _DIGITS and int(head) < base:
             try:
-                os.remove(log / n)
+                (log / n).unlink()
                 removed += 1
             except FileNotFoundError:
                 pass
     return removed
 
 
-def _written(log: Path, version: int) -> float:
+def _written(log: Location, version: int) -> float:
     """When ``version`` was committed (its commit file's mtime; the checkpoint's when the
     commit file is gone)."""
     for name in (f"{version:0{_DIGITS}d}.json", f"{version:0{_DIGITS}d}.checkpoint.parquet"):
@@ -290,7 +310,7 @@ def _written(log: Path, version: int) -> float:
     return float("inf")  # unknown: never old enough
 
 
-def _last_checkpoint(log: Path) -> int | None:
+def _last_checkpoint(log: Location) -> int | None:
     try:
         return int(json.loads((log / "_last_checkpoint").read_text())["version"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -306,9 +326,9 @@ def prune_staging(table_path: str, app_id: str, committed_batch: int) -> int:
     """
     from runner.sinks.staged import staging_path  # (pyarrow: only when pruning)
 
-    app_dir = Path(staging_path(table_path, app_id, 0)).parent
-    if not app_dir.is_dir():
-        return 0
+    app_dir = as_location(staging_path(table_path, app_id, 0)).parent
+    if isinstance(app_dir, ObjectPath) or not app_dir.is_dir():
+        return 0  # an object store has no empty folders to remove
     removed = 0
     for batch_dir in app_dir.iterdir():
         if not (batch_dir.name.isdigit() and int(batch_dir.name) <= committed_batch):

@@ -4,10 +4,10 @@ Opening a table (``DeltaTable(path)``) replays its log from the last checkpoint:
 since (up to 100 on a delta-rs table, ``delta.checkpointInterval``) is listed and read, each
 time. A stream looks at each of its tables a few times per batch (is this batch committed?
 append, read the version back), so the writers keep one open table per path and bring it up
-to date with ``update_incremental()``, which reads only the commits made since. Measured
-(docs/KAFKA.md): at 60 versions an open plus a transaction look-up took 13.7 ms, an
-incremental update 3.0 ms; profiled on a stream of 1,000 events/s, the sink threads spent
-twice as long opening tables as committing to them.
+to date with ``update_incremental()``, which reads only the commits made since: once a log
+holds tens of commits an open costs several times an incremental read, and a stream at a
+steady rate (``bench.kafka_bench --only rate``) spent more of its sink threads' time opening
+tables than committing to them (docs/KAFKA.md).
 
 A table kept open must still be the table at that path: a table dropped and written again
 (``--full-refresh``, a rebuild) starts its versions again at 0, and an incremental update of
@@ -22,12 +22,12 @@ used to be loaded and dropped at each look.
 
 from __future__ import annotations
 
-import os
 import threading
-from pathlib import Path
 
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
+
+from runner.storage.ops import as_location, delta_options
 
 __all__ = ["OpenTables"]
 
@@ -37,7 +37,7 @@ _FIRST_COMMIT = f"_delta_log/{0:020d}.json"
 def _identity(path: str) -> tuple[int, int, int] | None:
     """(inode, size, mtime ns) of the table's commit 0; None when there is none."""
     try:
-        st = os.stat(Path(path) / _FIRST_COMMIT)
+        st = (as_location(path) / _FIRST_COMMIT).stat()
     except OSError:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns
@@ -66,10 +66,11 @@ class OpenTables:
                 return table
             except (DeltaError, OSError):  # e.g. commits cleaned up meanwhile: open afresh
                 self.forget(path)
-        if not DeltaTable.is_deltatable(path):
+        options = delta_options(path)
+        if not DeltaTable.is_deltatable(path, storage_options=options):
             self.forget(path)
             return None
-        table = DeltaTable(path)
+        table = DeltaTable(path, storage_options=options)
         if identity is not None:
             with self._lock:
                 self._tables[path] = (table, identity)

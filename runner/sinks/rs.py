@@ -22,7 +22,7 @@ JVM.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
@@ -53,6 +53,7 @@ from runner.sinks.staged import (
     staged_dataset,
     write_staged,
 )
+from runner.storage.ops import delta_options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -136,10 +137,11 @@ class RsWriter(DeltaWriter):
             return self._append_staged(spec, data, batch_id)
         if data.num_rows == 0:
             return 0, None
-        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        self._before_commit(spec, batch_id)
         table = self._open(spec)  # written through this object, its version is the new one
         try:
             write_deltalake(spec.path if table is None else table, data, mode="append",
+                            storage_options=delta_options(spec.path) if table is None else None,
                             partition_by=list(spec.partition_by) or None,
                             commit_properties=_commit_properties(spec, batch_id))
         except _ENGINE_ERRORS as e:
@@ -147,7 +149,9 @@ class RsWriter(DeltaWriter):
             raise SinkError(f"model {spec.model}: appending batch {batch_id} to "
                             f"{spec.path} failed: {e}") from e
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
-        return data.num_rows, (DeltaTable(spec.path) if table is None else table).version()
+        if table is None:
+            table = DeltaTable(spec.path, storage_options=delta_options(spec.path))
+        return data.num_rows, table.version()
 
     def _append_staged(self, spec: SinkSpec, df: DataFrame, batch_id: int, *,
                        written: bool = False) -> tuple[int, int | None]:
@@ -171,7 +175,7 @@ class RsWriter(DeltaWriter):
         except _ENGINE_ERRORS + (OSError,) as e:
             raise SinkError(f"model {spec.model}: reading the files staged for batch "
                             f"{batch_id} in {spec.path} failed: {e}") from e
-        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        self._before_commit(spec, batch_id)
         try:
             version = commit_staged(spec.path, staged, schema_json=schema, table=table,
                                     partition_by=spec.partition_by,
@@ -224,14 +228,14 @@ class RsWriter(DeltaWriter):
                        columns: Sequence[str], batch_id: int) -> None:
         """:func:`_execute_merge`; a failed merge's table state is forgotten."""
         try:
-            _execute_merge(spec, target, source, columns, batch_id)
+            _execute_merge(spec, target, source, columns, batch_id, self._before_commit)
         except BaseException:
             self.tables.forget(spec.path)
             raise
 
 
 def _execute_merge(spec: SinkSpec, target: DeltaTable, source: Any, columns: Sequence[str],
-                   batch_id: int) -> None:
+                   batch_id: int, before_commit: Callable[[SinkSpec, int], None]) -> None:
     """MERGE ``source`` (an Arrow table or a stream of record batches, ``columns`` its
     columns) into ``target`` on the unique key, with the batch's transaction in the commit."""
     try:
@@ -252,7 +256,7 @@ def _execute_merge(spec: SinkSpec, target: DeltaTable, source: Any, columns: Seq
                 merger = merger.when_matched_update(updates=updates,
                                                     predicate=spec.merge_condition)
             merger = merger.when_not_matched_insert_all()
-        failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+        before_commit(spec, batch_id)
         merger.execute()
     except _ENGINE_ERRORS as e:
         raise SinkError(f"model {spec.model}: merging batch {batch_id} into "

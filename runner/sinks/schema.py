@@ -24,6 +24,8 @@ from deltalake.exceptions import DeltaError
 from deltalake.schema import Field
 
 from runner.errors import SinkError
+from runner.sinks.delta import open_delta
+from runner.storage.ops import delta_options
 
 __all__ = [
     "SCHEMA_CHANGE_KEY",
@@ -147,9 +149,9 @@ def table_schema_json(table: DeltaTable | str) -> dict[str, Any] | None:
     """The Delta table's schema as JSON (``table``: the table or its path); None when there
     is no table at that path."""
     if isinstance(table, str):
-        if not DeltaTable.is_deltatable(table):
+        if not DeltaTable.is_deltatable(str(table), storage_options=delta_options(table)):
             return None
-        table = DeltaTable(table)
+        table = open_delta(table)
     schema: dict[str, Any] = json.loads(table.schema().to_json())
     return schema
 
@@ -198,7 +200,7 @@ def add_columns(table_path: str, fields: Sequence[Mapping[str, Any]], *, model: 
     """
     names = [str(f["name"]) for f in fields]
     try:
-        DeltaTable(table_path).alter.add_columns(
+        open_delta(table_path).alter.add_columns(
             [Field.from_json(json.dumps(f)) for f in fields],
             commit_properties=CommitProperties(custom_metadata={
                 SCHEMA_CHANGE_KEY: json.dumps({"model": model, "add_columns": names})}))

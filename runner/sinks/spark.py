@@ -17,8 +17,8 @@ delta-spark 4.4 asks the read snapshot for the app's transaction version
 ``SnapshotState.transactions``), and that map is built by a full state reconstruction of the
 table (three Spark jobs, "Compute snapshot for version: N") on every batch, although the
 version's checksum file already holds the transactions (delta-io/delta#6929; the fix, backport
-#7670, is not in 4.4.0). Measured (docs/BENCHMARKS.md, "the delta-spark commit path"): with
-them a 100-event batch took 7x as long on local[2] as without. :class:`_Transaction` does what
+#7670, is not in 4.4.0): on a small batch those jobs take most of the batch's time
+(``bench.kafka_bench --only rate``, the spark engine). :class:`_Transaction` does what
 ``WriteIntoDelta.run`` does, minus that look-up: it opens the transaction, reads the app's
 version through delta-rs AT THE TRANSACTION'S READ VERSION (the same answer, read from the log
 without a job), registers the app id as read (``readTxn``, what ``txnVersion`` does: a
@@ -166,11 +166,11 @@ class SparkWriter(DeltaWriter):
             if txn is not None:  # the table exists: one explicit transaction, no state job
                 if txn.committed():
                     return 0, None  # committed since the runner's own check: skipped
-                failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+                self._before_commit(spec, batch_id)
                 version = txn.write_and_commit()
                 failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
                 return txn.rows_written(version, "numOutputRows"), version
-            failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+            self._before_commit(spec, batch_id)
             writer.save(spec.path)  # a new table: its (empty) state costs nothing to read
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return self._last_commit(spec, data.sparkSession, batch_id, "numOutputRows")
@@ -206,7 +206,7 @@ class SparkWriter(DeltaWriter):
                         merger = merger.whenMatchedUpdateAll(condition=spec.merge_condition)
                     if spec.sequence_by is None:
                         merger = merger.whenNotMatchedInsertAll()
-                    failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+                    self._before_commit(spec, batch_id)
                     merger.execute()
             finally:
                 for key in confs:

@@ -42,6 +42,7 @@ from deltalake import DeltaTable, Schema
 from deltalake.transaction import AddAction, create_table_with_add_actions
 
 from runner.errors import SinkError
+from runner.sinks.delta import open_delta
 from runner.sinks.tables import STAGING_DIR
 
 if TYPE_CHECKING:
@@ -346,7 +347,7 @@ def commit_staged(table_path: str, staged: StagedFiles, *, schema_json: Mapping[
             table_path, Schema.from_json(json.dumps(schema_json)), list(staged.actions),
             mode="append", partition_by=list(partition_by) or None,
             commit_properties=commit_properties)
-        return DeltaTable(table_path).version()
+        return open_delta(table_path).version()
     table.create_write_transaction(
         list(staged.actions), mode="append", schema=table.schema(),
         partition_by=list(partition_by) or None, commit_properties=commit_properties)

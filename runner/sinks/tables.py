@@ -18,6 +18,9 @@ from typing import Any
 
 from runner.errors import ConfigError
 from runner.project.loader import Project
+from runner.sinks.delta import open_delta
+from runner.storage.objects import ObjectPath
+from runner.storage.ops import Location, as_location, names
 
 __all__ = ["STAGING_DIR", "TableInfo", "batch_versions", "check_droppable", "columns_at",
            "commit_time", "current_version", "read_version", "table_version", "version_problem",
@@ -44,12 +47,12 @@ class TableInfo:
     sample: tuple[dict[str, Any], ...] = ()
 
 
-def is_table(path: str | Path) -> bool:
+def is_table(path: str | Location) -> bool:
     """Whether ``path`` holds a Delta table (its ``_delta_log`` folder exists)."""
-    return (Path(path) / "_delta_log").is_dir()
+    return (as_location(path) / "_delta_log").is_dir()
 
 
-def not_a_table(path: str | Path) -> str | None:
+def not_a_table(path: str | Location) -> str | None:
     """Why the existing ``path`` is not a folder the runner may drop and recreate as a table
     (None: no such path, a Delta table, or the data files of a first write that crashed).
 
@@ -60,20 +63,23 @@ def not_a_table(path: str | Path) -> str | None:
     >>> _ = (d / "notes.txt").write_text("mine"); not_a_table(d)
     "holds files that are not a Delta table's (notes.txt)"
     """
-    path = Path(path)
-    if not path.exists():
+    path = as_location(path)
+    if isinstance(path, ObjectPath):
+        if path.is_file():
+            return "is a file"
+    elif not path.exists():
         return None
-    if not path.is_dir():
+    elif not path.is_dir():
         return "is a file"
     if is_table(path):
         return None
-    strangers = sorted(p.name for p in path.iterdir() if not _TABLE_DATA.fullmatch(p.name))
+    strangers = [n for n in names(path) if not _TABLE_DATA.fullmatch(n)]
     if strangers:
         return f"holds files that are not a Delta table's ({', '.join(strangers[:3])})"
     return None
 
 
-def check_droppable(paths: Mapping[str, str | Path]) -> None:
+def check_droppable(paths: Mapping[str, str | Location]) -> None:
     """Refuse, before anything is deleted, to drop a table folder (``--full-refresh``, a
     rebuild) that holds something else than a table: ``warehouse: /`` with a model ``home``.
 
@@ -84,7 +90,7 @@ def check_droppable(paths: Mapping[str, str | Path]) -> None:
         why = not_a_table(path)
         if why is not None:
             raise ConfigError(
-                f"the table of model {model} would be dropped at {Path(path).resolve()}, "
+                f"the table of model {model} would be dropped at {as_location(path).resolve()}, "
                 f"which {why}",
                 hint="point warehouse at a folder that holds only this pipeline's tables, or "
                      "rename the model; nothing was deleted")
@@ -93,14 +99,12 @@ def check_droppable(paths: Mapping[str, str | Path]) -> None:
 def read_table(path: str) -> Any:
     """A Delta table as a pyarrow Table, read through the dataset: ``to_pyarrow_table()`` made
     the interpreter abort at exit (exit 134) in most runs with deltalake 1.6.6 and pyarrow 26."""
-    from deltalake import DeltaTable
 
-    return DeltaTable(path).to_pyarrow_dataset().to_table(use_threads=False)
+    return open_delta(path).to_pyarrow_dataset().to_table(use_threads=False)
 
 
 def describe_tables(project: Project, *, limit: int = 3) -> list[TableInfo]:
     """Every enabled model's table plus the dead-letter table, in name order."""
-    from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     names = [m.name for m in project.models] + [project.config.dead_letter]
@@ -108,7 +112,7 @@ def describe_tables(project: Project, *, limit: int = 3) -> list[TableInfo]:
     for name in names:
         path = str(project.table_path(name))
         try:
-            table = DeltaTable(path)
+            table = open_delta(path)
         except TableNotFoundError:
             out.append(TableInfo(name, path, exists=False))
             continue
@@ -119,18 +123,18 @@ def describe_tables(project: Project, *, limit: int = 3) -> list[TableInfo]:
     return out
 
 
-def _commit_file(table: Path, version: int) -> Path:
+def _commit_file(table: Location, version: int) -> Location:
     return table / "_delta_log" / f"{version:0{_DIGITS}d}.json"
 
 
-def _last_checkpoint(table: Path) -> int | None:
+def _last_checkpoint(table: Location) -> int | None:
     try:
         return int(json.loads((table / "_delta_log" / "_last_checkpoint").read_text())["version"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def current_version(table: Path, *, at_least: int | None = None) -> int | None:
+def current_version(table: Location, *, at_least: int | None = None) -> int | None:
     """The table's latest committed version, or None when it has no commit yet.
 
     Probes commit files forward from the highest known version: ``at_least`` (a version known
@@ -146,17 +150,13 @@ def current_version(table: Path, *, at_least: int | None = None) -> int | None:
     return version
 
 
-def _listed_version(table: Path) -> int | None:
+def _listed_version(table: Location) -> int | None:
     """The highest commit number in the table's log (a directory listing)."""
-    try:
-        names = os.listdir(table / "_delta_log")
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return max((int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit()),
-               default=None)
+    return max((int(n[:-5]) for n in names(table / "_delta_log")
+                if n.endswith(".json") and n[:-5].isdigit()), default=None)
 
 
-def versions_of(tables: Mapping[str, Path], *,
+def versions_of(tables: Mapping[str, Location], *,
                 known: Mapping[str, int | None] | None = None) -> dict[str, int | None]:
     """Current version of each table (name -> path), probing from ``known`` versions."""
     known = known or {}
@@ -164,16 +164,12 @@ def versions_of(tables: Mapping[str, Path], *,
             for name, path in tables.items()}
 
 
-def batch_versions(table: Path, app_id: str) -> tuple[int, dict[int, int]] | None:
+def batch_versions(table: Location, app_id: str) -> tuple[int, dict[int, int]] | None:
     """The table's latest version, and commit version -> the batch id of ``app_id``'s
     transaction in it for every commit that has one; None when there is no table or its log
     no longer starts at version 0 (cleaned up: commits of unknown batches may be missing)."""
-    log = table / "_delta_log"
-    try:
-        names = os.listdir(log)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    commits = sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
+    commits = sorted(int(n[:-5]) for n in names(table / "_delta_log")
+                     if n.endswith(".json") and n[:-5].isdigit())
     if not commits or commits[0] != 0:
         return None
     found: dict[int, int] = {}
@@ -184,7 +180,7 @@ def batch_versions(table: Path, app_id: str) -> tuple[int, dict[int, int]] | Non
     return commits[-1], found
 
 
-def last_batch_at(table: Path, app_id: str, version: int) -> int | None:
+def last_batch_at(table: Location, app_id: str, version: int) -> int | None:
     """The batch id of ``app_id``'s latest transaction in the table's commits up to
     ``version``: the last batch that version holds; None when no commit up to it has one, or
     the commit files that would tell are gone (log cleanup)."""
@@ -199,18 +195,18 @@ def last_batch_at(table: Path, app_id: str, version: int) -> int | None:
     return None
 
 
-def _transactions(table: Path, version: int) -> list[dict[str, Any]]:
+def _transactions(table: Location, version: int) -> list[dict[str, Any]]:
     """The ``txn`` actions (application transactions) of commit ``version``.
 
     Raises:
         FileNotFoundError: the commit file is gone (log cleanup).
     """
-    with open(_commit_file(table, version), encoding="utf-8") as f:
-        actions = [json.loads(line) for line in f if line.strip()]
+    text = _commit_file(table, version).read_text(encoding="utf-8")
+    actions = [json.loads(line) for line in text.splitlines() if line.strip()]
     return [a["txn"] for a in actions if isinstance(a.get("txn"), dict)]
 
 
-def recent_app_ids(table: Path, *, commits: int = 20) -> set[str]:
+def recent_app_ids(table: Location, *, commits: int = 20) -> set[str]:
     """The application ids of the transactions in the table's newest ``commits`` commits (a
     table written by the runner: ``<pipeline>.<model>.<query id>``); empty when none."""
     newest = current_version(table)
@@ -230,10 +226,9 @@ def version_problem(path: str, version: int) -> str | None:
     """Why version ``version`` of the Delta table at ``path`` can no longer be read (its commit
     gone from the log, or a data file of it deleted by vacuum), or None when it can be. Data
     files are checked on local paths only (a URI's are found missing by the read itself)."""
-    from deltalake import DeltaTable
 
     try:
-        table = DeltaTable(path, version=version)
+        table = open_delta(path, version)
     except Exception as e:  # noqa: BLE001 - delta-rs raises several kinds for a cleaned log
         return f"its log no longer has version {version} ({str(e).splitlines()[0][:200]})"
     for uri in table.file_uris():
@@ -246,30 +241,27 @@ def version_problem(path: str, version: int) -> str | None:
 
 def columns_at(path: str, version: int | None = None) -> tuple[str, ...]:
     """The column names of the Delta table at ``path`` (its latest version, or ``version``)."""
-    from deltalake import DeltaTable
 
-    table = DeltaTable(path) if version is None else DeltaTable(path, version=version)
+    table = open_delta(path) if version is None else open_delta(path, version)
     return tuple(f.name for f in table.schema().fields)
 
 
 def read_version(path: str, version: int) -> Any:
     """Version ``version`` of the Delta table at ``path`` as a pyarrow Table (see
     :func:`read_table` for why through the dataset)."""
-    from deltalake import DeltaTable
 
-    return DeltaTable(path, version=version).to_pyarrow_dataset().to_table(use_threads=False)
+    return open_delta(path, version).to_pyarrow_dataset().to_table(use_threads=False)
 
 
-def commit_time(table: Path, version: int) -> float | None:
+def commit_time(table: Location, version: int) -> float | None:
     """When ``version`` of the table was committed (epoch seconds: the commit's own timestamp,
     else its file's modification time), or None when its commit file is gone."""
     path = _commit_file(table, version)
     try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                info = json.loads(line).get("commitInfo") if line.strip() else None
-                if info and isinstance(info.get("timestamp"), int):
-                    return float(info["timestamp"]) / 1000
+        for line in path.read_text(encoding="utf-8").splitlines():
+            info = json.loads(line).get("commitInfo") if line.strip() else None
+            if info and isinstance(info.get("timestamp"), int):
+                return float(info["timestamp"]) / 1000
         return path.stat().st_mtime
     except (OSError, ValueError):
         return None
@@ -280,9 +272,11 @@ def table_version(path: str) -> int | None:
     log's file names; a URI: through delta-rs), or None when there is no table."""
     if "://" not in path or path.startswith("file://"):
         return current_version(Path(path.removeprefix("file://")))
-    from deltalake import DeltaTable
+    loc = as_location(path)
+    if isinstance(loc, ObjectPath):
+        return current_version(loc)
 
     try:
-        return int(DeltaTable(path).version())
+        return int(open_delta(path).version())
     except Exception:  # noqa: BLE001 - delta-rs: no table there (TableNotFoundError, OSError)
         return None

@@ -29,6 +29,8 @@ from runner.checkpoint.spark_logs import (
 )
 from runner.errors import SourceError
 from runner.sources.kafka.plan import TP, offsets_from_json
+from runner.storage.objects import SCHEMES, object_path
+from runner.storage.ops import Location
 
 __all__ = ["KafkaSpan", "PastBatch", "file_batches", "kafka_batches", "local_path"]
 
@@ -57,7 +59,7 @@ class PastBatch:
 # -- files -------------------------------------------------------------------------------------
 
 
-def file_batches(checkpoint: Path, *, through: int) -> list[PastBatch]:
+def file_batches(checkpoint: Location, *, through: int) -> list[PastBatch]:
     """The files each committed batch up to ``through`` read, oldest first (batches that read
     no file are left out)."""
     log = file_log(checkpoint)
@@ -96,7 +98,7 @@ def file_batches(checkpoint: Path, *, through: int) -> list[PastBatch]:
 # -- Kafka -------------------------------------------------------------------------------------
 
 
-def kafka_batches(checkpoint: Path, *, through: int,
+def kafka_batches(checkpoint: Location, *, through: int,
                   initial: Mapping[TP, int] | None = None) -> list[PastBatch]:
     """The offsets each committed batch up to ``through`` read, oldest first.
 
@@ -121,6 +123,21 @@ def kafka_batches(checkpoint: Path, *, through: int,
                       for (t, p), end in sorted(ends[b].items()))
         batches.append(PastBatch(b, 0 if prev is None else prev + 1, spans=spans))
     return batches
+
+
+def file_location(uri: str) -> Location | None:
+    """Where a file the files source logged lives, for the storage layer: a local path, or an
+    object-store key (``s3://``, ``s3a://``, ``abfss://``, ``gs://``); None for another file
+    system.
+
+    >>> file_location("file:///data/in/a.json"), file_location("s3a://b/in/a.json")
+    (PosixPath('/data/in/a.json'), ObjectPath('s3a://b/in/a.json'))
+    """
+    path = local_path(uri)
+    if path is not None:
+        return Path(path)
+    scheme = uri.partition("://")[0].lower()
+    return object_path(uri) if scheme in SCHEMES else None
 
 
 def local_path(uri: str) -> str | None:

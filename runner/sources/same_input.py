@@ -33,10 +33,8 @@ and the same bytes. A rewrite to the same size that changes neither the first no
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 
 from runner.checkpoint.identity import read_kafka_start
 from runner.checkpoint.inputs import FileFact, InputRecords
@@ -48,8 +46,9 @@ from runner.checkpoint.spark_logs import (
 )
 from runner.errors import ConfigError
 from runner.project.config import FilesSource, KafkaSource
-from runner.sources.history import KafkaSpan, local_path
+from runner.sources.history import KafkaSpan, file_location
 from runner.sources.kafka.plan import TP, DataLoss, Watermarks, offsets_from_json
+from runner.storage.ops import Location, as_location, read_range
 
 __all__ = ["ReplayGuard", "file_changes", "kafka_losses", "pending_spans", "stat_files"]
 
@@ -59,27 +58,27 @@ FILES_WAY_OUT = ("put the file(s) back as the batch first read them (same name a
                  "stream --full-refresh` rebuilds every table from the files still there")
 
 
-#: Bytes hashed from each end of a file for its sample. Measured on the 2-core machine (100
-#: demo files of 430 KB, page cache warm): 9 ms per 100 files at 4 KiB, 76 ms at 64 KiB.
+#: Bytes hashed from each end of a file for its sample: every file of every batch is sampled
+#: before the batch commits, and the cost grows with the sample, so a few KiB; a truncated or
+#: rewritten file still shows in its size or its ends.
 SAMPLE_BYTES = 4 * 1024
 
 
-def _sample(path: str, size: int, sample_bytes: int = SAMPLE_BYTES) -> str:
+def _sample(path: Location, size: int, sample_bytes: int = SAMPLE_BYTES) -> str:
     """A hash of the first and last ``sample_bytes`` of the file (all of it when smaller)."""
     digest = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as f:
-        digest.update(f.read(sample_bytes))
-        if size > sample_bytes:
-            f.seek(max(sample_bytes, size - sample_bytes))
-            digest.update(f.read(sample_bytes))
+    digest.update(read_range(path, 0, min(size, sample_bytes)))
+    if size > sample_bytes:
+        digest.update(read_range(path, max(sample_bytes, size - sample_bytes), size))
     return digest.hexdigest()
 
 
 def stat_files(uris: Iterable[str], *, sample_bytes: Mapping[str, int] | None = None
                ) -> dict[str, FileFact | None]:
-    """Size, modification time and sample of each local file of ``uris`` (None: gone or not
-    readable); files on other file systems are left out. ``sample_bytes``: how to sample a
-    file (as its record did; default :data:`SAMPLE_BYTES`; 0: no sample).
+    """Size, modification time and sample of each file of ``uris`` on local disk or in an
+    object store (None: gone or not readable); files on other file systems are left out.
+    ``sample_bytes``: how to sample a file (as its record did; default
+    :data:`SAMPLE_BYTES`; 0: no sample).
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.json"
@@ -91,12 +90,12 @@ def stat_files(uris: Iterable[str], *, sample_bytes: Mapping[str, int] | None = 
     how = sample_bytes or {}
     out: dict[str, FileFact | None] = {}
     for uri in uris:
-        path = local_path(uri)
+        path = file_location(uri)
         if path is None:
             continue
         n = how.get(uri, SAMPLE_BYTES)
         try:
-            st = os.stat(path)
+            st = path.stat()
             sample = _sample(path, st.st_size, n) if n > 0 else ""
         except OSError:
             out[uri] = None
@@ -152,7 +151,7 @@ def file_changes(recorded: Mapping[str, FileFact | None] | None,
     return lines
 
 
-def pending_spans(checkpoint: Path, batch_id: int) -> list[KafkaSpan]:
+def pending_spans(checkpoint: Location, batch_id: int) -> list[KafkaSpan]:
     """The Kafka offsets ``[end(N-1), end(N))`` of planned batch ``batch_id``; a partition
     whose start is unknown (new in the batch, or batch 0 without a record of its start) starts
     at None: the earliest offset retained."""
@@ -184,9 +183,9 @@ class ReplayGuard:
             :func:`runner.sources.replay.broker_watermarks`).
     """
 
-    def __init__(self, checkpoint: Path, source: FilesSource | KafkaSource, *,
+    def __init__(self, checkpoint: Location, source: FilesSource | KafkaSource, *,
                  watermarks: Callable[[], Mapping[TP, Watermarks]] | None = None) -> None:
-        self.checkpoint = Path(checkpoint)
+        self.checkpoint = as_location(checkpoint)
         self.source = source
         self.records = InputRecords(self.checkpoint)
         self._watermarks = watermarks

@@ -86,7 +86,7 @@ def _move(root: Path, old: str, new: str, *, prefix: str = "") -> None:
     shutil.move(str(root / "wh" / old), str(root / "wh" / new))
 
 
-# -- a model renamed (issue 28, item 4) ----------------------------------------------------
+# -- a model renamed -------------------------------------------------------------------------------
 
 
 def test_a_model_renamed_after_a_crash_is_refused_then_renamed(
@@ -142,7 +142,7 @@ def test_a_moved_table_is_not_backfilled_on_top_of_its_history(
     assert_exact(root / "incoming", root / "wh", TABLES)
 
 
-# -- re-enabled after an interrupted full refresh (issue 28, item 5) -----------------------
+# -- re-enabled after an interrupted full refresh --------------------------------------------------
 
 
 #: The finding's point in the default run; the other interruptions of the class with `-m slow`
@@ -219,7 +219,7 @@ def test_a_model_disabled_after_a_crash_catches_up_exactly(
     assert_exact(root / "incoming", root / "wh", TABLES)
 
 
-# -- the registry lost (issue 28, item 6) --------------------------------------------------
+# -- the registry lost -----------------------------------------------------------------------------
 
 
 def _fragile_exact(root: Path) -> None:

@@ -1,5 +1,5 @@
-"""SIGKILL between two tables' commits of a batch whose source and seed then change
-(issue 22): ``runner stream`` in its own process dies (a failpoint's ``exit``) after one table
+"""SIGKILL between two tables' commits of a batch whose source and seed then change:
+``runner stream`` in its own process dies (a failpoint's ``exit``) after one table
 committed batch 1 and before the other did; the dimension (a Delta table written with delta-rs)
 and the seed's CSV change before the restart. The replay must write the other table with the
 versions batch 1 pinned, so every table's rows of one batch joined one source version and one

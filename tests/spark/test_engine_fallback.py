@@ -1,5 +1,5 @@
 """``delta.engine: auto`` in a real ``runner stream`` process on a local master: it writes with
-``rs`` (DESIGN.md "Delta engines": the faster exact engine on one machine) even where the
+``rs`` (docs/ENGINES.md: the faster exact engine on one machine) even where the
 delta-spark jars load, and says which engine and why in one line at start.
 
 The tables are read back independently: delta-rs records its own client in each commit's

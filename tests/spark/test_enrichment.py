@@ -1,4 +1,4 @@
-"""Deterministic enrichment (issue 22, DESIGN.md "Sources and seeds"), on both Delta engines:
+"""Deterministic enrichment (docs/OPERATIONS.md), on both Delta engines:
 the dimension (a Delta table written by delta-rs, independent of the runner) changes between
 runs and between a failed batch and its replay; a model added later is backfilled; then a
 rebuild over a vacuumed version is refused. Every table's rows of one batch must have joined

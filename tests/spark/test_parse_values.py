@@ -1,6 +1,6 @@
 """Values ``from_json`` converts without failing into something the record does not say.
 
-Every member of the class (issue 28, items 9 and 10), in every nesting (a top-level field, a
+Every member of the class, in every nesting (a top-level field, a
 struct field, an array element, a map value), is either stored exactly or dead with a reason
 that names the field path: integer epoch seconds that wrap around (x 10^6 in a long) or land
 outside years 0001-9999, TIMESTAMP/TIMESTAMP_NTZ/DATE strings outside years 0001-9999, TINYINT
@@ -261,7 +261,7 @@ def test_tinyint_keeps_its_type(spark: SparkSession) -> None:
 def test_boundary_years_read_back_from_delta(tmp_path, delta_engine) -> None:
     """The whole pipeline on both engines (the Delta write is what a reader sees): the first
     and last instants of the range read back exactly through deltalake's ``to_pylist`` (which
-    fails on year 275760, issue 28); beyond them, dead letters naming the field."""
+    fails on year 275760); beyond them, dead letters naming the field."""
     from runner.build import compile_project
     from runner.project.loader import load_project
     from runner.runtime.stream import run_stream

@@ -1,5 +1,5 @@
 """A seed edited, then a model rebuilt (``--full-refresh --select m``): the rebuild joins the
-content each batch recorded (exact replays: DESIGN.md "Sources and seeds"), and says so, with
+content each batch recorded (exact replays: docs/OPERATIONS.md), and says so, with
 the deliberate way to apply the new content to the past; new batches join the new content.
 
 One engine (rs): what is checked is which seed version a batch joins and what the start-up

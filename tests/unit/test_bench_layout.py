@@ -1,7 +1,8 @@
 """bench/ is a package run as ``python -m bench.<name>``: no ``sys.path`` edits, every module
 importable without starting Spark, one current result per bench named
 ``<bench>-<UTC date YYYYMMDD>-<git short sha>.json``; and the imports go one way: bench may
-import ``tests.support``, tests import nothing from ``bench`` or ``scripts``. No JVM."""
+import ``tests.support``, tests import nothing from ``bench`` or ``scripts``; no module over
+runner/'s line budget (a bench is small scripts over shared helpers). No JVM."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from tests.unit.test_layout import imported_roots
+from tests.unit.test_layout import MAX_LINES, imported_roots
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "bench"
@@ -39,6 +40,12 @@ def test_bench_edits_no_sys_path() -> None:
                 edits.append(f"{path.name}:{node.lineno}: sys.path")
         edits += [f"{path.name}: noqa: E402" for _ in range(text.count("noqa: E402"))]
     assert edits == []
+
+
+def test_no_bench_module_over_the_line_budget() -> None:
+    long = {p.name: n for p in sorted(BENCH.glob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}, f"bench modules over {MAX_LINES} lines: {long}"
 
 
 def test_tests_never_import_bench_or_scripts() -> None:

@@ -1,4 +1,4 @@
-"""The docs site's DAG with two sources, a seed, append and merge models (issue 33 item 8):
+"""The docs site's DAG with two sources, a seed, append and merge models:
 each source's edges stay apart, every node lies inside the drawing, the legend names each kind
 once, and the kinds' colours are far apart (also for deuteranopes)."""
 

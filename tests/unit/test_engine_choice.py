@@ -1,4 +1,4 @@
-"""DESIGN.md "Delta engines": which engine ``delta.engine`` means on which master, and the
+"""docs/ENGINES.md: which engine ``delta.engine`` means on which master, and the
 reason ``runner stream`` prints. Pure: the master URL and whether the io.delta classes load
 are inputs (tests/spark/test_engine_fallback.py runs the local case in a real process)."""
 

@@ -78,3 +78,30 @@ def test_jars_dir_default_override_and_off(monkeypatch: pytest.MonkeyPatch,
     assert session.spark_jars_dir() is None and session.spark_jars() == []
     assert session._jar_settings([], {}) == {}
     assert "set empty" in session.missing_jars_note()
+
+
+def test_cloud_group_matches_sparks_hadoop() -> None:
+    """hadoop-aws and hadoop-azure call Hadoop's internals: their version is the Hadoop that
+    pyspark ships; the AWS SDK bundle is excluded for the modules S3A uses."""
+    import pyspark
+
+    props = jars.pom_properties(jars.POMS["cloud"])
+    shipped = Path(pyspark.__file__).parent / "jars"
+    assert (shipped / f"hadoop-client-api-{props['hadoop.version']}.jar").is_file()
+    wanted = jars.coordinates(jars.POMS["cloud"])
+    assert f"org.apache.hadoop:hadoop-aws:{props['hadoop.version']}" in wanted
+    assert "software.amazon.awssdk:s3:" in wanted  # version from the SDK's BOM
+    assert "software.amazon.awssdk:bundle" not in " ".join(wanted)
+
+
+def test_cloud_jars_join_the_default_folder_only(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(session.JARS_DIR_ENV, raising=False)
+    cloud = session.cloud_jars_dir()
+    if cloud is not None:
+        assert cloud == jars.ROOT / ".jars" / "cloud"
+        names = [Path(j).name for j in session.spark_jars()]
+        assert any(n.startswith("hadoop-aws-") for n in names)
+        assert not any(n.startswith("hadoop-client-") for n in names)  # Spark ships them
+    monkeypatch.setenv(session.JARS_DIR_ENV, str(tmp_path))  # that folder alone
+    assert session.cloud_jars_dir() is None

@@ -1,5 +1,5 @@
 """Sources and seeds at compile time: declarations, rendering, columns, the plan's lookups
-(DESIGN.md "Sources and seeds")."""
+(docs/OPERATIONS.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`runner compile` validates every models/**/*.yml (issue 33, item 2): invalid YAML, unknown
+"""`runner compile` validates every models/**/*.yml: invalid YAML, unknown
 keys, a documented column the model does not output; dbt's layout (a `models:` list in any yml
 file, `tests:` as the older spelling of `data_tests:`) is accepted. A yml problem is a
 configuration error (exit 2) in compile, test and docs alike. No Spark."""

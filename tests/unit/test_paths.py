@@ -146,17 +146,29 @@ def test_a_table_folder_holding_something_else_is_never_dropped(tmp_path, existi
         assert all((tmp_path / "data" / rel).exists() for rel in existing)
 
 
-@pytest.mark.parametrize("uri", ["s3://bucket/wh", "s3a://bucket/wh", "abfss://c@acct.dfs/wh",
-                                 "gs://bucket/wh", "dbfs:/mnt/wh", "hdfs://nn:8020/wh"])
-def test_remote_uris_are_refused_not_joined_onto_the_project(tmp_path, uri) -> None:
-    """Before the fix ``s3://bucket/wh`` silently became ``<project>/s3:/bucket/wh``."""
+@pytest.mark.parametrize("uri", ["dbfs:/mnt/wh", "hdfs://nn:8020/wh", "ftp://host/wh"])
+def test_other_uris_are_refused_not_joined_onto_the_project(tmp_path, uri) -> None:
+    """Before the fix ``hdfs://nn/wh`` silently became ``<project>/hdfs:/nn/wh``."""
     root = write_project(tmp_path / "proj", MODEL, project_yml=_yml(warehouse=uri))
     scheme = uri.split(":", 1)[0]
-    _refused(root, f"warehouse: '{uri}' is a {scheme}:// URI; remote storage is not supported")
+    _refused(root, f"warehouse: '{uri}' is a {scheme}: URI; the runner's storage layer speaks")
     assert not (root / f"{scheme}:").exists() and not (root / "target").exists()
     for key in ("checkpoint", "source"):
         write_project(root, {}, project_yml=_yml(**{key: uri}))
-        _refused(root, f"'{uri}' is a {scheme}:// URI")
+        _refused(root, f"'{uri}' is a {scheme}: URI")
+
+
+@pytest.mark.parametrize("uri", ["s3://bucket/wh", "s3a://bucket/wh", "abfss://c@acct.dfs/wh",
+                                 "az://container/wh", "gs://bucket/wh"])
+def test_object_store_uris_are_locations_not_project_paths(tmp_path, uri) -> None:
+    """An object-store URI is a location of its own (compile needs no store), never joined
+    onto the project directory; a bucket's root is refused as the checkpoint."""
+    root = write_project(tmp_path / "proj", MODEL, project_yml=_yml(warehouse=uri))
+    assert _run(root, "compile").exit_code == 0
+    assert not any(p.name.endswith(":") for p in root.iterdir())
+    bucket_root = uri.rsplit("/", 1)[0]
+    write_project(root, {}, project_yml=_yml(checkpoint=bucket_root))
+    _refused(root, "is the root of bucket")
 
 
 def test_file_uris_are_local_paths(tmp_path) -> None:
@@ -183,3 +195,20 @@ def test_the_default_layout_and_a_kafka_project_pass(tmp_path) -> None:
     _refused(kafka, "warehouse: ")
     write_project(kafka, {}, project_yml=KAFKA)
     assert _run(kafka, "compile").exit_code == 0
+
+
+@pytest.mark.parametrize(("checkpoint", "warehouse", "refused"), [
+    ("s3://b/p/cp", "s3://b/p/cp/wh", "checkpoint: s3://b/p/cp contains warehouse s3://b/p/cp/wh"),
+    ("s3a://b/p", "s3://b/p", "checkpoint: s3a://b/p is warehouse s3://b/p"),
+    ("s3://b/p/cp", "s3://b/p/wh", None),
+    ("s3://b/p", "s3://other/p", None),
+])
+def test_object_store_locations_may_not_overlap(tmp_path, checkpoint, warehouse,
+                                                refused) -> None:
+    """The path-safety rules hold for URIs: bucket + prefix, ``s3a://`` the same as ``s3://``."""
+    root = write_project(tmp_path / "proj", MODEL,
+                         project_yml=_yml(warehouse=warehouse, checkpoint=checkpoint))
+    if refused is None:
+        assert _run(root, "compile").exit_code == 0
+    else:
+        _refused(root, refused)

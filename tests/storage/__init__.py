@@ -1,0 +1,1 @@
+"""Object storage on loopback servers: moto (S3) and Azurite (Azure Blob)."""
