@@ -33,7 +33,7 @@ RENDERERS: dict[str, Renderer] = {}
 #: Page -> the benches whose numbers it shows, in this order.
 PAGES: dict[str, tuple[str, ...]] = {
     "docs/BENCHMARKS.md": ("compile_bench", "stream_bench", "scale_bench", "kafka_bench",
-                           "enrich_bench", "backfill_bench"),
+                           "enrich_bench", "backfill_bench", "cdc_bench"),
     "docs/PERFORMANCE.md": ("parse_profile", "driver_memory"),
     "docs/RELIABILITY.md": ("crash_loop", "generated_ops", "soak"),
 }
@@ -163,6 +163,19 @@ def backfill_bench(d: dict[str, Any]) -> tuple[str, Rows]:
     rows = [(f"backfilling `{model}` over {d['events']:,} events / the same model live, query time",
              f"{ratio:.2f}") for model, ratio in d["median_ratio"].items()]
     return _cmd("backfill_bench", ("events", d["events"]), ("rounds", len(d["rounds"]))), rows
+
+
+@renders("cdc_bench")
+def cdc_bench(d: dict[str, Any]) -> tuple[str, Rows]:
+    s1, s2 = d["scd1"], d["scd2"]
+    rows = [(f"change data capture, SCD 1, {d['changes']:,} changes over {d['keys']:,} keys in "
+             f"{d['batches']} batches (`{d['engine']}`): runner's CDC model / a hand-written "
+             "foreachBatch MERGE (no tombstones)",
+             f"{s1['ratio']:.2f}x ({s1['median_runner_s']:.1f} s / {s1['median_hand_s']:.1f} s)"),
+            ("SCD 2, seconds per batch as the table grows (rows at the end)",
+             ", ".join(f"{x:.1f}" for x in s2["per_batch_s"]) + f" ({s2['rows_end']:,} rows)")]
+    return _cmd("cdc_bench", ("changes", d["changes"]), ("keys", d["keys"]),
+                ("batches", d["batches"])), rows
 
 
 @renders("parse_profile")

@@ -22,6 +22,7 @@ __all__ = [
     "CheckpointBusyError",
     "SinkError",
     "DuplicateKeyError",
+    "NullSequenceError",
     "SourceError",
 ]
 
@@ -99,6 +100,11 @@ class SinkError(ExecutionError):
 class DuplicateKeyError(SinkError):
     """A merge model's batch has two rows for one ``unique_key``: the model's own fault, found
     by its sink before anything is written (parked like a model's run-time error)."""
+
+
+class NullSequenceError(DuplicateKeyError):
+    """A change-data-capture model yielded a change whose ``sequence_by`` value is NULL: the
+    model's own fault, found by its sink before anything is written (parked likewise)."""
 
 
 class SourceError(ExecutionError):

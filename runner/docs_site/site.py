@@ -73,7 +73,7 @@ def dag_svg(steps: Sequence[Step], *, dead_letter: str, href: str = "models/",
     edges = [GraphEdge(f"lookup:{v}", s.name, "lookup") for s in steps for v in s.lookups]
     for s in steps:
         c = s.config
-        sub = c.materialized + (f" on {', '.join(c.unique_key)}" if c.unique_key else "")
+        sub = c.kind + (f" on {', '.join(c.unique_key)}" if c.unique_key else "")
         sub += f" · {len(s.columns)} cols"
         nodes.append(GraphNode(s.name, s.name, depth[s.name], sub, c.materialized,
                                f"{href}{s.name}.html", f"{s.name} ({s.path})"))
@@ -110,7 +110,12 @@ def _lineage_svg(model: str, lineage: Sequence[ColumnLineage]) -> str:
 def _config_rows(step: Step) -> list[tuple[str, str]]:
     c = step.config
     rows: list[tuple[str, str]] = [("materialized", c.materialized)]
-    if c.materialized == "merge":
+    if c.sequence_by is not None:  # change data capture (docs/AE_GUIDE.md)
+        rows.append(("unique_key", ", ".join(c.unique_key)))
+        rows.append(("sequence_by", c.sequence_by))
+        rows.append(("apply_as_deletes", c.apply_as_deletes or "(none: no change deletes)"))
+        rows.append(("stored_as_scd_type", str(c.stored_as_scd_type)))
+    elif c.materialized == "merge":
         rows.append(("unique_key", ", ".join(c.unique_key)))
         rows.append(("merge_update", ", ".join(f"{k} = {v}" for k, v in c.merge_update.items())
                      if c.merge_update else "(every non-key column from the source)"))
@@ -270,6 +275,7 @@ def _model_view(project: Project, step: Step, spec: ModelSpec | None,
     downstream = sorted(n for n, parents in edges.items() if step.name in parents)
     return {
         "name": step.name, "path": step.path, "materialized": step.config.materialized,
+        "kind": step.config.kind,
         "tags": list(step.config.tags), "description": spec.description if spec else None,
         "yml_path": spec.path if spec else None,
         "table_path": str(project.table_path(step.name)),

@@ -2,9 +2,9 @@
 
 A model is one query over ``parsed_events``, ref'd models and CTEs, calling allowlisted Spark
 built-ins (:mod:`.allowlist`); each SQL fragment of its config (expectations, merge_update,
-merge_condition) is one expression over the model's columns. These rules are always errors:
-project.yml cannot turn them off or down to warnings (:data:`GUARD_RULES`, checked by
-``check_lint_config``).
+merge_condition, apply_as_deletes) is one expression over the model's columns. These rules are
+always errors: project.yml cannot turn them off or down to warnings (:data:`GUARD_RULES`,
+checked by ``check_lint_config``).
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ def fragments(ctx: ModelContext) -> Iterator[tuple[str, str]]:
         yield f"merge_update['{column}']", text
     if config.merge_condition is not None:
         yield "merge_condition", config.merge_condition
+    if config.apply_as_deletes is not None:
+        yield "apply_as_deletes", config.apply_as_deletes
 
 
 @lru_cache(maxsize=4096)

@@ -23,6 +23,7 @@ from runner.lint.analysis import (
 )
 from runner.lint.ansi import AnsiCast, AnsiDivide, AnsiIndex
 from runner.lint.base import Rule
+from runner.lint.cdc import ChangeDataCapture
 from runner.lint.context import ModelContext, parse_sql
 from runner.lint.guard import GUARD_RULES, NotAQuery, UnknownTable, UnsafeFunction, UnsafeTable
 from runner.lint.infer import parse_type, type_string
@@ -57,7 +58,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     UnnamedOutputColumn(), MergeKey(), MergeUpdate(), PartitionBy(), Expectations(),
     NondeterministicMerge(), AppendAggregate(), AppendWindow(), MergeKeyNotUnique(),
     MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
-    AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(),
+    AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(), ChangeDataCapture(),
 )
 
 

@@ -359,8 +359,8 @@ class MergeKeyNotUnique(ModelRule):
 
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
         config = ctx.model.config
-        if config.materialized != "merge" or ctx.analysis is None:
-            return
+        if config.materialized != "merge" or ctx.analysis is None or config.sequence_by:
+            return  # a change-data-capture model keeps the latest change per key itself
         keys = frozenset(k.lower() for k in config.unique_key)
         if any(u <= keys for u in ctx.analysis.shape.unique):
             return

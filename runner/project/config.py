@@ -261,14 +261,21 @@ class ModelConfig(_Strict):
     # dbt's names: the catalog schema and the table name (unset: catalog.schema, the file name)
     database: str | None = Field(default=None, alias="schema", pattern=NAME_PATTERN)
     alias: str | None = Field(default=None, pattern=NAME_PATTERN)
+    # Change data capture (SDP's names; docs/AE_GUIDE.md "CDC from Debezium-shaped events").
+    sequence_by: str | None = Field(default=None, min_length=1)
+    apply_as_deletes: str | None = Field(default=None, min_length=1)
+    stored_as_scd_type: Literal[1, 2] = 1
+    track_history_column_list: tuple[str, ...] | None = None
 
-    @field_validator("unique_key", "partition_by", "tags", mode="before")
+    @field_validator("unique_key", "partition_by", "tags", "track_history_column_list",
+                     mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return (value,) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _merge_needs_key(self) -> ModelConfig:
+        _check_cdc(self)
         if self.materialized == "merge" and not self.unique_key:
             raise ValueError("materialized='merge' needs unique_key (a column or a list)")
         if self.materialized == "append" and (self.unique_key or self.merge_update
@@ -276,6 +283,42 @@ class ModelConfig(_Strict):
             raise ValueError("unique_key, merge_update and merge_condition only apply to "
                              "materialized='merge'")
         return self
+
+    @property
+    def kind(self) -> str:
+        """What the model's table is, in words (``runner docs``): ``append``, ``merge``,
+        ``cdc scd1`` or ``cdc scd2``."""
+        if self.sequence_by is None:
+            return self.materialized
+        return f"cdc scd{self.stored_as_scd_type}"
+
+
+def _check_cdc(config: ModelConfig) -> None:
+    """The change-data-capture keys: a merge model with ``sequence_by``; never with
+    ``merge_update``/``merge_condition`` (the sequence decides which change wins)."""
+    cdc_keys = [k for k, v in (("apply_as_deletes", config.apply_as_deletes),
+                               ("track_history_column_list", config.track_history_column_list))
+                if v is not None]
+    if config.stored_as_scd_type == 2:
+        cdc_keys.append("stored_as_scd_type=2")
+    if config.sequence_by is None:
+        if cdc_keys:
+            missing = [k for k, v in (("unique_key", config.unique_key),
+                                      ("sequence_by", config.sequence_by)) if not v]
+            raise ValueError(f"{cdc_keys[0]} needs {' and '.join(missing)}: change data "
+                             "capture is materialized='merge' with unique_key and sequence_by "
+                             "(the column that orders the changes)")
+        return
+    if config.materialized != "merge":
+        raise ValueError("sequence_by needs materialized='merge' and unique_key (change data "
+                         "capture keeps one row per key)")
+    if config.merge_update is not None or config.merge_condition is not None:
+        raise ValueError("merge_update and merge_condition do not combine with sequence_by: "
+                         "the change with the greatest sequence_by value wins")
+    if config.sequence_by in config.unique_key:
+        raise ValueError(f"sequence_by '{config.sequence_by}' is a unique_key column")
+    if config.track_history_column_list is not None and config.stored_as_scd_type != 2:
+        raise ValueError("track_history_column_list needs stored_as_scd_type=2")
 
 
 def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:

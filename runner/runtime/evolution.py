@@ -198,10 +198,22 @@ def plan_schema_changes(steps: Iterable[Step], table_path: Callable[[str], str],
             columns = [(c.name, spark_type_json(c.type), c.type) for c in step.columns]
         else:
             continue  # nothing known about the output: nothing to compare
+        columns += _history_columns(step, columns)
         change = _diff(step, path, columns, {f["name"]: f["type"] for f in table["fields"]})
         if change is not None:
             changes.append(change)
     return changes
+
+
+def _history_columns(step: Step, columns: Sequence[tuple[str, Any | None, str]]
+                     ) -> list[tuple[str, Any | None, str]]:
+    """The columns an SCD 2 table has beyond the model's: ``valid_from`` and ``valid_to``, of
+    the ``sequence_by`` column's type (:mod:`runner.sinks.scd2`)."""
+    c = step.config
+    if c.sequence_by is None or c.stored_as_scd_type != 2:
+        return []
+    seq = next((col for col in columns if col[0] == c.sequence_by), None)
+    return [] if seq is None else [(name, seq[1], seq[2]) for name in ("valid_from", "valid_to")]
 
 
 def _diff(step: Step, path: str, columns: Sequence[tuple[str, Any | None, str]],

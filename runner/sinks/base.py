@@ -65,6 +65,12 @@ class SinkSpec:
     merge_update: Mapping[str, str] | None = field(default=None, hash=False)
     merge_condition: str | None = None
     partition_by: tuple[str, ...] = ()
+    #: Change data capture (:mod:`runner.sinks.cdc`): the column ordering the changes, and
+    #: the SQL predicate marking a change as a delete.
+    sequence_by: str | None = None
+    apply_as_deletes: str | None = None
+    scd_type: Literal[1, 2] = 1
+    track_history: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "unique_key", _as_tuple(self.unique_key))
@@ -106,7 +112,9 @@ def sink_specs(plan: Plan, *, table_path: Callable[[str], str],
             model=step.name, path=table_path(step.name),
             app_id=app_id(plan.project, step.name, run_id), materialized=c.materialized,
             unique_key=c.unique_key, merge_update=c.merge_update,
-            merge_condition=c.merge_condition, partition_by=c.partition_by)
+            merge_condition=c.merge_condition, partition_by=c.partition_by,
+            sequence_by=c.sequence_by, apply_as_deletes=c.apply_as_deletes,
+            scd_type=c.stored_as_scd_type, track_history=c.track_history_column_list)
     dead = SinkSpec(model=plan.dead_letter, path=table_path(plan.dead_letter),
                     app_id=app_id(plan.project, plan.dead_letter, run_id))
     return sinks, dead
@@ -169,12 +177,21 @@ class DeltaWriter(ABC):
             return WriteResult(spec.model, 0, True, None, time.perf_counter() - started)
         if rows_hint is not None and rows_hint <= ONE_TASK_MAX_ROWS and _is_dataframe(data):
             data = data.coalesce(1)  # a small batch: one task and one file per table
+        if spec.sequence_by is not None:
+            spec, data = self._changes(spec, data, batch_id, rows_hint)
         prepared = self._prepare(spec, data, rows_hint)
         if spec.materialized == "merge":
             rows, version = self._merge(spec, prepared, batch_id)
         else:
             rows, version = self._append(spec, prepared, batch_id)
         return WriteResult(spec.model, rows, False, version, time.perf_counter() - started)
+
+    @abstractmethod
+    def _changes(self, spec: SinkSpec, data: DataFrame | pa.Table, batch_id: int,
+                 rows_hint: int | None) -> tuple[SinkSpec, DataFrame]:
+        """A change-data-capture model's batch: its side table written (tombstones, or the
+        change log of SCD 2), then the spec and rows to write. The engines take
+        :func:`runner.sinks.changes.prepare` (which needs this module: not imported here)."""
 
     @abstractmethod
     def committed_version(self, spec: SinkSpec) -> int | None:

@@ -97,17 +97,26 @@ def table_files(table: DeltaTable) -> tuple[int, int]:
 
 
 def data_files_on_disk(path: str | Location) -> set[str]:
-    """Parquet files under the table's folder (its log aside): every version's files."""
+    """Parquet files under the table's folder (its log aside): every version's files. Hidden
+    ``_`` folders other than partitions (a CDC model's side tables: :mod:`runner.sinks.cdc`)
+    are not the table's."""
     where = as_location(path)
     if isinstance(where, ObjectPath):
         return {f"{where}/{key}" for key in where.walk_keys()
-                if key.endswith(".parquet") and not key.startswith("_delta_log/")}
+                if key.endswith(".parquet") and not _hidden(key)}
     found: set[str] = set()
     for folder, dirs, files in os.walk(where):
         if folder == str(where):
-            dirs[:] = [d for d in dirs if d != "_delta_log"]
+            dirs[:] = [d for d in dirs if not _hidden(d + "/")]
         found.update(os.path.join(folder, f) for f in files if f.endswith(".parquet"))
     return found
+
+
+def _hidden(key: str) -> bool:
+    """``key`` (relative to a table) is under its log or another hidden ``_`` folder that is
+    not a partition (a CDC model's side tables)."""
+    first, sep, _ = key.partition("/")
+    return bool(sep) and first.startswith("_") and "=" not in first
 
 
 def log_size(path: str | Location) -> tuple[int, int]:

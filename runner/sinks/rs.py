@@ -41,7 +41,10 @@ from runner.sinks.base import (
     merge_predicate,
     quote_column,
 )
+from runner.sinks.cdc import tombstone_path
+from runner.sinks.changes import merge_clauses, prepare
 from runner.sinks.open_tables import OpenTables
+from runner.sinks.scd2 import changes_path
 from runner.sinks.schema import check_table_schema, delta_schema_json
 from runner.sinks.staged import (
     collect_staged,
@@ -88,6 +91,7 @@ class RsWriter(DeltaWriter):
     """Delta writer committing through delta-rs; see the module docstring."""
 
     engine: ClassVar[str] = "rs"
+    _changes = prepare  # change data capture (runner/sinks/changes.py)
 
     def __init__(self, *, arrow_max_rows: int = ARROW_MAX_ROWS) -> None:
         self.arrow_max_rows = arrow_max_rows
@@ -106,6 +110,8 @@ class RsWriter(DeltaWriter):
 
     def drop(self, spec: SinkSpec) -> None:
         self.tables.forget(spec.path)
+        for side in (tombstone_path(spec), changes_path(spec)):  # CDC side tables: dropped
+            self.tables.forget(side)                               # with the table (inside it)
         super().drop(spec)
 
     def _open(self, spec: SinkSpec) -> DeltaTable | None:
@@ -237,10 +243,19 @@ def _execute_merge(spec: SinkSpec, target: DeltaTable, source: Any, columns: Seq
                               source_alias="source", target_alias="target",
                               streamed_exec=True,
                               commit_properties=_commit_properties(spec, batch_id))
-        updates = _matched_updates(spec, columns)
-        if updates:
-            merger = merger.when_matched_update(updates=updates, predicate=spec.merge_condition)
-        merger = merger.when_not_matched_insert_all()
+        if spec.sequence_by is not None:  # change data capture (runner/sinks/cdc.py)
+            clauses = merge_clauses(spec, columns)
+            merger = (merger.when_matched_delete(predicate=clauses.delete_when)
+                      .when_matched_update(updates=clauses.update_set,
+                                           predicate=clauses.update_when)
+                      .when_not_matched_insert(updates=clauses.insert_values,
+                                               predicate=clauses.insert_when))
+        else:
+            updates = _matched_updates(spec, columns)
+            if updates:
+                merger = merger.when_matched_update(updates=updates,
+                                                    predicate=spec.merge_condition)
+            merger = merger.when_not_matched_insert_all()
         before_commit(spec, batch_id)
         merger.execute()
     except _ENGINE_ERRORS as e:

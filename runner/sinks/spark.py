@@ -69,6 +69,7 @@ from runner.sinks.base import (
     merge_predicate,
     quote_column,
 )
+from runner.sinks.changes import merge_clauses, prepare
 from runner.sinks.open_tables import OpenTables
 from runner.sinks.rs import RsWriter
 from runner.spark_errors import delta_error
@@ -119,6 +120,7 @@ class SparkWriter(DeltaWriter):
     """Delta writer on delta-spark; see the module docstring."""
 
     engine: ClassVar[str] = "spark"
+    _changes = prepare  # change data capture (runner/sinks/changes.py)
 
     def __init__(self, spark: SparkSession) -> None:
         self._spark = spark
@@ -189,13 +191,21 @@ class SparkWriter(DeltaWriter):
                 with _wrapped(spec, "merging", batch_id):
                     merger = (DeltaTable.forPath(spark, spec.path).alias("target")
                               .merge(data.alias("source"), merge_predicate(spec.unique_key)))
-                    if spec.merge_update is not None:
+                    if spec.sequence_by is not None:  # change data capture (sinks/cdc.py)
+                        clauses = merge_clauses(spec, data.columns)
+                        merger = (merger.whenMatchedDelete(condition=clauses.delete_when)
+                                  .whenMatchedUpdate(condition=clauses.update_when,
+                                                     set={**clauses.update_set})
+                                  .whenNotMatchedInsert(condition=clauses.insert_when,
+                                                        values={**clauses.insert_values}))
+                    elif spec.merge_update is not None:
                         merger = merger.whenMatchedUpdate(
                             condition=spec.merge_condition,
                             set={quote_column(c): e for c, e in spec.merge_update.items()})
                     else:
                         merger = merger.whenMatchedUpdateAll(condition=spec.merge_condition)
-                    merger = merger.whenNotMatchedInsertAll()
+                    if spec.sequence_by is None:
+                        merger = merger.whenNotMatchedInsertAll()
                     self._before_commit(spec, batch_id)
                     merger.execute()
             finally:
