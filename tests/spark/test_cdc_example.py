@@ -7,6 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from runner.build import compile_project
 from runner.model_tests import collect_suite, result_lines, run_suite
 from runner.project.loader import load_project
@@ -42,6 +44,10 @@ def _rows(path: Path, columns: tuple[str, ...]) -> set[tuple]:
     return {tuple(r[c] for c in columns) for r in table.to_pylist()}
 
 
+# The spark run is in the slow set: the CDC sink's exactly-once runs on both engines in
+# tests/spark/test_cdc_sink.py; this one checks the example's tables (suite time budget).
+@pytest.mark.parametrize("delta_engine", ["rs", pytest.param("spark", marks=pytest.mark.slow)],
+                         indirect=True)
 def test_example_streams_to_the_hand_worked_tables(tmp_path: Path, delta_engine) -> None:
     project = _copy(tmp_path, delta_engine)
     run_stream(project, compile_project(project).plan, mode="available_now",
