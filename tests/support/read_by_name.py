@@ -20,14 +20,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("uri")
     parser.add_argument("names", nargs="*")
     parser.add_argument("--ddl", action="append", default=[])
+    parser.add_argument("--storage", action="append", default=[],
+                        help="a bucket URI whose settings (from the environment) Spark gets")
     args = parser.parse_args(argv)
     from runner.runtime.session import build_session
     from runner.spark_errors import first_line
+    from runner.storage.settings import storage_settings
 
+    conf = {"spark.sql.catalogImplementation": "hive",
+            "spark.hadoop.hive.metastore.uris": args.uri, "spark.sql.shuffle.partitions": "1"}
+    for uri in args.storage:
+        conf.update(storage_settings(uri, per_bucket=True).spark_conf())
     spark = build_session(master="local[1]", log_dir=tempfile.mkdtemp(prefix="read-by-name-"),
-                          conf={"spark.sql.catalogImplementation": "hive",
-                                "spark.hadoop.hive.metastore.uris": args.uri,
-                                "spark.sql.shuffle.partitions": "1"})
+                          conf=conf)
     for statement in args.ddl:
         spark.sql(statement).collect()
     out: dict[str, object] = {}
