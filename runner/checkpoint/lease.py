@@ -84,7 +84,6 @@ class ObjectLease:
         self.path = path
         self.ttl = lease_seconds()
         self.token = uuid.uuid4().hex
-        self._version: str | None = None
         self._renewed = 0.0
         self._lost: str | None = None
         self._stop = threading.Event()
@@ -115,7 +114,6 @@ class ObjectLease:
                 if current is None or holder_gone(current[0], time.time()):
                     started = time.monotonic()
                     if write_if(self.path, self._doc(since), version):
-                        self._version = read_versioned(self.path)[1]  # type: ignore[index]
                         self._renewed = started
                         break
                     continue  # someone else wrote meanwhile: look again

@@ -338,7 +338,7 @@ def _check_warehouse(warehouse: Location) -> None:
         write_atomic(probe, b"")
         probe.unlink()
     except OSError as e:
-        reason = e.strerror or type(e).__name__
+        reason = e.strerror or str(e) or type(e).__name__
         if isinstance(e, (FileExistsError, NotADirectoryError)) or (
                 warehouse.exists() and not warehouse.is_dir()):
             reason = "it is not a directory"
