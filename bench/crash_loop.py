@@ -33,7 +33,7 @@ processes get the bucket's ``AWS_*`` variables, and the tables are read back fro
 
 Exit code 0 when every table matches, 1 on any discrepancy (printed, and in the record:
 ``bench/results/crash_loop-<date>-<sha>.json``, or ``--json``: one entry per engine and
-storage under ``runs``, e.g. ``rs`` and ``spark/s3``, the runs of one day and commit together).
+storage under ``loops``, e.g. ``rs`` and ``spark/s3``, the runs of one day and commit together).
 """
 
 from __future__ import annotations
@@ -304,9 +304,9 @@ def loop(args: Any, work: Path, logs: Path, bucket: MotoBucket | None) -> int:
     # One record per day and commit, one entry per engine and storage (``rs``, ``spark/s3``).
     path = args.json or result_path(bench_name(__file__))
     earlier = json.loads(path.read_text()) if path.exists() else {}
-    entries = earlier.get("runs", {}) if isinstance(earlier.get("runs"), dict) else {}
-    entries[args.engine + ("/s3" if bucket else "")] = {**record, "git": git_state()}
-    write_result(__file__, {"runs": entries}, args.json)
+    loops = earlier.get("loops", {})
+    loops[args.engine + ("/s3" if bucket else "")] = {**record, "git": git_state()}
+    write_result(__file__, {"loops": loops}, args.json)
     if not args.keep and ok:
         shutil.rmtree(work, ignore_errors=True)
     print("OK: every table exactly once" if ok else f"FAILED: see {work}")

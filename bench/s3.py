@@ -68,10 +68,15 @@ class RequestLog:
 
     def since(self, offset: int) -> dict[str, int]:
         """Requests logged after ``offset`` (see :func:`count_requests`)."""
+        return self.between(offset, None)
+
+    def between(self, start: int, end: int | None) -> dict[str, int]:
+        """Requests logged from byte ``start`` up to byte ``end`` (None: the end); a line
+        cut at either end is counted where it starts."""
         with open(self.path, "rb") as f:
-            f.seek(offset)
-            text = f.read().decode("utf-8", errors="replace")
-        return count_requests(text.splitlines())
+            f.seek(start)
+            data = f.read() if end is None else f.read(max(0, end - start))
+        return count_requests(data.decode("utf-8", errors="replace").splitlines())
 
 
 class MotoBucket:
@@ -84,6 +89,7 @@ class MotoBucket:
         self.uri = f"s3://{name}"
         self.env: dict[str, str] = {}
         self._saved: dict[str, str | None] = {}
+        self.log = RequestLog(self.log_dir / "none.log")
 
     def __enter__(self) -> MotoBucket:
         from tests.support.object_store import MotoServer, start_server
@@ -104,6 +110,11 @@ class MotoBucket:
                 os.environ[key] = value
         if self.server is not None:
             self.server.stop()
+
+    @property
+    def pid(self) -> int:
+        """The server's process id (its CPU seconds are not in a runner's process tree)."""
+        return int(self.server.pid)
 
     def upload(self, local: Path, prefix: str) -> None:
         """Put the file ``local`` at ``<bucket>/<prefix>/<name>`` (one PUT: a reader sees

@@ -149,6 +149,11 @@ class _Server:
         raise RuntimeError(f"{self.name} did not answer on {self.endpoint} within "
                            f"{self.startup_timeout} s: {tail}")
 
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs (a bench reads its CPU seconds)."""
+        return self._proc.pid if self._proc is not None else None
+
     def log(self) -> str:
         """The last 3000 characters of the server's output."""
         try:
