@@ -9,6 +9,8 @@ moto's server (werkzeug) logs one line per HTTP request::
 
     127.0.0.1 - - [26/Nov/2026 20:42:10] "GET /b?delimiter=/&list-type=2&prefix=a/ HTTP/1.1" 200 -
 
+(with terminal colour escapes around some of them: 4xx answers, range GETs, DELETEs).
+
 :class:`RequestLog` counts those lines between two points of a run (byte offsets of the log),
 by kind: ``GET`` (an object), ``LIST`` (a GET of the bucket itself: ``list-type``, ``prefix``,
 ``uploads``...), ``HEAD``, ``PUT``, ``POST`` (multi-object delete, multipart), ``DELETE``;
@@ -27,6 +29,8 @@ from urllib.parse import urlsplit
 
 #: A werkzeug access-log line: the method, the target, the status.
 REQUEST_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<target>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
+#: werkzeug colours some lines (4xx, 206, DELETE's 204) with terminal escapes: removed first.
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 KINDS = ("GET", "LIST", "HEAD", "PUT", "POST", "DELETE")
 
 
@@ -43,7 +47,7 @@ def count_requests(lines: list[str]) -> dict[str, int]:
     moto-api probes of the server's own start-up are not counted."""
     counts: Counter[str] = Counter()
     for line in lines:
-        m = REQUEST_LINE.search(line)
+        m = REQUEST_LINE.search(ANSI.sub("", line))
         if m is None or m["target"].startswith("/moto-api"):
             continue
         counts[request_kind(m["method"], m["target"])] += 1
