@@ -1,8 +1,9 @@
-"""bench.s3's request counts from moto's (werkzeug's) access log."""
+"""Request counts from moto's (werkzeug's) access log (tests.support.object_store, which
+bench.s3 uses)."""
 
 from __future__ import annotations
 
-from bench.s3 import count_requests
+from tests.support.object_store import count_requests
 
 LOG = """\
 127.0.0.1 - - [26/Nov/2026 20:42:09] "GET /moto-api/ HTTP/1.1" 200 -
