@@ -117,10 +117,14 @@ def run_one(contender: str, rnd: int, *, workdir: Path, bucket: MotoBucket, data
     stderr: list[str] = []
     err = threading.Thread(target=lambda: stderr.extend(proc.stderr or ()), daemon=True)
     err.start()
-    for line in proc.stdout:  # type: ignore[union-attr]
-        doc = progress_record(line)
-        if doc is not None and "batch_id" in doc:
-            marks.append(bucket.log.mark())
+
+    def read_stdout() -> None:
+        for line in proc.stdout or ():
+            doc = progress_record(line)
+            if doc is not None and "batch_id" in doc:
+                marks.append(bucket.log.mark())
+    out_thread = threading.Thread(target=read_stdout, daemon=True)
+    out_thread.start()
     try:
         rc = proc.wait(timeout=args.timeout)
     except subprocess.TimeoutExpired:
@@ -128,6 +132,7 @@ def run_one(contender: str, rnd: int, *, workdir: Path, bucket: MotoBucket, data
         rc = proc.wait()
     wall = time.perf_counter() - started
     sampler.stop()
+    out_thread.join(5)
     err.join(5)
     time.sleep(0.2)  # the last request's log line
     end = bucket.log.mark()
