@@ -205,13 +205,19 @@ def crash_loop(d: dict[str, Any]) -> tuple[str, Rows]:
     for r in runs:
         where = " with every location in S3 (moto)" if r.get("storage", "local") != "local" \
             else ""
-        rows += [(f"{r['kills']} kills of `runner stream` on `{r['engine']}`{where} "
-                  f"({r['input_records']:,} records, {r['batches_committed']} batches)",
+        rows += [(f"{r['kills']} kills of `runner stream` on `{r['engine']}`{where}, seed "
+                  f"{r['seed']} ({r['input_records']:,} records, {r['batches_committed']} batches)",
                   _exact(r["tables"]) if r["ok"] or not r["tables"] else
                   f"**failed** (final exit {r['final_run_exit_code']}): {_exact(r['tables'])}"),
                  (f"`{r['engine']}`{where}: kills with a batch written but not committed; "
                   "replays that skipped sinks",
                   f"{r['kills_with_uncommitted_batch']}; {r['replays_with_skipped_sinks']}")]
+        if r.get("s3_requests"):
+            q = r["s3_requests"]
+            rows.append((f"`{r['engine']}`{where}: S3 requests over the loop ({r['kills'] + 1} start-ups, "
+                         f"{r['batch_runs']} batch runs), per batch run",
+                         f"{q['total']:,}, {q['total'] / max(1, r['batch_runs']):.0f} "
+                         f"({q['status_412']} answered 412)"))
     engines = "|".join(dict.fromkeys(r["engine"] for r in runs))
     s3 = any(r.get("storage", "local") != "local" for r in runs)
     return _cmd("crash_loop", ("kills", runs[-1]["kills"]), ("seed", runs[-1]["seed"]),
