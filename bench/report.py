@@ -214,8 +214,9 @@ def crash_loop(d: dict[str, Any]) -> tuple[str, Rows]:
                   f"{r['kills_with_uncommitted_batch']}; {r['replays_with_skipped_sinks']}")]
         if r.get("s3_requests"):
             q = r["s3_requests"]
-            rows.append((f"`{r['engine']}`{where}: S3 requests over the loop ({r['kills'] + 1} start-ups, "
-                         f"{r['batch_runs']} batch runs), per batch run",
+            rows.append((f"`{r['engine']}`{where}: S3 requests over the loop "
+                         f"({r['kills'] + 1} start-ups, {r['batch_runs']} batch runs), per "
+                         "batch run",
                          f"{q['total']:,}, {q['total'] / max(1, r['batch_runs']):.0f} "
                          f"({q['status_412']} answered 412)"))
     engines = "|".join(dict.fromkeys(r["engine"] for r in runs))
