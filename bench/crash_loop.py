@@ -7,7 +7,7 @@ accumulating merge: ``requests = target.requests + source.requests``, which a re
 would double):
 
 1. a feeder thread keeps writing new input files (``runner.demo.write_demo_files``: atomic
-   rename, poison lines included) every 1-3 s;
+   rename, poison lines included) every 1-3 s (``--feed-every LO-HI``);
 2. ``runner stream`` (the project's trigger: 1 second) runs in its own process group; at a
    random moment the whole group (Python driver, JVM, Python workers) gets SIGKILL: for 15%
    of the runs 1-8 s after spawning (start-up); otherwise after 0, 1, 2 or 3 batches of this
@@ -101,9 +101,10 @@ class Feeder(threading.Thread):
     """Writes a new demo file (atomically) every 1-3 s until stopped."""
 
     def __init__(self, incoming: Path, rng: random.Random,
-                 bucket: MotoBucket | None = None) -> None:
+                 bucket: MotoBucket | None = None, every: tuple[float, float] = (1.0, 3.0),
+                 ) -> None:
         super().__init__(daemon=True)
-        self.incoming, self.rng, self.bucket = incoming, rng, bucket
+        self.incoming, self.rng, self.bucket, self.every = incoming, rng, bucket, every
         self.stop = threading.Event()
         self.files = self.events = 0
 
@@ -118,7 +119,7 @@ class Feeder(threading.Thread):
                     self.bucket.upload(path, "incoming")
             self.files += result.files
             self.events += result.events
-            self.stop.wait(self.rng.uniform(1.0, 3.0))
+            self.stop.wait(self.rng.uniform(*self.every))
 
 
 # -- running and killing ------------------------------------------------------------------------
@@ -170,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", choices=("rs", "spark"), default="rs",
                         help="delta.engine of the project (spark: delta-spark's jars, "
                              "scripts/setup.sh)")
+    parser.add_argument("--feed-every", default="1-3", metavar="LO-HI",
+                        help="seconds between two new input files (uniform); a slower feed "
+                             "keeps the final drain short where batches are slow (S3, load)")
     parser.add_argument("--s3", action="store_true",
                         help="every location in a bucket of moto's S3 server (started here)")
     args = parser.parse_args(argv)
@@ -193,7 +197,9 @@ def loop(args: Any, work: Path, logs: Path, bucket: MotoBucket | None) -> int:
         else project / "_warehouse"
     started = time.monotonic()
     requests_at = bucket.log.mark() if bucket else 0
-    feeder = Feeder(project / "data" / "incoming", rng, bucket)
+    low, _, high = args.feed_every.partition("-")
+    feeder = Feeder(project / "data" / "incoming", rng, bucket,
+                    (float(low), float(high or low)))
     feeder.start()
     runs: list[dict[str, Any]] = []
     try:
@@ -280,6 +286,7 @@ def loop(args: Any, work: Path, logs: Path, bucket: MotoBucket | None) -> int:
         [b["batch_id"] for b in final["batches"]]
     record = {
         "ok": ok, "kills": args.kills, "seed": args.seed, "engine": args.engine,
+        "feed_every_s": args.feed_every,
         "storage": "s3 (moto, loopback)" if bucket else "local",
         "s3_requests": bucket.log.since(requests_at) if bucket else None,
         "duration_s": round(time.monotonic() - started, 1),
