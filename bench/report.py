@@ -205,8 +205,10 @@ def crash_loop(d: dict[str, Any]) -> tuple[str, Rows]:
     for r in runs:
         where = " with every location in S3 (moto)" if r.get("storage", "local") != "local" \
             else ""
+        feed = r.get("feed_every_s") or "1-3"
         rows += [(f"{r['kills']} kills of `runner stream` on `{r['engine']}`{where}, seed "
-                  f"{r['seed']} ({r['input_records']:,} records, {r['batches_committed']} batches)",
+                  f"{r['seed']}, a new file every {feed} s ({r['input_records']:,} records, "
+                  f"{r['batches_committed']} batches)",
                   _exact(r["tables"]) if r["ok"] or not r["tables"] else
                   f"**failed** (final exit {r['final_run_exit_code']}): {_exact(r['tables'])}"),
                  (f"`{r['engine']}`{where}: kills with a batch written but not committed; "
@@ -221,7 +223,8 @@ def crash_loop(d: dict[str, Any]) -> tuple[str, Rows]:
                          f"({q['status_412']} answered 412)"))
     engines = "|".join(dict.fromkeys(r["engine"] for r in runs))
     s3 = any(r.get("storage", "local") != "local" for r in runs)
-    return _cmd("crash_loop", ("kills", runs[-1]["kills"]), ("seed", runs[-1]["seed"]),
+    seeds = "|".join(dict.fromkeys(str(r["seed"]) for r in runs))
+    return _cmd("crash_loop", ("kills", runs[-1]["kills"]), ("seed", seeds),
                 ("engine", engines), ("s3", s3)), rows
 
 
