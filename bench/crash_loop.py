@@ -1,13 +1,13 @@
 """Crash loop: SIGKILL a running ``runner stream`` N times, then check every table exactly once.
 
-    .venv/bin/python -m bench.crash_loop --kills 20 [--engine rs|spark] [--seed 1] [--keep DIR] [--json OUT]
+    .venv/bin/python -m bench.crash_loop --kills 20 [--engine rs|spark] [--s3] [--seed 1] [--keep DIR] [--json OUT]
 
 What it does, on a copy of the example project (its three models plus ``endpoint_counts``, an
 accumulating merge: ``requests = target.requests + source.requests``, which a replayed batch
 would double):
 
 1. a feeder thread keeps writing new input files (``runner.demo.write_demo_files``: atomic
-   rename, poison lines included) every 1-3 s;
+   rename, poison lines included) every 1-3 s (``--feed-every LO-HI``);
 2. ``runner stream`` (the project's trigger: 1 second) runs in its own process group; at a
    random moment the whole group (Python driver, JVM, Python workers) gets SIGKILL: for 15%
    of the runs 1-8 s after spawning (start-up); otherwise after 0, 1, 2 or 3 batches of this
@@ -26,8 +26,14 @@ so the next start-up backfills both from the checkpoint's history; the runs afte
 killed during the backfill (after 1-3 backfill batches, up to 2 s later) whenever one is under
 way, and the final tables must hold the whole history for both.
 
+With ``--s3`` every location is in a bucket of moto's S3 server (started here on a loopback
+port, :mod:`bench.s3`): the source files (the feeder writes each file locally, the reference's
+copy, then puts it in the bucket with one PUT), the checkpoint and the warehouse; the runner's
+processes get the bucket's ``AWS_*`` variables, and the tables are read back from the bucket.
+
 Exit code 0 when every table matches, 1 on any discrepancy (printed, and in the record:
-``bench/results/crash_loop-<date>-<sha>.json``, or ``--json``).
+``bench/results/crash_loop-<date>-<sha>.json``, or ``--json``: one entry per engine and
+storage under ``loops``, e.g. ``rs`` and ``spark/s3``, the runs of one day and commit together).
 """
 
 from __future__ import annotations
@@ -47,13 +53,19 @@ from typing import Any
 
 from bench.common import (
     REPO,
+    bench_name,
     bench_parser,
     bench_project,
     files_source,
+    git_state,
     progress_record,
+    result_path,
     write_result,
 )
+from bench.s3 import MotoBucket
 from runner.demo import write_demo_files
+from runner.storage.objects import ObjectPath, object_path
+from runner.storage.ops import names
 from tests.support.projects import ENDPOINT_COUNTS, SLOW_REQUESTS
 from tests.support.reference import (
     DEFAULT_TABLES,
@@ -65,13 +77,17 @@ from tests.support.reference import (
 LATE_MODELS = {"endpoint_counts": ENDPOINT_COUNTS, "slow_requests": SLOW_REQUESTS}
 
 
-def loop_project(root: Path, *, late: bool = False, engine: str = "rs") -> Path:
+def loop_project(root: Path, *, late: bool = False, engine: str = "rs",
+                 bucket: str | None = None) -> Path:
     """The example project: the given Delta engine, 1 s trigger, up to 8 files a batch, plus
     the merge model (unless ``late``: then :func:`add_models` brings it, with slow_requests,
-    later)."""
-    bench_project(root, source=files_source("data/incoming", 8), engine=engine,
+    later). With ``bucket`` (``s3://name``) the source, checkpoint and warehouse are in it."""
+    where: dict[str, Any] = {"checkpoint": f"{bucket}/cp", "warehouse": f"{bucket}/wh"} \
+        if bucket else {}
+    bench_project(root, source=files_source(f"{bucket}/incoming" if bucket else
+                                            "data/incoming", 8), engine=engine,
                   extra_models={} if late else {"endpoint_counts": ENDPOINT_COUNTS},
-                  trigger="1 second")
+                  trigger="1 second", **where)
     (root / "data" / "incoming").mkdir(parents=True)
     return root
 
@@ -84,28 +100,32 @@ def add_models(root: Path) -> None:
 class Feeder(threading.Thread):
     """Writes a new demo file (atomically) every 1-3 s until stopped."""
 
-    def __init__(self, incoming: Path, rng: random.Random) -> None:
+    def __init__(self, incoming: Path, rng: random.Random,
+                 bucket: MotoBucket | None = None, every: tuple[float, float] = (1.0, 3.0),
+                 ) -> None:
         super().__init__(daemon=True)
-        self.incoming, self.rng = incoming, rng
+        self.incoming, self.rng, self.bucket, self.every = incoming, rng, bucket, every
         self.stop = threading.Event()
         self.files = self.events = 0
 
     def run(self) -> None:
         while not self.stop.is_set():
+            before = set(self.incoming.iterdir())
             result = write_demo_files(self.incoming, events=self.rng.randint(50, 800), files=1,
                                       seed=self.rng.randint(0, 10**6),
                                       poison_every=self.rng.choice([37, 101, 499]))
+            if self.bucket is not None:
+                for path in sorted(set(self.incoming.iterdir()) - before):
+                    self.bucket.upload(path, "incoming")
             self.files += result.files
             self.events += result.events
-            self.stop.wait(self.rng.uniform(1.0, 3.0))
+            self.stop.wait(self.rng.uniform(*self.every))
 
 
 # -- running and killing ------------------------------------------------------------------------
 
-def _batches_in_checkpoint(checkpoint: Path, kind: str) -> set[int]:
-    folder = checkpoint / kind
-    return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.exists() \
-        else set()
+def _batches_in_checkpoint(checkpoint: Path | ObjectPath, kind: str) -> set[int]:
+    return {int(name) for name in names(checkpoint / kind) if name.isdigit()}
 
 
 def spawn(project: Path, log: Path, *args: str) -> subprocess.Popen:
@@ -151,17 +171,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", choices=("rs", "spark"), default="rs",
                         help="delta.engine of the project (spark: delta-spark's jars, "
                              "scripts/setup.sh)")
+    parser.add_argument("--feed-every", default="1-3", metavar="LO-HI",
+                        help="seconds between two new input files (uniform); a slower feed "
+                             "keeps the final drain short where batches are slow (S3, load)")
+    parser.add_argument("--s3", action="store_true",
+                        help="every location in a bucket of moto's S3 server (started here)")
     args = parser.parse_args(argv)
-
-    rng = random.Random(args.seed)
     work = args.keep or Path(tempfile.mkdtemp(prefix="crash-loop-"))
-    project = loop_project(work / "project", late=args.add_models, engine=args.engine)
-    added_at = args.kills // 2 if args.add_models else None
-    checkpoint, warehouse = project / "_checkpoint", project / "_warehouse"
     logs = work / "logs"
-    logs.mkdir()
+    logs.mkdir(parents=True)
+    if not args.s3:
+        return loop(args, work, logs, None)
+    with MotoBucket(logs, "crash-loop") as bucket:
+        return loop(args, work, logs, bucket)
+
+
+def loop(args: Any, work: Path, logs: Path, bucket: MotoBucket | None) -> int:
+    rng = random.Random(args.seed)
+    project = loop_project(work / "project", late=args.add_models, engine=args.engine,
+                           bucket=bucket.uri if bucket else None)
+    added_at = args.kills // 2 if args.add_models else None
+    checkpoint: Path | ObjectPath = object_path(f"{bucket.uri}/cp") if bucket \
+        else project / "_checkpoint"
+    warehouse: Path | ObjectPath = object_path(f"{bucket.uri}/wh") if bucket \
+        else project / "_warehouse"
     started = time.monotonic()
-    feeder = Feeder(project / "data" / "incoming", rng)
+    requests_at = bucket.log.mark() if bucket else 0
+    low, _, high = args.feed_every.partition("-")
+    feeder = Feeder(project / "data" / "incoming", rng, bucket,
+                    (float(low), float(high or low)))
     feeder.start()
     runs: list[dict[str, Any]] = []
     try:
@@ -241,13 +279,16 @@ def main(argv: list[str] | None = None) -> int:
     final = read_progress(log)
     tables = DEFAULT_TABLES + (tuple(LATE_MODELS) if args.add_models else ())
     result = compare(expected_tables(project / "data" / "incoming", tables),
-                     actual_tables(warehouse))
+                     actual_tables(warehouse))  # type: ignore[arg-type]  # a Location
     ok = final_code == 0 and not any(r["exited_by_itself"] for r in runs) and all(r["lost"] == 0 and r["duplicated_or_extra"] == 0
                                  for r in result.values())
     all_batches = [b for r in runs for b in r["batches_done"]] + \
         [b["batch_id"] for b in final["batches"]]
     record = {
         "ok": ok, "kills": args.kills, "seed": args.seed, "engine": args.engine,
+        "feed_every_s": args.feed_every,
+        "storage": "s3 (moto, loopback)" if bucket else "local",
+        "s3_requests": bucket.log.since(requests_at) if bucket else None,
         "duration_s": round(time.monotonic() - started, 1),
         "input_files": feeder.files, "input_records": feeder.events,
         "batches_committed": len(_batches_in_checkpoint(checkpoint, "commits")),
@@ -267,7 +308,12 @@ def main(argv: list[str] | None = None) -> int:
         "tables": result, "runs": runs, "work_dir": str(work),
     }
     print(json.dumps({k: v for k, v in record.items() if k != "runs"}, indent=2))
-    write_result(__file__, record, args.json)
+    # One record per day and commit, one entry per engine and storage (``rs``, ``spark/s3``).
+    path = args.json or result_path(bench_name(__file__))
+    earlier = json.loads(path.read_text()) if path.exists() else {}
+    loops = earlier.get("loops", {})
+    loops[args.engine + ("/s3" if bucket else "")] = {**record, "git": git_state()}
+    write_result(__file__, {"loops": loops}, args.json)
     if not args.keep and ok:
         shutil.rmtree(work, ignore_errors=True)
     print("OK: every table exactly once" if ok else f"FAILED: see {work}")

@@ -33,7 +33,7 @@ RENDERERS: dict[str, Renderer] = {}
 #: Page -> the benches whose numbers it shows, in this order.
 PAGES: dict[str, tuple[str, ...]] = {
     "docs/BENCHMARKS.md": ("compile_bench", "stream_bench", "scale_bench", "kafka_bench",
-                           "enrich_bench", "backfill_bench", "cdc_bench"),
+                           "enrich_bench", "backfill_bench", "cdc_bench", "storage_bench"),
     "docs/PERFORMANCE.md": ("parse_profile", "driver_memory"),
     "docs/RELIABILITY.md": ("crash_loop", "generated_ops", "soak"),
 }
@@ -50,7 +50,8 @@ def renders(bench: str) -> Callable[[Renderer], Renderer]:
 def _cmd(bench: str, *opts: tuple[str, Any]) -> str:
     """``python -m bench.<bench> --opt value ...``, leaving out options that are None."""
     parts = [f"python -m bench.{bench}"]
-    parts += [f"--{k} {v}" for k, v in opts if v not in (None, "None", False)]
+    parts += [f"--{k}" if v is True else f"--{k} {v}" for k, v in opts
+              if v not in (None, "None", False)]
     return "`" + " ".join(parts) + "`"
 
 
@@ -211,13 +212,61 @@ def _exact(tables: dict[str, dict[str, Any]]) -> str:
 
 @renders("crash_loop")
 def crash_loop(d: dict[str, Any]) -> tuple[str, Rows]:
-    rows = [(f"{d['kills']} kills of `runner stream` on `{d['engine']}` "
-             f"({d['input_records']:,} records, {d['batches_committed']} batches)",
-             _exact(d["tables"])),
-            ("kills with a batch written but not committed; replays that skipped sinks",
-             f"{d['kills_with_uncommitted_batch']}; {d['replays_with_skipped_sinks']}")]
-    return _cmd("crash_loop", ("kills", d["kills"]), ("seed", d["seed"]),
-                ("engine", d["engine"])), rows
+    # One entry per engine and storage under "loops" ("rs", "spark/s3"); older files: one.
+    rows: Rows = []
+    runs = list(d["loops"].values()) if "loops" in d else [d]
+    for r in runs:
+        where = " with every location in S3 (moto)" if r.get("storage", "local") != "local" \
+            else ""
+        feed = r.get("feed_every_s") or "1-3"
+        rows += [(f"{r['kills']} kills of `runner stream` on `{r['engine']}`{where}, seed "
+                  f"{r['seed']}, a new file every {feed} s ({r['input_records']:,} records, "
+                  f"{r['batches_committed']} batches)",
+                  _exact(r["tables"]) if r["ok"] or not r["tables"] else
+                  f"**failed** (final exit {r['final_run_exit_code']}): {_exact(r['tables'])}"),
+                 (f"`{r['engine']}`{where}: kills with a batch written but not committed; "
+                  "replays that skipped sinks",
+                  f"{r['kills_with_uncommitted_batch']}; {r['replays_with_skipped_sinks']}")]
+        if r.get("s3_requests"):
+            q = r["s3_requests"]
+            rows.append((f"`{r['engine']}`{where}: S3 requests over the loop "
+                         f"({r['kills'] + 1} start-ups, {r['batch_runs']} batch runs), per "
+                         "batch run",
+                         f"{q['total']:,}, {q['total'] / max(1, r['batch_runs']):.0f} "
+                         f"({q['status_412']} answered 412)"))
+    engines = "|".join(dict.fromkeys(r["engine"] for r in runs))
+    s3 = any(r.get("storage", "local") != "local" for r in runs)
+    seeds = "|".join(dict.fromkeys(str(r["seed"]) for r in runs))
+    return _cmd("crash_loop", ("kills", runs[-1]["kills"]), ("seed", seeds),
+                ("engine", engines), ("s3", s3)), rows
+
+
+@renders("storage_bench")
+def storage_bench(d: dict[str, Any]) -> tuple[str, Rows]:
+    a, s = d["args"], d["summary"]
+    size = f"{d['data']['events']:,} events in {d['data']['files']} files"
+    rows: Rows = []
+    for c, r in s["contenders"].items():
+        if r["wall_s"] is not None:
+            rows.append((f"`{c}`, {size}, {r['batches']} batches (median of {r['runs']})",
+                         f"{r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU"))
+    for engine, r in s["ratios"].items():
+        rows.append((f"S3 (moto, loopback) / local disk, `{engine}` (per round)",
+                     f"{_span(r['wall'], 'x')} wall, {_span(r['cpu'], 'x')} CPU"))
+    for c, r in s["requests"].items():
+        kinds = ", ".join(f"{v:g} {k}" for k, v in r["per_later_batch"].items()
+                          if v and k != "total") if r["per_later_batch"] else "-"
+        rows.append((f"`{c}`: S3 requests per run; start-up and first batch; after the last "
+                     "(moto's own CPU per run)",
+                     f"{r['per_run']['total']:g}; {r['startup_and_first_batch']['total']:g}; "
+                     f"{r['after_last_batch']['total']:g} ({r['moto_cpu_s']:.1f} s)"))
+        if r["per_later_batch"]:
+            rows.append((f"`{c}`: S3 requests per later batch (median)",
+                         f"{r['per_later_batch']['total']:g} ({kinds})"))
+    rows.append(("every table of every run holds the expected rows",
+                 "yes" if s["all_exact"] else "**no**"))
+    return _cmd("storage_bench", ("events", a["events"]), ("files", a["files"]),
+                ("max-files", a["max_files"]), ("rounds", a["rounds"])), rows
 
 
 @renders("generated_ops")

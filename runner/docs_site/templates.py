@@ -142,13 +142,8 @@ out to {{ models|length }} model table{{ 's' if models|length != 1 }} in one mic
 <tbody>
 {% for m in models %}
 <tr data-model-row="{{ (m.name ~ ' ' ~ m.tags|join(' '))|lower }}">
-<<<<<<< HEAD
 <td><a href="models/{{ m.name }}.html"><b>{{ m.name }}</b></a>{% if m.relation %}<br><code>{{ m.relation }}</code>{% endif %}</td>
-<td><span class="badge {{ m.materialized }}">{{ m.materialized }}</span></td>
-=======
-<td><a href="models/{{ m.name }}.html"><b>{{ m.name }}</b></a></td>
 <td><span class="badge {{ m.materialized }}">{{ m.kind }}</span></td>
->>>>>>> cdc
 <td>{% for t in m.tags %}<span class="chip">{{ t }}</span>{% endfor %}</td>
 <td>{{ m.columns|length }}</td>
 <td>{% for e in m.expectations %}<span class="chip {{ e.on_violation }}">{{ e.name }}</span>{% endfor %}</td>

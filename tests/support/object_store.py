@@ -16,6 +16,9 @@ Tests get them through the fixtures of ``tests/conftest.py``: ``moto_server`` / 
 :class:`Bucket` whose ``env`` holds the variables that reach it). Each server's log stays in
 the run's temp folder (pytest keeps the last runs') and its tail is in every start-up error.
 
+moto's log has a line per HTTP request: :class:`RequestLog` counts them by kind (benches
+report the requests a run or a batch makes).
+
 ``python -m tests.support.object_store`` starts both and prints their settings, for trying
 the runner by hand (Ctrl-C stops them).
 """
@@ -27,6 +30,7 @@ import contextlib
 import hashlib
 import hmac
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,18 +39,21 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from tests.support.brokers import _die_with_parent, _free_port, _terminate
 
 if TYPE_CHECKING:
     from runner.storage.settings import StorageSettings
 
-__all__ = ["AZURITE_ACCOUNT", "AZURITE_KEY", "AzuriteServer", "Bucket", "MotoServer",
-           "azurite_binary", "create_container", "start_server", "unique_name"]
+__all__ = ["AZURITE_ACCOUNT", "AZURITE_KEY", "KINDS", "AzuriteServer", "Bucket", "MotoServer",
+           "RequestLog", "azurite_binary", "count_requests", "create_container", "start_server",
+           "unique_name"]
 
 REPO = Path(__file__).resolve().parents[2]
 AZURITE_ENV = "RUNNER_AZURITE_BIN"
@@ -56,6 +63,63 @@ AZURITE_ENV = "RUNNER_AZURITE_BIN"
 AZURITE_ACCOUNT = "devstoreaccount1"
 AZURITE_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
                "KBHBeksoGMGw==")
+
+
+#: A werkzeug access-log line: the method, the target, the status.
+REQUEST_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<target>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
+#: werkzeug colours some lines (4xx, 206, DELETE's 204) with terminal escapes: removed first.
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+KINDS = ("GET", "LIST", "HEAD", "PUT", "POST", "DELETE")
+
+
+def request_kind(method: str, target: str) -> str:
+    """``GET`` of an object, ``LIST`` (a GET of a bucket, i.e. a listing), else the method."""
+    path = urlsplit(target).path.strip("/")
+    if method == "GET" and "/" not in path:
+        return "LIST"
+    return method
+
+
+def count_requests(lines: list[str]) -> dict[str, int]:
+    """Requests by kind (:data:`KINDS`), ``total``, and ``status_412`` / ``status_404``; the
+    moto-api probes of the server's own start-up are not counted."""
+    counts: Counter[str] = Counter()
+    for line in lines:
+        m = REQUEST_LINE.search(ANSI.sub("", line))
+        if m is None or m["target"].startswith("/moto-api"):
+            continue
+        counts[request_kind(m["method"], m["target"])] += 1
+        counts["total"] += 1
+        if m["status"] in ("404", "412"):
+            counts[f"status_{m['status']}"] += 1
+    return {k: counts.get(k, 0) for k in (*KINDS, "total", "status_412", "status_404")}
+
+
+@dataclass
+class RequestLog:
+    """The request log of one moto server; :meth:`mark` then :meth:`since` counts a run."""
+
+    path: Path
+
+    def mark(self) -> int:
+        """The log's current size: where the next run's requests start."""
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def since(self, offset: int) -> dict[str, int]:
+        """Requests logged after ``offset`` (see :func:`count_requests`)."""
+        return self.between(offset, None)
+
+    def between(self, start: int, end: int | None) -> dict[str, int]:
+        """Requests logged from byte ``start`` up to byte ``end`` (None: the end); a line
+        cut at either end is counted where it starts."""
+        with open(self.path, "rb") as f:
+            f.seek(start)
+            data = f.read() if end is None else f.read(max(0, end - start))
+        return count_requests(data.decode("utf-8", errors="replace").splitlines())
+
 
 
 def unique_name(prefix: str = "t") -> str:
@@ -150,6 +214,11 @@ class _Server:
         self.stop()
         raise RuntimeError(f"{self.name} did not answer on {self.endpoint} within "
                            f"{self.startup_timeout} s: {tail}")
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs (a bench reads its CPU seconds)."""
+        return self._proc.pid if self._proc is not None else None
 
     def log(self) -> str:
         """The last 3000 characters of the server's output."""
