@@ -61,6 +61,11 @@ def _exact(project) -> None:
         assert not lost and not extra, f"{name}: lost {list(lost)[:3]}, extra {list(extra)[:3]}"
 
 
+# The spark engine's run is in the slow set (the suite's budget): delta-spark tables in a
+# bucket stay in the default run through tests/storage/test_spark_s3.py, and both engines run
+# this in `-m slow`.
+@pytest.mark.parametrize("delta_engine", ["rs", pytest.param("spark", marks=pytest.mark.slow)],
+                         indirect=True)
 def test_stream_and_replay_with_every_table_in_a_bucket(tmp_path, s3_env, delta_engine,
                                                         armed) -> None:
     project = _project(tmp_path, s3_env.uri, delta_engine)
