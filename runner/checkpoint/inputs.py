@@ -65,6 +65,7 @@ class InputRecords:
     """The input records of one checkpoint (``<checkpoint>/inputs/``).
 
     >>> import tempfile
+    >>> from pathlib import Path
     >>> records = InputRecords(Path(tempfile.mkdtemp()))
     >>> records.record(3, {"file:///a.json": FileFact(10, 5, "ab", 4096),
     ...                    "file:///b.json": None})

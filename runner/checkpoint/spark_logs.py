@@ -33,6 +33,7 @@ def numbered(folder: Location, suffix: str = "") -> dict[int, Location]:
     """``{N: path}`` for the files named ``N`` + ``suffix`` in ``folder`` ({} when absent).
 
     >>> import tempfile
+    >>> from pathlib import Path
     >>> d = Path(tempfile.mkdtemp())
     >>> for n in ("0", "1", ".1.crc", "9.compact", "tmp"): _ = (d / n).write_text("")
     >>> sorted(numbered(d)), sorted(numbered(d, ".compact"))

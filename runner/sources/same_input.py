@@ -83,7 +83,7 @@ def stat_files(uris: Iterable[str], *, sample_bytes: Mapping[str, int] | None = 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.json"
     >>> _ = p.write_text("{}\\n")
-    >>> facts = stat_files([p.as_uri(), p.as_uri() + ".gone", "s3a://b/k.json"])
+    >>> facts = stat_files([p.as_uri(), p.as_uri() + ".gone", "hdfs://nn/k.json"])
     >>> [(uri.rsplit("/", 1)[1], f and f.size) for uri, f in facts.items()]
     [('a.json', 3), ('a.json.gone', None)]
     """
