@@ -34,7 +34,7 @@ from runner.errors import CheckpointBusyError, ExecutionError
 from runner.storage.objects import ObjectPath
 from runner.storage.ops import read_versioned, write_if
 
-__all__ = ["ObjectLease", "lease_seconds", "read_lease"]
+__all__ = ["ObjectLease", "holder_gone", "lease_seconds", "pid_alive", "read_lease"]
 
 
 def lease_seconds() -> float:
@@ -59,7 +59,8 @@ def read_lease(path: ObjectPath) -> tuple[dict[str, Any], str] | None:
     return (doc if isinstance(doc, dict) else {}), version
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host (one we may not signal counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -74,7 +75,7 @@ def holder_gone(doc: dict[str, Any], now: float) -> bool:
     if float(doc.get("expires", 0)) < now:
         return True
     pid = doc.get("pid")
-    return doc.get("host") == socket.gethostname() and isinstance(pid, int) and not _alive(pid)
+    return doc.get("host") == socket.gethostname() and isinstance(pid, int) and not pid_alive(pid)
 
 
 class ObjectLease:

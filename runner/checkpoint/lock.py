@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from runner.checkpoint.lease import ObjectLease, holder_gone, read_lease
+from runner.checkpoint.lease import ObjectLease, holder_gone, pid_alive, read_lease
 from runner.errors import CheckpointBusyError, ExecutionError
 from runner.storage.objects import ObjectPath
 from runner.storage.ops import Location, as_location
@@ -142,7 +142,7 @@ def lock_holder(checkpoint: Location, file: str = STREAM) -> LockHolder | None:
                         else (None, None, None))
     held = _flock_held(inode)
     if held is None and pid is not None and host == socket.gethostname():
-        held = _alive(pid)
+        held = pid_alive(pid)
     return LockHolder(pid, host, since, held, text)
 
 
@@ -172,13 +172,3 @@ def _flock_held(inode: int) -> bool | None:
             except (IndexError, ValueError):
                 continue
     return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
