@@ -37,7 +37,7 @@ from runner.compile.plan import Step
 from runner.errors import ExecutionError
 from runner.project.config import Expectation
 from runner.runtime.metrics import ready_metrics
-from runner.runtime.parse import BATCH_ID_COLUMN
+from runner.runtime.parse import batch_id_column
 from runner.sinks.base import quote_column
 from runner.spark_errors import first_line, marked_text_in
 
@@ -176,7 +176,7 @@ def apply_expectations(df: DataFrame, step: Step, *, batch_id: int,
                 for name, dtype in metadata_columns.items()]
         quarantined = observed.filter(any_flag).select(
             row_json.alias("raw"), reason.alias("reason"),
-            F.lit(batch_id).cast("bigint").alias(BATCH_ID_COLUMN), *meta)
+            batch_id_column(batch_id, row_json), *meta)
     return ExpectationOutcome(step.name, kept, quarantined, expectations, observation)
 
 

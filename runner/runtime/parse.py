@@ -129,12 +129,27 @@ from runner.spark_errors import first_line
 if TYPE_CHECKING:
     from pyspark.sql import Observation
 
-__all__ = ["ParsedBatch", "parse_batch", "parse_schema", "prepare_parse", "prune_schema",
-           "JSON_OPTIONS", "BATCH_ID_COLUMN", "DEAD_COLUMNS"]
+__all__ = ["ParsedBatch", "batch_id_column", "parse_batch", "parse_schema", "prepare_parse",
+           "prune_schema", "JSON_OPTIONS", "BATCH_ID_COLUMN", "DEAD_COLUMNS"]
 
 BATCH_ID_COLUMN = "_batch_id"
 DEAD_COLUMNS = ("raw", "reason", BATCH_ID_COLUMN)
 """The dead-letter columns, followed by the source's metadata columns."""
+
+
+def batch_id_column(batch_id: int, anchor: Column) -> Column:
+    """``batch_id`` as the BIGINT column ``_batch_id``, kept out of the code Spark generates.
+
+    ``F.lit(batch_id)`` is written into the generated Java as a constant, so every batch's
+    plans are new code, compiled again (Janino; the dead-letter reason alone is over 100 KB of
+    Java). Here the id is the only element of an array literal, which the generated code
+    references instead of spelling it, read at an index the optimizer cannot fold: the least of
+    ``anchor``'s text length (any column of the frame; null is skipped) and 0, always 0. Each
+    batch then reuses the code the first one compiled (``tests/spark/test_parse_codegen.py``).
+    """
+    index = F.least(F.length(anchor.cast("string")), F.lit(0))
+    return F.coalesce(F.lit([batch_id]).cast("array<bigint>")[index],
+                      F.lit(-1).cast("bigint")).alias(BATCH_ID_COLUMN)
 
 JSON_OPTIONS: dict[str, str] = {
     "mode": "PERMISSIVE",
@@ -191,7 +206,7 @@ class ParsedBatch:
         x = self._exprs
         return (frame.filter(F.col(_KIND).isNotNull()).select(*x.dead_inputs)
                 .select(F.col(_RAW).alias("raw"), x.reason,
-                        F.lit(self.batch_id).cast("bigint").alias(BATCH_ID_COLUMN), *x.meta))
+                        batch_id_column(self.batch_id, F.col(_RAW)), *x.meta))
 
     def counting(self, observation: Observation) -> DataFrame:
         """:attr:`frame` observing ``rows`` (every record), ``dead`` (dead letters) and
@@ -290,7 +305,7 @@ def parse_batch(raw: DataFrame, *, schema_ddl: str, batch_id: int,
         raise ValueError(f"raw batch lacks column(s) {missing}; has {raw.columns}")
     x = _expressions(schema_ddl, None if fields is None else frozenset(fields), meta,
                      valid_metadata, _gateway_token())
-    batch = F.lit(batch_id).cast("bigint").alias(BATCH_ID_COLUMN)
+    batch = batch_id_column(batch_id, F.col(_KIND))
     frame = raw.select(*x.parse).select(*x.split).select(*x.keep_raw)
     valid = frame.filter(F.col(_KIND).isNull()).select(*x.fields, batch, *x.meta)
     return ParsedBatch(valid=valid, frame=frame, batch_id=batch_id, _exprs=x)
