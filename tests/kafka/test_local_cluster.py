@@ -22,7 +22,10 @@ from runner.project.loader import load_project
 from tests.kafka.test_stream_kafka import EVENT_OFFSETS, Topic, _check_tables, _project
 from tests.support.projects import ENDPOINT_COUNTS, REPO_ROOT
 
-pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+#: ``slow`` (87 s in CI: a master, two workers, two executor JVMs and a broker), for the default
+#: suite's budget; the default run keeps ``local-cluster`` for the files source
+#: (tests/spark/test_stream_cli.py, tests/spark/test_sinks_rs.py), and this runs in the slow set.
+pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
 
 def test_local_cluster_reads_kafka_in_executors_and_writes_with_delta_spark(
