@@ -37,7 +37,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,6 +46,7 @@ from runner.compile.plan import Plan
 from runner.compile.reads import PARSED_EVENTS
 from runner.errors import DuplicateKeyError, ExecutionError, RunnerError, SinkError
 from runner.failpoints import failpoint
+from runner.runtime.dead_letters import DEAD_LETTER_ARROW_MAX_BYTES, DeadLetters
 from runner.runtime.expectations import (
     ExpectationOutcome,
     apply_expectations,
@@ -62,7 +63,7 @@ from runner.runtime.parking import (
     model_failure,
     parked_with,
 )
-from runner.runtime.parse import BATCH_ID_COLUMN, parse_batch, prepare_parse
+from runner.runtime.parse import parse_batch, prepare_parse
 from runner.sinks import DeltaWriter, SinkSpec, WriteResult
 from runner.spark_errors import first_line, is_storage_failure, root_cause
 
@@ -229,187 +230,192 @@ def _fill(frame: DataFrame, batch_id: int) -> None:
                                   "then restart (the batch is replayed)") from e
 
 
-#: Dead letters whose raw text is larger than this (UTF-8 bytes, as the parse observed) are
-#: written without a size hint, so the ``rs`` engine writes them Spark-native instead of
-#: through ``toArrow()`` in the driver: a row bound (``delta.arrow_max_rows``) says nothing of
-#: a dead record's size, and through Arrow the driver holds every dead record's raw text
-#: (``bench.driver_memory``, case ``dead``).
-DEAD_LETTER_ARROW_MAX_BYTES = 32 * 2**20
-
-
-def _unreadable_frame(spark: SparkSession, bp: BatchPlan,
-                      unreadable: Sequence[tuple[str, str]], batch_id: int) -> DataFrame:
-    """One dead letter per unreadable file: ``raw`` null (no record), the reason, the file."""
-    columns = ["raw STRING", "reason STRING", f"{BATCH_ID_COLUMN} BIGINT"]
-    columns += [f"`{name}` {kind}" for name, kind in bp.metadata_columns.items()]
-    rows = [(None, reason, batch_id, *(uri if name == "_source_file" else None
-                                       for name in bp.metadata_columns))
-            for uri, reason in unreadable]
-    return spark.createDataFrame(rows, ", ".join(columns))
-
-
 def run_batch(bp: BatchPlan, raw: DataFrame, batch_id: int,
               parked: Collection[str] = ()) -> BatchResult:
     """Process one micro-batch (``raw``: ``value`` plus source metadata columns).
 
     ``parked``: models parked before this batch (and their descendants): not run. A model of
     ``bp.park`` whose own SQL fails is parked by this batch (:attr:`BatchResult.parked`)
-    rather than failing it.
+    rather than failing it. The steps, in order, are :class:`_Batch`'s methods.
 
     Raises:
         ExecutionError: a model (not parkable) or a sink failed; sinks that committed stay
             committed and are skipped when Spark replays the batch.
     """
-    from pyspark.sql import Observation
-
     started = time.perf_counter()
     failpoint("batch.start", batch_id=batch_id)  # for crash tests: after batch_id - 1's commit log
-    spark = raw.sparkSession  # the batch's own session: its temp views are private to it
-    if bp.lookups is not None:  # pinned (recorded) before any table commits this batch
-        bp.lookups.register(spark, batch_id, bp.plan)
-    unreadable = (bp.unreadable(batch_id) if bp.unreadable is not None
-                  and bp.write_dead_letters else ())  # before Spark reads the files
-    counts = Observation(f"runner_batch_{batch_id}_{uuid.uuid4().hex}")
-    parsed = parse_batch(raw, schema_ddl=bp.plan.schema_ddl, batch_id=batch_id,
-                         metadata_columns=tuple(bp.metadata_columns), fields=bp.parse_fields,
-                         valid_metadata=bp.models_read_metadata)
-    cached = []
-    persist = should_persist(bp.plan)
-    if persist:
-        parsed.persist()  # valid rows and dead letters are both filters of this one frame
-        cached.append(parsed.frame)
-    pool = ThreadPoolExecutor(max_workers=bp.parallelism, thread_name_prefix=f"batch{batch_id}")
+    batch = _Batch(bp, raw, batch_id, parked)
     try:
-        parsed.valid.createOrReplaceTempView(PARSED_EVENTS)
-        # The parse's job (filling the cache, counting) runs while the models' frames are
-        # built here: analysing them is driver work that needs no data.
-        filled = pool.submit(_fill, parsed.counting(counts), batch_id) if persist else None
-        persisted = persisted_models(bp.plan)
-        frames: dict[str, DataFrame] = {}
-        outcomes: dict[str, ExpectationOutcome] = {}
-        quarantined: list[DataFrame] = []
-        edges = {s.name: s.depends_on for s in bp.plan.steps}
-        skip = set(parked).union(*(descendants(m, edges) for m in parked))
-        own: dict[str, ParkedError] = {}
+        batch.pin_inputs()
+        batch.parse()
+        batch.model_frames()
+        batch.count()
+        batch.write_all()
+        failpoint("batch.after_sinks", batch_id=batch_id)
+    finally:
+        batch.close()
+    return batch.result(time.perf_counter() - started)
+
+
+class _Batch:
+    """One batch's steps, run in this order by :func:`run_batch`:
+
+    1. :meth:`pin_inputs`: the sources and seeds the models join, pinned (recorded) before any
+       table commits the batch; the files the source cannot read whole, listed before Spark
+       reads them.
+    2. :meth:`parse`: parse once; persisted as soon as a model reads ``parsed_events``, its job
+       (filling the cache, counting) started in the pool while the models' frames are built.
+    3. :meth:`model_frames`: every model's frame in dependency order, with its expectations;
+       a parkable model whose SQL does not analyse is parked with its descendants.
+    4. :meth:`count`: the parse's counts and the dead letters (without the cache, the
+       dead-letter write is the counting pass).
+    5. :meth:`write_all`: the dead letters and every model, in parallel, from the cache; the
+       write failures that are their model's own park it, any other fails the batch.
+    """
+
+    def __init__(self, bp: BatchPlan, raw: DataFrame, batch_id: int,
+                 parked: Collection[str]) -> None:
+        from pyspark.sql import Observation
+
+        self.bp, self.raw, self.batch_id = bp, raw, batch_id
+        self.spark = raw.sparkSession  # the batch's own session: its temp views are private
+        self.parked_before = frozenset(parked)
+        self.edges = {s.name: s.depends_on for s in bp.plan.steps}
+        self.skip = set(parked).union(*(descendants(m, self.edges) for m in parked))
+        self.own: dict[str, ParkedError] = {}  # parked by this batch
+        self.covered: set[str] = set()  # parked by this batch, with their descendants
+        self.counts = Observation(f"runner_batch_{batch_id}_{uuid.uuid4().hex}")
+        self.pool = ThreadPoolExecutor(max_workers=bp.parallelism,
+                                       thread_name_prefix=f"batch{batch_id}")
+        self.cached: list[DataFrame] = []
+        self.unreadable: Sequence[tuple[str, str]] = ()
+        self.frames: dict[str, DataFrame] = {}
+        self.outcomes: dict[str, ExpectationOutcome] = {}
+        self.quarantined: list[DataFrame] = []
+        self.results: dict[str, WriteResult] = {}
+        self.observed: Mapping[str, int | None] = {}
+
+    def pin_inputs(self) -> None:
+        bp = self.bp
+        if bp.lookups is not None:
+            bp.lookups.register(self.spark, self.batch_id, bp.plan)
+        if bp.unreadable is not None and bp.write_dead_letters:
+            self.unreadable = bp.unreadable(self.batch_id)
+
+    def parse(self) -> None:
+        bp = self.bp
+        self.parsed = parse_batch(self.raw, schema_ddl=bp.plan.schema_ddl,
+                                  batch_id=self.batch_id,
+                                  metadata_columns=tuple(bp.metadata_columns),
+                                  fields=bp.parse_fields, valid_metadata=bp.models_read_metadata)
+        self.persist = should_persist(bp.plan)
+        self.filled: Future[None] | None = None
+        if self.persist:
+            self.parsed.persist()  # valid rows and dead letters are both filters of this frame
+            self.cached.append(self.parsed.frame)
+        self.parsed.valid.createOrReplaceTempView(PARSED_EVENTS)
+        if self.persist:  # analysing the models' frames meanwhile is driver work, no data
+            self.filled = self.pool.submit(_fill, self.parsed.counting(self.counts),
+                                           self.batch_id)
+
+    def model_frames(self) -> None:
+        bp, persisted = self.bp, persisted_models(self.bp.plan)
         for step in bp.plan.steps:  # dependency order: a ref'd view exists before its reader
-            if step.name in skip:
+            if step.name in self.skip:
                 continue
             try:
-                df = spark.sql(checked_query(spark, step.sql))  # runtime/guard.py
+                df = self.spark.sql(checked_query(self.spark, step.sql))  # runtime/guard.py
             except Exception as e:  # analysis errors (the plan was linted, but be explicit)
                 if step.name not in bp.park or not from_spark(e):
-                    raise ExecutionError(f"model {step.name} failed in batch {batch_id}: "
+                    raise ExecutionError(f"model {step.name} failed in batch {self.batch_id}: "
                                          f"{first_line(e)}", path=step.path) from e
-                own[step.name] = ParkedError(step.name, batch_id, error_class(e),
-                                                first_line(e), step.path)
-                skip |= descendants(step.name, edges)
+                self.own[step.name] = ParkedError(step.name, self.batch_id, error_class(e),
+                                                  first_line(e), step.path)
+                self.skip |= descendants(step.name, self.edges)
                 continue
             if step.name in persisted:
                 df = df.persist()
-                cached.append(df)
-            outcome = apply_expectations(df, step, batch_id=batch_id,
+                self.cached.append(df)
+            outcome = apply_expectations(df, step, batch_id=self.batch_id,
                                          metadata_columns=bp.metadata_columns)
             if outcome.quarantined is not None:  # same commit as the parse's dead letters
-                quarantined.append(outcome.quarantined)
-            outcomes[step.name] = outcome
+                self.quarantined.append(outcome.quarantined)
+            self.outcomes[step.name] = outcome
             outcome.kept.createOrReplaceTempView(step.name)  # refs see the kept rows only
-            frames[step.name] = outcome.kept
+            self.frames[step.name] = outcome.kept
 
-        # First the job that parses the batch (filling the cache) and counts it; then the
-        # dead letters, if any, and every model in parallel, from the cache. (Without the
-        # cache the dead-letter write is the counting pass the models' row hint waits for.)
-        if filled is not None:
-            filled.result()
-            observed = counts.get
+    def count(self) -> None:
+        bp, parsed = self.bp, self.parsed
+        if self.filled is not None:
+            self.filled.result()
+            observed = self.counts.get
             dead_hint: int | None = observed["dead"]
             if (observed["dead_bytes"] or 0) > DEAD_LETTER_ARROW_MAX_BYTES:
                 dead_hint = None  # too big for the driver: the writer goes Spark-native
-            letters = _DeadLetters(spark, bp, (lambda: parsed.dead) if observed["dead"] else None,
-                                   dead_hint, quarantined, unreadable, batch_id)
-        else:  # no model reads parsed_events: the dead-letter write is the one pass, counting
-            counted_dead = parsed.dead_of(parsed.counting(counts))
-            letters = _DeadLetters(spark, bp, lambda: counted_dead, None, quarantined,
-                                   unreadable, batch_id)
-            if letters.any and bp.write_dead_letters:
-                letters.write()
-            ready = ready_metrics(counts)
-            if ready is None:  # the dead-letter sink was skipped (a replay): count here,
-                counted_dead.count()  # through the observed branch: fills the observation
-                ready = counts.get
-            observed = ready
-        rows_hint = int(observed["rows"]) - int(observed["dead"])
+            self.letters = DeadLetters(self.spark, bp.metadata_columns,
+                                       (lambda: parsed.dead) if observed["dead"] else None,
+                                       dead_hint, self.quarantined, self.unreadable,
+                                       self.batch_id)
+            self.observed = observed
+            return
+        # No model reads parsed_events: the dead-letter write is the one pass, counting.
+        counted_dead = parsed.dead_of(parsed.counting(self.counts))
+        self.letters = DeadLetters(self.spark, bp.metadata_columns, lambda: counted_dead, None,
+                                   self.quarantined, self.unreadable, self.batch_id)
+        if self.letters.any and bp.write_dead_letters:
+            self._write_dead_letters()
+        ready = ready_metrics(self.counts)
+        if ready is None:  # the dead-letter sink was skipped (a replay): count here,
+            counted_dead.count()  # through the observed branch: fills the observation
+            ready = self.counts.get
+        self.observed = ready
+
+    def write_all(self) -> None:
+        bp, batch_id = self.bp, self.batch_id
+        rows_hint = int(self.observed["rows"] or 0) - int(self.observed["dead"] or 0)
         futures = {}
         # The dead letters (their frame built in the pool too: its reason expression is large)
         # commit alongside the models (not a model: never parked, its error is raised).
-        if letters.any and bp.write_dead_letters and persist:
-            futures[bp.dead_letter.model] = pool.submit(letters.write)
-        futures.update({name: pool.submit(_write, bp.writer, bp.sinks[name], df, batch_id,
-                                          rows_hint, path=bp.plan.step(name).path)
-                        for name, df in frames.items() if name in bp.sinks})
-        results: dict[str, WriteResult] = {}
+        if self.letters.any and bp.write_dead_letters and self.persist:
+            futures[bp.dead_letter.model] = self.pool.submit(self._write_dead_letters)
+        futures.update({name: self.pool.submit(_write, bp.writer, bp.sinks[name], df, batch_id,
+                                               rows_hint, path=bp.plan.step(name).path)
+                        for name, df in self.frames.items() if name in bp.sinks})
         raised: dict[str, BaseException] = {}
         for name, future in futures.items():
             try:
-                results[name] = future.result()
+                self.results[name] = future.result()
             except BaseException as e:  # noqa: BLE001 - collected, the first is raised
                 raised[name] = e
-        results.pop(bp.dead_letter.model, None)  # the batch reports the models' writes
-        own.update(_parkable(bp, raised, batch_id))
-        covered = set(own).union(*(descendants(m, edges) for m in own))
-        errors = [e for name, e in raised.items() if name not in covered]
+        self.results.pop(bp.dead_letter.model, None)  # the batch reports the models' writes
+        self.own.update(_parkable(bp, raised, batch_id))
+        self.covered = set(self.own).union(*(descendants(m, self.edges) for m in self.own))
+        errors = [e for name, e in raised.items() if name not in self.covered]
         if errors:
             failed = next((f for f in map(expectation_failure, errors) if f is not None), None)
             if failed is not None:  # a 'fail' expectation: name the model and expectation
                 raise failed from errors[0]
             raise errors[0]
-        failpoint("batch.after_sinks", batch_id=batch_id)
-    finally:
-        pool.shutdown(wait=True)  # a job still running (a failed batch) ends before the unpersist
-        for df in cached:
-            df.unpersist()
-    violations = {name: o.counts() for name, o in outcomes.items()
-                  if o.expectations and name not in covered}
-    return BatchResult(batch_id=batch_id, input_rows=int(observed["rows"]),
-                       dead_letters=int(observed["dead"]), writes=tuple(results.values()),
-                       seconds=time.perf_counter() - started,
-                       expectations={m: c for m, c in violations.items() if c is not None},
-                       parked=parked_with(bp.plan, own, skip=parked))
 
-
-class _DeadLetters:
-    """A batch's dead letters: the parse's (``parsed`` builds their frame; None when the parse
-    counted none), the rows models quarantined, the unreadable files. The frame is built by
-    :meth:`write`, in the thread that writes it."""
-
-    def __init__(self, spark: SparkSession, bp: BatchPlan,
-                 parsed: Callable[[], DataFrame] | None,
-                 hint: int | None, quarantined: Sequence[DataFrame],
-                 unreadable: Sequence[tuple[str, str]], batch_id: int) -> None:
-        self._spark, self._bp, self._parsed, self._hint = spark, bp, parsed, hint
-        self._quarantined, self._unreadable, self._batch_id = quarantined, unreadable, batch_id
-
-    @property
-    def any(self) -> bool:
-        return self._parsed is not None or bool(self._quarantined) or bool(self._unreadable)
-
-    def frame(self) -> tuple[DataFrame, int | None]:
-        """(the dead letters' frame, its rows hint: None when not known exactly); only when
-        :attr:`any`."""
-        dead, hint = (self._parsed() if self._parsed is not None else None), self._hint
-        for q in self._quarantined:
-            dead, hint = (q if dead is None else dead.unionByName(q)), None
-        if self._unreadable:
-            files = _unreadable_frame(self._spark, self._bp, self._unreadable, self._batch_id)
-            dead, hint = ((files, len(self._unreadable)) if dead is None
-                          else (dead.unionByName(files), None))
-        if dead is None:
-            raise ValueError("a batch without dead letters has no dead-letter frame")
-        return dead, hint
-
-    def write(self) -> WriteResult:
-        dead, hint = self.frame()
-        return _write(self._bp.writer, self._bp.dead_letter, dead, self._batch_id, hint,
+    def _write_dead_letters(self) -> WriteResult:
+        """The dead letters' frame is built here, in the thread that writes it."""
+        dead, hint = self.letters.frame()
+        return _write(self.bp.writer, self.bp.dead_letter, dead, self.batch_id, hint,
                       is_model=False)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)  # a job still running (a failed batch) ends first
+        for df in self.cached:
+            df.unpersist()
+
+    def result(self, seconds: float) -> BatchResult:
+        violations = {name: o.counts() for name, o in self.outcomes.items()
+                      if o.expectations and name not in self.covered}
+        return BatchResult(batch_id=self.batch_id, input_rows=int(self.observed["rows"] or 0),
+                           dead_letters=int(self.observed["dead"] or 0),
+                           writes=tuple(self.results.values()), seconds=seconds,
+                           expectations={m: c for m, c in violations.items() if c is not None},
+                           parked=parked_with(self.bp.plan, self.own, skip=self.parked_before))
 
 
 def _parkable(bp: BatchPlan, raised: Mapping[str, BaseException],
