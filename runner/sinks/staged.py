@@ -111,7 +111,7 @@ def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
 def _s3_filesystem(where: ObjectPath) -> pafs.FileSystem:
     from runner.storage.settings import storage_settings
 
-    opts = storage_settings(str(where), where.options).storage_options
+    opts = storage_settings(str(where), where.options).resolved_options()
     kwargs: dict[str, Any] = {"access_key": opts.get("aws_access_key_id"),
                               "secret_key": opts.get("aws_secret_access_key"),
                               "session_token": opts.get("aws_session_token"),

@@ -61,8 +61,24 @@ def _open_store(scheme: str, bucket: str, options: tuple[tuple[str, str], ...]) 
     # bounded: an unreachable store fails a call within about a minute, not three
     retry = {"max_retries": 4, "retry_timeout": timedelta(seconds=60)}
     open_url: Any = from_url  # its overloads are per cloud; the options are the user's
+    extra = {}
+    profile = parts["profile"]
+    if profile is not None:
+        extra["credential_provider"] = _profile_credentials(profile)
     return open_url(uri, config=parts["config"] or None,
-                    client_options=parts["client_options"] or None, retry_config=retry)
+                    client_options=parts["client_options"] or None, retry_config=retry, **extra)
+
+
+def _profile_credentials(profile: str) -> Any:
+    """obstore's ``credential_provider`` for an AWS named profile: object_store reads no
+    profile itself; boto3 resolves it (:func:`runner.storage.settings.profile_credentials`)
+    and refreshes temporary credentials."""
+    from obstore.auth.boto3 import Boto3CredentialProvider
+
+    from runner.storage.settings import profile_credentials, profile_session
+
+    profile_credentials(profile)  # an unknown profile: OSError naming it, now
+    return Boto3CredentialProvider(profile_session(profile))
 
 
 def store_for(scheme: str, bucket: str, options: Mapping[str, str]) -> Any:

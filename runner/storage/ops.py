@@ -249,4 +249,4 @@ def delta_options(path: str | os.PathLike[str] | ObjectPath) -> dict[str, str] |
     loc = as_location(path)
     if not isinstance(loc, ObjectPath):
         return None
-    return storage_settings(str(loc), loc.options).storage_options
+    return storage_settings(str(loc), loc.options).resolved_options()

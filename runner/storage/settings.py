@@ -29,7 +29,8 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from functools import lru_cache
+from typing import Any, Literal, NamedTuple, TypedDict
 from urllib.parse import unquote, urlsplit
 
 from runner.errors import ConfigError, did_you_mean
@@ -223,10 +224,12 @@ class StorageSettings:
         """:attr:`hadoop` as Spark settings (``spark.hadoop.<key>``)."""
         return {f"spark.hadoop.{k}": v for k, v in self.hadoop.items()}
 
-    def obstore(self) -> dict[str, dict[str, str]]:
-        """``config`` and ``client_options`` for ``obstore.store.from_url(uri, **...)``:
-        obstore takes object_store's HTTP options apart (``aws_allow_http`` in its S3 config is
-        a Rust panic, not an error) and no ``aws_profile`` (give it a ``credential_provider``)."""
+    def obstore(self) -> ObstoreOptions:
+        """``config`` and ``client_options`` for ``obstore.store.from_url(uri, **...)``, and
+        the AWS profile whose credentials it needs as a ``credential_provider`` (None: none, or
+        keys given explicitly, which win as they do for delta-rs). obstore takes object_store's
+        HTTP options apart (``aws_allow_http`` in its S3 config is a Rust panic, not an error)
+        and no ``aws_profile``."""
         config: dict[str, str] = {}
         client: dict[str, str] = {}
         for key, value in self.storage_options.items():
@@ -235,7 +238,65 @@ class StorageSettings:
                 client[short] = value
             elif key != "aws_profile":
                 config[key] = value
-        return {"config": config, "client_options": client}
+        profile = self.storage_options.get("aws_profile")
+        if "aws_access_key_id" in config:
+            profile = None
+        return {"config": config, "client_options": client, "profile": profile}
+
+
+    def resolved_options(self) -> dict[str, str]:
+        """:attr:`storage_options` with an AWS named profile resolved into its keys, for the
+        consumers that do not read profiles themselves (delta-rs goes to the instance metadata
+        service instead; pyarrow's S3 file system takes keys). Explicit keys win; the keys of
+        temporary credentials are fresh at each call (boto3 refreshes them)."""
+        options = dict(self.storage_options)
+        profile = options.pop("aws_profile", None)
+        if profile is None or "aws_access_key_id" in options:
+            return self.storage_options
+        keys = profile_credentials(profile).get_frozen_credentials()
+        options.update(aws_access_key_id=keys.access_key, aws_secret_access_key=keys.secret_key)
+        if keys.token:
+            options["aws_session_token"] = keys.token
+        region = profile_session(profile).region_name
+        if region and "aws_region" not in options:
+            options["aws_region"] = region
+        return options
+
+
+@lru_cache(maxsize=8)
+def profile_session(profile: str) -> Any:
+    """The boto3 session of an AWS named profile (one per profile: its credentials refresh)."""
+    import boto3
+
+    return boto3.Session(profile_name=profile)
+
+
+def profile_credentials(profile: str) -> Any:
+    """The (refreshing) botocore credentials of an AWS named profile (``AWS_PROFILE``: static
+    keys, SSO, an assumed role, a ``credential_process``), resolved by boto3 from
+    ``~/.aws/config`` and ``~/.aws/credentials`` (or ``AWS_CONFIG_FILE`` and
+    ``AWS_SHARED_CREDENTIALS_FILE``), as the AWS CLI and Spark's S3A resolve it.
+
+    Raises:
+        OSError: the profile is unknown or resolves to no credentials.
+    """
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        credentials = profile_session(profile).get_credentials()
+    except BotoCoreError as e:
+        raise OSError(f"AWS profile {profile!r} gives no credentials: {e}") from e
+    if credentials is None:
+        raise OSError(f"AWS profile {profile!r} gives no credentials")
+    return credentials
+
+
+class ObstoreOptions(TypedDict):
+    """:meth:`StorageSettings.obstore`'s answer."""
+
+    config: dict[str, str]
+    client_options: dict[str, str]
+    profile: str | None
 
 
 def _normalise(scheme: Scheme, options: Mapping[str, str]) -> tuple[dict[str, str],

@@ -154,8 +154,9 @@ class Bucket:
         """An obstore store rooted at ``uri/path``."""
         from obstore.store import from_url
 
-        settings = self.settings(path)
-        return from_url(settings.location.uri(), **settings.obstore())
+        parts = self.settings(path).obstore()
+        return from_url(self.settings(path).location.uri(), config=parts["config"],
+                        client_options=parts["client_options"])
 
 
 class _Server:

@@ -189,3 +189,40 @@ def test_a_rebuild_sees_input_gone_from_a_bucket_or_a_store_it_cannot_reach(s3_e
     elsewhere = "s3://another-bucket/in/x.json"  # a store opened with these settings
     [(batch, why)] = missing_files([PastBatch(3, 3, (elsewhere,))], since=0)
     assert batch == 3 and why.startswith(f"{elsewhere} (cannot be checked: ")
+
+
+def test_an_aws_named_profile_gives_the_credentials(s3_bucket, moto_server, tmp_path,
+                                                   monkeypatch) -> None:
+    """``AWS_PROFILE`` alone (no keys in the environment): the runner's own files are read and
+    written with the profile's credentials, as delta-rs and Spark take them; an unknown profile
+    is an error naming it."""
+    import deltalake
+    import pyarrow as pa
+
+    other = moto_server.bucket().uri  # a store is opened once per bucket, with the environment
+    (tmp_path / "credentials").write_text(
+        "[runner-test]\naws_access_key_id = testing\naws_secret_access_key = testing\n")
+    (tmp_path / "config").write_text("[profile runner-test]\nregion = us-east-1\n")
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in s3_bucket.env.items():
+        if key not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            monkeypatch.setenv(key, value)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance role to fall back on
+    monkeypatch.setenv("AWS_PROFILE", "runner-test")
+    target = object_path(f"{s3_bucket.uri}/profiled/runner.json")
+    write_atomic(target, b'{"ok": 1}')
+    assert json.loads(target.read_text()) == {"ok": 1}
+    table = f"{s3_bucket.uri}/profiled/table"
+    from runner.storage.ops import delta_options
+
+    options = delta_options(table)  # what the sinks give delta-rs: the profile's keys
+    assert options is not None and options["aws_access_key_id"] == "testing"
+    assert "aws_profile" not in options
+    deltalake.write_deltalake(table, pa.table({"n": [1, 2]}), storage_options=options)
+    assert deltalake.DeltaTable(table, storage_options=options).to_pyarrow_table().num_rows == 2
+    monkeypatch.setenv("AWS_PROFILE", "no-such-profile")
+    with pytest.raises(OSError, match="no-such-profile"):
+        write_atomic(object_path(f"{other}/runner.json"), b"{}")

@@ -70,7 +70,7 @@ def test_s3_from_the_environment() -> None:
     assert s.obstore() == {
         "config": {"aws_endpoint": "http://127.0.0.1:5000", "aws_access_key_id": "AK",
                    "aws_secret_access_key": "SK", "aws_region": "us-east-1"},
-        "client_options": {"allow_http": "true"}}
+        "client_options": {"allow_http": "true"}, "profile": None}
 
 
 def test_explicit_options_win_in_any_spelling() -> None:
@@ -110,7 +110,11 @@ def test_nothing_set_means_the_default_chains() -> None:
     profile = storage_settings("s3://b", environ={"AWS_PROFILE": "dev"})
     assert profile.hadoop["fs.s3a.aws.credentials.provider"].endswith(
         "ProfileAWSCredentialsProvider")
-    assert profile.obstore()["config"] == {}  # obstore has no profiles
+    assert profile.obstore()["config"] == {}  # obstore has no profiles: a credential provider
+    assert profile.obstore()["profile"] == "dev"
+    keys = storage_settings("s3://b", environ={"AWS_PROFILE": "dev", "AWS_ACCESS_KEY_ID": "AK",
+                                               "AWS_SECRET_ACCESS_KEY": "SK"})
+    assert keys.obstore()["profile"] is None  # explicit keys win, as for delta-rs
 
 
 def test_a_service_endpoint_beats_the_global_one() -> None:
