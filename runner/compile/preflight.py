@@ -13,9 +13,6 @@ from runner.project.loader import Project
 
 __all__ = ["check_project"]
 
-#: Keys of a Kafka source's ``options`` that tune the source, not the client (as the reader).
-_TUNING = ("min_partitions", "max_records_per_partition", "timeout_ms", "read_timeout_ms")
-
 
 def check_project(project: Project) -> None:
     """Refuse a project ``runner stream`` would refuse at start-up.
@@ -36,17 +33,10 @@ def check_project(project: Project) -> None:
     source = project.config.source
     if source.type != "kafka":
         return
-    # imported here: a files project's compile (the common pull-request check) skips them
+    # imported here: a files project's compile (the common pull-request check) skips it
     from runner.sources.kafka.options import KafkaSourceOptions
-    from runner.sources.kafka.plan import parse_starting_offsets
 
-    topics = [t.strip() for name in source.topics for t in str(name).split(",") if t.strip()]
-    if not topics:
-        raise ConfigError("Kafka source: at least one topic is required", path="project.yml")
     try:
-        parse_starting_offsets(source.starting_offsets, topics)
-        tuning = {k: v.get_secret_value() for k, v in source.options.items() if k in _TUNING}
-        KafkaSourceOptions.parse({**tuning, "bootstrap_servers": source.bootstrap_servers,
-                                  "topic": ",".join(topics)})
+        KafkaSourceOptions.from_source(source)  # what the reader builds at start-up
     except ConfigError as e:
         raise ConfigError(f"source: {e.message}", path="project.yml", hint=e.hint) from e

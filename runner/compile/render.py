@@ -83,6 +83,117 @@ def _template_line(paths: set[str]) -> tuple[str | None, int | None]:
     return found
 
 
+class _JinjaFunctions:
+    """The Jinja functions one model's render sees, as bound methods: ``ref``, ``source``,
+    ``config``, ``var``, ``env_var`` (and dbt's habits, which fail with what to write
+    instead). Each records what it is called with in ``capture`` and refuses unknown names,
+    secrets and non-public environment variables with a hint."""
+
+    def __init__(self, renderer: _Renderer, capture: _Capture) -> None:
+        self.renderer = renderer
+        self.project = renderer.project
+        self.capture = capture
+
+    def as_context(self) -> dict[str, Callable[..., Any]]:
+        """Name -> function, as the template's globals."""
+        return {**HABITS, "ref": self.ref, "source": self.source, "config": self.config,
+                "var": self.var, "env_var": self.env_var}
+
+    def _lookup(self, view: str) -> str:
+        if view not in self.capture.lookups:
+            self.capture.lookups.append(view)
+        return view
+
+    def ref(self, name: str, *more: Any) -> str:
+        """A model's view (a dependency) or a seed's (a lookup)."""
+        seeds, model_names = self.renderer.seeds, self.renderer.model_names
+        if more or not isinstance(name, str):
+            raise _Fail("ref() takes one name: a model or a seed",
+                        hint="ref('model'); a source table is source('source', 'table')")
+        if name.lower() in seeds:
+            return self._lookup(seeds[name.lower()])
+        if name.lower() not in model_names:
+            what = "model or seed" if seeds else "model"
+            raise _Fail(f"ref to unknown {what} '{name}'" + did_you_mean(
+                name, [*model_names.values(), *seeds.values()]),
+                        hint="ref() takes the name of a file under models/ without .sql, "
+                             "or of a seed (seeds/<name>.csv)")
+        real = model_names[name.lower()]
+        if real not in self.capture.refs:
+            self.capture.refs.append(real)
+        return real
+
+    def source(self, source_name: str, table_name: str) -> str:
+        """A source table's view (a lookup)."""
+        if not isinstance(source_name, str) or not isinstance(table_name, str):
+            raise _Fail("source() takes two names: source('crm', 'customers')")
+        tables = self.renderer.sources.get(source_name.lower())
+        if tables is None:
+            raise _Fail(f"unknown source '{source_name}'" + did_you_mean(
+                source_name, self.renderer.source_names.values()),
+                        hint="declare it under sources: in a models/*.yml "
+                             "(docs/AE_GUIDE.md, Sources and seeds)")
+        view = tables.get(table_name.lower())
+        if view is None:
+            known = [t.name for t in self.project.sources
+                     if t.source.lower() == source_name.lower()]
+            raise _Fail(f"source '{source_name}' has no table '{table_name}'"
+                        + did_you_mean(table_name, known),
+                        hint=f"its tables: {', '.join(known)}; declare more under its "
+                             "tables:")
+        return self._lookup(view)
+
+    def config(self, **kwargs: Any) -> str:
+        """Record the model's configuration (and the template line of the call)."""
+        capture = self.capture
+        capture.config_line = self.renderer.calling_line() or capture.config_line
+        hint = materialized_hint(kwargs.get("materialized"))
+        if hint is not None:
+            raise _Fail(*hint)
+        capture.config.update(kwargs)
+        capture.config_line = self.renderer.calling_line() or capture.config_line
+        return ""
+
+    def var(self, name: str, default: Any = _MISSING) -> Any:
+        """A project variable; never one that holds a secret read with ``env_var``."""
+        project_vars = self.project.config.vars
+        secret = self.project.secret_vars.get(name) if isinstance(name, str) else None
+        if secret:
+            names = ", ".join(f"env_var('{n}')" for n in secret)
+            raise _Fail(f"var('{name}') holds a value project.yml read with {names}: a "
+                        "secret, and a model's text is written to target/, the docs and "
+                        "messages",
+                        hint="read public values only (a variable whose name starts with a "
+                             "prefix listed under env_var_prefixes: in project.yml); "
+                             "secrets belong in project.yml's source options")
+        if name in project_vars:
+            return project_vars[name]
+        if default is _MISSING:
+            raise _Fail(f"undefined var '{name}'" + did_you_mean(name, project_vars),
+                        hint=f"add it under vars: in project.yml or write "
+                             f"var('{name}', default)")
+        return default
+
+    def env_var(self, name: str, default: Any = _MISSING) -> Any:
+        """An environment variable with a public prefix (its value ends up in target/)."""
+        prefixes = self.project.config.env_var_prefixes
+        if not isinstance(name, str) or not public_env_var(name, prefixes):
+            declared = ", ".join(prefixes) or "none declared"
+            raise _Fail(f"env_var('{name}'): a model reads only environment variables "
+                        f"with a public prefix ({declared}); its value is written to "
+                        "target/, the docs and messages",
+                        hint="name the variable with a prefix listed under "
+                             "env_var_prefixes: in project.yml (e.g. [PUBLIC_]); secrets "
+                             "belong in project.yml's source options")
+        value = os.environ.get(name)
+        if value is not None:
+            return value
+        if default is _MISSING:
+            raise _Fail(f"environment variable '{name}' is not set and has no default",
+                        hint=f"export {name}=... or write env_var('{name}', 'default')")
+        return default
+
+
 class _Renderer:
     def __init__(self, project: Project, budget: RenderBudget) -> None:
         self.project = project
@@ -117,100 +228,7 @@ class _Renderer:
                                     line=e.lineno) from e
             self.macros.update(_macro_index(self.env, macro.path, macro.text))
 
-    # -- the Jinja functions -------------------------------------------------------------
-    def _functions(self, capture: _Capture) -> dict[str, Callable[..., Any]]:
-        project_vars = self.project.config.vars
-
-        def lookup(view: str) -> str:
-            if view not in capture.lookups:
-                capture.lookups.append(view)
-            return view
-
-        def ref(name: str, *more: Any) -> str:
-            if more or not isinstance(name, str):
-                raise _Fail("ref() takes one name: a model or a seed",
-                            hint="ref('model'); a source table is source('source', 'table')")
-            if name.lower() in self.seeds:
-                return lookup(self.seeds[name.lower()])
-            if name.lower() not in self.model_names:
-                what = "model or seed" if self.seeds else "model"
-                raise _Fail(f"ref to unknown {what} '{name}'" + did_you_mean(
-                    name, [*self.model_names.values(), *self.seeds.values()]),
-                            hint="ref() takes the name of a file under models/ without .sql, "
-                                 "or of a seed (seeds/<name>.csv)")
-            real = self.model_names[name.lower()]
-            if real not in capture.refs:
-                capture.refs.append(real)
-            return real
-
-        def source(source_name: str, table_name: str) -> str:
-            if not isinstance(source_name, str) or not isinstance(table_name, str):
-                raise _Fail("source() takes two names: source('crm', 'customers')")
-            tables = self.sources.get(source_name.lower())
-            if tables is None:
-                raise _Fail(f"unknown source '{source_name}'" + did_you_mean(
-                    source_name, self.source_names.values()),
-                            hint="declare it under sources: in a models/*.yml "
-                                 "(docs/AE_GUIDE.md, Sources and seeds)")
-            view = tables.get(table_name.lower())
-            if view is None:
-                known = [t.name for t in self.project.sources
-                         if t.source.lower() == source_name.lower()]
-                raise _Fail(f"source '{source_name}' has no table '{table_name}'"
-                            + did_you_mean(table_name, known),
-                            hint=f"its tables: {', '.join(known)}; declare more under its "
-                                 "tables:")
-            return lookup(view)
-
-        def config(**kwargs: Any) -> str:
-            capture.config_line = self._calling_line() or capture.config_line
-            hint = materialized_hint(kwargs.get("materialized"))
-            if hint is not None:
-                raise _Fail(*hint)
-            capture.config.update(kwargs)
-            capture.config_line = self._calling_line() or capture.config_line
-            return ""
-
-        def var(name: str, default: Any = _MISSING) -> Any:
-            secret = self.project.secret_vars.get(name) if isinstance(name, str) else None
-            if secret:
-                names = ", ".join(f"env_var('{n}')" for n in secret)
-                raise _Fail(f"var('{name}') holds a value project.yml read with {names}: a "
-                            "secret, and a model's text is written to target/, the docs and "
-                            "messages",
-                            hint="read public values only (a variable whose name starts with a "
-                                 "prefix listed under env_var_prefixes: in project.yml); "
-                                 "secrets belong in project.yml's source options")
-            if name in project_vars:
-                return project_vars[name]
-            if default is _MISSING:
-                raise _Fail(f"undefined var '{name}'" + did_you_mean(name, project_vars),
-                            hint=f"add it under vars: in project.yml or write "
-                                 f"var('{name}', default)")
-            return default
-
-        def env_var(name: str, default: Any = _MISSING) -> Any:
-            prefixes = self.project.config.env_var_prefixes
-            if not isinstance(name, str) or not public_env_var(name, prefixes):
-                declared = ", ".join(prefixes) or "none declared"
-                raise _Fail(f"env_var('{name}'): a model reads only environment variables "
-                            f"with a public prefix ({declared}); its value is written to "
-                            "target/, the docs and messages",
-                            hint="name the variable with a prefix listed under "
-                                 "env_var_prefixes: in project.yml (e.g. [PUBLIC_]); secrets "
-                                 "belong in project.yml's source options")
-            value = os.environ.get(name)
-            if value is not None:
-                return value
-            if default is _MISSING:
-                raise _Fail(f"environment variable '{name}' is not set and has no default",
-                            hint=f"export {name}=... or write env_var('{name}', 'default')")
-            return default
-
-        return {**HABITS, "ref": ref, "source": source, "config": config, "var": var,
-                "env_var": env_var}
-
-    def _calling_line(self) -> int | None:
+    def calling_line(self) -> int | None:
         """Template line of the innermost template frame on the current call stack."""
         frame: FrameType | None = sys._getframe(1)  # noqa: SLF001 - the template line lives only in the frame stack
         while frame is not None:
@@ -222,7 +240,7 @@ class _Renderer:
 
     def render(self, model: ModelSource, *, seconds: float | None = None) -> RenderedModel:
         capture = _Capture()
-        context: dict[str, Any] = self._functions(capture)
+        context: dict[str, Any] = _JinjaFunctions(self, capture).as_context()
         self.env.start()
         try:
             with time_limit(self.budget, seconds=seconds):

@@ -135,90 +135,128 @@ def lint_models(project: Project, models: Sequence[RenderedModel], *,
     budget is a ``budget`` violation, never a crash. ``lookups`` (lower-cased view ->
     :class:`Lookup`) are the sources and seeds the models read, with their columns.
     """
-    severities = project.config.lint.rules
-    active: list[tuple[Rule, Level]] = []
-    for rule in BUILTIN_RULES:
-        level = "error" if rule.id in GUARD_RULES else severities.get(rule.id,
-                                                                       rule.default_severity)
-        if level != "off":
-            active.append((rule, level))
-    events = _events_shape(project)
-    event_fields = {f.name.lower(): f.name for f in project.schema.fields}
-    all_models = {m.name.lower(): m.name for m in project.models}
-    all_models.update({m.name.lower(): m.name for m in models})
+    deadline = time.monotonic() + budget.total_seconds if deadline is None else deadline
+    linter = _Linter(project, models, budget, lookups or {})
+    with timer_handler():
+        for model in models:
+            linter.lint_within_budget(model, deadline)
+    return linter.result()
 
-    shapes: dict[str, Shape | None] = {}
-    how_to_read = {t.view.lower(): f"{{{{ source('{t.source}', '{t.name}') }}}}"
-                   for t in project.sources}
-    how_to_read.update({s.name.lower(): f"{{{{ ref('{s.name}') }}}}" for s in project.seeds})
-    lookup_shapes = {view: Shape(tuple((c.name, parse_type(c.type)) for c in lk.columns))
-                     for view, lk in (lookups or {}).items()}
-    violations: list[Violation] = []
-    seen: set[Violation] = set()
-    columns: dict[str, tuple[Column, ...]] = {}
-    partial: set[str] = set()  # models with an open shape (columns may be missing)
-    ast: dict[str, exp.Expr] = {}
-    model_reads: dict[str, Reads] = {}
-    used: set[str] | None = set()
-    def one(model: RenderedModel) -> set[str] | None:
+
+class _Linter:
+    """One lint pass over a project's models, in dependency order.
+
+    The constructor gathers what every model is checked against (the active rules, the
+    parsed_events shape, the names of models, sources and seeds); each
+    :meth:`lint_within_budget` adds one model's findings and inferred shape, which the models
+    after it that ref it resolve against; :meth:`result` is what the pass found.
+    """
+
+    def __init__(self, project: Project, models: Sequence[RenderedModel], budget: RenderBudget,
+                 lookups: Mapping[str, Lookup]) -> None:
+        self.project = project
+        self.budget = budget
+        severities = project.config.lint.rules
+        self.active: list[tuple[Rule, Level]] = []
+        for rule in BUILTIN_RULES:
+            level = "error" if rule.id in GUARD_RULES else severities.get(
+                rule.id, rule.default_severity)
+            if level != "off":
+                self.active.append((rule, level))
+        self.events = _events_shape(project)
+        self.event_fields = {f.name.lower(): f.name for f in project.schema.fields}
+        self.all_models = {m.name.lower(): m.name for m in project.models}
+        self.all_models.update({m.name.lower(): m.name for m in models})
+        self.how_to_read = {t.view.lower(): f"{{{{ source('{t.source}', '{t.name}') }}}}"
+                            for t in project.sources}
+        self.how_to_read.update({s.name.lower(): f"{{{{ ref('{s.name}') }}}}"
+                                 for s in project.seeds})
+        self.lookup_shapes = {view: Shape(tuple((c.name, parse_type(c.type))
+                                                for c in lk.columns))
+                              for view, lk in lookups.items()}
+        # what the pass has found so far, model by model
+        self.shapes: dict[str, Shape | None] = {}
+        self.violations: list[Violation] = []
+        self.seen: set[Violation] = set()
+        self.columns: dict[str, tuple[Column, ...]] = {}
+        self.partial: set[str] = set()  # models with an open shape (columns may be missing)
+        self.ast: dict[str, exp.Expr] = {}
+        self.model_reads: dict[str, Reads] = {}
+        self.used: set[str] | None = set()  # parsed_events fields read (None: maybe all)
+
+    def lint_within_budget(self, model: RenderedModel, deadline: float) -> None:
+        """Lint ``model`` within its budget and what is left before ``deadline``; past
+        either, a ``budget`` violation (the model may then read any field)."""
+        self.shapes[model.name.lower()] = None
+        left = deadline - time.monotonic()
+        budget = self.budget
+        reads: set[str] | None
+        try:
+            if left <= 0:
+                raise BudgetExceeded("compile's total budget of "
+                                     f"{budget.total_seconds:g}s was spent before this model")
+            with time_limit(budget, seconds=min(budget.lint_seconds, left), what="lint"):
+                reads = self.lint_one(model)
+        except (BudgetExceeded, RecursionError, MemoryError) as e:
+            why = {RecursionError: "the SQL nests too deeply",
+                   MemoryError: "lint ran out of memory"}.get(type(e), str(e))
+            self.violations.append(Violation(
+                "budget", "error", model.path, None, None, f"model {model.name}: {why}",
+                "compile gives each model a time and size budget (docs/SECURITY.md)"))
+            reads = None
+        self.used = None if self.used is None or reads is None else self.used | reads
+
+    def lint_one(self, model: RenderedModel) -> set[str] | None:
         """Lint one model; return the parsed_events fields it reads (None: maybe all)."""
+        budget = self.budget
         statements, syntax = parse_sql(model.sql, max_chars=budget.max_sql_chars,
                                        max_depth=budget.max_depth)
-        ctx = ModelContext(project, model, statements, syntax, upstream=shapes,
-                           models=all_models, lookups=how_to_read)
+        ctx = ModelContext(self.project, model, statements, syntax, upstream=self.shapes,
+                           models=self.all_models, lookups=self.how_to_read)
         reads: set[str] | None = set()
         if statements:
-            ast[model.name] = statements[0]
-            columns[model.name] = ()
-        query = ctx.query
-        if query is not None:
-            refs = {r.lower(): shapes.get(r.lower()) for r in model.refs}
-            refs.update({v.lower(): lookup_shapes.get(v.lower()) for v in model.lookups})
-            resolver = Resolver(events=events, event_fields=event_fields, refs=refs,
-                                models=all_models)
-            try:
-                ctx.analysis = resolver.run(ctx.scope) if ctx.scope is not None else None
-            except SqlglotError:  # a construct sqlglot cannot type: lint the rest, infer nothing
-                ctx.analysis = None
-            if ctx.analysis is None:
-                reads = None  # which fields it reads is unknown: the engine must parse them all
-            else:
-                shape = ctx.analysis.shape
-                shapes[model.name.lower()] = shape
-                columns[model.name] = tuple(Column(n, type_string(t)) for n, t in shape.columns)
-                if shape.open:
-                    partial.add(model.name)
-                reads = None if ctx.analysis.star_over_events else ctx.analysis.used_fields
-        for rule, level in active:
-            for v in rule.check(ctx):  # one finding per place: a macro expanded twice is one
-                v = replace(v, severity=level)
-                if v not in seen:
-                    seen.add(v)
-                    violations.append(v)
-        model_reads[model.name] = reads_from(ctx.nodes) if query is not None else \
+            self.ast[model.name] = statements[0]
+            self.columns[model.name] = ()
+        if ctx.query is not None:
+            reads = self._resolve(ctx, model)
+        self._check_rules(ctx)
+        self.model_reads[model.name] = reads_from(ctx.nodes) if ctx.query is not None else \
             reads_of(statements[0] if statements else None)
         return reads
 
-    deadline = time.monotonic() + budget.total_seconds if deadline is None else deadline
-    with timer_handler():
-        for model in models:
-            shapes[model.name.lower()] = None
-            left = deadline - time.monotonic()
-            try:
-                if left <= 0:
-                    raise BudgetExceeded("compile's total budget of "
-                                         f"{budget.total_seconds:g}s was spent before this model")
-                with time_limit(budget, seconds=min(budget.lint_seconds, left), what="lint"):
-                    reads = one(model)
-            except (BudgetExceeded, RecursionError, MemoryError) as e:
-                why = {RecursionError: "the SQL nests too deeply",
-                       MemoryError: "lint ran out of memory"}.get(type(e), str(e))
-                violations.append(Violation(
-                    "budget", "error", model.path, None, None, f"model {model.name}: {why}",
-                    "compile gives each model a time and size budget (docs/SECURITY.md)"))
-                reads = None
-            used = None if used is None or reads is None else used | reads
-    used_fields = None if used is None else tuple(
-        f.name for f in project.schema.fields if f.name in used)
-    return LintResult(tuple(violations), columns, used_fields, ast, model_reads,
-                      frozenset(partial))
+    def _resolve(self, ctx: ModelContext, model: RenderedModel) -> set[str] | None:
+        """Resolve the query's names (``ctx.analysis``) and record its output shape; return
+        the parsed_events fields it reads (None: unknown, the engine must parse them all)."""
+        refs = {r.lower(): self.shapes.get(r.lower()) for r in model.refs}
+        refs.update({v.lower(): self.lookup_shapes.get(v.lower()) for v in model.lookups})
+        resolver = Resolver(events=self.events, event_fields=self.event_fields, refs=refs,
+                            models=self.all_models)
+        try:
+            ctx.analysis = resolver.run(ctx.scope) if ctx.scope is not None else None
+        except SqlglotError:  # a construct sqlglot cannot type: lint the rest, infer nothing
+            ctx.analysis = None
+        if ctx.analysis is None:
+            return None
+        shape = ctx.analysis.shape
+        self.shapes[model.name.lower()] = shape
+        self.columns[model.name] = tuple(Column(n, type_string(t)) for n, t in shape.columns)
+        if shape.open:
+            self.partial.add(model.name)
+        return None if ctx.analysis.star_over_events else ctx.analysis.used_fields
+
+    def _check_rules(self, ctx: ModelContext) -> None:
+        """Run the active rules, at their project severity; one finding per place (a macro
+        expanded twice is one)."""
+        for rule, level in self.active:
+            for v in rule.check(ctx):
+                v = replace(v, severity=level)
+                if v not in self.seen:
+                    self.seen.add(v)
+                    self.violations.append(v)
+
+    def result(self) -> LintResult:
+        """What the pass found, the fields read in schema order."""
+        used_fields = None if self.used is None else tuple(
+            f.name for f in self.project.schema.fields if f.name in self.used)
+        return LintResult(tuple(self.violations), self.columns, used_fields, self.ast,
+                          self.model_reads, frozenset(self.partial))

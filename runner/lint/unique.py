@@ -105,6 +105,95 @@ def _ranked_partition(node: exp.Expr | None) -> list[exp.Expr] | None:
     return None
 
 
+class _OutputNames:
+    """Which output column (lower-cased) an expression of the SELECT is: by the source column
+    it passes on, its position (``GROUP BY 1``), its name, or its SQL text."""
+
+    def __init__(self, outputs: list[Output], single: Shape | None,
+                 refs_of: Mapping[int, tuple[Shape, str]]) -> None:
+        self.outputs = outputs
+        self.single = single
+        self.refs_of = refs_of
+        self.names = [o.name.lower() for o in outputs]
+        self.by_expr: dict[str, str] = {}  # filled on first use: generating SQL is not free
+        self.by_origin = {o.origin: o.name.lower() for o in outputs if o.origin is not None}
+
+    def output_of(self, e: exp.Expr) -> str | None:
+        """The output column ``e`` is, or None."""
+        ref = self.refs_of.get(id(e))
+        if ref is not None and (id(ref[0]), ref[1].lower()) in self.by_origin:
+            return self.by_origin[(id(ref[0]), ref[1].lower())]
+        if isinstance(e, exp.Literal) and e.is_int:
+            i = int(e.name) - 1
+            return self.names[i] if 0 <= i < len(self.names) else None
+        if isinstance(e, exp.Column) and not e.table and e.name.lower() in self.names:
+            return e.name.lower()
+        if not self.by_expr:
+            self.by_expr.update((o.expr.sql(comments=False).lower(), o.name.lower())
+                                for o in self.outputs if o.expr is not None)
+        call = e.sql(comments=False).lower()  # a comment is not part of the key
+        window = time_window(e)
+        if call not in self.by_expr and window is not None:
+            return next((o.name.lower() for o in self.outputs if o.expr is not None
+                         and identifies_window(o.expr, window, call)), None)
+        return self.by_expr.get(call)
+
+    def all_mapped(self, exprs: list[exp.Expr]) -> frozenset[str] | None:
+        """The output columns ``exprs`` are; None unless every one of them is one."""
+        mapped = [self.output_of(e) for e in exprs]
+        return None if any(m is None for m in mapped) else frozenset(m for m in mapped if m)
+
+    def through(self, cols: frozenset[str]) -> frozenset[str] | None:
+        """The output columns that pass on the single source's columns ``cols``; None
+        unless all of them are passed on."""
+        if self.single is None:
+            return None
+        mapped = [self.by_origin.get((id(self.single), c)) for c in cols]
+        return None if any(m is None for m in mapped) else frozenset(m for m in mapped if m)
+
+
+def _aggregated(outputs: list[Output]) -> bool:
+    return any(next(aggregates(o.expr), None) is not None for o in outputs if o.expr is not None)
+
+
+def _grouping_sets(select: exp.Select, names: _OutputNames, aggregated: bool
+                   ) -> list[frozenset[str] | None]:
+    """What GROUP BY (its keys), a global aggregate (the empty set: one row) and DISTINCT
+    (every output) make unique."""
+    unique: list[frozenset[str] | None] = []
+    group = select.args.get("group")
+    if group is not None:
+        if group.args.get("all"):
+            unique.append(frozenset(o.name.lower() for o in names.outputs
+                                    if o.expr is None or next(aggregates(o.expr), None) is None))
+        else:
+            unique.append(names.all_mapped(group.expressions))
+    elif aggregated:
+        unique.append(frozenset())
+    distinct = select.args.get("distinct")
+    if distinct is not None and not distinct.args.get("on"):
+        unique.append(frozenset(names.names))
+    return unique
+
+
+def _first_row_sets(select: exp.Select, names: _OutputNames) -> list[frozenset[str] | None]:
+    """What a first-row filter makes unique: ``QUALIFY row_number() OVER (PARTITION BY k
+    ...) = 1`` (its partition), or a WHERE on a row-number column of the single source."""
+    unique: list[frozenset[str] | None] = []
+    qualify = select.args.get("qualify")
+    for cond in _conjuncts(qualify.this if qualify is not None else None):
+        partition = _ranked_partition(_first_row_filter(cond))
+        if partition is not None:
+            unique.append(names.all_mapped(partition))
+    single, where = names.single, select.args.get("where")
+    if single is not None:
+        for cond in _conjuncts(where.this if where is not None else None):
+            ref = names.refs_of.get(id(_first_row_filter(cond)))
+            if ref is not None and ref[0] is single and ref[1].lower() in single.rownums:
+                unique.append(names.through(single.rownums[ref[1].lower()]))
+    return unique
+
+
 def unique_sets(select: exp.Select, outputs: list[Output], single: Shape | None,
                 refs_of: Mapping[int, tuple[Shape, str]]
                 ) -> tuple[tuple[frozenset[str], ...], dict[str, frozenset[str]]]:
@@ -116,72 +205,16 @@ def unique_sets(select: exp.Select, outputs: list[Output], single: Shape | None,
         single: its only source, when it reads exactly one relation.
         refs_of: plain column reference node id -> (source shape, column name).
     """
-    names = [o.name.lower() for o in outputs]
-    by_expr: dict[str, str] = {}  # filled on first use: generating SQL is not free
-    by_origin = {o.origin: o.name.lower() for o in outputs if o.origin is not None}
-
-    def output_of(e: exp.Expr) -> str | None:
-        ref = refs_of.get(id(e))
-        if ref is not None and (id(ref[0]), ref[1].lower()) in by_origin:
-            return by_origin[(id(ref[0]), ref[1].lower())]
-        if isinstance(e, exp.Literal) and e.is_int:
-            i = int(e.name) - 1
-            return names[i] if 0 <= i < len(names) else None
-        if isinstance(e, exp.Column) and not e.table and e.name.lower() in names:
-            return e.name.lower()
-        if not by_expr:
-            by_expr.update((o.expr.sql(comments=False).lower(), o.name.lower())
-                           for o in outputs if o.expr is not None)
-        call = e.sql(comments=False).lower()  # a comment is not part of the key
-        window = time_window(e)
-        if call not in by_expr and window is not None:
-            return next((o.name.lower() for o in outputs if o.expr is not None
-                         and identifies_window(o.expr, window, call)), None)
-        return by_expr.get(call)
-
-    def all_mapped(exprs: list[exp.Expr]) -> frozenset[str] | None:
-        mapped = [output_of(e) for e in exprs]
-        return None if any(m is None for m in mapped) else frozenset(m for m in mapped if m)
-
-    def through(cols: frozenset[str]) -> frozenset[str] | None:
-        if single is None:
-            return None
-        mapped = [by_origin.get((id(single), c)) for c in cols]
-        return None if any(m is None for m in mapped) else frozenset(m for m in mapped if m)
-
-    unique: list[frozenset[str] | None] = []
-    group = select.args.get("group")
-    aggregated = any(next(aggregates(o.expr), None) is not None
-                     for o in outputs if o.expr is not None)
-    if group is not None:
-        if group.args.get("all"):
-            unique.append(frozenset(o.name.lower() for o in outputs
-                                    if o.expr is None or next(aggregates(o.expr), None) is None))
-        else:
-            unique.append(all_mapped(group.expressions))
-    elif aggregated:
-        unique.append(frozenset())
-    distinct = select.args.get("distinct")
-    if distinct is not None and not distinct.args.get("on"):
-        unique.append(frozenset(names))
-    qualify = select.args.get("qualify")
-    for cond in _conjuncts(qualify.this if qualify is not None else None):
-        partition = _ranked_partition(_first_row_filter(cond))
-        if partition is not None:
-            unique.append(all_mapped(partition))
-    where = select.args.get("where")
-    if single is not None:
-        for cond in _conjuncts(where.this if where is not None else None):
-            ref = refs_of.get(id(_first_row_filter(cond)))
-            if ref is not None and ref[0] is single and ref[1].lower() in single.rownums:
-                unique.append(through(single.rownums[ref[1].lower()]))
-        if group is None and not aggregated:
-            unique.extend(through(u) for u in single.unique)
+    names = _OutputNames(outputs, single, refs_of)
+    aggregated = _aggregated(outputs)
+    unique = [*_grouping_sets(select, names, aggregated), *_first_row_sets(select, names)]
+    if single is not None and select.args.get("group") is None and not aggregated:
+        unique.extend(names.through(u) for u in single.unique)  # the source's keys, passed on
 
     rownums: dict[str, frozenset[str]] = {}
     for o in outputs:
         expr = o.expr.unnest() if o.expr is not None else None
         partition = _ranked_partition(expr)
-        if partition is not None and (cols := all_mapped(partition)) is not None:
+        if partition is not None and (cols := names.all_mapped(partition)) is not None:
             rownums[o.name.lower()] = cols
     return tuple(u for u in unique if u is not None), rownums

@@ -19,6 +19,7 @@ from runner.errors import SourceError
 from runner.project.loader import Project
 from runner.sources.history import file_location
 from runner.sources.kafka.admin import list_watermarks, read_committed
+from runner.sources.kafka.options import client_properties
 from runner.storage.objects import SCHEMES, ObjectPath
 from runner.storage.ops import Location, names
 
@@ -82,10 +83,7 @@ def kafka_backlog(project: Project, *, timeout: float = 1.5) -> Backlog:
     source = project.config.source
     offsets = _committed_offsets(project.checkpoint) or {}
     servers = source.bootstrap_servers  # type: ignore[union-attr]
-    # Client properties have a dot; the source's own tuning keys (timeout_ms...) have none.
-    conf = {"bootstrap.servers": servers,
-            **{k: v.get_secret_value() for k, v in source.options.items()  # type: ignore
-               if "." in k}}
+    conf = {"bootstrap.servers": servers, **client_properties(source)}  # type: ignore[arg-type]
     try:
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient

@@ -118,7 +118,31 @@ def apply_expectations(df: DataFrame, step: Step, *, batch_id: int,
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    columns = list(df.columns)
+    checked = _with_flags(df, step, expectations)
+    observation = Observation(f"runner_expectations_{step.name}_{batch_id}_{uuid.uuid4().hex}")
+    observed = checked.observe(
+        observation, *[F.count_if(_flag(i)).alias(e.name) for i, e in enumerate(expectations)])
+    flagged = _Flagged(observed, list(df.columns), step, expectations, batch_id)
+    return ExpectationOutcome(step.name, flagged.kept(), flagged.quarantined(metadata_columns),
+                              expectations, observation)
+
+
+def _flag(i: int) -> Column:
+    """The column that is true where a row violates expectation ``i``."""
+    from pyspark.sql import functions as F
+
+    return F.col(_FLAG.format(i))
+
+
+def _with_flags(df: DataFrame, step: Step, expectations: tuple[Expectation, ...]) -> DataFrame:
+    """``df`` with one flag column per expectation (:func:`_flag`): TRUE where the predicate
+    is FALSE or NULL.
+
+    Raises:
+        ExecutionError: naming the first expectation that does not analyse on its own.
+    """
+    from pyspark.sql import functions as F
+
     flags: list[Column] = []
     for i, e in enumerate(expectations):
         try:
@@ -127,7 +151,7 @@ def apply_expectations(df: DataFrame, step: Step, *, batch_id: int,
             raise _bad(step, e, error) from error
         flags.append((~F.coalesce(predicate, F.lit(False))).alias(_FLAG.format(i)))
     try:
-        checked = df.select(*[F.col(quote_column(c)) for c in columns], *flags)
+        return df.select(*[F.col(quote_column(c)) for c in df.columns], *flags)
     except Exception as error:
         for e, flag_column in zip(expectations, flags):  # which one: analyse each alone
             try:
@@ -136,48 +160,69 @@ def apply_expectations(df: DataFrame, step: Step, *, batch_id: int,
                 raise _bad(step, e, own) from own
         raise _bad(step, expectations[0], error) from error
 
-    def flag(i: int) -> Column:
-        return F.col(_FLAG.format(i))
 
-    observation = Observation(f"runner_expectations_{step.name}_{batch_id}_{uuid.uuid4().hex}")
-    observed = checked.observe(
-        observation, *[F.count_if(flag(i)).alias(e.name) for i, e in enumerate(expectations)])
+@dataclass(frozen=True)
+class _Flagged:
+    """A model's rows with their expectation flags (observed), and what is cut from them."""
 
-    row_json = F.to_json(F.struct(*[F.col(quote_column(c)) for c in columns]),
+    observed: DataFrame
+    columns: list[str]  # the model's own columns
+    step: Step
+    expectations: tuple[Expectation, ...]
+    batch_id: int
+
+    def _row_json(self) -> Column:
+        from pyspark.sql import functions as F
+
+        return F.to_json(F.struct(*[F.col(quote_column(c)) for c in self.columns]),
                          {"ignoreNullFields": "false"})  # a null shows as null, not absent
-    fails = [i for i, e in enumerate(expectations) if e.on_violation == "fail"]
-    removes = [i for i, e in enumerate(expectations) if e.on_violation != "fail"]
-    keep: Column = F.lit(True)
-    for i in removes:
-        keep = keep & ~flag(i)
-    # One CASE (not separate conjuncts the optimizer could reorder): a row that violates a
-    # fail expectation fails the job even if a drop expectation would have removed it.
-    guard: Column = keep
-    for i in reversed(fails):
-        e = expectations[i]
-        message = F.concat(F.lit(f"{_MARK} model {step.name}: expectation '{e.name}' "
-                                 f"({e.expr}) failed in batch {batch_id}; a violating row: "),
-                           row_json, F.lit(f" {_END}"))
-        guard = F.when(flag(i), F.raise_error(message)).otherwise(guard)
-    kept = observed.filter(guard).select(*[F.col(quote_column(c)) for c in columns])
 
-    quarantines = [i for i, e in enumerate(expectations) if e.on_violation == "quarantine"]
-    quarantined = None
-    if quarantines:
-        reason = F.concat_ws("; ", *[F.when(flag(i), F.lit(quarantine_reason(step.name,
-                                                                             expectations[i])))
-                                     for i in quarantines])
-        any_flag = flag(quarantines[0])
+    def kept(self) -> DataFrame:
+        """The rows that break no ``drop`` or ``quarantine`` expectation; an action over them
+        fails on the first row that breaks a ``fail`` one."""
+        from pyspark.sql import functions as F
+
+        fails = [i for i, e in enumerate(self.expectations) if e.on_violation == "fail"]
+        removes = [i for i, e in enumerate(self.expectations) if e.on_violation != "fail"]
+        keep: Column = F.lit(True)
+        for i in removes:
+            keep = keep & ~_flag(i)
+        # One CASE (not separate conjuncts the optimizer could reorder): a row that violates a
+        # fail expectation fails the job even if a drop expectation would have removed it.
+        guard: Column = keep
+        for i in reversed(fails):
+            e = self.expectations[i]
+            message = F.concat(F.lit(f"{_MARK} model {self.step.name}: expectation '{e.name}' "
+                                     f"({e.expr}) failed in batch {self.batch_id}; a violating "
+                                     "row: "),
+                               self._row_json(), F.lit(f" {_END}"))
+            guard = F.when(_flag(i), F.raise_error(message)).otherwise(guard)
+        return self.observed.filter(guard).select(*[F.col(quote_column(c))
+                                                    for c in self.columns])
+
+    def quarantined(self, metadata_columns: Mapping[str, str]) -> DataFrame | None:
+        """The dead-letter rows of the ``quarantine`` expectations (None: the model has
+        none): the row as JSON, every broken expectation named, the source's metadata."""
+        from pyspark.sql import functions as F
+
+        quarantines = [i for i, e in enumerate(self.expectations)
+                       if e.on_violation == "quarantine"]
+        if not quarantines:
+            return None
+        name = self.step.name
+        reason = F.concat_ws("; ", *[F.when(_flag(i), F.lit(quarantine_reason(
+            name, self.expectations[i]))) for i in quarantines])
+        any_flag = _flag(quarantines[0])
         for i in quarantines[1:]:
-            any_flag = any_flag | flag(i)
-        by_lower = {c.lower(): c for c in columns}
-        meta = [(F.col(quote_column(by_lower[name.lower()])).cast(dtype) if name.lower() in by_lower
-                 else F.lit(None).cast(dtype)).alias(name)
-                for name, dtype in metadata_columns.items()]
-        quarantined = observed.filter(any_flag).select(
+            any_flag = any_flag | _flag(i)
+        by_lower = {c.lower(): c for c in self.columns}
+        meta = [(F.col(quote_column(by_lower[column.lower()])).cast(dtype)
+                 if column.lower() in by_lower else F.lit(None).cast(dtype)).alias(column)
+                for column, dtype in metadata_columns.items()]
+        row_json = self._row_json()
+        return self.observed.filter(any_flag).select(
             row_json.alias("raw"), reason.alias("reason"),
-            batch_id_column(batch_id, row_json), *meta)
-    return ExpectationOutcome(step.name, kept, quarantined, expectations, observation)
+            batch_id_column(self.batch_id, row_json), *meta)
 
 
 def _bad(step: Step, expectation: Expectation, error: BaseException) -> ExecutionError:

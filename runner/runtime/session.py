@@ -251,19 +251,27 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},
         The SparkSession. Use :func:`session_info` for its log file and start time.
     """
     started = time.perf_counter()
-    from pyspark.sql import SparkSession
-
     cores = _local_cores(master)
-    is_local = cores is not None
-    if is_local:
+    if cores is not None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers (the Kafka source, UDFs) must run this interpreter, which has pyarrow and
     # the runner: PATH's python3 may be another one. Fixed when the context starts.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     config_file, log_file = _write_log4j2_config(Path(log_dir) if log_dir else _default_log_dir())
-    log_opt = f"-Dlog4j2.configurationFile=file:{config_file.as_posix()}"
+    settings = _session_settings(cores, conf, log_file)
+    _add_log_config(settings, config_file, local=cores is not None)
+    spark = _start(master, app_name, settings, log_file)
+    _pyspark_logs_to_file(log_file.parent / "pyspark.log")
+    elapsed = time.perf_counter() - started
+    spark.conf.set(START_SECONDS_KEY, f"{elapsed:.3f}")
+    return spark
 
+
+def _session_settings(cores: int | None, conf: Mapping[str, str], log_file: Path
+                      ) -> dict[str, str]:
+    """The runner's defaults (``cores``: a local master's, None elsewhere), then the set-up's
+    jars, then the user's ``conf``; variable substitution off whatever ``conf`` says."""
     settings: dict[str, str] = {
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
@@ -281,7 +289,7 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},
         "spark.sql.warehouse.dir": (_default_log_dir().parent / f"runner-spark-warehouse-"
                                     f"{_uid()}").as_uri(),
     }
-    if is_local:
+    if cores is not None:
         settings.update({
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.driver.host": "127.0.0.1",
@@ -294,31 +302,40 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},
     settings[NO_SUBSTITUTION[0]] = NO_SUBSTITUTION[1]  # after the user's: never theirs
     if "spark.jars" in jar_settings:  # the user's jars first, then set-up's
         settings["spark.jars"] = jar_settings["spark.jars"]
-    # The log config is added to (not replaced by) a user's java options. Executors get it
-    # only where they run on this machine (local-cluster); a cluster's nodes lack the file.
+    return settings
+
+
+def _add_log_config(settings: dict[str, str], config_file: Path, *, local: bool) -> None:
+    """Point the JVMs' log4j2 at ``config_file``: added to (not replacing) a user's java
+    options. Executors get it only where they run on this machine (local-cluster); a
+    cluster's nodes lack the file."""
+    log_opt = f"-Dlog4j2.configurationFile=file:{config_file.as_posix()}"
     java_option_keys = ["spark.driver.extraJavaOptions"]
-    if is_local:
+    if local:
         java_option_keys.append("spark.executor.extraJavaOptions")
     for key in java_option_keys:
         user = settings.get(key, "")
         if "log4j2.configurationFile" not in user:
             settings[key] = f"{log_opt} {user}".strip()
 
+
+def _start(master: str, app_name: str, settings: Mapping[str, str],
+           log_file: Path) -> SparkSession:
+    """The session with ``settings`` (its JVM's stderr in ``log_file``). A reused session
+    keeps the runtime settings it had: the one that guards SQL text is set again, and its
+    Hadoop configuration gets the ``spark.hadoop.*`` settings (object stores)."""
+    from pyspark.sql import SparkSession
+
     _launch_gateway_quietly(master, app_name, settings, log_file)
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    # A reused session keeps the runtime settings it had: set the one that guards SQL text,
-    # and give its Hadoop configuration the ``spark.hadoop.*`` settings (object stores).
     spark.conf.set(*NO_SUBSTITUTION)
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001 - no public API
     for key, value in settings.items():
         if key.startswith("spark.hadoop."):
             hadoop.set(key.removeprefix("spark.hadoop."), value)
-    _pyspark_logs_to_file(log_file.parent / "pyspark.log")
-    elapsed = time.perf_counter() - started
-    spark.conf.set(START_SECONDS_KEY, f"{elapsed:.3f}")
     return spark
 
 

@@ -104,15 +104,7 @@ def _source_stream(spark: SparkSession, project: Project) -> DataFrame:
             raise SourceError(f"source.path {path!r} cannot be read: {root_cause(e)}") from e
     from runner.sources.kafka.reader import read_kafka_stream
 
-    return read_kafka_stream(
-        spark, bootstrap_servers=source.bootstrap_servers, topics=list(source.topics),
-        starting_offsets=source.starting_offsets,
-        max_offsets_per_trigger=source.max_offsets_per_trigger,
-        fail_on_data_loss=source.fail_on_data_loss,
-        options={k: v.get_secret_value() for k, v in source.options.items()},
-        implementation=source.reader,
-        connect_timeout=source.connect_timeout_seconds,
-        start_record=str(project.checkpoint))
+    return read_kafka_stream(spark, source, start_record=str(project.checkpoint))
 
 
 

@@ -155,66 +155,94 @@ def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,
         retention_hours: vacuum keeps files removed less than this many hours ago, and log
             expiry the commits of that period.
     """
-    started = time.perf_counter()
-    table = open_delta(path)
-    before = table.version()
-    files_before, _ = table_files(table)
-    out: dict[str, Any] = {"version_before": before, "files_before": files_before}
-    errors = []
-    tags = CommitProperties(custom_metadata={MAINTENANCE_KEY: "true"})
-
-    if compact is True:
-        try:
-            metrics = table.optimize.compact(commit_properties=tags)
-            out["files_compacted"] = int(metrics.get("numFilesRemoved", 0))
-            out["files_written"] = int(metrics.get("numFilesAdded", 0))
-        except DeltaError as e:  # a concurrent commit it cannot rebase over: next time
-            out["compaction"] = f"failed: {_first_line(e)}"
-    else:
-        out["compaction"] = f"skipped: {compact}" if compact else "skipped"
-
-    on_disk = data_files_on_disk(path)
-    try:
-        table = open_delta(path)  # the latest version, compaction included
-        current = table.version()
-        newer = range(keep_newer_than, current + 1) if keep_newer_than is not None else ()
-        keep = needed_versions(as_location(path), {*keep_versions, *newer}, current)
-        plan = table.vacuum(retention_hours=retention_hours, enforce_retention_duration=False,
-                            dry_run=True, keep_versions=(keep or None) if ledger else None)
-        delete_files(as_location(path), plan)
-    except DeltaError as e:
-        errors.append(f"vacuum: {_first_line(e)}")
-    left = data_files_on_disk(path)
-    out["files_on_disk"] = len(left)
-    out["files_vacuumed"] = len(on_disk - left)
-
-    try:
-        table = open_delta(path)
-        table.create_checkpoint()
-        out["checkpoint"] = table.version()
-    except DeltaError as e:
-        errors.append(f"checkpoint: {_first_line(e)}")
-
+    run = _TableRun(name, path)
+    run.compact(compact)
+    run.vacuum(ledger, keep_versions, keep_newer_than, retention_hours)
+    run.checkpoint()
     if keep_from_version is not None:
-        try:
-            out["log_files_expired"] = expire_log(
-                as_location(path), keep_from_version,
-                older_than=time.time() - retention_hours * 3600)
-        except OSError as e:
-            errors.append(f"log expiry: {e}")
+        run.expire_log(keep_from_version, retention_hours)
+    if app_id is not None:
+        run.prune_staging(app_id)
+    return run.result()
 
-    committed = table.transaction_version(app_id) if app_id is not None else None
-    if app_id is not None and committed is not None:
-        try:
-            out["staging_dirs_removed"] = prune_staging(path, app_id, committed)
-        except OSError as e:
-            errors.append(f"staging folders: {e}")
 
-    table = open_delta(path)
-    out["version_after"] = table.version()
-    out["files_after"] = table_files(table)[0]
-    return TableMaintenance(name=name, path=path, error="; ".join(errors) or None,
-                       seconds=time.perf_counter() - started, **out)
+class _TableRun:
+    """One table's maintenance, step by step: each step records its numbers in ``out`` (the
+    fields of :class:`TableMaintenance`) and its failure in ``errors``; none raises."""
+
+    def __init__(self, name: str, path: str) -> None:
+        self.name, self.path, self.where = name, path, as_location(path)
+        self.started = time.perf_counter()
+        self.table = open_delta(path)
+        self.out: dict[str, Any] = {"version_before": self.table.version(),
+                                    "files_before": table_files(self.table)[0]}
+        self.errors: list[str] = []
+
+    def compact(self, compact: bool | str) -> None:
+        """Compact (``True``), or record why not."""
+        if compact is not True:
+            self.out["compaction"] = f"skipped: {compact}" if compact else "skipped"
+            return
+        tags = CommitProperties(custom_metadata={MAINTENANCE_KEY: "true"})
+        try:
+            metrics = self.table.optimize.compact(commit_properties=tags)
+            self.out["files_compacted"] = int(metrics.get("numFilesRemoved", 0))
+            self.out["files_written"] = int(metrics.get("numFilesAdded", 0))
+        except DeltaError as e:  # a concurrent commit it cannot rebase over: next time
+            self.out["compaction"] = f"failed: {_first_line(e)}"
+
+    def vacuum(self, ledger: bool, keep_versions: Sequence[int], keep_newer_than: int | None,
+               retention_hours: int) -> None:
+        """Delete the files no kept version needs (without a ledger: by ``retention_hours``
+        only), with no commit (:func:`delete_files`)."""
+        on_disk = data_files_on_disk(self.path)
+        try:
+            self.table = open_delta(self.path)  # the latest version, compaction included
+            current = self.table.version()
+            newer = range(keep_newer_than, current + 1) if keep_newer_than is not None else ()
+            keep = needed_versions(self.where, {*keep_versions, *newer}, current)
+            plan = self.table.vacuum(retention_hours=retention_hours, dry_run=True,
+                                     enforce_retention_duration=False,
+                                     keep_versions=(keep or None) if ledger else None)
+            delete_files(self.where, plan)
+        except DeltaError as e:
+            self.errors.append(f"vacuum: {_first_line(e)}")
+        left = data_files_on_disk(self.path)
+        self.out["files_on_disk"] = len(left)
+        self.out["files_vacuumed"] = len(on_disk - left)
+
+    def checkpoint(self) -> None:
+        try:
+            self.table = open_delta(self.path)
+            self.table.create_checkpoint()
+            self.out["checkpoint"] = self.table.version()
+        except DeltaError as e:
+            self.errors.append(f"checkpoint: {_first_line(e)}")
+
+    def expire_log(self, keep_from_version: int, retention_hours: int) -> None:
+        try:
+            self.out["log_files_expired"] = expire_log(
+                self.where, keep_from_version, older_than=time.time() - retention_hours * 3600)
+        except OSError as e:
+            self.errors.append(f"log expiry: {e}")
+
+    def prune_staging(self, app_id: str) -> None:
+        """Remove the staging folders of the batches the sink ``app_id`` has committed."""
+        committed = self.table.transaction_version(app_id)
+        if committed is None:
+            return
+        try:
+            self.out["staging_dirs_removed"] = prune_staging(self.path, app_id, committed)
+        except OSError as e:
+            self.errors.append(f"staging folders: {e}")
+
+    def result(self) -> TableMaintenance:
+        table = open_delta(self.path)
+        return TableMaintenance(name=self.name, path=self.path,
+                                error="; ".join(self.errors) or None,
+                                seconds=time.perf_counter() - self.started,
+                                version_after=table.version(), files_after=table_files(table)[0],
+                                **self.out)
 
 
 def delete_files(table: Location, relative: Sequence[str]) -> int:

@@ -96,24 +96,13 @@ def resolve_spans(spans: Sequence[KafkaSpan], available: Mapping[TP, Watermarks]
     return ranges, losses
 
 
-def _options(source: KafkaSource) -> KafkaSourceOptions:
-    from runner.sources.kafka.reader import SOURCE_TUNING_OPTIONS
-
-    client = {k: v.get_secret_value() for k, v in source.options.items()}
-    tuning = {k: client.pop(k) for k in SOURCE_TUNING_OPTIONS if k in client}
-    return KafkaSourceOptions.parse({
-        "bootstrap_servers": source.bootstrap_servers, "topic": ",".join(source.topics),
-        "fail_on_data_loss": str(source.fail_on_data_loss).lower(), **tuning,
-        **{f"kafka.{k}": v for k, v in client.items()}})
-
-
 def broker_watermarks(source: KafkaSource) -> dict[TP, Watermarks]:
     """The offsets the brokers hold now for each partition of the source's topics (one
     metadata and watermark round trip; no Spark): checked before a backfill or rebuild
     changes anything."""
     from runner.sources.kafka.datasource import KafkaStreamReader
 
-    return KafkaStreamReader(_options(source)).fetch_available()
+    return KafkaStreamReader(KafkaSourceOptions.from_source(source)).fetch_available()
 
 
 class KafkaHistory:
@@ -126,16 +115,13 @@ class KafkaHistory:
 
     def __init__(self, spark: SparkSession, source: KafkaSource, *,
                  on_loss: Callable[[str], None] = lambda m: None) -> None:
-        from runner.sources.kafka.reader import SOURCE_TUNING_OPTIONS, spark_kafka_available
+        from runner.sources.kafka.reader import spark_kafka_available
 
         self.spark = spark
         self.source = source
         self.on_loss = on_loss
-        client = {k: v.get_secret_value() for k, v in source.options.items()}
-        self.tuning = {k: client.pop(k) for k in SOURCE_TUNING_OPTIONS if k in client}
-        self.client = client
         self.spark_source = spark_kafka_available(spark)
-        self.options = _options(source)
+        self.options = KafkaSourceOptions.from_source(source)
 
     def read(self, batch: PastBatch) -> DataFrame:
         """The records of ``batch`` with the stream's columns.
@@ -185,13 +171,13 @@ class KafkaHistory:
             assign.setdefault(s.topic, []).append(s.partition)
         start = {(s.topic, s.partition): EARLIEST if s.start is None else s.start for s in spans}
         frame = (self.spark.read.format("kafka")
-                 .option("kafka.bootstrap.servers", self.source.bootstrap_servers)
+                 .option("kafka.bootstrap.servers", self.options.bootstrap_servers)
                  .option("assign", json.dumps(assign))
                  .option("startingOffsets", json.dumps(offsets_to_json(start)))
                  .option("endingOffsets", json.dumps(offsets_to_json(
                      {(s.topic, s.partition): s.end for s in spans})))
-                 .option("failOnDataLoss", str(self.source.fail_on_data_loss).lower())
-                 .options(**{f"kafka.{k}": v for k, v in self.client.items()})
+                 .option("failOnDataLoss", str(self.options.fail_on_data_loss).lower())
+                 .options(**{f"kafka.{k}": v for k, v in self.options.client_config.items()})
                  .load())
         return frame.select(
             F.col("value").cast("string").alias("value"),

@@ -75,7 +75,7 @@ def _profile_credentials(profile: str) -> Any:
     and refreshes temporary credentials."""
     from obstore.auth.boto3 import Boto3CredentialProvider
 
-    from runner.storage.settings import profile_credentials, profile_session
+    from runner.storage.aws_profile import profile_credentials, profile_session
 
     profile_credentials(profile)  # an unknown profile: OSError naming it, now
     return Boto3CredentialProvider(profile_session(profile))

@@ -29,8 +29,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Literal, NamedTuple, TypedDict
+from typing import Literal, NamedTuple, TypedDict
 from urllib.parse import unquote, urlsplit
 
 from runner.errors import ConfigError, did_you_mean
@@ -253,6 +252,8 @@ class StorageSettings:
         profile = options.pop("aws_profile", None)
         if profile is None or "aws_access_key_id" in options:
             return self.storage_options
+        from runner.storage.aws_profile import profile_credentials, profile_session
+
         keys = profile_credentials(profile).get_frozen_credentials()
         options.update(aws_access_key_id=keys.access_key, aws_secret_access_key=keys.secret_key)
         if keys.token:
@@ -261,34 +262,6 @@ class StorageSettings:
         if region and "aws_region" not in options:
             options["aws_region"] = region
         return options
-
-
-@lru_cache(maxsize=8)
-def profile_session(profile: str) -> Any:
-    """The boto3 session of an AWS named profile (one per profile: its credentials refresh)."""
-    import boto3
-
-    return boto3.Session(profile_name=profile)
-
-
-def profile_credentials(profile: str) -> Any:
-    """The (refreshing) botocore credentials of an AWS named profile (``AWS_PROFILE``: static
-    keys, SSO, an assumed role, a ``credential_process``), resolved by boto3 from
-    ``~/.aws/config`` and ``~/.aws/credentials`` (or ``AWS_CONFIG_FILE`` and
-    ``AWS_SHARED_CREDENTIALS_FILE``), as the AWS CLI and Spark's S3A resolve it.
-
-    Raises:
-        OSError: the profile is unknown or resolves to no credentials.
-    """
-    from botocore.exceptions import BotoCoreError
-
-    try:
-        credentials = profile_session(profile).get_credentials()
-    except BotoCoreError as e:
-        raise OSError(f"AWS profile {profile!r} gives no credentials: {e}") from e
-    if credentials is None:
-        raise OSError(f"AWS profile {profile!r} gives no credentials")
-    return credentials
 
 
 class ObstoreOptions(TypedDict):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from runner.project.config import KafkaSource
 from runner.sources.kafka.datasource import KafkaDataSource
 from runner.sources.kafka.reader import read_kafka_stream, spark_kafka_available
 from tests.support.brokers import create_topic, produce
@@ -109,8 +110,9 @@ def test_both_readers_stream_the_same_records(spark: Any, apache_kafka: str, tmp
         pytest.skip("Spark's Kafka source (spark-sql-kafka jars) not on the classpath")
     topic = new_topic(apache_kafka, 2)
     produce(apache_kafka, topic, [(i % 2, f"v{i}") for i in range(6)])
-    df = read_kafka_stream(spark, bootstrap_servers=apache_kafka, topics=topic,
-                           implementation=implementation)  # type: ignore[arg-type]
+    df = read_kafka_stream(spark, KafkaSource.model_validate({
+        "type": "kafka", "bootstrap_servers": apache_kafka, "topic": topic,
+        "reader": implementation}))
     rows: list[Any] = []
     query = (df.writeStream.foreachBatch(lambda b, _: rows.extend(b.collect()))
              .option("checkpointLocation", str(tmp_path / "ck"))

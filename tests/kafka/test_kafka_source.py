@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from runner.errors import ConfigError, SourceError
+from runner.project.config import KafkaSource
 from runner.sources.kafka.datasource import KafkaDataSource, KafkaRange, KafkaStreamReader
 from runner.sources.kafka.options import KafkaSourceOptions, mask_client_config
 from runner.sources.kafka.plan import (
@@ -44,6 +45,11 @@ from tests.support.brokers import create_topic, delete_topic, produce
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 SECRET = "hunter2-do-not-log"
+
+
+def kafka_source(**settings: Any) -> KafkaSource:
+    """project.yml's Kafka source with ``settings`` (validated as project.yml is)."""
+    return KafkaSource.model_validate({"type": "kafka", **settings})
 
 
 def tp(p: int, topic: str = "t") -> tuple[str, int]:
@@ -248,11 +254,11 @@ class TestOptions:
 
     def test_read_kafka_stream_validates_before_spark(self) -> None:
         with pytest.raises(ConfigError, match="not subscribed"):
-            read_kafka_stream(None, bootstrap_servers="b:1", topics=["t"],  # type: ignore[arg-type]
-                              starting_offsets={"u": {"0": 1}})
+            read_kafka_stream(None, kafka_source(bootstrap_servers="b:1", topic=["t"],  # type: ignore[arg-type]
+                                                 starting_offsets={"u": {"0": 1}}))
         with pytest.raises(ConfigError, match="kafka.group.id is not allowed"):
-            read_kafka_stream(None, bootstrap_servers="b:1", topics="t",  # type: ignore[arg-type]
-                              options={"group.id": SECRET})
+            read_kafka_stream(None, kafka_source(bootstrap_servers="b:1", topic="t",  # type: ignore[arg-type]
+                                                 options={"group.id": SECRET}))
         assert spark_kafka_available(None) is False  # type: ignore[arg-type]
 
     def test_entry_points_importable_from_the_kafka_package(self) -> None:
@@ -429,8 +435,9 @@ class TestStreaming:
         produce(kafka_broker, topic, [(i % 3, f'{{"n": {i}}}') for i in range(9)])
 
         def stream() -> Any:
-            return read_kafka_stream(spark, implementation="python", bootstrap_servers=kafka_broker, topics=topic,
-                                     starting_offsets="earliest", options={"client.id": "t"})
+            return read_kafka_stream(spark, kafka_source(
+                reader="python", bootstrap_servers=kafka_broker, topic=topic,
+                starting_offsets="earliest", options={"client.id": "t"}))
 
         df = stream()
         assert df.isStreaming and df.columns == ["value", "_key", "_topic", "_partition",
@@ -453,8 +460,9 @@ class TestStreaming:
                                                           tmp_path: Path) -> None:
         topic = new_topic(kafka_broker, 3)
         produce(kafka_broker, topic, [(0, "a")] * 18 + [(1, "b")] * 12 + [(2, "c")] * 6)
-        df = read_kafka_stream(spark, implementation="python", bootstrap_servers=kafka_broker, topics=[topic],
-                               starting_offsets="earliest", max_offsets_per_trigger=12)
+        df = read_kafka_stream(spark, kafka_source(
+            reader="python", bootstrap_servers=kafka_broker, topic=[topic],
+            starting_offsets="earliest", max_offsets_per_trigger=12))
         batches = [b for b in run_available_now(df, tmp_path / "ck") if b]
         per_batch = [Counter(r._partition for r in b) for b in batches]
         assert per_batch == [Counter({0: 6, 1: 4, 2: 2})] * 3
@@ -464,8 +472,8 @@ class TestStreaming:
     def test_failures_fail_the_query_with_a_clear_message(self, spark: Any, kafka_broker: str,
                                                           tmp_path: Path) -> None:
         address = f"127.0.0.1:{unused_port()}"
-        df = read_kafka_stream(spark, implementation="python", bootstrap_servers=address, topics="t",
-                               options={"sasl.password": SECRET})
+        df = read_kafka_stream(spark, kafka_source(reader="python", bootstrap_servers=address,
+                                                   topic="t", options={"sasl.password": SECRET}))
         started = time.monotonic()
         with pytest.raises(Exception, match=f"cannot reach the Kafka brokers at {address}") as e:
             run_available_now(df, tmp_path / "bad")
@@ -480,8 +488,9 @@ class TestStreaming:
         produce(kafka_broker, topic, [(0, "a"), (0, "b"), (0, "c")])
 
         def stream(fail: bool) -> Any:
-            return read_kafka_stream(spark, implementation="python", bootstrap_servers=kafka_broker, topics=topic,
-                                     fail_on_data_loss=fail)
+            return read_kafka_stream(spark, kafka_source(
+                reader="python", bootstrap_servers=kafka_broker, topic=topic,
+                fail_on_data_loss=fail))
 
         assert len(keys(run_available_now(stream(True), tmp_path / "ck"))) == 3
         delete_topic(kafka_broker, topic)
@@ -508,12 +517,12 @@ def test_spark_kafka_probe_does_not_crash(spark: Any) -> None:
 def test_topic_lists_and_source_tuning_in_options(spark: Any) -> None:
     """Topics may be comma-separated inside a list; ``options`` keys without a dot that name a
     source setting (``min_partitions``, ``timeout_ms``...) tune the source, not the client."""
-    df = read_kafka_stream(spark, bootstrap_servers="127.0.0.1:1", topics=["a,b", " c", "a"],
-                           starting_offsets={"a": {"0": 1}, "b": {"0": -2}, "c": {"0": -1}},
-                           options={"min_partitions": "4", "timeout_ms": "1000",
-                                    "client.id": "x"})
+    df = read_kafka_stream(spark, kafka_source(
+        bootstrap_servers="127.0.0.1:1", topic=["a,b", " c", "a"],
+        starting_offsets={"a": {"0": 1}, "b": {"0": -2}, "c": {"0": -1}},
+        options={"min_partitions": "4", "timeout_ms": "1000", "client.id": "x"}))
     assert df.isStreaming
     with pytest.raises(ConfigError, match="Kafka option min_partitions must be a positive "
                                           "integer, got 'zero'"):
-        read_kafka_stream(spark, bootstrap_servers="127.0.0.1:1", topics="a",
-                          options={"min_partitions": "zero"})
+        read_kafka_stream(spark, kafka_source(bootstrap_servers="127.0.0.1:1", topic="a",
+                                              options={"min_partitions": "zero"}))

@@ -178,7 +178,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from confluent_kafka.admin import AdminClient
 
         opts = self.options
-        timeout = opts.timeout_ms / 1000
+        timeout = opts.timeout_s
         if self._admin is None:
             self._admin = AdminClient(opts.client())
         try:
@@ -284,7 +284,7 @@ def _read_range(opts: KafkaSourceOptions, rng: KafkaRange) -> Iterator[Any]:
         "auto.offset.reset": "error",
         "enable.partition.eof": True,
     }))
-    timeout = opts.read_timeout_ms / 1000
+    timeout = opts.read_timeout_s
     try:
         consumer.assign([TopicPartition(rng.topic, rng.partition, rng.start)])
         position = rng.start
@@ -356,7 +356,7 @@ def _watermarks(consumer: Any, opts: KafkaSourceOptions, rng: KafkaRange) -> Wat
     from confluent_kafka import TopicPartition
 
     low, high = consumer.get_watermark_offsets(TopicPartition(rng.topic, rng.partition),
-                                               timeout=opts.timeout_ms / 1000)
+                                               timeout=opts.timeout_s)
     return Watermarks(low, high)
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
 from runner.sources.kafka.admin import list_watermarks, read_committed
+from runner.sources.kafka.options import client_properties
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -207,7 +208,7 @@ def check_brokers(spark: SparkSession | None, source: KafkaSource) -> None:
     timeout = source.connect_timeout_seconds
     deadline = time.monotonic() + timeout
     servers = source.bootstrap_servers
-    client = {k: v.get_secret_value() for k, v in source.options.items() if "." in k}
+    client = client_properties(source)
     reach_bootstrap(servers, timeout=timeout)
     left = max(1.0, deadline - time.monotonic())
     with_spark = spark is not None and source.reader != "python" and (

@@ -8,18 +8,21 @@ JSON in the checkpoint.
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 from runner.errors import ConfigError
 from runner.sources.kafka.datasource import SOURCE_NAME, KafkaDataSource
-from runner.sources.kafka.options import KafkaSourceOptions, mask_client_config
-from runner.sources.kafka.plan import offsets_to_json, parse_starting_offsets
+from runner.sources.kafka.options import (
+    SOURCE_TUNING_OPTIONS,
+    KafkaSourceOptions,
+    mask_client_config,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from runner.project.config import KafkaSource
 
 __all__ = ["SPARK_KAFKA_PROVIDER", "SOURCE_TUNING_OPTIONS", "spark_kafka_available",
            "read_kafka_stream"]
@@ -27,20 +30,6 @@ __all__ = ["SPARK_KAFKA_PROVIDER", "SOURCE_TUNING_OPTIONS", "spark_kafka_availab
 log = logging.getLogger("runner.kafka")
 
 SPARK_KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
-
-Implementation = Literal["auto", "spark", "python"]
-
-SOURCE_TUNING_OPTIONS = ("min_partitions", "max_records_per_partition", "timeout_ms",
-                         "read_timeout_ms")
-"""Keys of ``options`` that tune the source rather than the Kafka client (client properties
-always contain a dot, these never do)."""
-
-# The same tuning for Spark's own source; ``timeout_ms`` becomes the Java client's request and
-# API timeouts (see _read_with_spark).
-_SPARK_TUNING = {"min_partitions": "minPartitions",
-                   "max_records_per_partition": "maxRecordsPerPartition",
-                   "read_timeout_ms": "kafkaConsumer.pollTimeoutMs"}
-
 
 #: Spark's Kafka source tries each driver-side offset look-up this many times (its default).
 _OFFSET_ATTEMPTS = 3
@@ -62,131 +51,105 @@ def spark_kafka_available(spark: SparkSession) -> bool:
         return False
 
 
-def _secret_value(value: Any) -> str:
-    # pydantic's SecretStr (project.yml options) or a plain string
-    getter = getattr(value, "get_secret_value", None)
-    return str(getter() if callable(getter) else value)
-
-
-def read_kafka_stream(
-    spark: SparkSession,
-    *,
-    bootstrap_servers: str,
-    topics: str | Sequence[str],
-    starting_offsets: str | Mapping[str, Mapping[str, int]] = "earliest",
-    max_offsets_per_trigger: int | None = None,
-    fail_on_data_loss: bool = True,
-    options: Mapping[str, Any] | None = None,
-    implementation: Implementation = "auto",
-    connect_timeout: float | None = None,
-    start_record: str | None = None,
-) -> DataFrame:
-    """A streaming DataFrame of Kafka records.
+def read_kafka_stream(spark: SparkSession, source: KafkaSource, *,
+                      start_record: str | None = None) -> DataFrame:
+    """A streaming DataFrame of the records of project.yml's Kafka ``source``.
 
     Columns: ``value STRING, _key STRING, _topic STRING, _partition INT, _offset BIGINT,
     _kafka_timestamp TIMESTAMP``.
 
+    ``source.reader`` picks the reader: ``auto`` (Spark's source when its classes load),
+    ``spark`` or ``python``. Its settings reach either reader as one
+    :class:`~runner.sources.kafka.options.KafkaSourceOptions`
+    (:meth:`~runner.sources.kafka.options.KafkaSourceOptions.from_source`): topics may be
+    comma-separated lists; ``starting_offsets`` is used only when the checkpoint has no offsets
+    yet; ``source.options`` are client properties, passed as they are to the client in use
+    (the Java client's names with Spark's source, librdkafka's with the Python one;
+    ``security.protocol`` and ``sasl.mechanism`` are common to both), except the keys in
+    :data:`SOURCE_TUNING_OPTIONS`, which tune the source (see
+    :mod:`runner.sources.kafka.datasource`). Secret-looking values never appear in logs or
+    messages.
+
+    With Spark's source, ``source.connect_timeout`` bounds each offset look-up over its three
+    attempts (``fetchOffset.numRetries``): each attempt's Java client request and API timeouts
+    are a third of it, and an executor's poll waits at most all of it
+    (``kafkaConsumer.pollTimeoutMs``), unless ``timeout_ms``, ``read_timeout_ms`` or the client
+    properties say otherwise.
+
     Args:
         spark: the session.
-        bootstrap_servers: ``host:port[,host:port...]``.
-        topics: one topic, a comma-separated list or a sequence of names (each may be a
-            comma-separated list too; duplicates are dropped).
-        starting_offsets: ``earliest``, ``latest``, or per-partition offsets
-            ``{"topic": {"0": 5}}`` (JSON text or mapping; ``-2`` earliest, ``-1`` latest)
-            naming every partition; used only when the checkpoint has no offsets yet.
-        max_offsets_per_trigger: records per micro-batch, total across partitions, split in
-            proportion to each partition's backlog.
-        fail_on_data_loss: fail (true) or warn and skip (false) when offsets to read are gone.
-        options: Kafka client properties, passed as they are to the client in use: the Java
-            client's names with Spark's source (``sasl.jaas.config``...), librdkafka's with the
-            Python one (``sasl.username``, ``sasl.password``...); ``security.protocol`` and
-            ``sasl.mechanism`` are common to both. Values may be pydantic ``SecretStr``.
-            Secret-looking values never appear in logs or messages. The keys in
-            :data:`SOURCE_TUNING_OPTIONS` tune the source instead (see
-            :mod:`runner.sources.kafka.datasource`): ``min_partitions``,
-            ``max_records_per_partition``, ``timeout_ms`` and ``read_timeout_ms``.
-        implementation: ``auto`` (Spark's source when present), ``spark`` or ``python``.
-        connect_timeout: seconds Spark's source may wait for the brokers in one offset
-            look-up, over its three attempts (``fetchOffset.numRetries``): each attempt's
-            Java client request and API timeouts are a third of it, and an executor's poll
-            waits at most all of it (``kafkaConsumer.pollTimeoutMs``), unless ``timeout_ms``,
-            ``read_timeout_ms`` or the client properties say otherwise. None: Spark's
-            defaults (60 s per attempt, polls of ``spark.network.timeout``).
-
-        start_record: the checkpoint folder, where the Python reader records batch 0's
-            start when it first resolves ``starting_offsets`` (Spark's own source keeps it in
-            the checkpoint's ``sources/0/0``).
+        source: the validated Kafka source.
+        start_record: the checkpoint folder, where the Python reader records batch 0's start
+            when it first resolves ``starting_offsets`` (Spark's own source keeps it in the
+            checkpoint's ``sources/0/0``).
 
     Raises:
-        ConfigError: malformed options, or ``spark`` asked for but not available.
+        ConfigError: malformed settings, or ``spark`` asked for but not available.
     """
-    names = [topics] if isinstance(topics, str) else [str(t) for t in topics]
-    topic_list = list(dict.fromkeys(t.strip() for n in names for t in n.split(",") if t.strip()))
-    if not topic_list:
-        raise ConfigError("Kafka source: at least one topic is required")
-    start = parse_starting_offsets(starting_offsets, topic_list)
-    start_text = start if isinstance(start, str) else json.dumps(offsets_to_json(start))
-    client = {str(k): _secret_value(v) for k, v in (options or {}).items()}
-    tuning = {k: client.pop(k) for k in SOURCE_TUNING_OPTIONS if k in client}
-
-    use_spark = implementation == "spark" or (
-        implementation == "auto" and spark_kafka_available(spark))
-    if implementation == "spark" and not spark_kafka_available(spark):
+    options = KafkaSourceOptions.from_source(source, start_record=start_record)
+    available = source.reader != "python" and spark_kafka_available(spark)
+    if source.reader == "spark" and not available:
         raise ConfigError(f"Spark's Kafka source ({SPARK_KAFKA_PROVIDER}) is not on the classpath")
     log.info("Kafka source (%s): %s topics=%s options=%s",
-             "spark" if use_spark else "python", bootstrap_servers, topic_list,
-             mask_client_config(client))
-    if use_spark:
-        return _read_with_spark(spark, bootstrap_servers, topic_list, start_text,
-                             max_offsets_per_trigger, fail_on_data_loss, client, tuning,
-                             connect_timeout)
+             "spark" if available else "python", options.bootstrap_servers,
+             list(options.topics), mask_client_config(options.client_config))
+    if available:
+        return _read_with_spark(spark, options, source.connect_timeout_seconds)
+    return _read_with_python(spark, options)
 
-    source_options = {
-        "bootstrap_servers": bootstrap_servers,
-        "topic": ",".join(topic_list),
-        "starting_offsets": start_text,
-        "fail_on_data_loss": str(bool(fail_on_data_loss)).lower(),
-        **tuning,
+
+def _read_with_python(spark: SparkSession, options: KafkaSourceOptions) -> DataFrame:
+    """The runner's Python data source, given ``options`` as its string options."""
+    strings = options.to_options()
+    KafkaSourceOptions.parse(strings)  # its own checks (reserved properties) here, not in a worker
+    spark.dataSource.register(KafkaDataSource)
+    return spark.readStream.format(SOURCE_NAME).options(**strings).load()
+
+
+def spark_source_options(options: KafkaSourceOptions,
+                         connect_timeout: float | None) -> dict[str, str]:
+    """``options`` in the names of Spark's own Kafka source (``subscribe``,
+    ``startingOffsets``, ``kafka.<property>``...); ``connect_timeout`` (seconds, None: Spark's
+    defaults) bounds its waits as :func:`read_kafka_stream` says.
+
+    >>> opts = KafkaSourceOptions.parse({"bootstrap_servers": "b:1", "topic": "t",
+    ...                                  "max_offsets_per_trigger": "9"})
+    >>> spark_source_options(opts, 3.0)["kafka.request.timeout.ms"]
+    '1000'
+    """
+    timeout_ms, read_timeout_ms = options.timeout_ms, options.read_timeout_ms
+    if connect_timeout is not None:  # bounded waits, unless the options say otherwise
+        timeout_ms = timeout_ms or max(1000, int(connect_timeout * 1000 / _OFFSET_ATTEMPTS))
+        read_timeout_ms = read_timeout_ms or max(1000, int(connect_timeout * 1000))
+    client = dict(options.client_config)
+    if timeout_ms is not None:  # the driver's metadata and offset look-ups give up after it
+        client = {"request.timeout.ms": str(timeout_ms),
+                  "default.api.timeout.ms": str(timeout_ms), **client}
+    spark_options = {
+        "kafka.bootstrap.servers": options.bootstrap_servers,
+        "subscribe": ",".join(options.topics),
+        "startingOffsets": options.starting_offsets_text,
+        "failOnDataLoss": "true" if options.fail_on_data_loss else "false",
         **{f"kafka.{k}": v for k, v in client.items()},
     }
-    if start_record is not None:
-        source_options["start_record"] = start_record
-    if max_offsets_per_trigger is not None:
-        source_options["max_offsets_per_trigger"] = str(max_offsets_per_trigger)
-    KafkaSourceOptions.parse(source_options)  # fail here, not in a Spark worker
-    spark.dataSource.register(KafkaDataSource)
-    return spark.readStream.format(SOURCE_NAME).options(**source_options).load()
+    for name, value in (("minPartitions", options.min_partitions),
+                        ("maxRecordsPerPartition", options.max_records_per_partition),
+                        ("kafkaConsumer.pollTimeoutMs", read_timeout_ms),
+                        ("maxOffsetsPerTrigger", options.max_offsets_per_trigger)):
+        if value is not None:
+            spark_options[name] = str(value)
+    if connect_timeout is not None:
+        spark_options["fetchOffset.numRetries"] = str(_OFFSET_ATTEMPTS)
+    return spark_options
 
 
-def _read_with_spark(spark: SparkSession, bootstrap_servers: str, topics: list[str],
-                  starting_offsets: str, max_offsets_per_trigger: int | None,
-                  fail_on_data_loss: bool, client: Mapping[str, str],
-                  tuning: Mapping[str, str], connect_timeout: float | None) -> DataFrame:
+def _read_with_spark(spark: SparkSession, options: KafkaSourceOptions,
+                     connect_timeout: float | None) -> DataFrame:
+    """Spark's own Kafka source, its columns renamed as the Python reader names them."""
     from pyspark.sql import functions as F
 
-    KafkaSourceOptions.parse({**tuning, "bootstrap_servers": bootstrap_servers,
-                              "topic": ",".join(topics)})  # validates the numbers
-    tuning = dict(tuning)
-    if connect_timeout is not None:  # bounded waits (see read_kafka_stream)
-        per_attempt = str(max(1000, int(connect_timeout * 1000 / _OFFSET_ATTEMPTS)))
-        tuning.setdefault("timeout_ms", per_attempt)
-        tuning.setdefault("read_timeout_ms", str(max(1000, int(connect_timeout * 1000))))
-    if "timeout_ms" in tuning:  # the driver's metadata and offset look-ups give up after it
-        client = {"request.timeout.ms": tuning["timeout_ms"],
-                  "default.api.timeout.ms": tuning["timeout_ms"], **client}
-
-    reader = (spark.readStream.format("kafka")
-              .option("kafka.bootstrap.servers", bootstrap_servers)
-              .option("subscribe", ",".join(topics))
-              .option("startingOffsets", starting_offsets)
-              .option("failOnDataLoss", str(bool(fail_on_data_loss)).lower())
-              .options(**{f"kafka.{k}": v for k, v in client.items()})
-              .options(**{_SPARK_TUNING[k]: v for k, v in tuning.items()
-                          if k in _SPARK_TUNING}))
-    if connect_timeout is not None:
-        reader = reader.option("fetchOffset.numRetries", str(_OFFSET_ATTEMPTS))
-    if max_offsets_per_trigger is not None:
-        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
+    reader = spark.readStream.format("kafka").options(
+        **spark_source_options(options, connect_timeout))
     return reader.load().select(
         F.col("value").cast("string").alias("value"),
         F.col("key").cast("string").alias("_key"),
@@ -195,4 +158,3 @@ def _read_with_spark(spark: SparkSession, bootstrap_servers: str, topics: list[s
         F.col("offset").alias("_offset"),
         F.col("timestamp").alias("_kafka_timestamp"),
     )
-
