@@ -381,3 +381,47 @@ def session_info(spark: SparkSession) -> SessionInfo:
 def stop_session(spark: SparkSession) -> None:
     """Stop the session and its SparkContext (and the JVM gateway's Spark state)."""
     spark.stop()
+
+
+#: Spark's setting naming the class that writes its streaming checkpoint's log files.
+CHECKPOINT_MANAGER_KEY = "spark.sql.streaming.checkpointFileManagerClass"
+#: spark-hadoop-cloud's manager (the ``cloud`` jar group): each log file is one PUT that becomes
+#: visible whole when closed and is aborted on failure. Spark's default writes a temporary file
+#: and renames it, which on S3 is a copy and a delete per file.
+CLOUD_CHECKPOINT_MANAGER = ("org.apache.spark.internal.io.cloud."
+                            "AbortableStreamBasedCheckpointFileManager")
+_CHOSEN_KEY = "spark.runner.checkpointManagerChosen"
+
+
+def choose_checkpoint_manager(spark: SparkSession, *, on_s3: bool) -> bool:
+    """Use :data:`CLOUD_CHECKPOINT_MANAGER` for a checkpoint in S3, when the class loads and
+    project.yml's ``spark.conf`` did not name a manager itself; returns whether it is used.
+
+    Only S3: the manager needs output streams that can be aborted, which S3A's are and ABFS'
+    and GCS' are not. A session reused for a local checkpoint gets Spark's default back (the
+    cloud manager refuses a file system without abortable streams).
+    """
+    chosen = spark.conf.get(_CHOSEN_KEY, "false") == "true"
+    current = spark.conf.get(CHECKPOINT_MANAGER_KEY, None)
+    if not on_s3:
+        if chosen:
+            spark.conf.unset(CHECKPOINT_MANAGER_KEY)
+            spark.conf.set(_CHOSEN_KEY, "false")
+        return False
+    if current and not chosen:
+        return current == CLOUD_CHECKPOINT_MANAGER  # the project's own choice
+    from py4j.java_gateway import JavaClass
+    from py4j.protocol import Py4JError
+
+    try:  # the class, looked up in the session's JVM (None for a Spark Connect session)
+        jvm = spark._jvm  # noqa: SLF001 - the only way to probe the classpath
+        loads = jvm is not None and isinstance(
+            jvm.org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager,
+            JavaClass)
+    except (AttributeError, Py4JError):
+        loads = False
+    if not loads:
+        return False  # without the jar: Spark's default manager, which works (more requests)
+    spark.conf.set(CHECKPOINT_MANAGER_KEY, CLOUD_CHECKPOINT_MANAGER)
+    spark.conf.set(_CHOSEN_KEY, "true")
+    return True
