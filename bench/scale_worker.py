@@ -26,7 +26,9 @@ def worker(cfg: dict[str, Any]) -> None:
     """Run the runner once in this process; print one ``SCALE {json}`` line."""
     t_start = time.perf_counter()
     from runner.build import compile_project
+    from runner.events import BatchDone, Event
     from runner.project.loader import load_project
+    from runner.runtime.batch import BatchResult
     from runner.runtime.stream import run_stream
 
     if cfg.get("arrow_appends"):  # contrast: every append through toArrow + write_deltalake
@@ -87,11 +89,13 @@ def worker(cfg: dict[str, Any]) -> None:
 
     batches: list[dict[str, Any]] = []
     t_compiled = time.perf_counter()
+    def on_batch(event: Event) -> None:
+        if isinstance(event, BatchDone) and isinstance(r := event.result, BatchResult):
+            batches.append({"batch": r.batch_id, "rows": r.input_rows, "seconds": r.seconds,
+                            "writes": {w.model: round(w.seconds, 3) for w in r.writes}})
+
     summary = run_stream(project, plan, mode="available_now", trigger="1 second",
-                         on_batch=lambda r: batches.append(
-                             {"batch": r.batch_id, "rows": r.input_rows,
-                              "seconds": r.seconds,
-                              "writes": {w.model: round(w.seconds, 3) for w in r.writes}}))
+                         report=on_batch)
     t_end = time.perf_counter()
     time.sleep(0.5)  # the listener's last progress event arrives asynchronously
     jvms = _jvm_pids(os.getpid())

@@ -255,6 +255,8 @@ def worker_runner_prof(cfg: dict[str, Any], *, arrow: bool = False) -> None:
     import runner.runtime.batch as batch_mod
     import runner.sinks.rs as rs
     from runner.build import compile_project
+    from runner.console import render
+    from runner.events import BatchDone, Event
     from runner.project.loader import load_project
     from runner.runtime.stream import run_stream
 
@@ -314,8 +316,12 @@ def worker_runner_prof(cfg: dict[str, Any], *, arrow: bool = False) -> None:
     project = load_project(cfg["project"])
     plan = compile_project(project).plan
 
-    def on_batch(result: Any) -> None:  # batches run one after another: all timers since
-        with lock:                        # the previous batch belong to this one
+    def on_event(event: Event) -> None:
+        if not isinstance(event, BatchDone):
+            _emit({"event": render(event)})
+            return
+        result = event.result  # batches run one after another: all timers since the
+        with lock:             # previous batch belong to this one
             mine = list(timings)
             timings.clear()
         _emit({"batch": {"batch_id": result.batch_id, "input_rows": result.input_rows,
@@ -325,8 +331,7 @@ def worker_runner_prof(cfg: dict[str, Any], *, arrow: bool = False) -> None:
 
     started = time.perf_counter()
     summary = run_stream(project, plan, mode="available_now", trigger="1 second",
-                         on_batch=on_batch,
-                         on_event=lambda m: _emit({"event": m}))
+                         report=on_event)
     _emit({"summary": {"query_seconds": time.perf_counter() - started,
                        "runner_seconds": summary.seconds}})
 

@@ -17,7 +17,7 @@ import click
 from runner.build import compile_project, write_target
 from runner.compile.plan import Plan
 from runner.compile.state import load_state, state_changes
-from runner.console import Console, Format, backfill_doc, batch_doc, plural, summary_doc
+from runner.console import Console, Format, event_doc, plural, summary_doc
 from runner.errors import ConfigError, ExecutionError, RunnerError
 from runner.project.loader import Project, command_line_vars, load_project
 from runner.project.spark_conf import ALLOW_ENV, ALLOW_FLAG, opted_in
@@ -181,7 +181,8 @@ def _plan_or_exit(project: Project, select: tuple[str, ...]) -> Plan:
                    "source. With --select: drop and rebuild only the selected models' tables "
                    "from the checkpoint's history, keeping the checkpoint and every other table.")
 @click.option("--progress", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="One line per batch as text, or as JSON lines.")
+              show_default=True, help="One line per event (batches, backfill batches, "
+              "start-up notes) as text, or as JSON lines (docs/COMMANDS.md).")
 @click.option("--metrics-port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
               help="Serve Prometheus metrics on this port (default: project.yml metrics.port; "
                    "see docs/METRICS.md).")
@@ -215,7 +216,7 @@ def stream(project_dir: str, select: tuple[str, ...], available_now: bool, trigg
     printer = console.json_line if progress == "json" else None
     from runner.runtime.stream import run_stream
 
-    show = (lambda r: printer(batch_doc(r))) if printer else console.batch
+    show = (lambda e: printer(event_doc(e))) if printer else console.event
     port = metrics_port or project.config.metrics.port
     metrics = None
     if port is not None:
@@ -225,12 +226,10 @@ def stream(project_dir: str, select: tuple[str, ...], available_now: bool, trigg
     summary = run_stream(
         project, plan, mode="available_now" if available_now else "processing_time",
         trigger=interval, full_refresh=full_refresh, rebuild=rebuild,
-        on_batch=metrics.wrap(show) if metrics else show,
-        on_event=(lambda m: printer({"event": m})) if printer else console.event,
-        on_backfill=(lambda p: printer(backfill_doc(p))) if printer else console.backfill,
+        report=metrics.wrap(show) if metrics else show,
         on_progress=metrics.on_progress if metrics else lambda p: None)
     if printer:
-        printer({"summary": summary_doc(summary)})
+        printer({"summary": summary_doc(summary), "type": "summary"})
     else:
         console.summary(summary)
     if summary.parked and available_now:  # processing-time mode goes on without them

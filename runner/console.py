@@ -1,7 +1,9 @@
-"""All printing: violations (text | json | github), errors, batch progress and summaries."""
+"""All printing: violations (text | json | github), errors, the stream's events (as text or
+JSON lines: :mod:`runner.events`) and summaries."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -10,16 +12,43 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 import click
 
 from runner.errors import Violation
+from runner.events import (
+    BackfillProgress,
+    BackfillResumes,
+    BatchDone,
+    BatchFacts,
+    EngineChosen,
+    Event,
+    FullRefreshDone,
+    KafkaStartUnknown,
+    MaintenanceFailed,
+    MaintenanceProblem,
+    MaintenanceRan,
+    MaintenanceSkipped,
+    ModelAbsent,
+    ModelJoining,
+    ModelParked,
+    ModelRebuilding,
+    ModelRetired,
+    ModelStaysParked,
+    NameNotRegistered,
+    OffsetsSkipped,
+    PipelineStarted,
+    ReplayWithoutOffsets,
+    SchemaChanged,
+    SeedChanged,
+    StopRequested,
+    TableRegistered,
+    event_type,
+)
 from runner.project.secrets import mask_secrets
 
 if TYPE_CHECKING:
-    from runner.runtime.backfill import BackfillProgress
-    from runner.runtime.batch import BatchResult
     from runner.runtime.stream import StreamSummary
-    from runner.sinks import WriteResult
     from runner.sinks.tables import TableInfo
 
-__all__ = ["Console", "Format", "backfill_doc", "batch_doc", "plural", "summary_doc"]
+__all__ = ["Console", "Format", "backfill_doc", "batch_doc", "event_doc", "plural", "render",
+           "summary_doc"]
 
 Format = Literal["text", "json", "github"]
 
@@ -97,33 +126,11 @@ class Console:
             self._echo(f"::error {','.join(props)}::{_github_escape(message)}")
 
     # -- stream ----------------------------------------------------------------------
-    def batch(self, r: BatchResult) -> None:
-        """One progress line per batch."""
-        def model(w: WriteResult) -> str:
-            text = f"{w.model} {'skipped' if w.skipped else f'{w.rows:,}'}"
-            hits = {n: c for n, c in r.expectations.get(w.model, {}).items() if c}
-            if hits:  # rows that broke an expectation (dropped, quarantined)
-                text += " [" + ", ".join(f"{n} {c:,}" for n, c in hits.items()) + "]"
-            return text
-
-        models = "  ".join(model(w) for w in r.writes)
-        self._echo(f"batch {r.batch_id}: in {r.input_rows:,}  dead {r.dead_letters:,}  "
-                   f"{models}  ({r.seconds:.2f}s)")
-
-    def backfill(self, p: BackfillProgress) -> None:
-        """One line per backfill batch, and one for the whole backfill."""
-        rows = "  ".join(f"{m} {n:,}" for m, n in p.rows_by_model.items())
-        if p.done:
-            self._echo(f"backfill done: {', '.join(p.models)}: {p.batches} batch"
-                       f"{'es' * (p.batches != 1)} through {p.through}, {p.input_rows:,} "
-                       f"records read, rows written: {rows or 'none'} ({p.seconds:.1f}s)")
-            return
-        skipped = f"  skipped {', '.join(p.skipped)}" if p.skipped else ""
-        self._echo(f"backfill batch {p.batch_id}/{p.through}: in {p.input_rows:,}  {rows}"
-                   f"{skipped}  ({p.seconds:.2f}s)")
-
-    def event(self, message: str) -> None:
-        self._echo(click.style(message, dim=True))
+    def event(self, e: Event) -> None:
+        """One line per event: batches and backfill batches plain, the others dimmed."""
+        text = render(e)
+        self._echo(text if isinstance(e, (BatchDone, BackfillProgress))
+                   else click.style(text, dim=True))
 
     def summary(self, s: StreamSummary) -> None:
         models = ", ".join(f"{m} {n:,}" for m, n in sorted(s.rows_by_model.items()))
@@ -157,8 +164,172 @@ class Console:
         self._echo(json.dumps(doc, separators=(",", ":"), default=str))
 
 
-def batch_doc(r: BatchResult) -> dict[str, Any]:
-    """A batch as a JSON-lines progress record."""
+def summary_doc(s: StreamSummary) -> dict[str, Any]:
+    return {"batches": s.batches, "input_rows": s.input_rows, "dead_letters": s.dead_letters,
+            "rows": s.rows_by_model, "skipped_sinks": s.skipped_sinks,
+            "seconds": round(s.seconds, 3), "stopped_by_signal": s.stopped_by_signal,
+            "parked": {m: {"batch_id": p.batch_id, "error_class": p.error_class,
+                           "error": p.text, "path": p.path} for m, p in s.parked.items()}}
+
+
+def _history(start: int, committed: int | None) -> str:
+    if committed is None or start > committed:
+        return "the next batch (no batch was committed before it)"
+    return f"batches {start}..{committed} of the checkpoint's history"
+
+
+def _batch_line(r: BatchFacts) -> str:
+    def model(w: Any) -> str:
+        text = f"{w.model} {'skipped' if w.skipped else f'{w.rows:,}'}"
+        hits = {n: c for n, c in r.expectations.get(w.model, {}).items() if c}
+        if hits:  # rows that broke an expectation (dropped, quarantined)
+            text += " [" + ", ".join(f"{n} {c:,}" for n, c in hits.items()) + "]"
+        return text
+
+    models = "  ".join(model(w) for w in r.writes)
+    return (f"batch {r.batch_id}: in {r.input_rows:,}  dead {r.dead_letters:,}  "
+            f"{models}  ({r.seconds:.2f}s)")
+
+
+def _backfill_line(p: BackfillProgress) -> str:
+    rows = "  ".join(f"{m} {n:,}" for m, n in p.rows_by_model.items())
+    if p.done:
+        return (f"backfill done: {', '.join(p.models)}: {p.batches} batch"
+                f"{'es' * (p.batches != 1)} through {p.through}, {p.input_rows:,} "
+                f"records read, rows written: {rows or 'none'} ({p.seconds:.1f}s)")
+    skipped = f"  skipped {', '.join(p.skipped)}" if p.skipped else ""
+    return (f"backfill batch {p.batch_id}/{p.through}: in {p.input_rows:,}  {rows}"
+            f"{skipped}  ({p.seconds:.2f}s)")
+
+
+def _joining_line(e: ModelJoining) -> str:
+    what = {"new": "is new to this checkpoint",
+            "legacy": f"holds batches up to {e.start - 1} in its table (the model registry "
+                      "rebuilt from the tables)",
+            "back": "is back", "parked": f"was parked at batch {e.start} ({e.error})"}[e.status]
+    if e.action == "rebuild":
+        return f"model {e.model} {what}: its rebuild goes on from {_history(0, e.committed)}"
+    if e.action == "live":
+        return (f"model {e.model} {what}; it missed no committed batch" if e.status == "parked"
+                else f"model {e.model} is back; it missed no batch")
+    if e.action == "no_backfill":
+        return (f"model {e.model} {what}: backfill=false, so it starts at batch {e.next_batch} "
+                f"without batches {e.start}..{e.committed}")
+    return (f"model {e.model} {what}: backfilling {_history(e.start, e.committed)} "
+            "before the stream goes on")
+
+
+def _held(left_at: int) -> str:
+    return f"batches up to {left_at - 1}" if left_at else "no batch"
+
+
+def render(e: Event) -> str:
+    """The line a user reads for ``e`` (``runner stream --progress text``).
+
+    >>> render(TableRegistered(model="sessions", relation="web.sessions"))
+    'table sessions registered as web.sessions'
+    """
+    match e:
+        case BatchDone(result=r):
+            return _batch_line(r)
+        case BackfillProgress():
+            return _backfill_line(e)
+        case EngineChosen(engine=engine, reason=reason, missing_jars=jars):
+            return f"delta engine {engine}: {reason}" + (f"; {jars}" if jars else "")
+        case FullRefreshDone():
+            return "full refresh: checkpoint reset, tables dropped"
+        case PipelineStarted():
+            return (f"pipeline {e.project}: {len(e.models)} models ({', '.join(e.models)}), "
+                    f"engine {e.engine}, source {e.source}, checkpoint {e.checkpoint}")
+        case SchemaChanged(model=model, columns=columns):
+            cols = ", ".join(f"{name} {kind}" for name, kind in columns)
+            return (f"schema change: {model} gains column(s) {cols} "
+                    "(on_schema_change=append_new_columns; earlier rows read null)")
+        case SeedChanged():
+            return (f"seed {e.seed} changed since batches {e.first_batch}..{e.last_batch} first "
+                    "ran: they are computed again with the content each of them recorded "
+                    f"(replays stay exact), not the edited {e.location}, which applies from the "
+                    "next new batch. To apply it to past batches too, rebuild every table from "
+                    "the retained history on a new checkpoint: `runner stream --full-refresh`")
+        case ReplayWithoutOffsets(batch_id=batch_id, losses=losses):
+            lines = "\n".join(f"  - {loss}" for loss in losses)
+            return (f"batch {batch_id} is replayed without offsets the brokers no longer hold "
+                    "(fail_on_data_loss is false): tables that had not committed it lack "
+                    f"them\n{lines}")
+        case KafkaStartUnknown(verb=verb, models=models, partitions=partitions):
+            return (f"{verb} {', '.join(models)}: where batch 0 started is unknown for "
+                    f"{', '.join(partitions)}; replaying from the earliest offset the brokers "
+                    "still have (fail_on_data_loss is false)")
+    line = _decision_line(e) or _upkeep_line(e)
+    if line is None:
+        raise TypeError(f"no text for the event {type(e).__name__}")
+    return line
+
+
+def _decision_line(e: Event) -> str | None:
+    """The start-up's decisions about the model set (:func:`runner.runtime.backfill.decide`)."""
+    match e:
+        case ModelRebuilding(model=model, committed=committed):
+            return (f"model {model}: --full-refresh: its table is dropped and rebuilt from "
+                    + _history(0, committed))
+        case ModelJoining():
+            return _joining_line(e)
+        case BackfillResumes():
+            return (f"model {e.model}: its {'rebuild' if e.rebuild else 'backfill'} goes on "
+                    f"({_history(e.start, e.committed)})")
+        case ModelRetired(model=model, table=None):
+            return f"model {model} is retired (its SQL file is gone) and has no table"
+        case ModelRetired(model=model, table=table, left_at=left_at):
+            return (f"model {model} is retired (its SQL file is gone): its table {table} is "
+                    f"left in place ({_held(left_at)}); delete it by hand when it is no longer "
+                    "needed")
+        case ModelStaysParked(model=model, batch_id=batch_id, error=error):
+            return f"model {model} is parked since batch {batch_id} ({error}) and not in this run"
+        case ModelAbsent(model=model, left_at=left_at):
+            return (f"model {model} is not in this run (enabled=false or not selected): its "
+                    f"table stops at {_held(left_at)}; it catches up from batch {left_at} when "
+                    "it is back")
+    return None
+
+
+def _upkeep_line(e: Event) -> str | None:
+    """Parking, skipped offsets, stops, names and maintenance while the stream runs."""
+    match e:
+        case ModelParked(model=model, batch_id=batch_id, error=error, path=path):
+            where = f" ({path})" if path else ""
+            return (f"model {model}{where} parked from batch {batch_id}: {error}; its table "
+                    "stays at its last good batch; fix the SQL and restart: it catches up from "
+                    f"batch {batch_id}")
+        case OffsetsSkipped(batch_id=batch_id, losses=losses):
+            lines = "\n".join(f"  - {loss}" for loss in losses)
+            return (f"batch {batch_id}: offsets no longer in Kafka, skipped "
+                    f"(fail_on_data_loss is false):\n{lines}")
+        case StopRequested(at="before"):
+            return "stop requested before the first batch"
+        case StopRequested(at="in_flight"):
+            return "stop requested: finishing the batch in flight (Ctrl-C again to stop at once)"
+        case StopRequested(batch_id=batch_id):
+            return (f"stop requested: backfill stopped after batch {batch_id}; the next "
+                    "start-up resumes it")
+        case TableRegistered(model=model, relation=relation):
+            return f"table {model} registered as {relation}"
+        case NameNotRegistered(error=error):
+            return f"{error}; the stream goes on, and the next start registers the name"
+        case MaintenanceRan(tables=tables, seconds=seconds):
+            return "maintenance: " + "; ".join(
+                f"{name} {before}->{after} files" for name, before, after in tables
+            ) + f" ({seconds:.1f}s)"
+        case MaintenanceProblem(table=table, problems=problems):
+            return f"maintenance of {table}: {'; '.join(problems)}"
+        case MaintenanceSkipped(holder=holder):
+            return f"maintenance skipped: another one is running ({holder})"
+        case MaintenanceFailed(error=error):
+            return f"maintenance failed (tried again at its next turn): {error}"
+    return None
+
+
+def batch_doc(r: BatchFacts) -> dict[str, Any]:
+    """A batch as a JSON-lines progress record (the keys before ``type`` existed)."""
     return {"batch_id": r.batch_id, "input_rows": r.input_rows, "dead_letters": r.dead_letters,
             "rows": r.rows_by_model, "skipped": list(r.skipped),
             "expectations": {m: dict(c) for m, c in r.expectations.items()},
@@ -174,9 +345,21 @@ def backfill_doc(p: BackfillProgress) -> dict[str, Any]:
                          "seconds": round(p.seconds, 3)}}
 
 
-def summary_doc(s: StreamSummary) -> dict[str, Any]:
-    return {"batches": s.batches, "input_rows": s.input_rows, "dead_letters": s.dead_letters,
-            "rows": s.rows_by_model, "skipped_sinks": s.skipped_sinks,
-            "seconds": round(s.seconds, 3), "stopped_by_signal": s.stopped_by_signal,
-            "parked": {m: {"batch_id": p.batch_id, "error_class": p.error_class,
-                           "error": p.text, "path": p.path} for m, p in s.parked.items()}}
+def event_doc(e: Event) -> dict[str, Any]:
+    """``e`` as one ``--progress json`` record (docs/COMMANDS.md#progress-json): its fields,
+    then its ``type``. A batch has the keys of :func:`batch_doc`, a backfill batch those of
+    :func:`backfill_doc` (as before ``type`` existed: a line still starts ``{"batch_id"`` or
+    ``{"backfill"``); every other event also carries its text as ``event``.
+
+    >>> event_doc(StopRequested(at="before"))
+    {'at': 'before', 'batch_id': None, 'event': 'stop requested before the first batch', \
+'type': 'stop_requested'}
+    """
+    tail = {"type": event_type(e)}
+    if isinstance(e, BatchDone):
+        return batch_doc(e.result) | tail
+    if isinstance(e, BackfillProgress):
+        return backfill_doc(e) | tail
+    assert dataclasses.is_dataclass(e)
+    fields = {f.name: getattr(e, f.name) for f in dataclasses.fields(e)}
+    return fields | {"event": render(e)} | tail

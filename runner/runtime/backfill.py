@@ -39,16 +39,30 @@ batch and sink points fire as in the stream, with the original batch ids.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.checkpoint.spark_logs import last_committed
 from runner.compile.graph import ancestors
 from runner.errors import ConfigError, ExecutionError
+from runner.events import (
+    BackfillProgress,
+    BackfillResumes,
+    Event,
+    ModelAbsent,
+    ModelJoining,
+    ModelRebuilding,
+    ModelRetired,
+    ModelStaysParked,
+    Reporter,
+    StopRequested,
+    ignore,
+)
 from runner.failpoints import failpoint
 from runner.project.loader import Project
 from runner.runtime.batch import BatchPlan, prepare, run_batch
@@ -68,26 +82,11 @@ __all__ = ["BackfillProgress", "Handover", "decide", "finish_handover", "prepare
 
 
 @dataclass(frozen=True)
-class BackfillProgress:
-    """One backfill batch done (``done=False``), or the whole backfill's totals (``done``)."""
-
-    models: tuple[str, ...]
-    batch_id: int
-    through: int
-    input_rows: int
-    rows_by_model: Mapping[str, int]
-    skipped: tuple[str, ...]
-    seconds: float
-    batches: int = 1
-    done: bool = False
-
-
-@dataclass(frozen=True)
 class Handover:
-    """What the start-up does about the model set: the registry to save, and messages."""
+    """What the start-up does about the model set: the registry to save, and what to report."""
 
     entries: dict[str, Entry]
-    messages: tuple[str, ...] = ()
+    events: tuple[Event, ...] = ()
     next_batch: int = 0
     committed: int | None = None
 
@@ -112,7 +111,7 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
         rebuild: models to drop and rebuild (``--full-refresh --select``).
         known: without a registry, the models whose tables this checkpoint wrote.
         version: a table's application-transaction version (a backfill cut short).
-        table: a model's table path, for messages; ``exists``: whether it has a table.
+        table: a model's table path, for events; ``exists``: whether it has a table.
 
     Without a registry (an older checkpoint, or the file deleted as its error's hint says), the
     registry is rebuilt from the tables' own batch ids: a model of ``known`` whose table holds
@@ -126,46 +125,36 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
         entries = ({m: Entry("live") for m in run} if committed is None
                    else {m: Entry("absent", left_at=_next_of(version(m))) for m in known})
     new = dict(entries)
-    said = []
-
-    def history(start: int) -> str:
-        if committed is None or start > committed:
-            return "the next batch (no batch was committed before it)"
-        return f"batches {start}..{committed} of the checkpoint's history"
+    said: list[Event] = []
 
     for m in run:
         e = entries.get(m)
         if m in rebuild:
             new[m] = Entry("backfilling", start=0, drop=True)
-            said.append(f"model {m}: --full-refresh: its table is dropped and rebuilt from "
-                        + history(0))
+            said.append(ModelRebuilding(m, committed))
         elif e is None or e.state in ("absent", "retired", "parked"):
             start = 0 if e is None else e.left_at
-            what = ("is new to this checkpoint" if e is None else
-                    f"holds batches up to {start - 1} in its table (the model registry rebuilt "
-                    "from the tables)" if legacy else "is back" if
-                    e.state != "parked" else f"was parked at batch {start} ({e.error})")
+            status: Literal["new", "back", "legacy", "parked"] = (
+                "new" if e is None else "legacy" if legacy else
+                "back" if e.state != "parked" else "parked")
+            joining = functools.partial(ModelJoining, m, status, start=start, committed=committed,
+                                        next_batch=nxt,
+                                        error=e.error if e and status == "parked" else None)
             if e is not None and e.drop:
                 new[m] = Entry("backfilling", start=0, drop=True)
-                said.append(f"model {m} {what}: its rebuild goes on from "
-                            + history(0))
+                said.append(joining("rebuild"))
             elif start >= nxt:
                 new[m] = Entry("live", since=nxt)
                 if e is not None and not legacy:
-                    said.append(f"model {m} {what}; it missed no committed batch"
-                                if e.state == "parked" else f"model {m} is back; it missed "
-                                "no batch")
+                    said.append(joining("live"))
             elif m in no_backfill:
                 new[m] = Entry("live", since=nxt)
-                said.append(f"model {m} {what}: backfill=false, so it starts at batch {nxt} "
-                            f"without batches {start}..{committed}")
+                said.append(joining("no_backfill"))
             else:
                 new[m] = Entry("backfilling", start=start)
-                said.append(f"model {m} {what}: backfilling {history(start)} "
-                            "before the stream goes on")
+                said.append(joining("backfill"))
         elif e.state == "backfilling":
-            said.append(f"model {m}: its {'rebuild' if e.drop else 'backfill'} goes on "
-                        f"({history(e.start)})")
+            said.append(BackfillResumes(m, e.drop, e.start, committed))
     for m, e in entries.items():
         if m in run:
             continue
@@ -173,11 +162,10 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
         if not exists(m) and not e.drop:  # nothing to keep (or deleted by hand): forget it,
             del new[m]  # so that, back, it is new (a batch that gave no rows gives none again)
             if gone:
-                said.append(f"model {m} is retired (its SQL file is gone) and has no table")
+                said.append(ModelRetired(m, None, e.left_at))
             continue
         if e.state == "parked" and not gone:  # stays parked, and catches up when it is back
-            said.append(f"model {m} is parked since batch {e.left_at} ({e.error}) and not in "
-                        "this run")
+            said.append(ModelStaysParked(m, e.left_at, e.error))
             continue
         if e.state == "live":
             left, drop = nxt, False
@@ -188,15 +176,8 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
         else:
             left, drop = e.left_at, e.drop
         new[m] = Entry("retired" if gone else "absent", left_at=left, drop=drop)
-        held = f"batches up to {left - 1}" if left else "no batch"
-        if gone:
-            said.append(f"model {m} is retired (its SQL file is gone): its table {table(m)} is "
-                        f"left in place ({held}); delete it by hand when it is no longer needed")
-        else:
-            said.append(f"model {m} is not in this run (enabled=false or not selected): its "
-                        f"table stops at {held}; it catches up from batch {left} when it is "
-                        "back")
-    return Handover(entries=new, messages=tuple(said), next_batch=nxt, committed=committed)
+        said.append(ModelRetired(m, table(m), left) if gone else ModelAbsent(m, left))
+    return Handover(entries=new, events=tuple(said), next_batch=nxt, committed=committed)
 
 
 def _next_of(version: int | None) -> int:
@@ -206,7 +187,7 @@ def _next_of(version: int | None) -> int:
 
 def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
                      rebuild: Collection[str] = (),
-                     on_event: Callable[[str], None] = lambda m: None) -> Handover:
+                     report: Reporter = ignore) -> Handover:
     """Decide (:func:`decide`) and save the registry; say what happens to each model that
     joins, returns, is rebuilt or leaves. No table is touched yet: :func:`finish_handover`
     drops and backfills, after the schema checks (which skip :attr:`Handover.to_drop`)."""
@@ -238,15 +219,15 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
             v = None if e.drop else bp.writer.committed_version(spec(m))
             starts[m] = e.start if v is None else max(e.start, v + 1)
     check_history(project, starts, committed=committed, rebuild=handover.to_drop,
-                  on_event=on_event)
+                  report=report)
     if bp.lookups is not None and starts and committed is not None:  # the pinned versions
         edges = {s.name: s.depends_on for s in bp.plan.steps}  # the backfill joins: readable
         needed = set(starts).union(*(ancestors(m, edges) for m in starts))
         views = {v for s in bp.plan.steps if s.name in needed for v in s.lookups}
         batches = range(min(starts.values()), committed + 1)
         bp.lookups.check_pinned(batches, views)
-        for message in bp.lookups.changed_seeds(batches, views):
-            on_event(message)
+        for seed in bp.lookups.changed_seeds(batches, views):
+            report(seed)
     # Tables a joining model finds in place are its own only with proof. Whether a batch was
     # committed or not (a --full-refresh that died inside its first batch has committed none).
     joining = [m for m in run if (entries or {}).get(m, Entry("absent")).state in
@@ -264,8 +245,8 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         refuse_moved_table(bp, spec(m), first=first, query_id=query_id, committed=committed,
                            table=str(project.table_path(m)))
     check_droppable({m: project.table_path(m) for m in handover.to_drop})
-    for message in handover.messages:
-        on_event(message)
+    for event in handover.events:
+        report(event)
     save_registry(checkpoint, handover.entries)
     return handover
 
@@ -307,8 +288,7 @@ def refuse_moved_table(bp: BatchPlan, spec: SinkSpec, *, first: int, query_id: s
 
 def finish_handover(spark: SparkSession, project: Project, bp: BatchPlan, handover: Handover, *,
                     stop: threading.Event | None = None,
-                    on_event: Callable[[str], None] = lambda m: None,
-                    on_progress: Callable[[BackfillProgress], None] = lambda p: None,
+                    report: Reporter = ignore,
                     on_parked: Callable[[ParkedError], None] = lambda p: None) -> bool:
     """Drop the tables to rebuild, backfill the models the handover left ``backfilling``,
     then mark them live. A model of ``bp.park`` whose SQL fails in a backfill batch (or whose
@@ -341,8 +321,8 @@ def finish_handover(spark: SparkSession, project: Project, bp: BatchPlan, handov
         on_parked(p)
 
     if handover.committed is not None and _backfill(
-            spark, project, bp, todo, through=handover.committed, stop=stop, on_event=on_event,
-            on_progress=on_progress, on_parked=park):
+            spark, project, bp, todo, through=handover.committed, stop=stop, report=report,
+            on_parked=park):
         return True
     if handover.committed is not None:  # the ledger names the tables' new versions
         blurred = {k for b in past_batches(project, handover.committed)
@@ -370,13 +350,13 @@ def _cut(bp: BatchPlan, targets: Collection[str]) -> BatchPlan:
 
 
 def _reader(spark: SparkSession, project: Project,
-            on_event: Callable[[str], None]) -> Callable[[PastBatch], DataFrame]:
+            report: Reporter) -> Callable[[PastBatch], DataFrame]:
     from runner.sources.replay import KafkaHistory, read_files
 
     source = project.config.source
     if source.type == "files":
         return lambda batch: read_files(spark, batch)
-    return KafkaHistory(spark, source, on_loss=on_event).read
+    return KafkaHistory(spark, source, report=report).read
 
 
 @dataclass
@@ -387,8 +367,7 @@ class _Totals:
 
 
 def _backfill(spark: SparkSession, project: Project, bp: BatchPlan, todo: Mapping[str, int], *,
-              through: int, stop: threading.Event | None, on_event: Callable[[str], None],
-              on_progress: Callable[[BackfillProgress], None],
+              through: int, stop: threading.Event | None, report: Reporter,
               on_parked: Callable[[ParkedError], None]) -> bool:
     """Run the models of ``todo`` (model -> first batch) on batches up to ``through``; True
     when stopped by a signal."""
@@ -400,7 +379,7 @@ def _backfill(spark: SparkSession, project: Project, bp: BatchPlan, todo: Mappin
     if not pending:
         return False
     session = spark.newSession()  # the batches' temp views stay out of the stream's session
-    read = _reader(session, project, on_event)
+    read = _reader(session, project, report)
     batches = [b for b in past_batches(project, through) if b.batch_id >= min(pending.values())]
     models = tuple(sorted(pending))
     totals, started = _Totals(), time.perf_counter()
@@ -428,13 +407,12 @@ def _backfill(spark: SparkSession, project: Project, bp: BatchPlan, todo: Mappin
         totals.input_rows += result.input_rows
         for m, n in result.rows_by_model.items():
             totals.rows[m] = totals.rows.get(m, 0) + n
-        on_progress(BackfillProgress(tuple(targets), past.batch_id, through, result.input_rows,
-                                     result.rows_by_model, result.skipped, result.seconds))
+        report(BackfillProgress(tuple(targets), past.batch_id, through, result.input_rows,
+                                result.rows_by_model, result.skipped, result.seconds))
         if stop is not None and stop.is_set():
-            on_event(f"stop requested: backfill stopped after batch {past.batch_id}; the next "
-                     "start-up resumes it")
+            report(StopRequested("backfill", past.batch_id))
             return True
     seconds = time.perf_counter() - started
-    on_progress(BackfillProgress(models, through, through, totals.input_rows, totals.rows, (),
-                                 seconds, batches=totals.batches, done=True))
+    report(BackfillProgress(models, through, through, totals.input_rows, totals.rows, (),
+                            seconds, batches=totals.batches, done=True))
     return False

@@ -11,13 +11,22 @@ be written fails the batch (Spark replays it; every sink is then skipped).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from runner.checkpoint.ledger import Ledger, LedgerEntry, utc_now
 from runner.checkpoint.lock import MAINTENANCE, checkpoint_lock
 from runner.checkpoint.registry import load_registry
 from runner.errors import CheckpointBusyError, RunnerError
+from runner.events import (
+    BatchDone,
+    Event,
+    MaintenanceFailed,
+    MaintenanceProblem,
+    MaintenanceRan,
+    MaintenanceSkipped,
+    Reporter,
+    ignore,
+)
 from runner.failpoints import failpoint
 from runner.sinks.maintenance import MaintenanceFailure, Target, maintain_tables
 from runner.sinks.tables import versions_of
@@ -34,10 +43,10 @@ class Bookkeeper:
     """The ledger and the maintenance schedule of one ``runner stream`` run."""
 
     def __init__(self, project: Project, bp: BatchPlan, *, query_id: str,
-                 on_event: Callable[[str], None] = lambda m: None) -> None:
+                 report: Reporter = ignore) -> None:
         self.project = project
         self.query_id = query_id
-        self.on_event = on_event
+        self.report = report
         self.ledger = Ledger(project.checkpoint)
         specs = [*bp.sinks.values(), bp.dead_letter]
         self.tables = {s.model: as_location(s.path) for s in specs}
@@ -62,11 +71,17 @@ class Bookkeeper:
         self._batches = 0
         self._last = time.monotonic()
 
-    def wrap(self, on_batch: Callable[[BatchResult], None]) -> Callable[[BatchResult], None]:
-        """``on_batch`` between the batch's ledger entry and the maintenance it makes due."""
-        def both(result: BatchResult) -> None:
-            self.record(result)
-            on_batch(result)
+    def wrap(self, report: Reporter) -> Reporter:
+        """``report``, with a :class:`~runner.events.BatchDone` reported between the batch's
+        ledger entry and the maintenance it makes due."""
+        from runner.runtime.batch import BatchResult
+
+        def both(event: Event) -> None:
+            if not (isinstance(event, BatchDone) and isinstance(event.result, BatchResult)):
+                report(event)
+                return
+            self.record(event.result)
+            report(event)
             self.maintain_if_due()
         return both
 
@@ -104,23 +119,22 @@ class Bookkeeper:
         try:
             lock.acquire()
         except CheckpointBusyError:
-            self.on_event(f"maintenance skipped: another one is running ({lock.holder()})")
+            self.report(MaintenanceSkipped(lock.holder()))
             return
         try:
             report = maintain_tables(self.project, self.targets, stream_running=True,
                                      in_stream=True)
         except (RunnerError, MaintenanceFailure, OSError) as e:
-            self.on_event(f"maintenance failed (tried again at its next turn): {e}")
+            self.report(MaintenanceFailed(str(e)))
             return
         finally:
             lock.release()
             self._batches = 0
             self._last = time.monotonic()
-        self.on_event("maintenance: " + "; ".join(
-            f"{t.name} {t.files_before}->{t.files_after} files" for t in report.tables)
-            + f" ({report.seconds:.1f}s)")
+        self.report(MaintenanceRan(tuple((t.name, t.files_before, t.files_after)
+                                         for t in report.tables), report.seconds))
         for t in report.tables:
             problems = [p for p in (t.error, t.compaction if t.compaction.startswith("failed")
                                     else None) if p]
             if problems:
-                self.on_event(f"maintenance of {t.name}: {'; '.join(problems)}")
+                self.report(MaintenanceProblem(t.name, tuple(problems)))

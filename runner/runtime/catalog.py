@@ -22,8 +22,8 @@ literal), never spliced into SQL text.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -31,6 +31,7 @@ from runner.checkpoint.names import write_names
 from runner.compile.plan import Plan
 from runner.compile.relations import Relation
 from runner.errors import ConfigError
+from runner.events import BatchDone, Event, NameNotRegistered, Reporter, TableRegistered
 from runner.project.loader import Project
 from runner.sinks.tables import is_table
 from runner.spark_errors import first_line
@@ -50,8 +51,6 @@ HIVE_CLIENT_DEFAULTS: Mapping[str, str] = {
     "spark.hadoop.hive.metastore.failure.retries": "0",
     "spark.hadoop.hive.metastore.client.socket.timeout": "20s",
 }
-
-T = TypeVar("T")
 
 
 def catalog_session_conf(project: Project) -> dict[str, str]:
@@ -102,10 +101,10 @@ class Names:
     """The run's catalog names: model -> relation, and the location each must point at."""
 
     def __init__(self, spark: SparkSession, project: Project, plan: Plan, *,
-                 on_event: Callable[[str], None]) -> None:
+                 report: Reporter) -> None:
         self.spark = spark
         self.project = project
-        self.on_event = on_event
+        self.report = report
         self.relations = {s.name: s.relation for s in plan.steps if s.relation is not None}
         self.paths = {m: str(project.table_path(m)) for m in self.relations}
         self.registered: set[str] = set()
@@ -190,7 +189,7 @@ class Names:
                               else "check the metastore; the next start registers the name"
                               ) from e
         self.registered.add(model)
-        self.on_event(f"table {model} registered as {relation.dotted}")
+        self.report(TableRegistered(model, relation.dotted))
 
     def after_batch(self) -> None:
         """Register the tables the batch created (no metastore call when none was)."""
@@ -203,16 +202,17 @@ class Names:
                 self._register(model)
             except ConfigError as e:  # mid-stream: the stream goes on; the next start retries
                 self.broken = True
-                self.on_event(f"{e.message}; the stream goes on, and the next start "
-                              "registers the name")
+                self.report(NameNotRegistered(e.message))
                 return
 
-    def wrap(self, on_batch: Callable[[T], None]) -> Callable[[T], None]:
-        """``on_batch`` preceded by :meth:`after_batch`."""
+    def wrap(self, report: Reporter) -> Reporter:
+        """``report``, with a :class:`~runner.events.BatchDone` preceded by
+        :meth:`after_batch`."""
         if not self.relations:
-            return on_batch
+            return report
 
-        def wrapped(result: T) -> None:
-            self.after_batch()
-            on_batch(result)
+        def wrapped(event: Event) -> None:
+            if isinstance(event, BatchDone):
+                self.after_batch()
+            report(event)
         return wrapped

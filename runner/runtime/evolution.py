@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.compile.plan import Column, Plan, Step
 from runner.errors import ExecutionError, SinkError
+from runner.events import Reporter, SchemaChanged, ignore
 from runner.runtime.guard import checked_query
 from runner.runtime.parse import parse_schema
 from runner.sinks.base import quote_column
@@ -245,8 +246,7 @@ def _diff(step: Step, path: str, columns: Sequence[tuple[str, Any | None, str]],
                         changed=tuple(changed))
 
 
-def apply_schema_changes(changes: Iterable[SchemaChange], *,
-                         on_event: Callable[[str], None] = lambda m: None) -> None:
+def apply_schema_changes(changes: Iterable[SchemaChange], *, report: Reporter = ignore) -> None:
     """Refuse (one error for every refused model) or add the new columns to their tables.
 
     Raises:
@@ -271,17 +271,15 @@ def apply_schema_changes(changes: Iterable[SchemaChange], *,
     for c in changes:
         if c.added:
             _add_columns(c)
-            cols = ", ".join(f"{col.name} {col.type}" for col in c.added)
-            on_event(f"schema change: {c.model} gains column(s) {cols} "
-                     "(on_schema_change=append_new_columns; earlier rows read null)")
+            report(SchemaChanged(c.model, tuple((col.name, col.type) for col in c.added)))
 
 
 def check_schema_changes(steps: Iterable[Step], table_path: Callable[[str], str], *,
                          output_schemas: Mapping[str, Any] | None = None,
-                         on_event: Callable[[str], None] = lambda m: None) -> list[SchemaChange]:
+                         report: Reporter = ignore) -> list[SchemaChange]:
     """:func:`plan_schema_changes` then :func:`apply_schema_changes`; returns the changes."""
     changes = plan_schema_changes(steps, table_path, output_schemas=output_schemas)
-    apply_schema_changes(changes, on_event=on_event)
+    apply_schema_changes(changes, report=report)
     return changes
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from runner.checkpoint.identity import read_kafka_start
 from runner.errors import ConfigError
+from runner.events import KafkaStartUnknown, Reporter, ignore
 from runner.project.loader import Project
 from runner.sources.history import (
     KafkaSpan,
@@ -73,7 +74,7 @@ def _what(starts: Mapping[str, int], rebuild: Collection[str]) -> str:
 
 def check_history(project: Project, starts: Mapping[str, int], *, committed: int | None,
                   rebuild: Collection[str] = (),
-                  on_event: Callable[[str], None] = lambda m: None) -> None:
+                  report: Reporter = ignore) -> None:
     """Refuse a backfill or rebuild whose history is no longer complete.
 
     Args:
@@ -107,11 +108,14 @@ def check_history(project: Project, starts: Mapping[str, int], *, committed: int
                         "without the history: backfill=false)"
                         if not set(starts) <= set(rebuild) else ""))
         return
-    _check_kafka(project, batches, since=since, what=what, dropped=dropped, on_event=on_event)
+    _check_kafka(project, batches, since=since, what=what, dropped=dropped,
+                 report=lambda spans: report(KafkaStartUnknown(
+                     "rebuild" if set(starts) <= set(rebuild) else "backfill",
+                     tuple(sorted(starts)), tuple(f"{s.topic}[{s.partition}]" for s in spans))))
 
 
 def _check_kafka(project: Project, batches: Sequence[PastBatch], *, since: int, what: str,
-                 dropped: str, on_event: Callable[[str], None]) -> None:
+                 dropped: str, report: Callable[[Sequence[KafkaSpan]], None]) -> None:
     from runner.sources.replay import broker_watermarks, resolve_spans
 
     source = project.config.source
@@ -123,9 +127,7 @@ def _check_kafka(project: Project, batches: Sequence[PastBatch], *, since: int, 
     unknown = [s for s in todo[0].spans if s.start is None] if todo[0].first == 0 else []
     if not strict:  # the replay reports (and skips) what is gone, as the stream would
         if unknown:
-            on_event(f"{what.replace('cannot ', '')}: where batch 0 started is unknown for "
-                     f"{_partitions(unknown)}; replaying from the earliest offset the brokers "
-                     "still have (fail_on_data_loss is false)")
+            report(unknown)  # replayed from the earliest offset the brokers still have
         return
     if unknown and source.starting_offsets != "earliest":
         raise _unknown_start(what, unknown, dropped)

@@ -36,6 +36,7 @@ from runner.checkpoint.ledger import utc_now
 from runner.checkpoint.pins import Pin, Pins, SeedContent
 from runner.compile.plan import Lookup, Plan, Step
 from runner.errors import ConfigError
+from runner.events import SeedChanged
 from runner.project.config import LookupsConfig
 from runner.sinks.tables import (
     columns_at,
@@ -164,8 +165,9 @@ class Lookups:
                 seen.add((name, pin.version))
                 self._check_readable(lk, pin, batch_id)
 
-    def changed_seeds(self, batch_ids: Iterable[int], views: Collection[str]) -> list[str]:
-        """One message per seed (of ``views``) whose CSV changed since some of ``batch_ids``
+    def changed_seeds(self, batch_ids: Iterable[int], views: Collection[str]
+                      ) -> list[SeedChanged]:
+        """One event per seed (of ``views``) whose CSV changed since some of ``batch_ids``
         first ran: a backfill or rebuild of those batches joins the content each recorded
         (replays stay exact), not the edited file, and says so."""
         by_name = {lk.name: lk for lk in self.lookups if lk.view in views and lk.kind == "seed"}
@@ -175,11 +177,7 @@ class Lookups:
                 lk = by_name.get(name)
                 if lk is not None and pin.version != _seed_hash(lk):
                     stale.setdefault(name, []).append(batch_id)
-        return [f"seed {name} changed since batches {ids[0]}..{ids[-1]} first ran: they are "
-                f"computed again with the content each of them recorded (replays stay exact), "
-                f"not the edited {by_name[name].location}, which applies from the next new "
-                "batch. To apply it to past batches too, rebuild every table from the retained "
-                "history on a new checkpoint: `runner stream --full-refresh`"
+        return [SeedChanged(name, ids[0], ids[-1], str(by_name[name].location))
                 for name, ids in stale.items()]
 
     def close(self, spark: SparkSession) -> None:

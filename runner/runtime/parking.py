@@ -30,11 +30,12 @@ from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.compile.graph import descendants
 from runner.compile.plan import Plan
 from runner.errors import DuplicateKeyError, ExecutionError
+from runner.events import ModelParked
 from runner.spark_errors import bare_message, chain, first_line, java_causes
 from runner.storage.ops import Location
 
 __all__ = ["ModelFailure", "ParkedError", "error_class", "from_spark", "model_failure",
-           "park_policy", "parked_line", "parked_with", "record_parked"]
+           "park_policy", "parked_event", "parked_with", "record_parked"]
 
 
 class ModelFailure(ExecutionError):
@@ -169,9 +170,6 @@ def record_parked(checkpoint: Location, parked: Mapping[str, ParkedError]) -> No
     save_registry(checkpoint, entries)
 
 
-def parked_line(p: ParkedError) -> str:
-    """The one line the stream prints for a parked model."""
-    where = f" ({p.path})" if p.path else ""
-    return (f"model {p.model}{where} parked from batch {p.batch_id}: {p.text}; its table stays "
-            f"at its last good batch; fix the SQL and restart: it catches up from batch "
-            f"{p.batch_id}")
+def parked_event(p: ParkedError) -> ModelParked:
+    """What the stream reports for a parked model."""
+    return ModelParked(p.model, p.batch_id, p.error_class, p.text, p.path)

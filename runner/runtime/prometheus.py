@@ -19,12 +19,13 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from runner.errors import ConfigError
+from runner.events import BatchDone, Event, Reporter
 
 if TYPE_CHECKING:
     from runner.compile.plan import Plan
@@ -122,11 +123,14 @@ class StreamMetrics:
         self._last_batch = time.time()
         self.last_batch.labels(**self._source).set(self._last_batch)
 
-    def wrap(self, on_batch: Callable[[BatchResult], None]) -> Callable[[BatchResult], None]:
-        """``on_batch`` that records the batch here first."""
-        def both(result: BatchResult) -> None:
-            self.on_batch(result)
-            on_batch(result)
+    def wrap(self, report: Reporter) -> Reporter:
+        """``report``, recording each :class:`~runner.events.BatchDone` here first."""
+        from runner.runtime.batch import BatchResult
+
+        def both(event: Event) -> None:
+            if isinstance(event, BatchDone) and isinstance(event.result, BatchResult):
+                self.on_batch(event.result)
+            report(event)
         return both
 
     def on_progress(self, progress: Mapping[str, Any] | None) -> None:

@@ -9,8 +9,7 @@ the tables to rebuild, :mod:`runner.runtime.backfill`); compare each model's out
 with its existing table (``on_schema_change``, :mod:`runner.runtime.evolution`); backfill the
 models new to the checkpoint from its history; register the tables' names; start the query.
 SIGINT and SIGTERM stop it after the batch in flight (or the backfill after its batch in
-flight). Every refusal happens before the
-first batch, so nothing is written then.
+flight). Every refusal happens before the first batch, so nothing is written then.
 """
 
 from __future__ import annotations
@@ -36,15 +35,24 @@ from runner.checkpoint.runs import RunRecord
 from runner.checkpoint.spark_logs import is_committed
 from runner.compile.plan import Plan
 from runner.errors import ConfigError, ExecutionError, RunnerError, SourceError
+from runner.events import (
+    BatchDone,
+    EngineChosen,
+    FullRefreshDone,
+    PipelineStarted,
+    Reporter,
+    StopRequested,
+    ignore,
+)
 from runner.project.loader import Project
 from runner.project.schema import source_metadata_columns
-from runner.runtime.backfill import BackfillProgress, finish_handover, prepare_handover
+from runner.runtime.backfill import finish_handover, prepare_handover
 from runner.runtime.batch import BatchPlan, BatchResult, prepare, run_batch
 from runner.runtime.bookkeeping import Bookkeeper
 from runner.runtime.catalog import Names, catalog_session_conf
 from runner.runtime.evolution import check_schema_changes, model_output_schemas
 from runner.runtime.lookups import start_lookups
-from runner.runtime.parking import ParkedError, park_policy, parked_line, record_parked
+from runner.runtime.parking import ParkedError, park_policy, parked_event, record_parked
 from runner.runtime.session import session_info
 from runner.sinks import engine_choice, make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
@@ -155,19 +163,18 @@ class _Stopper:
 
 def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "processing_time"],
                trigger: str, full_refresh: bool = False, rebuild: Collection[str] = (),
-               on_batch: Callable[[BatchResult], None] = lambda r: None,
-               on_event: Callable[[str], None] = lambda m: None,
-               on_backfill: Callable[[BackfillProgress], None] = lambda p: None,
+               report: Reporter = ignore,
                on_progress: Callable[[dict[str, Any] | None], None] = lambda p: None,
                ) -> StreamSummary:
     """Run the pipeline until ``available_now`` input is done, a signal, or a failure.
 
-    ``on_progress`` gets Spark's ``StreamingQuery.lastProgress`` about twice a second while
+    ``report`` gets every event (:mod:`runner.events`: batches, backfill batches, start-up
+    notes); ``on_progress`` gets Spark's ``StreamingQuery.lastProgress`` about twice a second while
     the query runs, and once at its end (repeats included: :mod:`runner.runtime.prometheus`).
 
     Before the query starts, models new to the checkpoint (and those in ``rebuild``, whose
     tables are dropped first) are backfilled from the checkpoint's history
-    (:mod:`runner.runtime.backfill`), reported through ``on_backfill``.
+    (:mod:`runner.runtime.backfill`), each batch reported as a ``BackfillProgress``.
 
     Raises:
         ConfigError: a fresh checkpoint over tables written by another one (no --full-refresh).
@@ -203,18 +210,18 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         writer = make_writer(choice.engine, spark,
                              arrow_max_rows=project.config.delta.arrow_max_rows)
         writer.permit = lock.check
-        on_event(f"delta engine {choice.engine}: {choice.reason}"
-                 + (f"; {missing_jars_note()}" if choice.classes_missing else ""))
+        report(EngineChosen(choice.engine, choice.reason,
+                            missing_jars_note() if choice.classes_missing else None))
         if project.config.source.type == "kafka":  # unreachable, misconfigured: exit 2 now
             from runner.sources.kafka.preflight import check_brokers
 
             check_brokers(spark, project.config.source)
-        names = Names(spark, project, plan, on_event=on_event)
+        names = Names(spark, project, plan, report=report)
         names.check()  # the metastore answers, no name is taken: before anything is written
         # A pending replay must read what its first attempt read (runner.sources.same_input).
         guard = ReplayGuard(checkpoint, project.config.source)
         if not full_refresh:
-            guard.check_pending(on_event=on_event)
+            guard.check_pending(report=report)
         lookups = start_lookups(spark, checkpoint, plan, engine=choice.engine,
                                 broadcast_max_rows=project.config.lookups.broadcast_max_rows)
         if lookups is not None:
@@ -230,7 +237,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
         if full_refresh:
             for spec in [*sinks.values(), dead]:
                 writer.drop(spec)
-            on_event("full refresh: checkpoint reset, tables dropped")
+            report(FullRefreshDone())
         elif fresh:
             writer.refuse_foreign_tables(
                 [*sinks.values(), dead],
@@ -246,30 +253,29 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
 
         def park(p: ParkedError) -> None:
             parked[p.model] = p
-            on_event(parked_line(p))
+            report(parked_event(p))
 
         handover = prepare_handover(project, bp, query_id=query_id, rebuild=rebuild,
-                                    on_event=on_event)
+                                    report=report)
         tables_exist = any(is_table(project.table_path(s.name)) for s in plan.steps)
         if not full_refresh and tables_exist:  # nothing to compare on a first run
             outputs = model_output_schemas(spark, plan, project.parsed_events_columns)
             check_schema_changes([s for s in plan.steps if s.name not in handover.to_drop],
                                  lambda name: str(project.table_path(name)),
-                                 output_schemas=outputs, on_event=on_event)
+                                 output_schemas=outputs, report=report)
         if fresh:
             write_query_id(checkpoint, query_id)
         if finish_handover(spark, project, bp, handover, stop=stopper.requested,
-                           on_event=on_event, on_progress=on_backfill, on_parked=park):
+                           report=report, on_parked=park):
             return StreamSummary(stopped_by_signal=True, parked=parked)
         names.register()  # the tables that exist now (rebuilt, backfilled, from earlier runs)
-        on_event(f"pipeline {plan.project}: {len(plan.steps)} models "
-                 f"({', '.join(s.name for s in plan.steps)}), engine {writer.engine}, "
-                 f"source {project.config.source.type}, checkpoint {checkpoint}")
+        report(PipelineStarted(plan.project, tuple(s.name for s in plan.steps), writer.engine,
+                               project.config.source.type, str(checkpoint)))
         # After each batch's sinks: its ledger entry (snapshots), then maintenance when due.
-        on_batch = Bookkeeper(project, bp, query_id=query_id, on_event=on_event).wrap(on_batch)
+        on_batch = Bookkeeper(project, bp, query_id=query_id, report=report).wrap(report)
         on_batch = names.wrap(on_batch)  # names of the tables a batch creates
         return _run_query(spark, project, bp, mode=mode, trigger=trigger, stopper=stopper,
-                          on_batch=on_batch, on_event=on_event, on_progress=on_progress,
+                          on_batch=on_batch, report=report, on_progress=on_progress,
                           parked=parked, on_parked=park, guard=guard,
                           still_parked={m for m, e in handover.entries.items()
                                         if e.state == "parked"})
@@ -359,8 +365,7 @@ class _Batches:
 
 def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
                mode: Literal["available_now", "processing_time"], trigger: str,
-               stopper: _Stopper, on_batch: Callable[[BatchResult], None],
-               on_event: Callable[[str], None],
+               stopper: _Stopper, on_batch: Reporter, report: Reporter,
                on_progress: Callable[[dict[str, Any] | None], None],
                parked: dict[str, ParkedError], on_parked: Callable[[ParkedError], None],
                still_parked: set[str], guard: ReplayGuard) -> StreamSummary:
@@ -387,11 +392,11 @@ def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
             on_parked(p)
         batches.finished = batch_id
         summary.add(result)
-        on_batch(result)
+        on_batch(BatchDone(result))
 
     started = time.perf_counter()
     if stopper.requested.is_set():  # a signal during start-up: stop before the first batch
-        on_event("stop requested before the first batch")
+        report(StopRequested("before"))
         summary.stopped_by_signal = True
         return summary
     prepare(bp)  # the per-run parse expressions, once, before batch 0
@@ -414,8 +419,7 @@ def _run_query(spark: SparkSession, project: Project, bp: BatchPlan, *,
                 break  # reported below, from the batch's own error when there is one
             on_progress(query.lastProgress)
             if stopper.requested.is_set():
-                on_event("stop requested: finishing the batch in flight "
-                         "(Ctrl-C again to stop at once)")
+                report(StopRequested("in_flight"))
                 batches.drain(query, project.checkpoint)
                 query.stop()
                 summary.stopped_by_signal = True

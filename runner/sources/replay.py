@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import SourceError
+from runner.events import OffsetsSkipped, Reporter, ignore
 from runner.project.config import KafkaSource
 from runner.sources.history import KafkaSpan, PastBatch
 from runner.sources.kafka.options import KafkaSourceOptions
@@ -109,17 +110,17 @@ class KafkaHistory:
     """Reads past Kafka batches with the reader the stream uses (see the module docstring).
 
     Args:
-        on_loss: told about offsets that are gone when ``fail_on_data_loss`` is false (they
+        report: told about offsets that are gone when ``fail_on_data_loss`` is false (they
             are skipped); when it is true they raise instead.
     """
 
     def __init__(self, spark: SparkSession, source: KafkaSource, *,
-                 on_loss: Callable[[str], None] = lambda m: None) -> None:
+                 report: Reporter = ignore) -> None:
         from runner.sources.kafka.reader import spark_kafka_available
 
         self.spark = spark
         self.source = source
-        self.on_loss = on_loss
+        self.report = report
         self.spark_source = spark_kafka_available(spark)
         self.options = KafkaSourceOptions.from_source(source)
 
@@ -137,16 +138,16 @@ class KafkaHistory:
         available = KafkaStreamReader(self.options).fetch_available()
         ranges, losses = resolve_spans(batch.spans, available)
         if losses:
-            lines = "\n".join(f"  - {loss.describe()}" for loss in losses)
             if self.source.fail_on_data_loss:
+                lines = "\n".join(f"  - {loss.describe()}" for loss in losses)
                 raise SourceError(
                     f"the input of batch {batch.batch_id} is no longer complete in Kafka "
                     f"(fail_on_data_loss is true):\n{lines}",
                     hint="set fail_on_data_loss: false to backfill what is left (the missing "
                          "offsets stay missing), or give the model backfill=false to start it "
                          "at the next batch without the history")
-            self.on_loss(f"batch {batch.batch_id}: offsets no longer in Kafka, skipped "
-                         f"(fail_on_data_loss is false):\n{lines}")
+            self.report(OffsetsSkipped(batch.batch_id,
+                                       tuple(loss.describe() for loss in losses)))
         tasks = plan_ranges({(r.topic, r.partition): r.start for r in ranges},
                             {(r.topic, r.partition): r.end for r in ranges},
                             min_partitions=self.options.min_partitions,

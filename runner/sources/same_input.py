@@ -45,6 +45,7 @@ from runner.checkpoint.spark_logs import (
     source_offset,
 )
 from runner.errors import ConfigError
+from runner.events import ReplayWithoutOffsets, Reporter, ignore
 from runner.project.config import FilesSource, KafkaSource
 from runner.sources.history import KafkaSpan, file_location
 from runner.sources.kafka.plan import TP, DataLoss, Watermarks, offsets_from_json
@@ -201,7 +202,7 @@ class ReplayGuard:
             self._files = (batch_id, batch_files(self.checkpoint, batch_id))
         return self._files[1]
 
-    def check_pending(self, *, on_event: Callable[[str], None] = lambda m: None) -> int | None:
+    def check_pending(self, *, report: Reporter = ignore) -> int | None:
         """At start-up, before anything is written: refuse when the batch Spark is about to
         replay would read other input than its first attempt. Returns that batch's id (None:
         no replay pending).
@@ -216,7 +217,7 @@ class ReplayGuard:
             recorded = self.records.get(batch_id)
             self._check_files(batch_id, self.now(batch_id, recorded), recorded)
         else:
-            self._check_kafka(batch_id, on_event)
+            self._check_kafka(batch_id, report)
         return batch_id
 
     def __call__(self, batch_id: int) -> None:
@@ -260,7 +261,7 @@ class ReplayGuard:
             f"{batch_id}:\n{listed}{more}",
             hint=FILES_WAY_OUT)
 
-    def _check_kafka(self, batch_id: int, on_event: Callable[[str], None]) -> None:
+    def _check_kafka(self, batch_id: int, report: Reporter) -> None:
         assert isinstance(self.source, KafkaSource)
         spans = pending_spans(self.checkpoint, batch_id)
         if not spans:
@@ -274,12 +275,10 @@ class ReplayGuard:
         losses = kafka_losses(spans, available)
         if not losses:
             return
-        lines = "\n".join(f"  - {loss.describe()}" for loss in losses)
         if not self.source.fail_on_data_loss:
-            on_event(f"batch {batch_id} is replayed without offsets the brokers no longer hold "
-                     f"(fail_on_data_loss is false): tables that had not committed it lack "
-                     f"them\n{lines}")
+            report(ReplayWithoutOffsets(batch_id, tuple(loss.describe() for loss in losses)))
             return
+        lines = "\n".join(f"  - {loss.describe()}" for loss in losses)
         raise ConfigError(
             f"batch {batch_id} must be replayed (the last run stopped before Spark's commit "
             f"log recorded it; some tables may hold it already), but the brokers no longer "

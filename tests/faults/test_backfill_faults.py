@@ -23,6 +23,7 @@ from runner.demo import write_demo_files
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sinks.base import app_id
+from tests.support.events import results_into
 from tests.support.projects import (
     BASE_YML,
     ENDPOINT_COUNTS,
@@ -87,8 +88,9 @@ def test_sigkill_inside_between_and_after_a_backfill(tmp_path) -> None:
 
     # 1. killed right after backfill batch 1 committed: both tables hold batches 0..1
     out = _killed_run(root, "backfill.after_commit:endpoint_counts@1")
-    backfilled = [json.loads(line)["backfill"]["batch_id"] for line in out.splitlines()
-                  if line.startswith('{"backfill"')]
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    backfilled = [r["backfill"]["batch_id"] for r in records
+                  if r["type"] == "backfill_progress"]
     assert backfilled == [0]  # batch 1 committed, killed before it was reported
     assert {m: _committed(project, m) for m in NEW} == dict.fromkeys(NEW, 1)
     assert load_registry(project.checkpoint)["endpoint_counts"].state == "backfilling"
@@ -107,7 +109,7 @@ def test_sigkill_inside_between_and_after_a_backfill(tmp_path) -> None:
 
     # the restart runs batch 3 with every model; every table is exact
     batches = []
-    _run(project, on_batch=batches.append)
+    _run(project, report=results_into(batches))
     assert [b.batch_id for b in batches] == [3]
     names = ("request_logs", "error_events", "performance_metrics", DEAD, *NEW)
     expected = expected_tables(root / "incoming", names)

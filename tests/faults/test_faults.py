@@ -24,10 +24,12 @@ from runner.build import compile_project
 from runner.checkpoint.query import read_query_id
 from runner.demo import write_demo_files
 from runner.errors import ConfigError, ExecutionError
+from runner.events import Event, PipelineStarted
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sinks import app_id
 from runner.sinks.tables import read_table
+from tests.support.events import results_into
 from tests.support.projects import (
     BASE_YML,
     ENDPOINT_COUNTS,
@@ -133,7 +135,7 @@ def test_exception_between_two_sink_commits(tmp_path, armed, delta_engine) -> No
     assert partial, "the other sinks of batch 1 committed: tables are not atomic together"
     assert _commit_log(project) == {0}
     replay = []
-    _run(project, on_batch=replay.append)
+    _run(project, report=results_into(replay))
     assert [r.batch_id for r in replay] == [1]
     assert set(replay[0].skipped) == partial - {DEAD}
     assert_exactly_once(project)
@@ -152,7 +154,7 @@ def test_kill_after_a_delta_commit_before_the_commit_log(tmp_path, delta_engine)
     partial = committed(project, 1)
     assert "request_logs" in partial
     replay = []
-    _run(project, on_batch=replay.append)
+    _run(project, report=results_into(replay))
     assert [r.batch_id for r in replay] == [1]  # batch 0 is not replayed; batch 1 is, once
     assert set(replay[0].skipped) == partial - {DEAD}
     assert_exactly_once(project)
@@ -168,7 +170,7 @@ def test_failure_after_all_sinks_before_the_commit_log(tmp_path, armed, delta_en
     armed("")
     assert committed(project, 1) == {*SINKS, DEAD} and _commit_log(project) == {0}
     replay = []
-    _run(project, on_batch=replay.append)
+    _run(project, report=results_into(replay))
     assert [r.batch_id for r in replay] == [1] and set(replay[0].skipped) == set(SINKS)
     assert_exactly_once(project)
 
@@ -185,7 +187,7 @@ def test_sink_commit_succeeds_but_reports_failure(tmp_path, armed, sink, delta_e
     assert sink in committed(project, 1)  # committed, though the write "failed"
     assert _commit_log(project) == {0}
     replay = []
-    _run(project, on_batch=replay.append)
+    _run(project, report=results_into(replay))
     assert [r.batch_id for r in replay] == [1]
     if sink != DEAD:  # (the dead-letter write is not listed among the model writes)
         assert sink in replay[0].skipped
@@ -226,7 +228,7 @@ def test_model_failing_at_runtime_then_fixed(tmp_path, delta_engine) -> None:
         RATIO.format(latency="NULLIF(request.latency_ms, 0)"))
     project = load_project(project.root)
     replay = []
-    _run(project, on_batch=replay.append)
+    _run(project, report=results_into(replay))
     assert [r.batch_id for r in replay] == [1] and "latency_ratio" not in replay[0].skipped
     assert_exactly_once(project)
     ratios = Counter(r["eventId"] for r in
@@ -279,7 +281,7 @@ def test_second_instance_refused_then_kill_after_the_commit_log(tmp_path) -> Non
     assert code == 137, out
     assert _commit_log(project) == {0} and committed(project, 1) == set()
     replay = []
-    _run(project, on_batch=replay.append)  # the dead holder's lock went with it
+    _run(project, report=results_into(replay))  # the dead holder's lock went with it
     assert [r.batch_id for r in replay] == [1] and not replay[0].skipped
     assert_exactly_once(project)
 
@@ -338,12 +340,12 @@ def test_warehouse_read_only(tmp_path, delta_engine) -> None:
         _run(project)
         _feed(project)
         # Passes the start-up check, then the file system turns read-only before batch 1.
-        def turn_read_only(message: str) -> None:
-            if message.startswith("pipeline "):
+        def turn_read_only(event: Event) -> None:
+            if isinstance(event, PipelineStarted):
                 _remount(project.warehouse, "ro")
 
         with pytest.raises(ExecutionError) as failed:
-            _run(project, on_event=turn_read_only)
+            _run(project, report=turn_read_only)
         message = str(failed.value)
         assert "batch 1" in message and "wh/" in message, message
         # delta-rs says "Read-only file system"; Spark's Parquet writer (staged appends) says
@@ -353,7 +355,7 @@ def test_warehouse_read_only(tmp_path, delta_engine) -> None:
 
         _remount(project.warehouse, "rw")
         replay = []
-        _run(project, on_batch=replay.append)
+        _run(project, report=results_into(replay))
         assert [r.batch_id for r in replay] == [1] and not replay[0].skipped
         assert_exactly_once(project)
     finally:

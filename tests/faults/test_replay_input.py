@@ -22,12 +22,14 @@ from runner.build import compile_project
 from runner.checkpoint.inputs import InputRecords
 from runner.demo import write_demo_files
 from runner.errors import ConfigError, ExecutionError
+from runner.events import Event, ReplayWithoutOffsets
 from runner.project.config import KafkaSource
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sources.kafka.plan import Watermarks
 from runner.sources.same_input import ReplayGuard, stat_files
 from tests.faults.test_faults import SINKS, YML, _reap, assert_exactly_once, committed
+from tests.support.events import results_into
 from tests.support.projects import ENDPOINT_COUNTS, EXAMPLE_FILES, write_project
 from tests.support.reference import DEAD
 
@@ -91,9 +93,8 @@ def test_replay_refused_when_its_input_changed(tmp_path, armed, delta_engine, ho
     path = _half_committed(project, armed)
     before = _state(project)
     data = _damage(path, how)
-    events: list[str] = []
     with pytest.raises(ConfigError) as refused:  # before the rule: exit 0, endpoint_counts short
-        _run(project, on_event=events.append)
+        _run(project)
     message = str(refused.value)
     assert "batch 1 must be replayed" in message and path.name in message, message
     assert WHAT[how] in message, message
@@ -102,7 +103,7 @@ def test_replay_refused_when_its_input_changed(tmp_path, armed, delta_engine, ho
     assert _state(project) == before  # nothing written
     path.write_bytes(data)  # the way out: put it back (a new modification time, same bytes)
     replay = []
-    _run(project, on_batch=replay.append)
+    _run(project, report=results_into(replay))
     assert [r.batch_id for r in replay] == [1]
     assert set(replay[0].skipped) == set(SINKS) - {"endpoint_counts"}
     assert_exactly_once(project)
@@ -205,11 +206,13 @@ def test_guard_refuses_a_kafka_replay_whose_offsets_are_gone(tmp_path, strict) -
     assert ReplayGuard(cp, source, watermarks=lambda: kept).check_pending() == 1
     gone = {("events", 0): Watermarks(12, 30), ("events", 1): Watermarks(5, 20)}
     guard = ReplayGuard(cp, source, watermarks=lambda: gone)
-    events: list[str] = []
+    events: list[Event] = []
     if strict:
         with pytest.raises(ConfigError, match=r"batch 1 must be replayed(.|\n)*partition 0: "
                                               r"offsets 10\.\.11 are no longer available"):
-            guard.check_pending(on_event=events.append)
+            guard.check_pending(report=events.append)
     else:  # the documented way out: replay what is left, said out loud
-        assert guard.check_pending(on_event=events.append) == 1
-        assert "batch 1 is replayed without offsets" in events[0]
+        assert guard.check_pending(report=events.append) == 1
+        [said] = events
+        assert isinstance(said, ReplayWithoutOffsets) and said.batch_id == 1
+        assert "partition 0: offsets 10..11 are no longer available" in said.losses[0]

@@ -29,6 +29,7 @@ from runner.sources import same_input
 from runner.sources.same_input import ReplayGuard
 from tests.faults.test_faults import SINKS, assert_exactly_once, committed
 from tests.faults.test_replay_input import _files_checkpoint, _project, _run
+from tests.support.events import results_into
 from tests.support.reference import DEAD
 
 OLD, NEW = 64 * 1024, 4 * 1024  # the sample sizes of the two runner versions the bench mixed
@@ -117,7 +118,7 @@ def test_the_bench_step_a_crash_then_a_restart_by_another_runner(tmp_path, armed
     assert InputRecords(project.checkpoint).get(1) is not None  # recorded before it died
     monkeypatch.setattr(same_input, "SAMPLE_BYTES", NEW)
     replay: list = []
-    _run(project, on_batch=replay.append)  # before the fix: ConfigError, "was rewritten"
+    _run(project, report=results_into(replay))  # before the fix: ConfigError, "was rewritten"
     assert [r.batch_id for r in replay] == [1]
     assert set(committed(project, 1)) >= {*SINKS, DEAD}
     assert_exactly_once(project)

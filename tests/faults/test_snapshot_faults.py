@@ -17,6 +17,7 @@ from tests.faults.test_faults import (
     _run,
     assert_exactly_once,
 )
+from tests.support.events import results_into
 
 pytestmark = pytest.mark.spark
 
@@ -50,7 +51,7 @@ def test_a_crash_between_the_ledger_entry_and_the_commit_log(tmp_path, armed, de
     assert entry is not None and _commit_log(project) == {0}
     _cut_is_consistent(project, 1)  # readers already get batch 1: it is complete
     replay = []
-    _run(project, on_batch=replay.append)
+    _run(project, report=results_into(replay))
     assert [r.batch_id for r in replay] == [1] and set(replay[0].skipped) == set(SINKS)
     assert ledger.get(1) == entry  # the replay kept the entry: no second, different one
     _cut_is_consistent(project, 1)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
+from runner.events import ModelJoining
 from tests.kafka.test_stream_kafka import (
     EVENT_OFFSETS,
     Topic,
@@ -19,6 +20,7 @@ from tests.kafka.test_stream_kafka import (
     _project,
     _run,
 )
+from tests.support.events import Recorder
 from tests.support.projects import ENDPOINT_COUNTS
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -48,13 +50,14 @@ def test_new_models_backfilled_from_the_topic(bootstrap: str, reader: str, engin
                        models={"models/event_offsets.sql": EVENT_OFFSETS,
                                "models/endpoint_counts.sql": ENDPOINT_COUNTS},
                        reader=reader, engine=engine)
-    events, progress = [], []
-    summary, batches = _run(project, on_event=events.append, on_backfill=progress.append)
+    events = Recorder()
+    summary, batches = _run(project, report=events)
+    progress = events.backfill
     assert summary.batches == 0
     assert [(p.batch_id, p.input_rows) for p in progress if not p.done] == [
         (0, 120), (1, 120), (2, 60)]
-    assert any("model event_offsets is new to this checkpoint: backfilling batches 0..2" in e
-               for e in events)
+    assert ModelJoining("event_offsets", "new", "backfill", start=0, committed=2,
+                        next_batch=3) in events
     assert {n: DeltaTable(str(project.table_path(n))).version() for n in LIVE} == versions
     _check_tables(project, topic, merge=True)
     # Each backfilled row carries its original batch id: with the dead letters (written by
@@ -100,8 +103,9 @@ def test_backfill_past_sparks_retention_keeps_each_batch_id(bootstrap: str, read
     project = _project(tmp_path / "p", topic, source_extra="  max_offsets_per_trigger: 60\n",
                        models={"models/event_offsets.sql": EVENT_OFFSETS}, reader=reader,
                        engine=engine, spark_extra=spark_conf)
-    progress: list[Any] = []
-    _run(project, on_backfill=progress.append)
+    events = Recorder()
+    _run(project, report=events)
+    progress = events.backfill
     assert [(p.batch_id, p.input_rows) for p in progress if not p.done] == [
         (b, 60) for b in range(6)]
     assert _per_batch_partitions(project) == {b: Counter({0: 20, 1: 20, 2: 20})

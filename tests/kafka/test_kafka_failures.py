@@ -22,6 +22,7 @@ import pytest
 
 from runner.build import compile_project
 from runner.errors import ConfigError, ExecutionError
+from runner.events import BatchDone
 from runner.project.loader import Project, load_project
 from runner.runtime.stream import run_stream
 from tests.kafka.test_stream_kafka import EVENT_OFFSETS, Topic, _check_tables, _project, _run
@@ -196,7 +197,8 @@ def test_broker_lost_mid_stream_stops_clearly_within_the_timeout(tmp_path: Path,
         def stream() -> None:
             try:
                 run_stream(project, compile_project(project).plan, mode="processing_time",
-                           trigger="1 second", on_batch=lambda r: committed.set())
+                           trigger="1 second",
+                           report=lambda e: committed.set() if isinstance(e, BatchDone) else None)
             except BaseException as e:  # noqa: BLE001 - handed to the test's thread
                 failure.append(e)
 

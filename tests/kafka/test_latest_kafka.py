@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from runner.checkpoint.identity import KAFKA_START_FILE, read_kafka_start
+from runner.events import ModelJoining
 from runner.project.loader import Project, load_project
 from tests.faults.test_faults import _reap, _spawn
 from tests.kafka.test_stream_kafka import (
@@ -33,6 +34,7 @@ from tests.kafka.test_stream_kafka import (
     _project,
     _run,
 )
+from tests.support.events import Recorder
 from tests.support.projects import ENDPOINT_COUNTS
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -85,9 +87,9 @@ def test_latest_is_resolved_once_and_batch_0_replayed_from_there(
     # offset: it gets batch 0's records and none of the 60 from before the first start.
     project = _latest(root, topic, delta_engine,
                       {**OFFSETS, "models/endpoint_counts.sql": ENDPOINT_COUNTS})
-    events: list[str] = []
-    summary, _ = _run(project, on_event=events.append)
+    events = Recorder()
+    summary, _ = _run(project, report=events)
     assert summary.batches == 0
-    assert any("endpoint_counts is new to this checkpoint: backfilling batches 0..1" in e
-               for e in events), events
+    assert ModelJoining("endpoint_counts", "new", "backfill", start=0, committed=1,
+                        next_batch=2) in events, events
     _check_tables(project, since_start, merge=True)

@@ -29,6 +29,7 @@ from runner.runtime.batch import BatchResult
 from runner.runtime.stream import StreamSummary, run_stream
 from runner.sinks.tables import read_table
 from tests.support.brokers import create_topic, produce
+from tests.support.events import Recorder
 from tests.support.projects import ENDPOINT_COUNTS, EVENT_SCHEMA, EXAMPLE_FILES, write_project
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -110,11 +111,12 @@ vars:
     return load_project(root)
 
 
-def _run(project: Project, **kw: Any) -> tuple[StreamSummary, list[BatchResult]]:
-    batches: list[BatchResult] = []
+def _run(project: Project, report: Recorder | None = None,
+         **kw: Any) -> tuple[StreamSummary, list[BatchResult]]:
+    events = Recorder() if report is None else report
     summary = run_stream(project, compile_project(project).plan, mode="available_now",
-                         trigger="1 second", on_batch=batches.append, **kw)
-    return summary, batches
+                         trigger="1 second", report=events, **kw)
+    return summary, events.batches
 
 
 def _rows(project: Project, name: str) -> list[dict[str, Any]]:

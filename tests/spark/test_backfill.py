@@ -17,11 +17,13 @@ from runner.build import compile_project
 from runner.checkpoint.registry import load_registry
 from runner.demo import write_demo_files
 from runner.errors import ExecutionError, SourceError
+from runner.events import ModelJoining, ModelRebuilding, ModelRetired
 from runner.failpoints import FailpointError
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sinks.base import batch_id_of_commit
 from runner.sinks.tables import read_table
+from tests.support.events import Recorder
 from tests.support.projects import (
     BASE_YML,
     ENDPOINT_COUNTS,
@@ -87,9 +89,9 @@ def test_new_models_are_backfilled_then_join_the_stream(tmp_path, delta_engine) 
         {{ config(backfill=false) }}
         SELECT eventId FROM parsed_events
     """})
-    events, progress, batches = [], [], []
-    summary = _run(project, on_event=events.append, on_backfill=progress.append,
-                   on_batch=batches.append)
+    events = Recorder()
+    summary = _run(project, report=events)
+    progress, batches = events.backfill, events.batches
     # No new input: only the backfill ran, one batch per original batch, nothing else written.
     assert summary.batches == 0 and not batches
     assert [(p.batch_id, p.done) for p in progress] == [(0, False), (1, False), (2, False),
@@ -98,9 +100,11 @@ def test_new_models_are_backfilled_then_join_the_stream(tmp_path, delta_engine) 
     assert progress[-1].rows_by_model["endpoint_counts"] > 0
     assert _versions(project) == before
     assert not project.table_path("late").exists()
-    text = "\n".join(events)
-    assert "model endpoint_counts is new to this checkpoint: backfilling batches 0..2" in text
-    assert "model late is new to this checkpoint: backfill=false, so it starts at batch 3" in text
+    joining = {e.model: e for e in events.of(ModelJoining)}
+    assert joining["endpoint_counts"] == ModelJoining(
+        "endpoint_counts", "new", "backfill", start=0, committed=2, next_batch=3)
+    assert (joining["late"].status, joining["late"].action, joining["late"].next_batch) == \
+        ("new", "no_backfill", 3)
     assert_exact(project, LIVE + NEW)
     # Batches carry their original ids: the merge committed 0, 1 and 2 (one merge each).
     history = DeltaTable(str(project.table_path("endpoint_counts"))).history()
@@ -109,9 +113,9 @@ def test_new_models_are_backfilled_then_join_the_stream(tmp_path, delta_engine) 
 
     # The stream goes on with every model from the next batch; late has that batch only.
     _feed(project.root)
-    progress.clear()
-    summary = _run(project, on_backfill=progress.append, on_batch=batches.append)
-    assert [b.batch_id for b in batches] == [3] and not progress
+    events = Recorder()
+    summary = _run(project, report=events)
+    assert [b.batch_id for b in events.batches] == [3] and not events.backfill
     assert_exact(project, LIVE + NEW)
     assert len(read_table(str(project.table_path("late")))) == 200 - 5
     assert {m: e.state for m, e in load_registry(project.checkpoint).items()} == \
@@ -128,10 +132,9 @@ def test_new_models_are_backfilled_then_join_the_stream(tmp_path, delta_engine) 
                                              "endpoint_counts"):
         _run(project)
     before = _versions(project, LIVE + ("slow_requests", "late"))
-    events.clear()
-    _run(project, rebuild=["endpoint_counts"], on_event=events.append)
-    assert any("endpoint_counts: --full-refresh: its table is dropped and rebuilt from "
-               "batches 0..3" in e for e in events)
+    events = Recorder()
+    _run(project, rebuild=["endpoint_counts"], report=events)
+    assert ModelRebuilding("endpoint_counts", committed=3) in events
     assert _versions(project, LIVE + ("slow_requests", "late")) == before
     table = DeltaTable(str(project.table_path("endpoint_counts")))
     history = table.history()
@@ -151,10 +154,12 @@ def test_new_models_are_backfilled_then_join_the_stream(tmp_path, delta_engine) 
     (project.root / "models" / "slow_requests.sql").unlink()
     project = load_project(project.root)
     _feed(project.root)
-    events.clear()
+    events = Recorder()
     frozen = _versions(project, ("slow_requests",))
-    _run(project, on_event=events.append)
-    assert any("model slow_requests is retired" in e and "left in place" in e for e in events)
+    _run(project, report=events)
+    [retired] = events.of(ModelRetired)
+    assert (retired.model, retired.table) == \
+        ("slow_requests", str(project.table_path("slow_requests")))
     assert _versions(project, ("slow_requests",)) == frozen
     assert_exact(project, LIVE + ("endpoint_counts",))
 
@@ -165,11 +170,12 @@ def test_new_models_are_backfilled_then_join_the_stream(tmp_path, delta_engine) 
     project.table_path("late").rename(project.table_path("late_v2"))
     project = load_project(project.root)
     _feed(project.root)
-    events.clear()
-    _run(project, on_event=events.append, on_backfill=progress.append)
-    assert any("model late_v2 is new to this checkpoint: backfill=false" in e for e in events)
-    assert any("model late is retired (its SQL file is gone) and has no table" in e
-               for e in events)  # its table moved away: forgotten
+    events = Recorder()
+    _run(project, report=events)
+    assert [(e.model, e.status, e.action) for e in events.of(ModelJoining)] == \
+        [("late_v2", "new", "no_backfill")]
+    # its table moved away: forgotten
+    assert ("late", None) in [(e.model, e.table) for e in events.of(ModelRetired)]
     assert len(read_table(str(project.table_path("late_v2")))) == rows + 195
     assert "late" not in load_registry(project.checkpoint)
 
@@ -196,8 +202,9 @@ def test_a_backfill_cut_short_anywhere_resumes_exactly(tmp_path, armed, engine, 
         with pytest.raises((FailpointError, ExecutionError), match=point.split("@")[0]):
             _run(project, rebuild=NEW if i else ())
         armed("")
-        progress = []
-        _run(project, on_backfill=progress.append)
+        events = Recorder()
+        _run(project, report=events)
+        progress = events.backfill
         done = [p for p in progress if p.done]
         if point.startswith(("sink.", "backfill.after_commit")):  # resumed after the commit
             assert min(p.batch_id for p in progress) >= 1 and done, point

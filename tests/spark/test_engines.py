@@ -22,6 +22,7 @@ from runner.errors import ExecutionError
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sinks.base import APP_ID_KEY, BATCH_ID_KEY, app_id
+from tests.support.events import results_into
 from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, write_project
 from tests.support.reference import DEAD, actual_tables, expected_tables
 
@@ -65,7 +66,7 @@ def _switch(project, engine: str):
 def _run(project, **kw):
     batches: list = []
     run_stream(project, compile_project(project).plan, mode="available_now",
-               trigger="1 second", on_batch=batches.append, **kw)
+               trigger="1 second", report=results_into(batches), **kw)
     return batches
 
 

@@ -19,6 +19,7 @@ from runner.build import compile_project
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sinks.tables import read_table
+from tests.support.events import results_into
 from tests.support.projects import BASE_YML, EXAMPLE_FILES, write_project
 
 pytestmark = pytest.mark.spark
@@ -108,7 +109,8 @@ def _run_cases(tmp_path: Path, cases: dict[str, tuple[bytes, str]], engine: str)
     _write(project.root / "incoming", "hostile.json", lines)
     plan = compile_project(project).plan
     batches = []
-    run_stream(project, plan, mode="available_now", trigger="1 second", on_batch=batches.append)
+    run_stream(project, plan, mode="available_now", trigger="1 second",
+               report=results_into(batches))
     assert len(batches) == 1
     dead = read_table(str(project.table_path("_dead_letter"))).to_pylist()
     logs = read_table(str(project.table_path("request_logs"))).to_pylist()

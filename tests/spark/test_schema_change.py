@@ -18,10 +18,12 @@ import pytest
 from runner.build import compile_project
 from runner.compile.plan import Column, Step
 from runner.errors import ExecutionError
+from runner.events import SchemaChanged
 from runner.project.loader import load_project
 from runner.runtime.evolution import plan_schema_changes
 from runner.runtime.stream import run_stream
 from runner.sinks.tables import read_table
+from tests.support.events import Recorder, results_into
 from tests.support.projects import BASE_YML, EVENT_SCHEMA, EXAMPLE_FILES, write_project
 
 pytestmark = pytest.mark.spark
@@ -87,7 +89,7 @@ def test_new_fields_ignored_until_declared_new_model_starts_next_batch(tmp_path,
     """}, yml=yml, engine=delta_engine)
     _event_file(project, "b.json", _events("b", 3, experiment={"arm": "a"}))
     batches = []
-    _run(project, on_batch=batches.append)
+    _run(project, report=results_into(batches))
     assert [b.batch_id for b in batches] == [1]
     arms = _rows(project, "experiment_arms")
     assert sorted((r["eventId"], r["arm"]) for r in arms) == [("b0", "a"), ("b1", "a"),
@@ -153,9 +155,9 @@ def test_gained_column_refused_by_default_then_appended(tmp_path, delta_engine) 
     appended = gained.replace("{{ config(materialized='append', tags=['requests']) }}", config)
     assert appended != gained
     project = _project(root, {"models/request_logs.sql": appended}, engine=delta_engine)
-    events = []
-    _run(project, on_event=events.append)
-    assert any("request_logs gains column(s) method STRING" in e for e in events), events
+    events = Recorder()
+    _run(project, report=events)
+    assert SchemaChanged("request_logs", (("method", "STRING"),)) in events, events
     rows = {r["eventId"]: r for r in _rows(project, "request_logs")}
     assert len(rows) == 5
     assert [rows[f"a{i}"]["method"] for i in range(3)] == [None] * 3  # written before

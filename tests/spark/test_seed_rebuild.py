@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from runner.build import compile_project
+from runner.events import SeedChanged
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sinks.tables import read_table
+from tests.support.events import Recorder
 from tests.support.projects import BASE_YML, write_project
 
 pytestmark = pytest.mark.spark
@@ -34,11 +36,11 @@ def _feed(root: Path, n: int) -> None:
     (root / "incoming" / f"part-{n:03d}.json").write_text("\n".join(lines) + "\n")
 
 
-def _run(root: Path, **kw) -> list[str]:
-    events: list[str] = []
+def _run(root: Path, **kw) -> Recorder:
+    events = Recorder()
     project = load_project(root)
     run_stream(project, compile_project(project).plan, mode="available_now",
-               trigger="1 second", on_event=events.append, **kw)
+               trigger="1 second", report=events, **kw)
     return events
 
 
@@ -58,16 +60,16 @@ def test_a_rebuild_after_a_seed_edit_says_it_joins_the_recorded_content(tmp_path
     (root / "incoming").mkdir()
     for n in range(2):
         _feed(root, n)
-    assert not any("seed owners changed" in e for e in _run(root))
+    assert not _run(root).of(SeedChanged)
     assert _teams(root) == {0: {"search"}, 1: {"search"}}
 
     (root / "seeds" / "owners.csv").write_text("endpoint,team\n/a,discovery\n")
     events = _run(root, rebuild=("enriched",))
-    said = [e for e in events if "seed owners changed" in e]
+    said = events.of(SeedChanged)
     assert len(said) == 1, events
-    assert "batches 0..1" in said[0] and "runner stream --full-refresh" in said[0]
+    assert (said[0].seed, said[0].first_batch, said[0].last_batch) == ("owners", 0, 1)
     assert _teams(root) == {0: {"search"}, 1: {"search"}}  # the recorded content, exactly
 
     _feed(root, 2)
-    assert not any("seed owners changed" in e for e in _run(root))  # no rebuild: nothing said
+    assert not _run(root).of(SeedChanged)  # no rebuild: nothing said
     assert _teams(root) == {0: {"search"}, 1: {"search"}, 2: {"discovery"}}

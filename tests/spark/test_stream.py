@@ -16,6 +16,7 @@ from runner.errors import ConfigError, ExecutionError
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sinks.tables import read_table
+from tests.support.events import results_into
 from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, write_project
 from tests.support.reference import DEAD, actual_tables, expected_tables
 
@@ -71,7 +72,7 @@ def test_end_to_end_values_rerun_and_incremental(tmp_path, delta_engine) -> None
     project = _project(tmp_path, engine=delta_engine)
     write_demo_files(project.root / "incoming", events=3000, files=2, poison_every=500)
     batches = []
-    summary = _run(project, on_batch=batches.append)
+    summary = _run(project, report=results_into(batches))
     assert summary.batches == 1 and summary.input_rows == 3000
     _check_tables(project)
     # values and types survive the trip: instants in UTC, nested fields flattened
@@ -116,7 +117,7 @@ def test_failure_between_sinks_then_restart_is_exactly_once(tmp_path, armed, del
         _run(project)
     armed("")
     replay = []
-    _run(project, on_batch=replay.append)
+    _run(project, report=results_into(replay))
     assert [r.batch_id for r in replay] == [1]
     assert "endpoint_counts" in replay[0].skipped
     _check_tables(project, merge=True)
@@ -171,7 +172,7 @@ def test_expectations_drop_quarantine_and_fail_in_the_stream(tmp_path, delta_eng
     """}, engine=delta_engine)
     write_demo_files(project.root / "incoming", events=1500, files=1, poison_every=0)
     results = []
-    _run(project, on_batch=results.append)
+    _run(project, report=results_into(results))
     events = [json.loads(line) for line in _lines(project)]
     search = {e["eventId"] for e in events if e["request"]["endpoint"] == "/search"}
     slow = {e["eventId"] for e in events if e["request"]["latency_ms"] >= 2000} - search

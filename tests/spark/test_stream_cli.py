@@ -56,5 +56,20 @@ def test_sigterm_stops_after_the_batch_in_flight(tmp_path) -> None:
     docs = lines + [json.loads(line) for line in out.splitlines() if line.strip()]
     summary = docs[-1]["summary"]
     assert summary["stopped_by_signal"] is True and summary["input_rows"] == 2000
+    # Every line is one typed event (docs/COMMANDS.md#progress-json), the summary last.
+    types = [d["type"] for d in docs]
+    assert types[0] == "engine_chosen" and types[-1] == "summary", types
+    assert {"pipeline_started", "batch_done", "stop_requested"} <= set(types), types
+    [started] = [d for d in docs if d["type"] == "pipeline_started"]
+    assert (sorted(started["models"]), started["source"], started["engine"]) == (sorted(
+        Path(f).stem for f in MODELS if f.startswith("models/") and f.endswith(".sql")),
+        "files", "rs"), started
+    assert started["event"].startswith(f"pipeline {started['project']}: ")
+    [stop] = [d for d in docs if d["type"] == "stop_requested"]
+    assert stop["at"] == "in_flight"
+    batches = [d for d in docs if d["type"] == "batch_done"]
+    assert sum(b["input_rows"] for b in batches) == 2000
+    assert set(batches[0]) >= {"batch_id", "input_rows", "dead_letters", "rows", "skipped",
+                               "expectations", "parked", "seconds"}
     assert "Traceback" not in err
     assert read_table(str(root / "wh/request_logs")).num_rows == 2000

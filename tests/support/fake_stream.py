@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from runner.checkpoint.query import new_query_id, read_query_id, write_query_id
+from runner.events import Event
 from runner.project.loader import Project, load_project
 from runner.runtime.bookkeeping import Bookkeeper
 from runner.sinks import RsWriter, SinkSpec
@@ -44,7 +45,7 @@ class FakeStream:
     """Writes batches like ``runner stream``'s sinks would, and keeps the expected tables."""
 
     project: Project
-    events: list[str] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
     expected: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -66,7 +67,7 @@ class FakeStream:
         self.writer = RsWriter()
         plan = SimpleNamespace(sinks=self.sinks, dead_letter=self.dead)
         self.keeper = Bookkeeper(self.project, plan, query_id=self.query_id,  # type: ignore
-                                 on_event=self.events.append)
+                                 report=self.events.append)
         self.totals: dict[str, int] = {}
 
     def batch(self, batch_id: int, *, requests: Iterable[str] = ("/a", "/b"),

@@ -13,6 +13,7 @@ from runner.checkpoint.kafka_offsets import KAFKA_OFFSETS_DIR, keep_offsets, kep
 from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.checkpoint.spark_logs import kafka_start_offsets, last_committed
 from runner.errors import ExecutionError
+from runner.events import ModelAbsent, ModelJoining, ModelRebuilding, ModelRetired
 from runner.runtime.backfill import decide
 from runner.sources.history import (
     KafkaSpan,
@@ -161,12 +162,13 @@ def test_decide_new_rebuild_no_backfill_and_fresh() -> None:
     assert h.entries["b"] == Entry("backfilling", start=0, drop=True)
     assert h.entries["d"] == Entry("live", since=5)
     assert h.to_drop == ["b"] and h.next_batch == 5
-    text = "\n".join(h.messages)
-    assert "model c is new to this checkpoint: backfilling batches 0..4" in text
-    assert "model d is new to this checkpoint: backfill=false, so it starts at batch 5" in text
+    joining = {e.model: e for e in h.events if isinstance(e, ModelJoining)}
+    assert (joining["c"].status, joining["c"].action, joining["c"].start) == ("new", "backfill", 0)
+    assert (joining["d"].action, joining["d"].next_batch) == ("no_backfill", 5)
+    assert ModelRebuilding("b", committed=4) in h.events
     # a fresh checkpoint: every model is live from batch 0, nothing said
     fresh = decide(entries=None, run=["a", "b"], files={"a", "b"}, committed=None)
-    assert fresh.entries == {"a": Entry("live"), "b": Entry("live")} and not fresh.messages
+    assert fresh.entries == {"a": Entry("live"), "b": Entry("live")} and not fresh.events
 
 
 def test_decide_retired_absent_and_back() -> None:
@@ -175,12 +177,14 @@ def test_decide_retired_absent_and_back() -> None:
                table=lambda m: f"wh/{m}")
     assert h.entries["gone"] == Entry("retired", left_at=7)
     assert h.entries["off"] == Entry("absent", left_at=7)
-    assert any("model gone is retired" in m and "wh/gone" in m for m in h.messages)
+    assert ModelRetired("gone", table="wh/gone", left_at=7) in h.events
+    assert ModelAbsent("off", left_at=7) in h.events
     # later: both come back and catch up on what they missed, not more
     back = decide(entries=h.entries, run=["a", "gone", "off"], files={"a", "gone", "off"},
                   committed=9)
     assert back.entries["gone"] == Entry("backfilling", start=7)
-    assert any("model off is back: backfilling batches 7..9" in m for m in back.messages)
+    assert ModelJoining("off", "back", "backfill", start=7, committed=9, next_batch=10,
+                        error=None) in back.events
     # a retired model whose table is gone is forgotten: back, it is new
     forgot = decide(entries=h.entries, run=["a"], files={"a", "off"}, committed=6,
                     exists=lambda m: m != "gone")
@@ -257,17 +261,19 @@ def test_full_refresh_with_select_rebuilds_the_selection_and_runs_every_model(
 def test_backfill_progress_as_text_and_json() -> None:
     import io
 
-    from runner.console import Console, backfill_doc
+    from runner.console import Console, event_doc
     from runner.runtime.backfill import BackfillProgress
 
     step = BackfillProgress(("m",), 3, 9, 1200, {"m": 40}, (), 0.5)
     done = BackfillProgress(("m",), 9, 9, 12000, {"m": 400}, (), 5.25, batches=10, done=True)
     out = io.StringIO()
-    Console(out=out).backfill(step)
-    Console(out=out).backfill(done)
+    Console(out=out).event(step)
+    Console(out=out).event(done)
     assert out.getvalue().splitlines() == [
         "backfill batch 3/9: in 1,200  m 40  (0.50s)",
         "backfill done: m: 10 batches through 9, 12,000 records read, rows written: m 400 (5.2s)"]
-    doc = backfill_doc(done)["backfill"]
+    record = event_doc(done)
+    assert record["type"] == "backfill_progress"
+    doc = record["backfill"]
     assert (doc["models"], doc["input_rows"], doc["rows"], doc["done"], doc["seconds"]) == \
         (["m"], 12000, {"m": 400}, True, 5.25)

@@ -18,6 +18,7 @@ from runner.checkpoint.lock import MAINTENANCE, CheckpointLock
 from runner.cli import cli
 from runner.console import plural
 from runner.errors import ExecutionError
+from runner.events import MaintenanceFailed, MaintenanceRan, MaintenanceSkipped
 from runner.ops.maintain import maintain, report_lines
 from runner.sinks.maintenance import data_files_on_disk, needed_versions, prune_staging
 from tests.support.fake_stream import APPENDS, DEAD, FakeStream, make_project, read
@@ -102,7 +103,7 @@ def test_one_maintenance_at_a_time(tmp_path) -> None:
         with pytest.raises(ExecutionError, match="another maintenance .* is running"):
             maintain(s.project, wait=0.3)
         s.keeper.maintain()  # the stream skips its turn instead of waiting
-        assert any("maintenance skipped" in e for e in s.events)
+        assert any(isinstance(e, MaintenanceSkipped) for e in s.events)
     finally:
         other.release()
 
@@ -112,7 +113,7 @@ def test_scheduled_maintenance_runs_between_batches(tmp_path) -> None:
         tmp_path / "proj", maintenance="maintenance:\n  every_batches: 3\n  keep_batches: 2\n"))
     for n in range(7):
         s.batch(n, dead=1)
-    runs = [e for e in s.events if e.startswith("maintenance:")]
+    runs = [e for e in s.events if isinstance(e, MaintenanceRan)]
     assert len(runs) == 2, s.events
     assert Ledger(s.project.checkpoint).batch_ids()[0] >= 4
     snap = runner.snapshot(s.project.root)
@@ -170,8 +171,8 @@ def test_a_failing_maintenance_never_fails_the_stream(tmp_path, monkeypatch) -> 
                                 maintenance="maintenance:\n  every_batches: 2\n"))
     for n in range(4):
         s.batch(n)
-    failures = [e for e in s.events if e.startswith("maintenance failed")]
-    assert len(failures) == 2 and "No space left on device" in failures[0]
+    failures = [e for e in s.events if isinstance(e, MaintenanceFailed)]
+    assert len(failures) == 2 and "No space left on device" in failures[0].error
     assert Ledger(s.project.checkpoint).batch_ids() == [0, 1, 2, 3]
     _assert_tables_exact(s)
 

@@ -11,9 +11,10 @@ import pytest
 from runner.checkpoint.registry import REGISTRY_FILE, Entry, load_registry, save_registry
 from runner.compile.plan import Plan, Step
 from runner.errors import ConfigError
+from runner.events import ModelJoining, ModelParked
 from runner.project.config import ModelConfig, parse_project_config
 from runner.runtime.backfill import decide
-from runner.runtime.parking import ParkedError, park_policy, parked_line, parked_with
+from runner.runtime.parking import ParkedError, park_policy, parked_event, parked_with
 
 SCHEMA = "eventId STRING"
 
@@ -50,7 +51,8 @@ def test_descendants_are_parked_with_the_failing_model() -> None:
     # b failed too (it reads a): its failure is a's
     both = parked_with(plan, {"a": own, "b": ParkedError("b", 3, "X", "x", "models/b.sql")})
     assert both["b"].ancestor == "a"
-    assert "model a (models/a.sql) parked from batch 3: [DIVIDE_BY_ZERO]" in parked_line(own)
+    assert parked_event(own) == ModelParked("a", 3, "DIVIDE_BY_ZERO",
+                                            "[DIVIDE_BY_ZERO] Division by zero.", "models/a.sql")
     # already parked models are not named again
     assert list(parked_with(plan, {"b": ParkedError("b", 3, None, "x")}, skip={"c"})) == ["b"]
 
@@ -73,8 +75,8 @@ def test_a_parked_model_catches_up_from_the_batch_it_failed_in() -> None:
     h = decide(entries={"a": Entry("live"), "b": parked}, run=["a", "b"], files={"a", "b"},
                committed=9)
     assert h.entries["b"] == Entry("backfilling", start=4)
-    assert any("model b was parked at batch 4 ([DIVIDE_BY_ZERO] x): backfilling batches "
-               "4..9" in m for m in h.messages)
+    assert ModelJoining("b", "parked", "backfill", start=4, committed=9, next_batch=10,
+                        error="[DIVIDE_BY_ZERO] x") in h.events
     # parked in the batch that was not committed (a crash before its commit-log entry):
     # nothing to catch up, it runs again from that batch
     h = decide(entries={"b": parked}, run=["b"], files={"b"}, committed=3)

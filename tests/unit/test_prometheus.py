@@ -9,6 +9,7 @@ import socket
 import pytest
 
 from runner.errors import ConfigError
+from runner.events import BatchDone, Event, FullRefreshDone, StopRequested
 from runner.runtime.batch import BatchResult
 from runner.runtime.parking import ParkedError
 from runner.runtime.prometheus import StreamMetrics, serve
@@ -41,6 +42,21 @@ def test_batches_replays_and_dead_letters() -> None:
                            parked={"a": boom, "b": ParkedError("b", 2, None, "", ancestor="a")}))
     m.on_batch(BatchResult(batch_id=3, input_rows=1, dead_letters=0, seconds=1.0, writes=()))
     assert _value(m, "runner_parked_models") == 2  # parked for the rest of the run
+
+
+def test_the_exporter_subscribes_to_the_batches_among_the_events() -> None:
+    """``wrap``: the reporter ``runner stream`` passes down records each batch, then passes
+    every event on (the console still prints them all)."""
+    m = StreamMetrics(pipeline="p", source="files", tables=["a"])
+    seen: list[Event] = []
+    report = m.wrap(seen.append)
+    batch = BatchDone(BatchResult(batch_id=0, input_rows=4, dead_letters=1, seconds=1.0,
+                                  writes=(WriteResult("a", 3, False, 0, 0.1),)))
+    for event in (FullRefreshDone(), batch, StopRequested("in_flight")):
+        report(event)
+    assert seen == [FullRefreshDone(), batch, StopRequested("in_flight")]
+    assert _value(m, "runner_table_rows_written_total", table="a") == 3
+    assert _value(m, "runner_source_records_total", source="files") == 4
 
 
 def test_progress_lag_and_idle_triggers() -> None:

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.cli import cli
 from runner.errors import ConfigError
+from runner.events import Event, KafkaStartUnknown
 from runner.project.loader import load_project
 from runner.runtime.history_check import check_history, missing_files
 from runner.runtime.restate import forget
@@ -83,7 +84,7 @@ def test_kafka_replay_with_an_unknown_batch_0_start_is_refused_under_fail_on_dat
     with pytest.raises(ConfigError, match=r"(?s)cannot rebuild b: where batch 0 started is "
                                           r"unknown for events\[0\].*starting_offsets"):
         check_history(project, {"b": 0}, committed=1, rebuild=["b"])
-    said: list[str] = []
+    said: list[Event] = []
     check_history(_kafka_project(tmp_path, strict=False), {"b": 0}, committed=1,
-                  rebuild=["b"], on_event=said.append)  # reported, not refused
-    assert len(said) == 1 and "fail_on_data_loss is false" in said[0]
+                  rebuild=["b"], report=said.append)  # reported, not refused
+    assert said == [KafkaStartUnknown("rebuild", ("b",), ("events[0]",))]
