@@ -16,6 +16,7 @@ import click
 
 from runner.build import compile_project, write_target
 from runner.compile.plan import Plan
+from runner.compile.selection import select_names
 from runner.compile.state import load_state, state_changes
 from runner.console import Console, Format, event_doc, plural, summary_doc
 from runner.errors import ConfigError, ExecutionError, RunnerError
@@ -169,6 +170,27 @@ def _plan_or_exit(project: Project, select: tuple[str, ...]) -> Plan:
     return result.plan
 
 
+def _stream_plan(project: Project, select: tuple[str, ...], *,
+                 rebuild: bool) -> tuple[Plan, tuple[str, ...]]:
+    """The plan to stream and the models to rebuild, from one compile. ``rebuild``
+    (``--full-refresh --select``): the selected models' tables are rebuilt and the stream runs
+    every model; otherwise the selection is streamed."""
+    if not rebuild:
+        return _plan_or_exit(project, select), ()
+    upstream = [p for s in select for p in s.split() if p.startswith("+")]
+    if upstream:  # a rebuild computes ancestors from the history, never from their tables
+        names = " ".join(p.lstrip("+") for s in select for p in s.split())
+        raise ConfigError(
+            f"--full-refresh --select {upstream[0]}: '+' would rebuild (drop and "
+            "replay) every ancestor too, and a rebuild needs none of them: it computes "
+            "them from the checkpoint's history without reading or writing their tables",
+            hint=f"name only the models to rebuild: --full-refresh --select {names}")
+    plan = _plan_or_exit(project, ())
+    chosen = select_names(select, edges={s.name: list(s.depends_on) for s in plan.steps},
+                          tags={s.name: list(s.config.tags) for s in plan.steps})
+    return plan, tuple(s.name for s in plan.steps if s.name in chosen)
+
+
 @cli.command()
 @_project_dir
 @_select
@@ -199,19 +221,8 @@ def stream(project_dir: str, select: tuple[str, ...], available_now: bool, trigg
     project = load_project(project_dir)
     interval = trigger or project.config.trigger
     validate_interval(interval)
-    rebuild: tuple[str, ...] = ()
-    if full_refresh and select:  # rebuild the selected tables; the stream runs every model
-        upstream = [p for s in select for p in s.split() if p.startswith("+")]
-        if upstream:  # a rebuild computes ancestors from the history, never from their tables
-            names = " ".join(p.lstrip("+") for s in select for p in s.split())
-            raise ConfigError(
-                f"--full-refresh --select {upstream[0]}: '+' would rebuild (drop and "
-                "replay) every ancestor too, and a rebuild needs none of them: it computes "
-                "them from the checkpoint's history without reading or writing their tables",
-                hint=f"name only the models to rebuild: --full-refresh --select {names}")
-        rebuild = tuple(s.name for s in compile_project(project, select=select).plan.steps)
-        full_refresh, select = False, ()
-    plan = _plan_or_exit(project, select)
+    plan, rebuild = _stream_plan(project, select, rebuild=full_refresh and bool(select))
+    full_refresh = full_refresh and not rebuild
     console = Console()
     printer = console.json_line if progress == "json" else None
     from runner.runtime.stream import run_stream

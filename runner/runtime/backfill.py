@@ -124,60 +124,78 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
     if entries is None:
         entries = ({m: Entry("live") for m in run} if committed is None
                    else {m: Entry("absent", left_at=_next_of(version(m))) for m in known})
-    new = dict(entries)
-    said: list[Event] = []
-
+    d = _Decisions(dict(entries), committed=committed, next_batch=nxt, legacy=legacy)
     for m in run:
-        e = entries.get(m)
-        if m in rebuild:
-            new[m] = Entry("backfilling", start=0, drop=True)
-            said.append(ModelRebuilding(m, committed))
+        d.in_run(m, entries.get(m), rebuild=m in rebuild, no_backfill=m in no_backfill)
+    for m, e in entries.items():
+        if m not in run:
+            d.not_in_run(m, e, gone=m not in files, exists=exists(m), version=version,
+                         table=table)
+    return Handover(entries=d.new, events=tuple(d.said), next_batch=nxt, committed=committed)
+
+
+@dataclass
+class _Decisions:
+    """:func:`decide`'s registry being built (``new``) and what it says (``said``)."""
+
+    new: dict[str, Entry]
+    committed: int | None
+    next_batch: int
+    legacy: bool  # no registry: rebuilt from the tables' batch ids
+    said: list[Event] = field(default_factory=list)
+
+    def in_run(self, m: str, e: Entry | None, *, rebuild: bool, no_backfill: bool) -> None:
+        """A model of this run: rebuilt, joining (new, back, parked before), or as it was."""
+        committed, nxt = self.committed, self.next_batch
+        if rebuild:
+            self.new[m] = Entry("backfilling", start=0, drop=True)
+            self.said.append(ModelRebuilding(m, committed))
         elif e is None or e.state in ("absent", "retired", "parked"):
             start = 0 if e is None else e.left_at
             status: Literal["new", "back", "legacy", "parked"] = (
-                "new" if e is None else "legacy" if legacy else
+                "new" if e is None else "legacy" if self.legacy else
                 "back" if e.state != "parked" else "parked")
             joining = functools.partial(ModelJoining, m, status, start=start, committed=committed,
                                         next_batch=nxt,
                                         error=e.error if e and status == "parked" else None)
             if e is not None and e.drop:
-                new[m] = Entry("backfilling", start=0, drop=True)
-                said.append(joining("rebuild"))
+                self.new[m] = Entry("backfilling", start=0, drop=True)
+                self.said.append(joining("rebuild"))
             elif start >= nxt:
-                new[m] = Entry("live", since=nxt)
-                if e is not None and not legacy:
-                    said.append(joining("live"))
-            elif m in no_backfill:
-                new[m] = Entry("live", since=nxt)
-                said.append(joining("no_backfill"))
+                self.new[m] = Entry("live", since=nxt)
+                if e is not None and not self.legacy:
+                    self.said.append(joining("live"))
+            elif no_backfill:
+                self.new[m] = Entry("live", since=nxt)
+                self.said.append(joining("no_backfill"))
             else:
-                new[m] = Entry("backfilling", start=start)
-                said.append(joining("backfill"))
+                self.new[m] = Entry("backfilling", start=start)
+                self.said.append(joining("backfill"))
         elif e.state == "backfilling":
-            said.append(BackfillResumes(m, e.drop, e.start, committed))
-    for m, e in entries.items():
-        if m in run:
-            continue
-        gone = m not in files
-        if not exists(m) and not e.drop:  # nothing to keep (or deleted by hand): forget it,
-            del new[m]  # so that, back, it is new (a batch that gave no rows gives none again)
+            self.said.append(BackfillResumes(m, e.drop, e.start, committed))
+
+    def not_in_run(self, m: str, e: Entry, *, gone: bool, exists: bool,
+                   version: Callable[[str], int | None], table: Callable[[str], str]) -> None:
+        """A model of the registry not in this run: retired (``gone``: no SQL file), absent
+        (disabled, not selected), still parked, or forgotten when it has no table."""
+        if not exists and not e.drop:  # nothing to keep (or deleted by hand): forget it,
+            del self.new[m]  # so that, back, it is new (a batch that gave no rows gives none)
             if gone:
-                said.append(ModelRetired(m, None, e.left_at))
-            continue
+                self.said.append(ModelRetired(m, None, e.left_at))
+            return
         if e.state == "parked" and not gone:  # stays parked, and catches up when it is back
-            said.append(ModelStaysParked(m, e.left_at, e.error))
-            continue
+            self.said.append(ModelStaysParked(m, e.left_at, e.error))
+            return
         if e.state == "live":
-            left, drop = nxt, False
+            left, drop = self.next_batch, False
         elif e.state == "backfilling":
             v = version(m)
             left = 0 if e.drop else (e.start if v is None else max(e.start, v + 1))
             drop = e.drop
         else:
             left, drop = e.left_at, e.drop
-        new[m] = Entry("retired" if gone else "absent", left_at=left, drop=drop)
-        said.append(ModelRetired(m, table(m), left) if gone else ModelAbsent(m, left))
-    return Handover(entries=new, events=tuple(said), next_batch=nxt, committed=committed)
+        self.new[m] = Entry("retired" if gone else "absent", left_at=left, drop=drop)
+        self.said.append(ModelRetired(m, table(m), left) if gone else ModelAbsent(m, left))
 
 
 def _next_of(version: int | None) -> int:

@@ -30,11 +30,11 @@ from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.compile.graph import descendants
 from runner.compile.plan import Plan
 from runner.errors import DuplicateKeyError, ExecutionError
-from runner.events import ModelParked
+from runner.events import ModelParked, Reporter
 from runner.spark_errors import bare_message, chain, first_line, java_causes
 from runner.storage.ops import Location
 
-__all__ = ["ModelFailure", "ParkedError", "error_class", "from_spark", "model_failure",
+__all__ = ["ModelFailure", "ParkedError", "Parking", "error_class", "from_spark", "model_failure",
            "park_policy", "parked_event", "parked_with", "record_parked"]
 
 
@@ -173,3 +173,30 @@ def record_parked(checkpoint: Location, parked: Mapping[str, ParkedError]) -> No
 def parked_event(p: ParkedError) -> ModelParked:
     """What the stream reports for a parked model."""
     return ModelParked(p.model, p.batch_id, p.error_class, p.text, p.path)
+
+
+class Parking:
+    """The run's parked models, one object for the start-up, the backfill and the query.
+
+    ``still``: the models parked now (from the registry, and by this run), which a batch skips
+    with their descendants; :attr:`this_run`: those this run parked, with their errors (the
+    summary's). :meth:`record` writes a batch's parked models to the registry before Spark's
+    commit-log entry (a replay parks them again); :meth:`add` takes one in and reports it.
+    """
+
+    def __init__(self, checkpoint: Location, report: Reporter) -> None:
+        self.checkpoint, self.report = checkpoint, report
+        self.still: set[str] = set()
+        self.this_run: dict[str, ParkedError] = {}
+
+    def before_batch(self) -> frozenset[str]:
+        """The models a batch must not run (their descendants follow them)."""
+        return frozenset(self.still)
+
+    def record(self, parked: Mapping[str, ParkedError]) -> None:
+        record_parked(self.checkpoint, parked)
+
+    def add(self, p: ParkedError) -> None:
+        self.still.add(p.model)
+        self.this_run[p.model] = p
+        self.report(parked_event(p))
