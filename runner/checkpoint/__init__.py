@@ -16,7 +16,7 @@
       kafka_offsets/<N>.json   Kafka offsets of every batch, kept past Spark's retention:
                             kafka_offsets.py
 
-Every file the runner writes here goes through :mod:`runner.checkpoint.files` (write to a
+Every file the runner writes here goes through :mod:`runner.checkpoint.batch_files` (write to a
 hidden temporary name, then rename or link). ``runtime/``, ``ops/`` and ``sources/`` read and
 write the checkpoint through this package only.
 """

@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runner.checkpoint.files import BatchFiles
+from runner.checkpoint.batch_files import BatchFiles
 from runner.errors import ExecutionError
 from runner.storage.ops import Location, as_location, write_once
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.checkpoint.files import BatchFiles
+from runner.checkpoint.batch_files import BatchFiles
 from runner.checkpoint.spark_logs import retained_source_offsets
 from runner.errors import ExecutionError
 from runner.storage.ops import Location, write_once

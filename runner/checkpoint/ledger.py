@@ -48,7 +48,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from runner.checkpoint.files import BatchFiles
+from runner.checkpoint.batch_files import BatchFiles
 from runner.errors import ExecutionError
 from runner.storage.ops import Location, as_location, write_atomic, write_once
 

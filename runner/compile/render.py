@@ -32,7 +32,7 @@ from runner.compile.budget import (
     time_limit,
     timer_handler,
 )
-from runner.compile.habits import DBT_CONFIG_KEYS, HABITS, TemplateFail, materialized_hint
+from runner.compile.dbt_compat import DBT_CONFIG_KEYS, HABITS, TemplateFail, materialized_hint
 from runner.compile.sourcemap import SourceMap, SourceMarkers, strip_markers
 from runner.errors import RunnerError, TemplateError, did_you_mean
 from runner.project.config import ModelConfig, validation_message

@@ -7,7 +7,7 @@ every model's compiled SQL as a source, so lineage runs through ``ref``'d models
 struct accesses and ``explode``s on the way up, to give paths such as ``request.status_code``
 and ``errors[].errorCode``.
 
->>> from runner.project.schema import EventSchema
+>>> from runner.project.event_schema import EventSchema
 >>> schema = EventSchema.parse("id STRING, req STRUCT<code: INT>, errs ARRAY<STRUCT<c: STRING>>")
 >>> sql = ("SELECT id, req.code >= 500 AS bad, e.c AS c "
 ...        "FROM parsed_events LATERAL VIEW explode(errs) x AS e")
@@ -27,8 +27,8 @@ from sqlglot.errors import SqlglotError
 from sqlglot.lineage import Node, lineage
 
 from runner.compile.plan import Plan
+from runner.project.event_schema import EventSchema, Field
 from runner.project.loader import Project
-from runner.project.schema import EventSchema, Field
 
 __all__ = ["ColumnLineage", "column_lineage", "plan_lineage"]
 

@@ -19,8 +19,8 @@ from runner.docs_site.lineage import PARSED_EVENTS, ColumnLineage, plan_lineage
 from runner.docs_site.templates import CSS, INDEX, JS, LEGEND, MODEL
 from runner.model_tests.data_tests import data_test_name
 from runner.model_tests.spec import ModelSpec, load_specs
+from runner.project.event_schema import Field
 from runner.project.loader import Project
-from runner.project.schema import Field
 from runner.project.secrets import mask_secrets
 from runner.storage.ops import write_atomic
 

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 from runner.errors import Level, Violation
-from runner.lint.base import Rule
 from runner.lint.context import ModelContext
 from runner.lint.linter import (
     BUILTIN_RULES,
@@ -16,6 +15,7 @@ from runner.lint.linter import (
     lint_models,
     rules_table,
 )
+from runner.lint.rule import Rule
 
 __all__ = [
     "BUILTIN_RULES",

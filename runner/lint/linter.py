@@ -22,12 +22,12 @@ from runner.lint.analysis import (
     WindowOrder,
 )
 from runner.lint.ansi import AnsiCast, AnsiDivide, AnsiIndex
-from runner.lint.base import Rule
-from runner.lint.cdc import ChangeDataCapture
+from runner.lint.cdc_config import ChangeDataCapture
 from runner.lint.context import ModelContext, parse_sql
 from runner.lint.guard import GUARD_RULES, NotAQuery, UnknownTable, UnsafeFunction, UnsafeTable
 from runner.lint.infer import parse_type, type_string
 from runner.lint.resolve import Resolver
+from runner.lint.rule import Rule
 from runner.lint.rules import (
     DuplicateOutputColumn,
     Expectations,

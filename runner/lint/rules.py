@@ -12,9 +12,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from runner.errors import Level, Violation, did_you_mean
-from runner.lint.base import Rule
 from runner.lint.context import ModelContext
 from runner.lint.infer import field_type, is_, is_known, type_string
+from runner.lint.rule import Rule
 from runner.lint.shapes import Finding
 
 __all__ = [

@@ -31,8 +31,8 @@ from runner.errors import RunnerError, did_you_mean
 from runner.model_tests.compare import diff_rows, json_default
 from runner.model_tests.result import Status, TestResult
 from runner.model_tests.spec import ModelSpec, SpecError, UnitTest
+from runner.project.event_schema import source_metadata_columns
 from runner.project.loader import Project
-from runner.project.schema import source_metadata_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -197,7 +197,7 @@ def _given_lookups(session: SparkSession, plan: Plan, case: UnitTest) -> None:
     """The sources and seeds the steps read, as temp views of ``given.sources`` /
     ``given.seeds`` rows (a seed not given: its CSV file), typed by their declared columns."""
     from runner.checkpoint.pins import SeedContent
-    from runner.runtime.lookups import lookups_of, seed_frame
+    from runner.runtime.pinned_lookups import lookups_of, seed_frame
 
     for lk in lookups_of(plan):
         given = (case.given.sources if lk.kind == "source" else case.given.seeds).get(lk.name)

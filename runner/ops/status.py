@@ -26,9 +26,9 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from runner.checkpoint.catalog_names import read_names
 from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.checkpoint.lock import MAINTENANCE, lock_holder
-from runner.checkpoint.names import read_names
 from runner.checkpoint.pins import Pins
 from runner.checkpoint.query import read_query_id
 from runner.checkpoint.registry import Entry, load_registry
@@ -66,7 +66,7 @@ class TableStatus:
     # snapshot version holds
     lag: str | None = None
     snapshot_last_batch: int | None = None
-    relation: str | None = None  # its name in the catalog (runner.checkpoint.names)
+    relation: str | None = None  # its name in the catalog (runner.checkpoint.catalog_names)
     retired: bool = False  # its model was removed from the project; table and name stay
 
 

@@ -17,8 +17,8 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from runner.errors import ConfigError
 from runner.project.config import ProjectConfig, parse_project_config
+from runner.project.event_schema import EventSchema, metadata_columns
 from runner.project.paths import check_project_paths, resolve_location
-from runner.project.schema import EventSchema, metadata_columns
 from runner.project.secrets import public_env_var, set_secret_values
 from runner.storage.objects import ObjectPath
 from runner.storage.ops import Location

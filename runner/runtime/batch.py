@@ -52,9 +52,7 @@ from runner.runtime.expectations import (
     apply_expectations,
     expectation_failure,
 )
-from runner.runtime.guard import checked_query
-from runner.runtime.lookups import Lookups
-from runner.runtime.metrics import ready_metrics
+from runner.runtime.observation import ready_metrics
 from runner.runtime.parking import (
     ModelFailure,
     ParkedError,
@@ -64,6 +62,8 @@ from runner.runtime.parking import (
     parked_with,
 )
 from runner.runtime.parse import parse_batch, prepare_parse
+from runner.runtime.pinned_lookups import Lookups
+from runner.runtime.sql_guard import checked_query
 from runner.sinks import DeltaWriter, SinkSpec, WriteResult
 from runner.spark_errors import first_line, is_storage_failure, root_cause
 
@@ -93,7 +93,7 @@ class BatchPlan:
     # The models parked (runner.runtime.parking) when their own SQL fails, rather than failing
     # the batch: on_model_error 'park' (project.yml, or the model's config). Empty: all halt.
     park: frozenset[str] = frozenset()
-    # The sources and seeds the models join, pinned per batch (runner.runtime.lookups).
+    # The sources and seeds the models join, pinned per batch (runner.runtime.pinned_lookups).
     lookups: Lookups | None = None
     # The files source: batch id -> (file URI, reason) for each file of the batch that cannot
     # be read whole (runner.sources.files.unreadable_files): one dead letter each.
@@ -324,7 +324,7 @@ class _Batch:
             if step.name in self.skip:
                 continue
             try:
-                df = self.spark.sql(checked_query(self.spark, step.sql))  # runtime/guard.py
+                df = self.spark.sql(checked_query(self.spark, step.sql))  # runtime/sql_guard.py
             except Exception as e:  # analysis errors (the plan was linted, but be explicit)
                 if step.name not in bp.park or not from_spark(e):
                     raise ExecutionError(f"model {step.name} failed in batch {self.batch_id}: "

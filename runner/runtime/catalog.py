@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from runner.checkpoint.names import write_names
+from runner.checkpoint.catalog_names import write_names
 from runner.compile.plan import Plan
 from runner.compile.relations import Relation
 from runner.errors import ConfigError

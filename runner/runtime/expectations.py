@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from runner.compile.plan import Step
 from runner.errors import ExecutionError
 from runner.project.config import Expectation
-from runner.runtime.metrics import ready_metrics
+from runner.runtime.observation import ready_metrics
 from runner.runtime.parse import batch_id_column
 from runner.sinks.base import quote_column
 from runner.spark_errors import first_line, marked_text_in
@@ -103,7 +103,7 @@ def apply_expectations(df: DataFrame, step: Step, *, batch_id: int,
         step: the model's plan step (name, path, config).
         batch_id: the micro-batch id (``_batch_id`` of quarantined rows).
         metadata_columns: the source's metadata columns, name -> Spark type, in the
-            dead-letter table's order (``runner.project.schema.source_metadata_columns``).
+            dead-letter table's order (``runner.project.event_schema.source_metadata_columns``).
 
     Returns:
         The :class:`ExpectationOutcome`; with no expectations, ``kept`` is ``df`` itself.

@@ -17,15 +17,15 @@ from runner.checkpoint.query import new_query_id, read_query_id, reset_checkpoin
 from runner.compile.plan import Plan
 from runner.errors import ExecutionError
 from runner.events import EngineChosen, FullRefreshDone, PipelineStarted, Reporter
+from runner.project.event_schema import source_metadata_columns
 from runner.project.loader import Project
-from runner.project.schema import source_metadata_columns
+from runner.runtime.after_batch import Bookkeeper
 from runner.runtime.backfill import Handover, finish_handover, prepare_handover
 from runner.runtime.batch import BatchPlan
-from runner.runtime.bookkeeping import Bookkeeper
 from runner.runtime.catalog import Names, catalog_session_conf
 from runner.runtime.evolution import check_schema_changes, model_output_schemas
-from runner.runtime.lookups import Lookups, start_lookups
 from runner.runtime.parking import Parking, park_policy
+from runner.runtime.pinned_lookups import Lookups, start_lookups
 from runner.runtime.query import Progress, Query, Stopper, StreamSummary
 from runner.sinks import DeltaWriter, SinkSpec, engine_choice, make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
@@ -141,7 +141,7 @@ class StartUp:
 
     def source_preflight(self) -> None:
         if self.project.config.source.type == "kafka":  # unreachable, misconfigured: exit 2
-            from runner.sources.kafka.preflight import check_brokers
+            from runner.sources.kafka.broker_check import check_brokers
 
             check_brokers(self.spark, self.project.config.source)
 

@@ -28,7 +28,7 @@ from runner.checkpoint.spark_logs import (
     retained_source_offsets,
 )
 from runner.errors import SourceError
-from runner.sources.kafka.plan import TP, offsets_from_json
+from runner.sources.kafka.offset_plan import TP, offsets_from_json
 from runner.storage.objects import SCHEMES, object_path
 from runner.storage.ops import Location
 

@@ -24,8 +24,7 @@ from runner.errors import SourceError
 from runner.events import OffsetsSkipped, Reporter, ignore
 from runner.project.config import KafkaSource
 from runner.sources.history import KafkaSpan, PastBatch
-from runner.sources.kafka.options import KafkaSourceOptions
-from runner.sources.kafka.plan import (
+from runner.sources.kafka.offset_plan import (
     TP,
     DataLoss,
     OffsetRange,
@@ -33,6 +32,7 @@ from runner.sources.kafka.plan import (
     offsets_to_json,
     plan_ranges,
 )
+from runner.sources.kafka.options import KafkaSourceOptions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -162,7 +162,7 @@ class KafkaHistory:
         from pyspark.sql import functions as F
 
         from runner.sources.kafka.datasource import spark_schema
-        from runner.sources.kafka.plan import EARLIEST
+        from runner.sources.kafka.offset_plan import EARLIEST
 
         spans = [s for s in spans if s.start is None or s.end > s.start]
         if not spans:

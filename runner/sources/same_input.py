@@ -48,7 +48,7 @@ from runner.errors import ConfigError
 from runner.events import ReplayWithoutOffsets, Reporter, ignore
 from runner.project.config import FilesSource, KafkaSource
 from runner.sources.history import KafkaSpan, file_location
-from runner.sources.kafka.plan import TP, DataLoss, Watermarks, offsets_from_json
+from runner.sources.kafka.offset_plan import TP, DataLoss, Watermarks, offsets_from_json
 from runner.storage.ops import Location, as_location, read_range
 
 __all__ = ["ReplayGuard", "file_changes", "kafka_losses", "pending_spans", "stat_files"]

@@ -26,7 +26,7 @@ from runner.events import Event, ReplayWithoutOffsets
 from runner.project.config import KafkaSource
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
-from runner.sources.kafka.plan import Watermarks
+from runner.sources.kafka.offset_plan import Watermarks
 from runner.sources.same_input import ReplayGuard, stat_files
 from tests.faults.test_faults import SINKS, YML, _reap, assert_exactly_once, committed
 from tests.support.events import results_into

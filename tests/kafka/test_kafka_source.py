@@ -21,8 +21,7 @@ import pytest
 from runner.errors import ConfigError, SourceError
 from runner.project.config import KafkaSource
 from runner.sources.kafka.datasource import KafkaDataSource, KafkaRange, KafkaStreamReader
-from runner.sources.kafka.options import KafkaSourceOptions, mask_client_config
-from runner.sources.kafka.plan import (
+from runner.sources.kafka.offset_plan import (
     DataLoss,
     KafkaDataLossError,
     OffsetRange,
@@ -36,6 +35,7 @@ from runner.sources.kafka.plan import (
     raise_or_warn,
     resolve_starting_offsets,
 )
+from runner.sources.kafka.options import KafkaSourceOptions, mask_client_config
 from runner.sources.kafka.reader import read_kafka_stream, spark_kafka_available
 from runner.spark_errors import runner_error_in
 from tests.support.brokers import create_topic, delete_topic, produce

@@ -108,7 +108,7 @@ def spark_refuses(spark):  # type: ignore[no-untyped-def]
     """``refuses(sql)``: Spark's error class when it refuses the query, else None."""
     from pyspark.errors import PySparkException
 
-    from runner.project.schema import EventSchema
+    from runner.project.event_schema import EventSchema
 
     session = spark.newSession()
     from tests.support.projects import EVENT_SCHEMA

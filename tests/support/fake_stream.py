@@ -21,7 +21,7 @@ import pyarrow as pa
 from runner.checkpoint.query import new_query_id, read_query_id, write_query_id
 from runner.events import Event
 from runner.project.loader import Project, load_project
-from runner.runtime.bookkeeping import Bookkeeper
+from runner.runtime.after_batch import Bookkeeper
 from runner.sinks import RsWriter, SinkSpec
 from runner.sinks.base import app_id
 from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, write_project

@@ -21,7 +21,7 @@ from runner.sources.history import (
     file_batches,
     kafka_batches,
 )
-from runner.sources.kafka.plan import OffsetRange, Watermarks
+from runner.sources.kafka.offset_plan import OffsetRange, Watermarks
 from runner.sources.replay import resolve_spans
 
 # -- a checkpoint written the way Spark writes it ----------------------------------------------

@@ -23,7 +23,7 @@ COMPILE_SIDE = ("runner.project", "runner.compile", "runner.lint", "runner.error
 RUNTIME_SIDE = ("runner.runtime", "runner.sources", "runner.sinks", "runner.model_tests")
 #: Pure modules of the runtime side that compile may use to validate a source's settings
 #: (no pyspark, no client library at import).
-PURE = ("runner.sources.kafka.plan", "runner.sources.kafka.options")
+PURE = ("runner.sources.kafka.offset_plan", "runner.sources.kafka.options")
 
 
 def _module_name(path: Path) -> str:

@@ -161,12 +161,12 @@ def test_needed_versions_skips_those_a_later_kept_version_covers(tmp_path) -> No
 
 
 def test_a_failing_maintenance_never_fails_the_stream(tmp_path, monkeypatch) -> None:
-    from runner.runtime import bookkeeping
+    from runner.runtime import after_batch
 
     def broken(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(bookkeeping, "maintain_tables", broken)
+    monkeypatch.setattr(after_batch, "maintain_tables", broken)
     s = FakeStream(make_project(tmp_path / "proj",
                                 maintenance="maintenance:\n  every_batches: 2\n"))
     for n in range(4):

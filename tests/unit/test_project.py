@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from runner.errors import ConfigError
+from runner.project.event_schema import EventSchema
 from runner.project.loader import load_project
-from runner.project.schema import EventSchema
 from tests.support.projects import BASE_YML, write_project
 
 

@@ -131,7 +131,7 @@ def test_tables_a_run_does_not_write_stay_in_the_cut(tmp_path) -> None:
     and a model whose file is gone leaves it."""
     from types import SimpleNamespace
 
-    from runner.runtime.bookkeeping import Bookkeeper
+    from runner.runtime.after_batch import Bookkeeper
 
     s = _stream(tmp_path)
     s.batch(0)

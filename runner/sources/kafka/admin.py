@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.sources.kafka.plan import TP, Watermarks
+from runner.sources.kafka.offset_plan import TP, Watermarks
 
 __all__ = ["Listing", "list_watermarks", "read_committed"]
 

@@ -44,7 +44,7 @@ topics removed from it are dropped. Rows: :func:`spark_schema`. Keys and values 
 decoded as UTF-8; invalid bytes become U+FFFD.
 
 The planning (offset resolution, admission control, data-loss checks, range splitting) lives
-in :mod:`runner.sources.kafka.plan` and the options in :mod:`runner.sources.kafka.options`:
+in :mod:`runner.sources.kafka.offset_plan` and the options in :mod:`runner.sources.kafka.options`:
 pure functions over plain values, unit-tested without Kafka or Spark. The classes below are
 importable in Spark's Python workers; confluent-kafka and pyarrow are imported where used.
 """
@@ -78,8 +78,7 @@ from runner.checkpoint.identity import read_kafka_start, record_kafka_start
 from runner.errors import SourceError
 from runner.failpoints import failpoint
 from runner.sources.kafka.admin import list_watermarks, read_committed
-from runner.sources.kafka.options import KafkaSourceOptions, mask_client_config
-from runner.sources.kafka.plan import (
+from runner.sources.kafka.offset_plan import (
     TP,
     DataLoss,
     Watermarks,
@@ -90,6 +89,7 @@ from runner.sources.kafka.plan import (
     raise_or_warn,
     resolve_starting_offsets,
 )
+from runner.sources.kafka.options import KafkaSourceOptions, mask_client_config
 
 __all__ = [
     "SOURCE_NAME",

@@ -21,7 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
 from runner.project.secrets import MASK, is_secret_name
-from runner.sources.kafka.plan import StartingOffsets, offsets_to_json, parse_starting_offsets
+from runner.sources.kafka.offset_plan import (
+    StartingOffsets,
+    offsets_to_json,
+    parse_starting_offsets,
+)
 
 if TYPE_CHECKING:
     from runner.project.config import KafkaSource
