@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from runner.checkpoint.lock import MAINTENANCE, checkpoint_lock
-from runner.checkpoint.query import read_query_id
+from runner.checkpoint.query_id import read_query_id
 from runner.console import plural
 from runner.errors import CheckpointBusyError, ExecutionError
 from runner.project.loader import Project

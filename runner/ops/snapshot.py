@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from runner.checkpoint.ledger import Ledger, LedgerEntry
-from runner.checkpoint.query import read_query_id
+from runner.checkpoint.query_id import read_query_id
 from runner.checkpoint.registry import Entry, load_registry
 from runner.errors import ConfigError, ExecutionError, RunnerError
 from runner.project.loader import Project, load_project

@@ -30,7 +30,7 @@ from runner.checkpoint.catalog_names import read_names
 from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.checkpoint.lock import MAINTENANCE, lock_holder
 from runner.checkpoint.pins import Pins
-from runner.checkpoint.query import read_query_id
+from runner.checkpoint.query_id import read_query_id
 from runner.checkpoint.registry import Entry, load_registry
 from runner.checkpoint.runs import read_last_run
 from runner.checkpoint.spark_logs import last_committed, last_planned

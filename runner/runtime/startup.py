@@ -13,7 +13,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Literal
 
 from runner.checkpoint.identity import PipelineIdentity, check_identity
-from runner.checkpoint.query import new_query_id, read_query_id, reset_checkpoint, write_query_id
+from runner.checkpoint.query_id import new_query_id, read_query_id, reset_checkpoint, write_query_id
 from runner.compile.plan import Plan
 from runner.errors import ExecutionError
 from runner.events import EngineChosen, FullRefreshDone, PipelineStarted, Reporter

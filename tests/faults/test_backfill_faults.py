@@ -17,7 +17,7 @@ import pytest
 from deltalake import DeltaTable
 
 from runner.build import compile_project
-from runner.checkpoint.query import read_query_id
+from runner.checkpoint.query_id import read_query_id
 from runner.checkpoint.registry import load_registry
 from runner.demo import write_demo_files
 from runner.project.loader import load_project

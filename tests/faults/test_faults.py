@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from runner.build import compile_project
-from runner.checkpoint.query import read_query_id
+from runner.checkpoint.query_id import read_query_id
 from runner.demo import write_demo_files
 from runner.errors import ConfigError, ExecutionError
 from runner.events import Event, PipelineStarted

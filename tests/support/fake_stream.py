@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from runner.checkpoint.query import new_query_id, read_query_id, write_query_id
+from runner.checkpoint.query_id import new_query_id, read_query_id, write_query_id
 from runner.events import Event
 from runner.project.loader import Project, load_project
 from runner.runtime.after_batch import Bookkeeper

@@ -14,7 +14,7 @@ import pytest
 from runner.checkpoint.lease import ObjectLease
 from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.checkpoint.lock import checkpoint_lock, lock_holder
-from runner.checkpoint.query import reset_checkpoint, write_query_id
+from runner.checkpoint.query_id import reset_checkpoint, write_query_id
 from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.errors import CheckpointBusyError, ExecutionError
 from runner.storage.objects import object_path
