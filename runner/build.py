@@ -54,7 +54,7 @@ def _template_violation(error: RunnerError, path: str) -> Violation:
 
 
 def _delta_columns(path: str) -> list[tuple[str, str]] | None:
-    """A source table's columns from its Delta log (deltalake, ~0.1 s to import, only when a
+    """A source table's columns from its Delta log (deltalake, slow to import, only when a
     model reads a source whose folder exists)."""
     if not Path(path).is_dir():
         return None

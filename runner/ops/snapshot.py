@@ -258,7 +258,7 @@ def _parked(error: str) -> str:
 
 
 def _disabled(project: Project) -> set[str]:
-    """The models whose config says ``enabled=false`` (rendered now, a few milliseconds; a
+    """The models whose config says ``enabled=false`` (rendered now, without Spark; a
     model that does not render counts as not disabled)."""
     from runner.compile.render import render_models
 

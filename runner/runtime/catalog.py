@@ -43,7 +43,7 @@ __all__ = ["HIVE_CLIENT_DEFAULTS", "Names", "catalog_session_conf", "local_locat
            "location_of"]
 
 #: The Hive metastore client's timeouts and retries in a session of a project with
-#: ``catalog:``: an unreachable metastore fails the first call in about 3 s (measured: Hive's
+#: ``catalog:``: an unreachable metastore fails the first call after one short retry (Hive's
 #: defaults retry for minutes), a hung one after the socket timeout. ``spark.conf`` overrides.
 HIVE_CLIENT_DEFAULTS: Mapping[str, str] = {
     "spark.hadoop.hive.metastore.connect.retries": "1",

@@ -141,7 +141,7 @@ def batch_id_column(batch_id: int, anchor: Column) -> Column:
     """``batch_id`` as the BIGINT column ``_batch_id``, kept out of the code Spark generates.
 
     ``F.lit(batch_id)`` is written into the generated Java as a constant, so every batch's
-    plans are new code, compiled again (Janino; the dead-letter reason alone is over 100 KB of
+    plans are new code, compiled again (Janino; the dead-letter reason alone is a large piece of
     Java). Here the id is the only element of an array literal, which the generated code
     references instead of spelling it, read at an index the optimizer cannot fold: the least of
     ``anchor``'s text length (any column of the frame; null is skipped) and 0, always 0. Each

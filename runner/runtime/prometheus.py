@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = ["COMMIT_BUCKETS", "StreamMetrics", "serve", "start_metrics"]
 
-#: Seconds: a small batch's commit on delta-rs takes tenths, delta-spark's a few seconds.
+#: Seconds, from a small batch's commit on delta-rs to a large one's on delta-spark (both engines'
+#: commit times: ``bench.kafka_bench --only rate``).
 COMMIT_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, math.inf)
 
 

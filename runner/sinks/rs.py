@@ -69,8 +69,8 @@ ARROW_MAX_ROWS = 10_000
 #: The same bound on a local master (``local``, ``local[N]``, ``local[*]``): there the driver's
 #: JVM is the only executor, so Spark's Parquet writer distributes nothing and costs more than
 #: Arrow (docs/PERFORMANCE.md). Bigger batches still go Spark-native, so the driver's memory
-#: stays bounded: at most ``parallelism`` Arrow tables of this many rows (each model row is
-#: typically under 200 bytes: about 100 MB a table).
+#: stays bounded: at most ``parallelism`` Arrow tables of this many rows (the driver's peak per
+#: append path: ``bench.scale_bench --parts memory``).
 LOCAL_ARROW_MAX_ROWS = 500_000
 
 
