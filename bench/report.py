@@ -175,6 +175,11 @@ def cdc_bench(d: dict[str, Any]) -> tuple[str, Rows]:
              f"{s1['ratio']:.2f}x ({s1['median_runner_s']:.1f} s / {s1['median_hand_s']:.1f} s)"),
             ("SCD 2, seconds per batch as the table grows (rows at the end)",
              ", ".join(f"{x:.1f}" for x in s2["per_batch_s"]) + f" ({s2['rows_end']:,} rows)")]
+    ends = {r["way"]: r["rows"] for r in s1.get("runs", [])}
+    if "live_keys_reference" in s1 and ends:
+        rows.insert(1, ("SCD 1, rows at the end: reference (live keys); "
+                        + "; ".join(ends) + " (the hand body writes no tombstones)",
+                        "; ".join(f"{n:,}" for n in (s1["live_keys_reference"], *ends.values()))))
     return _cmd("cdc_bench", ("changes", d["changes"]), ("keys", d["keys"]),
                 ("batches", d["batches"])), rows
 
@@ -227,6 +232,11 @@ def crash_loop(d: dict[str, Any]) -> tuple[str, Rows]:
                  (f"`{r['engine']}`{where}: kills with a batch written but not committed; "
                   "replays that skipped sinks",
                   f"{r['kills_with_uncommitted_batch']}; {r['replays_with_skipped_sinks']}")]
+        if r.get("duration_s"):
+            rows.append((f"`{r['engine']}`{where}: the loop's wall time; input files; batches "
+                         "left to the final `--available-now` drain",
+                         f"{r['duration_s'] / 60:.0f} min; {r['input_files']:,}; "
+                         f"{r['final_run_batches']} of {r['batches_committed']}"))
         if r.get("s3_requests"):
             q = r["s3_requests"]
             rows.append((f"`{r['engine']}`{where}: S3 requests over the loop "
@@ -289,6 +299,10 @@ def soak(d: dict[str, Any]) -> tuple[str, Rows]:
             ("batch time, last 200 / first 200 (median)", f"{b['ratio_median']:.2f}"),
             ("driver memory, first / last quarter",
              f"{m['driver_first_quarter']:.0f} / {m['driver_last_quarter']:.0f} MB")]
+    if "jvm_first_quarter" in m:
+        rows.append(("JVM memory, first / last quarter (peak)",
+                     f"{m['jvm_first_quarter']:.0f} / {m['jvm_last_quarter']:.0f} MB "
+                     f"({m['jvm_max']:.0f} MB)"))
     end = d.get("end_state") or {}
     if end.get("tables"):
         rows.append(("active files per table at the end",
