@@ -82,7 +82,10 @@ _HAND = {"runner": "hand", "runner-spark": "hand-spark", "floor": "hand"}
 def stream_bench(d: dict[str, Any]) -> tuple[str, Rows]:
     a = d["args"]
     by: dict[tuple[str, int], dict[str, Any]] = {(r["variant"], r["round"]): r for r in d["runs"]}
-    rows: Rows = []
+    data = d["data"]
+    rows: Rows = [(f"input: {data['events']:,} events in {data['files']} files; rows expected",
+                   f"{data['bytes'] / 1e6:.0f} MB; " + ", ".join(
+                       f"{t} {n:,}" for t, n in data["expected"].items()))]
     for variant, hand in _HAND.items():
         rounds = sorted(k for v, k in by if v == variant and (hand, k) in by)
         if not rounds:
