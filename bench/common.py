@@ -203,7 +203,7 @@ def files_source(path: Path | str, max_files: int) -> dict[str, Any]:
 
 
 def demo_data(folder: Path, events: int, files: int) -> dict[str, Any]:
-    """Seed-shaped events (``runner.demo``, seed 42, no poison lines) in ``folder``, reused when
+    """Example-shaped events (``runner.demo``, seed 42, no poison lines) in ``folder``, reused when
     an earlier run wrote the same (``<folder>.json`` says so). Returns what is there and the
     rows each example table should hold (``expected``)."""
     from runner.demo import write_demo_files

@@ -16,7 +16,7 @@ engine (``delta.engine``) explicitly:
 - engines (``--engine``, a comma list): ``rs`` (delta-rs) and/or ``spark`` (delta-spark).
 
 backlog
-    ``--events`` seed-shaped events (``runner.demo.event_lines``, a poison line every 2000) are
+    ``--events`` example-shaped events (``runner.demo.event_lines``, a poison line every 2000) are
     produced once to one topic with ``--partitions`` partitions; every (reader, engine)
     variant then reads the whole topic from the earliest offset with
     ``runner stream --available-now`` and ``max_offsets_per_trigger = --max-offsets``, the

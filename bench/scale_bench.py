@@ -2,7 +2,7 @@
 
 One command runs four parts, each run of the runner AS A WHOLE PROCESS (interpreter, JVM and
 SparkSession start included) through ``runner.load_project``/``compile_project``/``run_stream``
-in a worker subprocess, on seed-shaped events from ``runner.demo.write_demo_files`` (no poison
+in a worker subprocess, on example-shaped events from ``runner.demo.write_demo_files`` (no poison
 lines, so every variant writes the same rows):
 
 models
@@ -16,7 +16,7 @@ memory
     batch each): the runner as configured by default (on a local master, appends of batches
     up to 500,000 rows through Arrow, bigger ones Spark-native), with every append
     Spark-native (``delta.arrow_max_rows: 0``), and, for contrast, with every append forced
-    through Arrow (``toArrow`` + ``write_deltalake``, the seed pattern's way; ``--arrow-sizes``,
+    through Arrow (``toArrow`` + ``write_deltalake``, the hand-written pattern's way; ``--arrow-sizes``,
     default 100k and 1M).
 cluster
     The runner on ``local-cluster[2,1,1024]`` (two executor JVMs) with ``spark.eventLog``

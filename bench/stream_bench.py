@@ -1,6 +1,6 @@
 """Throughput of ``runner stream`` against the hand-written pattern it replaces.
 
-One command generates seed-shaped events once (``runner.demo.write_demo_files``: the example
+One command generates example-shaped events once (``runner.demo.write_demo_files``: the example
 project's shape, no poison lines) and runs every variant AS A WHOLE PROCESS (interpreter, JVM
 and SparkSession start included), interleaved over ``--rounds`` rounds with the order rotated,
 because the machine is shared and noisy:
@@ -9,7 +9,7 @@ floor
     Spark floor: ``readStream.text`` -> ``from_json`` with every field of the example schema ->
     ``format("noop")``, ``availableNow``. The cost of reading and parsing, nothing else.
 hand
-    The seeds' hand-written pattern: one query, one ``foreachBatch``: parse once
+    The hand-written pattern: one query, one ``foreachBatch``: parse once
     (``from_json``), ``persist``, the three example projections (``request_logs``,
     ``error_events`` exploded, ``performance_metrics``, same columns as ``models/*.sql``), each
     ``toArrow()`` and ``deltalake.write_deltalake(mode='append')`` with an application

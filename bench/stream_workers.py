@@ -120,7 +120,7 @@ def _write_arrow(path: str, app_id: str, df, batch_id: int) -> dict[str, float]:
 
 
 def _write_spark(path: str, app_id: str, df, batch_id: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    """The seeds' own sink: a delta-spark append carrying the application transaction (delta-spark
+    """The hand pattern's own sink: a delta-spark append carrying the application transaction (delta-spark
     skips a ``txnVersion`` it already holds for ``txnAppId``); its seconds."""
     t0 = time.perf_counter()
     (df.write.format("delta").mode("append").option("txnAppId", app_id)
@@ -151,7 +151,7 @@ def worker_floor(cfg: dict[str, Any]) -> None:
 
 def worker_hand(cfg: dict[str, Any], *, parallel: bool = False, runner_parse: bool = False,
                 delta_spark: bool = False) -> None:
-    """The seeds' pattern; ``parallel``/``runner_parse`` are the diagnostic variations;
+    """The hand-written pattern; ``parallel``/``runner_parse`` are the diagnostic variations;
     ``delta_spark``: the sinks are delta-spark appends (``hand-spark``), not toArrow + delta-rs."""
     from concurrent.futures import ThreadPoolExecutor
 
