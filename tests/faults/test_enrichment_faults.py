@@ -118,6 +118,11 @@ def killed_run(root: Path, failpoint: str) -> None:
     assert proc.returncode == 137, out[-3000:]
 
 
+#: The spark engine's run is ``slow`` (50 s in CI), for the default suite's budget: what is
+#: killed and replayed is the runtime's pinning, the same on both engines; the spark engine's
+#: pinned reads run in the default suite (tests/spark/test_enrichment.py).
+@pytest.mark.parametrize("delta_engine", ["rs", pytest.param("spark", marks=pytest.mark.slow)],
+                         indirect=True)
 def test_sigkill_then_source_and_seed_change_replay_joins_the_pinned_versions(
         tmp_path, delta_engine) -> None:
     dim = tmp_path / "dim"
