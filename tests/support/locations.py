@@ -44,8 +44,9 @@ def child_names(folder: Location) -> list[str]:
 
 def move_tree(src: Location, dst: Location) -> None:
     """Move the folder (or prefix) ``src`` to ``dst``: ``shutil.move`` on local disk; in an
-    object store, every key copied server-side under ``dst``, then ``src`` deleted. Not atomic
-    in a store (no rename there): a harness step, not something the runner relies on."""
+    object store, every key copied server-side under ``dst``, then ``src`` deleted (S3A's
+    empty directory markers, which object_store cannot address, stay). Not atomic in a store
+    (no rename there): a harness step, not something the runner relies on."""
     if isinstance(src, Path) and isinstance(dst, Path):
         shutil.move(str(src), str(dst))
         return
@@ -54,8 +55,13 @@ def move_tree(src: Location, dst: Location) -> None:
         raise ValueError(f"move {src} to {dst}: both in one bucket, or both local")
     import obstore
 
-    keys = list(src.walk_keys())
-    with as_os_errors(src):
-        for key in keys:
-            obstore.copy(src.store, f"{src.key}/{key}", f"{dst.key}/{key}")
+    for key in list(src.walk_keys()):
+        try:
+            with as_os_errors(src):
+                obstore.copy(src.store, f"{src.key}/{key}", f"{dst.key}/{key}")
+        except FileNotFoundError:
+            # S3A's directory marker (an empty key "dir/", which delta-spark leaves for
+            # _delta_log/ and _delta_log/_staged_commits/): listed as "dir", not reachable
+            # by that name; it holds nothing, the folder exists through the keys under it
+            continue
     rmtree(src)
