@@ -9,7 +9,7 @@ loads it first), before anything is read or written, with exit 2.
 
 Locations are local paths (relative to the project directory unless absolute, ``~`` expanded,
 ``file:`` URIs taken as the local path they name) or object-store URIs (``s3://``, ``s3a://``,
-``abfss://``, ``az://``, ``gs://``: :class:`~runner.storage.objects.ObjectPath`), compared as
+``abfss://``, ``abfs://``, ``gs://``: :class:`~runner.storage.objects.ObjectPath`), compared as
 bucket + prefix. Other URIs (``hdfs://``, ``dbfs:/`` ...) are refused by name rather than
 joined onto the project directory: the runner keeps its lease, registry and ledger in the
 checkpoint through its storage layer, which speaks local disk and those object stores.
@@ -39,6 +39,8 @@ __all__ = [
 
 #: ``scheme:/...``: a URI, never a relative path (``s3://b/k``, ``dbfs:/mnt/x``, ``file:///x``).
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):/")
+#: The URI schemes a location may have (object_store's ``az://`` is refused: Spark has none).
+_SPOKEN = sorted(f"{s}://" for s in SCHEMES if s not in ("az", "azure"))
 #: The project's own files: no managed location may be, contain or lie inside one of them.
 PROJECT_FILES = ("project.yml", "models", "macros", "seeds", "target", ".git")
 
@@ -65,6 +67,13 @@ def resolve_location(root: Path, value: str, *, key: str = "path",
         path = Path(value).expanduser()
         return path if path.is_absolute() else root / path
     scheme = match["scheme"].lower()
+    if scheme in ("az", "azure"):  # object_store's spelling; Hadoop's ABFS connector has none
+        container, _, rest = value.split("://", 1)[1].partition("/")
+        raise ConfigError(
+            f"{key}: {value!r}: Spark reaches Azure storage only through its ABFS connector, "
+            f"which has no {scheme}:// scheme", path="project.yml",
+            hint=f"write abfss://{container or '<container>'}@<account>.dfs.core.windows.net/"
+                 f"{rest}: Spark, delta-rs and the runner's own files all take that spelling")
     if scheme in SCHEMES:
         if not split_uri(value)[1]:
             raise ConfigError(f"{key}: {value!r} names no bucket", path="project.yml",
@@ -73,7 +82,7 @@ def resolve_location(root: Path, value: str, *, key: str = "path",
     if scheme != "file":
         raise ConfigError(
             f"{key}: {value!r} is a {match['scheme']}: URI; the runner's storage layer speaks "
-            f"local paths and {', '.join(sorted(f'{s}://' for s in SCHEMES))}",
+            f"local paths and {', '.join(_SPOKEN)}",
             path="project.yml",
             hint="give an object-store URI of one of those schemes, a mounted path "
                  "(a Databricks /dbfs or /Volumes path), or a local path")

@@ -47,7 +47,7 @@ from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.sinks.delta import open_delta
 from runner.sinks.tables import is_table
 from runner.storage.objects import ObjectPath
-from runner.storage.ops import Location, as_location, names
+from runner.storage.ops import Location, as_location, file_sizes, names
 
 if TYPE_CHECKING:
     from runner.project.loader import Project
@@ -120,21 +120,11 @@ def _hidden(key: str) -> bool:
 
 
 def log_size(path: str | Location) -> tuple[int, int]:
-    """(files, bytes) in the table's ``_delta_log`` folder."""
-    log = as_location(path) / "_delta_log"
-    if isinstance(log, ObjectPath):
-        sizes = [(log / name).stat().st_size for name in names(log)]
-        return len(sizes), sum(sizes)
-    files = size = 0
-    try:
-        with os.scandir(log) as it:
-            for entry in it:
-                if entry.is_file():
-                    files += 1
-                    size += entry.stat().st_size
-    except FileNotFoundError:
-        pass
-    return files, size
+    """(files, bytes) in the table's ``_delta_log`` folder, its sub-folders left out (in a
+    bucket too: delta-spark's ``_staged_commits/`` is a prefix there, which a HEAD finds
+    absent)."""
+    sizes = file_sizes(as_location(path) / "_delta_log")
+    return len(sizes), sum(sizes.values())
 
 
 def maintain_table(name: str, path: str, *, compact: bool | str, ledger: bool,

@@ -180,7 +180,11 @@ class SparkWriter(DeltaWriter):
 
         _check_unique(spec, data, batch_id)
         spark = data.sparkSession
-        if not DeltaTable.isDeltaTable(spark, spec.path):  # first batch: a plain create
+        # First batch: a plain create. Asked of delta-rs, not of delta-spark's isDeltaTable,
+        # which takes any `_delta_log` folder for a table: a table dropped from S3 (a rebuild)
+        # leaves S3A's directory marker `_delta_log/` (object_store cannot delete a key ending
+        # in "/"), and the merge then found no table (DELTA_TABLE_NOT_FOUND).
+        if self._log.tables.get(spec.path) is None:
             return self._append(spec, data, batch_id)
         confs = {TXN_APP_ID_CONF: spec.app_id, TXN_VERSION_CONF: str(batch_id),
                  USER_METADATA_CONF: commit_tags(spec.app_id, batch_id)["userMetadata"]}

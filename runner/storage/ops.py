@@ -10,7 +10,8 @@ A location is a ``pathlib.Path`` (local disk) or an :class:`~runner.storage.obje
 - :func:`read_versioned` / :func:`write_if`: compare-and-swap on the version read. Local: the
   version is (inode, mtime, size) checked under an ``flock``. Object store: the ETag, with
   ``If-Match``.
-- :func:`names`, :func:`rmtree`, :func:`read_range`: list, delete a prefix, read a range.
+- :func:`names`, :func:`file_sizes`, :func:`rmtree`, :func:`read_range`: list, delete a
+  prefix, read a range.
 
 Temporary names on local disk are ``.<name>.<pid>.tmp``: hidden (Spark skips names starting
 with ``.``), unique per process, left behind only by a crash, where the next write replaces
@@ -27,8 +28,8 @@ from typing import TypeAlias
 
 from runner.storage.objects import SCHEMES, ObjectPath, as_os_errors, object_path
 
-__all__ = ["Location", "as_location", "delta_options", "fsync_dir", "names", "read_range",
-           "read_versioned", "rmtree", "write_atomic", "write_if", "write_once"]
+__all__ = ["Location", "as_location", "delta_options", "file_sizes", "fsync_dir", "names",
+           "read_range", "read_versioned", "rmtree", "write_atomic", "write_if", "write_once"]
 
 #: Where the runner keeps a file: a local path or an object-store key.
 Location: TypeAlias = "Path | ObjectPath"
@@ -178,6 +179,34 @@ def names(folder: Location) -> list[str]:
         return sorted(os.listdir(folder))
     except (FileNotFoundError, NotADirectoryError):
         return []
+
+
+def file_sizes(folder: Location) -> dict[str, int]:
+    """The files right under ``folder`` and their sizes (sub-folders, and in an object store
+    the prefixes a listing shows as folders, left out); {} when absent. One listing in an
+    object store.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> write_atomic(d / "sub" / "x", "ab"); write_atomic(d / "y", "c")
+    >>> file_sizes(d)
+    {'y': 1}
+    """
+    if isinstance(folder, ObjectPath):
+        import obstore
+
+        with as_os_errors(folder):
+            listing = obstore.list_with_delimiter(folder.store, folder.key or None)
+        return {o["path"].rsplit("/", 1)[-1]: int(o["size"]) for o in listing["objects"]}
+    out: dict[str, int] = {}
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.is_file():
+                    out[entry.name] = entry.stat().st_size
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    return out
 
 
 def rmtree(folder: Location) -> None:

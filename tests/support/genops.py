@@ -33,6 +33,12 @@ must be refused), and the operations at the edges of a crash or a loss:
 
 A model file change is followed by a run, so its outcome belongs to the step.
 
+``bucket`` (an ``s3://`` URI): the checkpoint, the warehouse and the source folder are in that
+bucket, the project files stay local. The input files are written locally first (the reference
+reads them there) and then uploaded; the table moves, the registry's loss and an input file's
+removal go through the storage layer (:mod:`tests.support.locations`). Crashes raise in
+process as on local disk.
+
 Used by ``tests/faults/test_generated_ops.py`` (crashes in process: a failpoint raises) and
 ``python -m bench.generated_ops`` (a ``runner stream`` process dies at the failpoint).
 """
@@ -49,6 +55,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,6 +73,8 @@ from runner.ops.snapshot import snapshot_of
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sinks.tables import current_version, read_table
+from runner.storage.ops import Location, as_location, write_atomic
+from tests.support.locations import child_names, move_tree, put
 from tests.support.projects import (
     BASE_YML,
     ENDPOINT_COUNTS,
@@ -196,6 +205,8 @@ class GenOps:
     crash: Crash = in_process_crash
     #: the models of the project (default: all of :data:`MODELS`)
     models: tuple[str, ...] = tuple(MODELS)
+    #: an object-store URI (``s3://bucket``): checkpoint, warehouse and source folder there
+    bucket: str | None = None
     rng: random.Random = field(init=False)
     present: set[str] = field(init=False)
     disabled: set[str] = field(default_factory=set)
@@ -207,6 +218,8 @@ class GenOps:
     #: model -> batches its ledger entries do not name it in (run while it was renamed): a
     #: snapshot of those batches lacks it, as runner snapshot says of tables it cannot serve
     gaps: dict[str, set[int]] = field(default_factory=dict)
+    #: the second of the last input file's upload (``bucket``)
+    _uploaded: int = 0
 
     def __post_init__(self) -> None:
         if self.crash is subprocess_crash:
@@ -214,10 +227,33 @@ class GenOps:
         self.rng = random.Random(self.seed)
         self.present = set(self.models)
         macros = {k: v for k, v in EXAMPLE_FILES.items() if k.startswith(("macros/", "seeds/"))}
+        yml = YML
+        if self.bucket is not None:
+            yml = (yml.replace("warehouse: wh\n", f"warehouse: {self.bucket}/wh\n")
+                   .replace("checkpoint: cp\n", f"checkpoint: {self.bucket}/cp\n")
+                   .replace("  path: incoming\n", f"  path: {self.bucket}/incoming\n"))
         write_project(self.root, {**macros, **{f"models/{m}.sql": MODELS[m]
                                                for m in self.models}},
-                      project_yml=YML, engine=self.engine)
+                      project_yml=yml, engine=self.engine)
         (self.root / "incoming").mkdir(exist_ok=True)
+
+    # -- the locations: local folders of the project, or prefixes of the bucket -------------
+
+    def _location(self, name: str) -> Location:
+        return as_location(f"{self.bucket}/{name}") if self.bucket else self.root / name
+
+    @property
+    def wh(self) -> Location:
+        return self._location("wh")
+
+    @property
+    def cp(self) -> Location:
+        return self._location("cp")
+
+    def _source(self, path: Path) -> Location:
+        """Where the runner reads the input file ``path`` (``incoming/`` holds the local copy
+        the reference reads)."""
+        return self._location("incoming") / path.name if self.bucket else path
 
     # -- the project ----------------------------------------------------------------------
 
@@ -243,6 +279,11 @@ class GenOps:
             path.write_text(path.read_text() + json.dumps(event) + "\n")
         stamp = 1_700_000_000 + self.files * 10
         os.utime(path, (stamp, stamp))
+        if self.bucket is not None:  # the upload's time orders the files there, to the second
+            while int(time.time()) <= self._uploaded:  # (S3 listings' LastModified): no tie
+                time.sleep(0.1)
+            put(self._source(path), path.read_bytes())
+            self._uploaded = int(time.time())
         return path
 
     def _files(self) -> list[Path]:
@@ -253,13 +294,12 @@ class GenOps:
     def _state(self) -> dict[str, Any]:
         """What a refused step must not change: every table's version, the registry, the
         ledger."""
-        wh, cp = self.root / "wh", self.root / "cp"
-        versions = {p.name: current_version(p) for p in sorted(wh.iterdir())} \
-            if wh.exists() else {}
-        registry = (cp / REGISTRY_FILE).read_text() if (cp / REGISTRY_FILE).exists() else None
+        wh, cp = self.wh, self.cp
+        versions = {name: current_version(wh / name) for name in child_names(wh)}
+        registry = (cp / REGISTRY_FILE).read_text() if (cp / REGISTRY_FILE).is_file() else None
         ledger = hashlib.sha256()
-        for p in sorted((cp / "ledger").glob("*")) if (cp / "ledger").exists() else []:
-            ledger.update(p.name.encode() + p.read_bytes())
+        for name in child_names(cp / "ledger"):
+            ledger.update(name.encode() + (cp / "ledger" / name).read_bytes())
         return {"versions": versions, "registry": registry, "ledger": ledger.hexdigest()}
 
     def check_exact(self, files: list[Path] | None = None,
@@ -277,7 +317,8 @@ class GenOps:
                 (incoming / f.name).write_bytes(f.read_bytes())
         names = [m for m in sorted(self.live()) if m != "fragile" and m not in skip] + [DEAD]
         expected = expected_tables(incoming, names)
-        actual = actual_tables(self._warehouse(), versions)
+        # a model renamed (rename_model) is read from its table under the name it has now
+        actual = actual_tables(self.wh, versions, names=self.renamed)
         wrong = {}
         for name in names:
             lost, extra = expected[name] - actual[name], actual[name] - expected[name]
@@ -294,22 +335,8 @@ class GenOps:
         if wrong:
             raise StepFailed(f"tables not exact: {wrong}")
 
-    def _warehouse(self) -> Path:
-        """The warehouse, or (a model renamed) a folder of links naming each table by its
-        model's first name, for the reference to read."""
-        wh = self.root / "wh"
-        if not self.renamed:
-            return wh
-        view = self.root / "wh-as-named"
-        shutil.rmtree(view, ignore_errors=True)
-        view.mkdir()
-        first = {now: model for model, now in self.renamed.items()}
-        for table in wh.iterdir():
-            (view / first.get(table.name, table.name)).symlink_to(table.resolve())
-        return view
-
     def _fragile(self, versions: dict[str, int | None] | None) -> Counter:
-        path = self.root / "wh" / "fragile"
+        path = self.wh / "fragile"
         if versions is not None and "fragile" in versions:
             if versions["fragile"] is None:
                 return Counter()
@@ -374,7 +401,7 @@ class GenOps:
 
     def _op_crash(self, step: dict[str, Any]) -> None:
         self._feed()
-        ids = Ledger(self.root / "cp").batch_ids()
+        ids = Ledger(self.cp).batch_ids()
         batch = ids[-1] + 1 if ids else 0
         point = self.rng.choice(CRASH_POINTS).format(m=self.rng.choice(sorted(self.live())))
         step["at"] = f"{point}@{batch}"
@@ -489,7 +516,7 @@ class GenOps:
         path.write_text(FRAGILE)
         self._feed(bad=True)
         summary = _run(self.root)
-        registry = load_registry(self.root / "cp")
+        registry = load_registry(self.cp)
         parked = registry is not None and registry["fragile"].state == "parked"
         if "fragile" not in summary.parked or not parked:
             raise StepFailed(f"fragile was not parked: {summary.parked}")
@@ -528,7 +555,7 @@ class GenOps:
     # -- at the edges of a crash or a loss -------------------------------------------------
 
     def _next_batch(self) -> int:
-        ids = Ledger(self.root / "cp").batch_ids()
+        ids = Ledger(self.cp).batch_ids()
         return ids[-1] + 1 if ids else 0
 
     def _crash_in_next_batch(self, step: dict[str, Any], model: str | None = None) -> bool:
@@ -549,8 +576,8 @@ class GenOps:
         text = src.read_text().removeprefix(NO_BACKFILL)
         src.unlink()
         dst.write_text((NO_BACKFILL if keep_rows else "") + text)
-        if (self.root / "wh" / old).exists():
-            shutil.move(str(self.root / "wh" / old), str(self.root / "wh" / new))
+        if (self.wh / old).exists():
+            move_tree(self.wh / old, self.wh / new)
 
     def _op_rename_model(self, step: dict[str, Any]) -> None:
         model = self._choose(step, self.live() - {"fragile"})
@@ -622,8 +649,8 @@ class GenOps:
         self._attempt(step, undo, way_out=model)
 
     def _op_registry_loss(self, step: dict[str, Any]) -> None:
-        registry = self.root / "cp" / REGISTRY_FILE
-        if not registry.exists():
+        registry = self.cp / REGISTRY_FILE
+        if not registry.is_file():
             step["skipped"] = True
             return
         parked = "fragile" in self.live() and self.rng.random() < 0.5
@@ -639,7 +666,7 @@ class GenOps:
         back = self.rng.choice(ready) if ready and self.rng.random() < 0.5 else None
         step["damage"] = self.rng.choice(("deleted", "truncated"))
         if step["damage"] == "truncated":
-            registry.write_bytes(registry.read_bytes()[:len(registry.read_bytes()) // 2])
+            write_atomic(registry, registry.read_bytes()[:len(registry.read_bytes()) // 2])
             before = self._state()
             try:
                 _run(self.root)
@@ -671,6 +698,8 @@ class GenOps:
         away = self.root / "away" / path.name
         away.parent.mkdir(exist_ok=True)
         path.rename(away)
+        if self.bucket is not None:  # the runner's copy goes; the local one (the reference's)
+            self._source(path).unlink()  # is away with it
         before = self._state()
         try:
             _run(self.root)
@@ -683,6 +712,8 @@ class GenOps:
         finally:
             after = self._state()
             away.rename(path)
+            if self.bucket is not None:
+                put(self._source(path), path.read_bytes())
         if after != before:
             raise StepFailed(f"refused, but it changed {_diff(before, after)}")
         self._attempt(step)  # the file is back: the replay completes, exactly once

@@ -13,11 +13,14 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.sinks.tables import read_table
+
+if TYPE_CHECKING:
+    from runner.storage.objects import ObjectPath
 
 __all__ = ["DEAD", "DEFAULT_TABLES", "actual_tables", "assert_exact", "compare", "expected_tables",
            "valid_event"]
@@ -87,13 +90,19 @@ def expected_tables(incoming: Path, tables: Collection[str] = DEFAULT_TABLES, *,
     return {name: every[name] for name in tables}
 
 
-def actual_tables(warehouse: Path, versions: Mapping[str, int | None] | None = None
+def actual_tables(warehouse: Path | ObjectPath,
+                  versions: Mapping[str, int | None] | None = None, *,
+                  names: Mapping[str, str] | None = None,
+                  read: Callable[[Path | ObjectPath], list[dict[str, Any]]] | None = None
                   ) -> dict[str, Counter]:
-    """The tables under ``warehouse`` (read with ``runner.sinks.tables.read_table``, i.e. deltalake),
-    in :func:`expected_tables`' shape; a missing table is empty. ``versions``: read the tables
-    it names at those versions (None: empty), e.g. a snapshot's cut."""
+    """The tables under ``warehouse`` (a folder or a bucket prefix; read with
+    ``runner.sinks.tables.read_table``, i.e. deltalake), in :func:`expected_tables`' shape; a
+    missing table is empty. ``versions``: read the tables it names at those versions (None:
+    empty), e.g. a snapshot's cut. ``names``: table -> the folder it is in when not its own
+    name (a model renamed). ``read``: a table's rows read another way (a reader independent
+    of the runner's settings), for the tables ``versions`` does not name."""
     def rows(name: str) -> list[dict[str, Any]]:
-        path = warehouse / name
+        path = warehouse / (names or {}).get(name, name)
         if versions is not None and name in versions:
             version = versions[name]
             if version is None:
@@ -102,7 +111,9 @@ def actual_tables(warehouse: Path, versions: Mapping[str, int | None] | None = N
 
             return open_table(str(path), version).to_pyarrow_dataset().to_table(
                 use_threads=False).to_pylist()
-        return read_table(str(path)).to_pylist() if path.exists() else []
+        if not path.exists():
+            return []
+        return read(path) if read is not None else read_table(str(path)).to_pylist()
 
     return {
         "request_logs": Counter((r["eventId"], r["userId"], r["endpoint"], r["status_code"])

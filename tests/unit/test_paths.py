@@ -158,8 +158,19 @@ def test_other_uris_are_refused_not_joined_onto_the_project(tmp_path, uri) -> No
         _refused(root, f"'{uri}' is a {scheme}: URI")
 
 
+@pytest.mark.parametrize("uri", ["az://container/wh", "azure://container/wh"])
+def test_azure_object_store_spelling_is_refused_with_sparks(tmp_path, uri) -> None:
+    """``az://`` is object_store's spelling only: Spark's ABFS connector has no such scheme
+    and the streaming query would not start; refused at load with the spelling to write."""
+    root = write_project(tmp_path / "proj", MODEL, project_yml=_yml(warehouse=uri))
+    result = _run(root, "compile")
+    assert result.exit_code == 2, result.output
+    assert "has no az" in result.output or "has no azure" in result.output
+    assert "abfss://container@<account>.dfs.core.windows.net/wh" in result.output
+
+
 @pytest.mark.parametrize("uri", ["s3://bucket/wh", "s3a://bucket/wh", "abfss://c@acct.dfs/wh",
-                                 "az://container/wh", "gs://bucket/wh"])
+                                 "gs://bucket/wh"])
 def test_object_store_uris_are_locations_not_project_paths(tmp_path, uri) -> None:
     """An object-store URI is a location of its own (compile needs no store), never joined
     onto the project directory; a bucket's root is refused as the checkpoint."""

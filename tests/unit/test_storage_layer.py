@@ -19,6 +19,7 @@ from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.errors import CheckpointBusyError, ExecutionError
 from runner.storage.objects import object_path
 from runner.storage.ops import (
+    file_sizes,
     names,
     read_range,
     read_versioned,
@@ -95,6 +96,19 @@ def test_checkpoint_files_round_trip(root) -> None:
     write_atomic(root / "runner.lock", "kept")
     reset_checkpoint(root)
     assert names(root) == ["runner.lock"]
+
+
+def test_a_tables_log_size_leaves_its_sub_folders_out(root) -> None:
+    """delta-spark 4.4 makes ``_delta_log/_staged_commits/``: in a bucket a prefix, which a
+    HEAD finds absent (``runner status`` on such a table failed with FileNotFoundError)."""
+    from runner.sinks.maintenance import log_size
+
+    log = root / "t" / "_delta_log"
+    write_atomic(log / "00000000000000000000.json", b"{}\n{}\n")
+    write_atomic(log / "_staged_commits" / "00000000000000000001.uuid.json", b"{}")
+    assert file_sizes(log) == {"00000000000000000000.json": 6}
+    assert log_size(root / "t") == (1, 6)
+    assert log_size(root / "absent") == (0, 0)
 
 
 def test_a_second_holder_is_refused_and_named(s3_env, monkeypatch) -> None:
