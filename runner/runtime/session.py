@@ -48,7 +48,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runner.sinks.conf import DELTA_JAR_PREFIX, DELTA_SESSION_CONF, local_delta_conf
+from runner.sinks.conf import (
+    DELTA_JAR_PREFIX,
+    DELTA_SESSION_CONF,
+    jvm_class_loads,
+    local_delta_conf,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -410,17 +415,7 @@ def choose_checkpoint_manager(spark: SparkSession, *, on_s3: bool) -> bool:
         return False
     if current and not chosen:
         return current == CLOUD_CHECKPOINT_MANAGER  # the project's own choice
-    from py4j.java_gateway import JavaClass
-    from py4j.protocol import Py4JError
-
-    try:  # the class, looked up in the session's JVM (None for a Spark Connect session)
-        jvm = spark._jvm  # noqa: SLF001 - the only way to probe the classpath
-        loads = jvm is not None and isinstance(
-            jvm.org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager,
-            JavaClass)
-    except (AttributeError, Py4JError):
-        loads = False
-    if not loads:
+    if not jvm_class_loads(spark, CLOUD_CHECKPOINT_MANAGER):
         return False  # without the jar: Spark's default manager, which works (more requests)
     spark.conf.set(CHECKPOINT_MANAGER_KEY, CLOUD_CHECKPOINT_MANAGER)
     spark.conf.set(_CHOSEN_KEY, "true")

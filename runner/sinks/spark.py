@@ -70,6 +70,7 @@ from runner.sinks.base import (
     quote_column,
 )
 from runner.sinks.changes import merge_clauses, prepare
+from runner.sinks.conf import jvm_class_loads
 from runner.sinks.open_tables import OpenTables
 from runner.sinks.rs import RsWriter
 from runner.spark_errors import delta_error
@@ -96,24 +97,8 @@ _MERGE_LOCK = threading.Lock()
 
 
 def delta_spark_available(spark: SparkSession | None) -> bool:
-    """True when ``io.delta.tables.DeltaTable`` is loadable in the session's JVM.
-
-    Never raises: no session, a Spark Connect session (no ``_jvm``) or a missing class all
-    answer False.
-    """
-    if spark is None:
-        return False
-    try:
-        from py4j.java_gateway import JavaClass
-        from py4j.protocol import Py4JError
-
-        try:
-            jvm = spark._jvm  # noqa: SLF001 - the only way to probe the classpath
-            return jvm is not None and isinstance(jvm.io.delta.tables.DeltaTable, JavaClass)
-        except (AttributeError, Py4JError):
-            return False
-    except ImportError:
-        return False
+    """True when ``io.delta.tables.DeltaTable`` is loadable in the session's JVM."""
+    return jvm_class_loads(spark, "io.delta.tables.DeltaTable")
 
 
 class SparkWriter(DeltaWriter):

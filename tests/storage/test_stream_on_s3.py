@@ -78,6 +78,14 @@ def test_stream_and_replay_with_every_table_in_a_bucket(tmp_path, s3_env, delta_
     assert {REGISTRY_FILE, "commits", "offsets", "ledger"} <= set(names(checkpoint))
     assert "runner.lock" not in names(checkpoint)  # the lease was released
     assert not any(Path(project.root, p).exists() for p in ("cp", "wh", "s3:"))
+    # Spark's own checkpoint files went through spark-hadoop-cloud's manager (one PUT each)
+    from pyspark.sql import SparkSession
+
+    from runner.runtime.session import CHECKPOINT_MANAGER_KEY, CLOUD_CHECKPOINT_MANAGER
+
+    active = SparkSession.getActiveSession()
+    assert active is not None
+    assert active.conf.get(CHECKPOINT_MANAGER_KEY, None) == CLOUD_CHECKPOINT_MANAGER
 
     # a crash after one table committed: the replay writes the rest, nothing twice
     write_demo_files(project.root / "incoming", events=800, files=1, poison_every=300)
