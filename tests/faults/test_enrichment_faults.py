@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -77,7 +78,7 @@ FILES = {
 }
 
 
-def change(root: Path, dim: Path, label: str) -> None:
+def change(root: Path, dim: Path | str, label: str) -> None:
     """The dimension's owners and the seed's tiers both say ``label`` from now on."""
     write_deltalake(str(dim), pa.table({"endpoint": list(ENDPOINTS),
                                         "owner": [f"{e}@{label}" for e in ENDPOINTS]}),
@@ -125,9 +126,17 @@ def killed_run(root: Path, failpoint: str) -> None:
                          indirect=True)
 def test_sigkill_then_source_and_seed_change_replay_joins_the_pinned_versions(
         tmp_path, delta_engine) -> None:
-    dim = tmp_path / "dim"
     root = write_project(tmp_path / "proj", FILES, project_yml=YML, engine=delta_engine)
     (root / "incoming").mkdir()
+    pinned_replay(root, tmp_path / "dim")
+
+
+def pinned_replay(root: Path, dim: Path | str, *,
+                  after_feed: Callable[[], object] = lambda: None) -> None:
+    """The scenario: batch 0 with dimension v0; batch 1 with v1, killed after one table
+    committed it; the dimension and the seed changed to v2 with batch 2; the replay and batch
+    2: every table's rows of a batch joined that batch's versions. ``after_feed`` runs after
+    each new input file (the S3 variant uploads it)."""
 
     def run() -> None:
         project = load_project(root)
@@ -136,15 +145,18 @@ def test_sigkill_then_source_and_seed_change_replay_joins_the_pinned_versions(
 
     change(root, dim, "v0")
     feed(root, 0)
+    after_feed()
     run()
     change(root, dim, "v1")
     feed(root, 1)
+    after_feed()
     killed_run(root, "sink.after_commit:enriched@1")
     project = load_project(root)
     assert 1 in labels(project.table_path("enriched"))  # one table committed batch 1 ...
     assert 1 not in labels(project.table_path("owners"))  # ... the other did not
     change(root, dim, "v2")
     feed(root, 2)
+    after_feed()
     run()
 
     expected = {b: {(f"v{b}", f"v{b}")} for b in (0, 1, 2)}

@@ -16,7 +16,7 @@ import pytest
 
 from runner.project.loader import load_project
 from runner.storage.objects import ObjectPath
-from tests.faults.test_enrichment_faults import FILES, YML, change, feed, killed_run, labels
+from tests.faults.test_enrichment_faults import FILES, YML, pinned_replay
 from tests.storage.test_parking_on_s3 import _upload
 from tests.support.projects import write_project
 
@@ -36,32 +36,5 @@ def test_a_replay_joins_the_versions_its_batch_pinned_in_a_bucket(
         "path: ../dim", f"path: {dim}")}
     root = write_project(tmp_path / "proj", files, project_yml=yml, engine=delta_engine)
     (root / "incoming").mkdir()
-
-    def run() -> None:
-        from runner.build import compile_project
-        from runner.runtime.stream import run_stream
-
-        project = load_project(root)
-        run_stream(project, compile_project(project).plan, mode="available_now",
-                   trigger="1 second")
-
-    change(root, dim, "v0")  # a URI: write_deltalake takes it
-    feed(root, 0)
-    _upload(root, uri)
-    run()
-    change(root, dim, "v1")
-    feed(root, 1)
-    _upload(root, uri)
-    killed_run(root, "sink.after_commit:enriched@1")
-    project = load_project(root)
-    assert isinstance(project.checkpoint, ObjectPath)
-    assert 1 in labels(project.table_path("enriched"))  # one table committed batch 1 ...
-    assert 1 not in labels(project.table_path("owners"))  # ... the other did not
-    change(root, dim, "v2")
-    feed(root, 2)
-    _upload(root, uri)
-    run()
-
-    expected = {b: {(f"v{b}", f"v{b}")} for b in (0, 1, 2)}
-    assert labels(project.table_path("enriched")) == expected
-    assert labels(project.table_path("owners")) == expected
+    assert isinstance(load_project(root).checkpoint, ObjectPath)
+    pinned_replay(root, dim, after_feed=lambda: _upload(root, uri))  # a URI: delta-rs takes it
