@@ -255,7 +255,7 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
         models.append(ModelSource(name, rel, path.read_text(encoding="utf-8")))
     macros = tuple(MacroSource(rel, p.read_text(encoding="utf-8"))
                    for rel, p in _read_sources(root, "macros"))
-    sources = _load_sources(root, by_name)
+    sources = _load_sources(root, by_name, storage=config.storage)
     seeds: tuple[Seed, ...] = ()
     if (root / "seeds").is_dir():
         from runner.project.seeds import load_seeds
@@ -274,10 +274,11 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
                    sources=sources, seeds=seeds, secret_vars=secret_vars)
 
 
-def _load_sources(root: Path, models: dict[str, str]
+def _load_sources(root: Path, models: dict[str, str], *, storage: Mapping[str, str]
                   ) -> tuple[SourceTable, ...]:
-    """Every table declared under ``sources:`` in ``models/**/*.yml``; their views may not
-    be a model's name."""
+    """Every table declared under ``sources:`` in ``models/**/*.yml`` (``storage``: project.yml's
+    explicit options, for the spelling of a path given by URI); their views may not be a
+    model's name."""
     base = root / "models"
     if not base.is_dir():
         return ()
@@ -288,7 +289,7 @@ def _load_sources(root: Path, models: dict[str, str]
         from runner.project.sources import load_yml, parse_sources
         rel = file.relative_to(root).as_posix()
         text, data = load_yml(file, rel)
-        tables += parse_sources(root, text, data, path=rel)
+        tables += parse_sources(root, text, data, path=rel, storage=storage)
     if not tables:
         return ()
     from runner.project.sources import check_unique

@@ -9,10 +9,11 @@ loads it first), before anything is read or written, with exit 2.
 
 Locations are local paths (relative to the project directory unless absolute, ``~`` expanded,
 ``file:`` URIs taken as the local path they name) or object-store URIs (``s3://``, ``s3a://``,
-``abfss://``, ``abfs://``, ``gs://``: :class:`~runner.storage.objects.ObjectPath`), compared as
-bucket + prefix. Other URIs (``hdfs://``, ``dbfs:/`` ...) are refused by name rather than
-joined onto the project directory: the runner keeps its lease, registry and ledger in the
-checkpoint through its storage layer, which speaks local disk and those object stores.
+``abfss://``, ``abfs://``, ``gs://``: :class:`~runner.storage.objects.ObjectPath`; ``az://`` is
+spelled as ABFS's ``abfss://container@account...`` when loaded), compared as bucket + prefix.
+Other URIs (``hdfs://``, ``dbfs:/`` ...) are refused by name rather than joined onto the
+project directory: the runner keeps its lease, registry and ledger in the checkpoint through
+its storage layer, which speaks local disk and those object stores.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from runner.storage.ops import Location
 
 __all__ = [
     "ProjectLocations",
+    "abfs_spelling",
     "check_locations",
     "check_project_paths",
     "is_uri",
@@ -39,8 +41,8 @@ __all__ = [
 
 #: ``scheme:/...``: a URI, never a relative path (``s3://b/k``, ``dbfs:/mnt/x``, ``file:///x``).
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):/")
-#: The URI schemes a location may have (object_store's ``az://`` is refused: Spark has none).
-_SPOKEN = sorted(f"{s}://" for s in SCHEMES if s not in ("az", "azure"))
+#: The URI schemes a location may have (``az://`` becomes ABFS's spelling: :func:`abfs_spelling`).
+_SPOKEN = sorted(f"{s}://" for s in SCHEMES)
 #: The project's own files: no managed location may be, contain or lie inside one of them.
 PROJECT_FILES = ("project.yml", "models", "macros", "seeds", "target", ".git")
 
@@ -67,13 +69,8 @@ def resolve_location(root: Path, value: str, *, key: str = "path",
         path = Path(value).expanduser()
         return path if path.is_absolute() else root / path
     scheme = match["scheme"].lower()
-    if scheme in ("az", "azure"):  # object_store's spelling; Hadoop's ABFS connector has none
-        container, _, rest = value.split("://", 1)[1].partition("/")
-        raise ConfigError(
-            f"{key}: {value!r}: Spark reaches Azure storage only through its ABFS connector, "
-            f"which has no {scheme}:// scheme", path="project.yml",
-            hint=f"write abfss://{container or '<container>'}@<account>.dfs.core.windows.net/"
-                 f"{rest}: Spark, delta-rs and the runner's own files all take that spelling")
+    if scheme in ("az", "azure"):
+        value, scheme = abfs_spelling(value, options, key=key), "abfss"
     if scheme in SCHEMES:
         if not split_uri(value)[1]:
             raise ConfigError(f"{key}: {value!r} names no bucket", path="project.yml",
@@ -91,6 +88,43 @@ def resolve_location(root: Path, value: str, *, key: str = "path",
         raise ConfigError(f"{key}: {value!r} is not a local file: URI", path="project.yml",
                           hint="write file:///absolute/path, or a plain path")
     return Path(unquote(url.path))
+
+
+def abfs_spelling(value: str, options: Mapping[str, str] | None = None, *,
+                  key: str = "path") -> str:
+    """An ``az://container/path`` (or ``azure://``) location in the spelling Spark's ABFS
+    connector takes, ``abfss://container@ACCOUNT.dfs.core.windows.net/path`` (``abfs://`` to a
+    local emulator), with the account of ``AZURE_STORAGE_ACCOUNT_NAME`` or project.yml's
+    ``storage:``; any other value unchanged. Hadoop has no ``az`` file system and the runner
+    hands its locations to Spark, so the location is spelled once, at load, for all three
+    consumers (Spark, delta-rs and the runner's own files all take the ABFS spelling).
+
+    Raises:
+        ConfigError: an ``az://`` location while no storage account is named.
+
+    >>> abfs_spelling("az://data/cp", {"azure_storage_account_name": "acct"})
+    'abfss://data@acct.dfs.core.windows.net/cp'
+    >>> abfs_spelling("s3://b/cp")
+    's3://b/cp'
+    """
+    match = _URI.match(value)
+    if match is None or match["scheme"].lower() not in ("az", "azure"):
+        return value
+    from runner.storage.settings import storage_settings
+
+    container, _, rest = value.split("://", 1)[1].partition("/")
+    if not container:
+        raise ConfigError(f"{key}: {value!r} names no container", path="project.yml",
+                          hint="write az://<container>/<prefix>")
+    try:
+        return storage_settings(value, options).spark_uri()
+    except ConfigError as e:
+        raise ConfigError(
+            f"{key}: {value!r}: Spark reaches Azure storage through its ABFS connector, which "
+            "names the storage account in the URI, and no account is set", path="project.yml",
+            hint=f"set AZURE_STORAGE_ACCOUNT_NAME (or storage: {{azure_storage_account_name: "
+                 f"...}}), or write abfss://{container or '<container>'}@<account>.dfs.core."
+                 f"windows.net/{rest}") from e
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from runner.errors import ConfigError, did_you_mean
 from runner.project.config import load_yaml, value_message, yaml_line
-from runner.project.paths import is_uri, resolve_location
+from runner.project.paths import abfs_spelling, is_uri, resolve_location
 
 __all__ = ["ColumnDecl", "SourceTable", "parse_declared_columns", "parse_sources",
            "source_view", "strict_error"]
@@ -147,9 +147,10 @@ def parse_declared_columns(raw: Any, *, text: str, path: str, loc: tuple[str | i
         raise strict_error(e, _Columns, text=text, path=path, prefix=loc[:-1]) from e
 
 
-def parse_sources(root: Path, text: str, data: Mapping[str, Any], *, path: str
-                  ) -> list[SourceTable]:
-    """The tables of one yml file's ``sources:`` (``data``: the file, loaded).
+def parse_sources(root: Path, text: str, data: Mapping[str, Any], *, path: str,
+                  storage: Mapping[str, str] | None = None) -> list[SourceTable]:
+    """The tables of one yml file's ``sources:`` (``data``: the file, loaded; ``storage``:
+    project.yml's explicit options, with which an ``az://`` path is spelled as ABFS's).
 
     Raises:
         ConfigError: an unknown key, a bad name, a table with neither or both of path and
@@ -170,8 +171,9 @@ def parse_sources(root: Path, text: str, data: Mapping[str, Any], *, path: str
         for j, table in enumerate(decl.tables):
             where = ("sources", i, "tables", j)
             if table.path is not None:
-                location = table.path if is_uri(table.path) and not table.path.startswith(
-                    "file:") else str(_local(root, table.path, text=text, path=path, loc=where))
+                location = (_uri(table.path, storage, text=text, path=path, loc=where)
+                            if is_uri(table.path) and not table.path.startswith("file:")
+                            else str(_local(root, table.path, text=text, path=path, loc=where)))
             else:
                 location = str(table.table)
             columns = None if table.columns is None else tuple(
@@ -184,6 +186,15 @@ def parse_sources(root: Path, text: str, data: Mapping[str, Any], *, path: str
                                    if c.description),
                 path=path, line=yaml_line(text, where)))
     return out
+
+
+def _uri(value: str, storage: Mapping[str, str] | None, *, text: str, path: str,
+         loc: tuple[str | int, ...]) -> str:
+    try:
+        return abfs_spelling(value, storage)
+    except ConfigError as e:
+        raise ConfigError(e.message, path=path, line=yaml_line(text, (*loc, "path")),
+                          hint=e.hint) from e
 
 
 def _local(root: Path, value: str, *, text: str, path: str, loc: tuple[str | int, ...]) -> Path:

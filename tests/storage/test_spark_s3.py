@@ -141,3 +141,39 @@ def test_the_abortable_checkpoint_manager_is_for_s3a_only(spark: SparkSession,
     assert on_s3.getClass().getName() == ABORTABLE
     with pytest.raises(Py4JJavaError, match="UnsupportedFileSystemException"):
         manager.create(jvm.org.apache.hadoop.fs.Path(tmp_path.as_uri()), conf)
+
+
+def test_a_named_profile_reaches_s3a_by_name(spark: SparkSession, delta_spark: None,
+                                            moto_server, tmp_path) -> None:
+    """A profile named only in project.yml's ``storage:`` (no keys, and no ``AWS_PROFILE`` in
+    the JVM's environment) reaches S3A: the settings name the profile and its credentials
+    file, and delta-spark writes the table with them; a bucket whose settings name a profile
+    the file lacks cannot be written (so the first write used the profile, not another
+    source of keys)."""
+    from deltalake import DeltaTable
+
+    from runner.runtime.session import cloud_jars_dir
+    from runner.storage.settings import storage_settings
+
+    if cloud_jars_dir() is None:
+        pytest.skip("no .jars/cloud (run scripts/setup.sh)")
+    credentials = tmp_path / "credentials"
+    credentials.write_text("[from-yml]\naws_access_key_id = testing\n"
+                           "aws_secret_access_key = testing\n")
+    good, bad = moto_server.bucket(), moto_server.bucket()  # S3A caches a file system per bucket
+    for bucket, profile in ((good, "from-yml"), (bad, "not-in-the-file")):
+        env = {k: v for k, v in bucket.env.items() if not k.startswith("AWS_SECRET")
+               and k != "AWS_ACCESS_KEY_ID"}
+        env["AWS_SHARED_CREDENTIALS_FILE"] = str(credentials)
+        hadoop = storage_settings(bucket.uri, {"aws_profile": profile}, per_bucket=True,
+                                  environ=env).hadoop
+        assert hadoop[f"fs.s3a.bucket.{bucket.name}.aws.credentials.provider"].endswith(
+            "ProfileAWSCredentialsProvider")
+        assert not any(k.endswith(("access.key", "secret.key")) for k in hadoop)
+        for key, value in hadoop.items():
+            spark.conf.set(key, value)
+    spark.range(4).write.format("delta").save(f"{good.uri}/t")
+    table = DeltaTable(f"{good.uri}/t", storage_options=good.settings("t").storage_options)
+    assert table.to_pyarrow_table().num_rows == 4
+    with pytest.raises(Exception, match="not-in-the-file"):
+        spark.range(1).write.format("delta").save(f"{bad.uri}/t")

@@ -50,10 +50,11 @@ def test_rs_stream_and_replay_with_every_table_in_an_azure_container(
         pytest.skip("no .jars/cloud (run scripts/setup.sh)")
     for key, value in azure_container.env.items():
         monkeypatch.setenv(key, value)
-    # Spark's spelling (abfs://container@account.dfs.core.windows.net; abfs: http to the
-    # emulator): Hadoop has no az:// file system, and the stream hands the checkpoint and the
-    # staging folders to Spark as written
-    uri = azure_container.settings().spark_uri()
+    # the contract's spelling, az://container/...: loaded as ABFS's (abfs://container@account
+    # .dfs.core.windows.net, abfs: http to the emulator), which Spark, delta-rs and the
+    # runner's own files all take
+    uri = azure_container.uri
+    assert uri.startswith("az://")
     yml = (BASE_YML.replace("warehouse: wh\n", f"warehouse: {uri}/wh\n")
            .replace("checkpoint: cp\n", f"checkpoint: {uri}/cp\n")
            .replace("vars:\n  slow_ms: 1000\n", "vars:\n  slow_request_ms: 1000\n"))
@@ -63,6 +64,7 @@ def test_rs_stream_and_replay_with_every_table_in_an_azure_container(
     (root / "incoming").mkdir()
     project = load_project(root)
     assert isinstance(project.checkpoint, ObjectPath)
+    assert str(project.checkpoint) == f"{azure_container.settings().spark_uri()}/cp"
     assert str(project.checkpoint).startswith("abfs://")
 
     write_demo_files(root / "incoming", events=1200, files=2, poison_every=300)

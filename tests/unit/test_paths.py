@@ -159,14 +159,51 @@ def test_other_uris_are_refused_not_joined_onto_the_project(tmp_path, uri) -> No
 
 
 @pytest.mark.parametrize("uri", ["az://container/wh", "azure://container/wh"])
-def test_azure_object_store_spelling_is_refused_with_sparks(tmp_path, uri) -> None:
-    """``az://`` is object_store's spelling only: Spark's ABFS connector has no such scheme
-    and the streaming query would not start; refused at load with the spelling to write."""
+def test_azure_object_store_spelling_needs_an_account(tmp_path, uri, monkeypatch) -> None:
+    """``az://`` is object_store's spelling; Spark's ABFS connector names the account in the
+    URI, so without one the streaming query could not start: refused at load, naming both
+    ways out."""
+    for name in ("AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_USE_EMULATOR",
+                 "AZURE_STORAGE_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
     root = write_project(tmp_path / "proj", MODEL, project_yml=_yml(warehouse=uri))
     result = _run(root, "compile")
     assert result.exit_code == 2, result.output
-    assert "has no az" in result.output or "has no azure" in result.output
+    assert "no account is set" in result.output
+    assert "AZURE_STORAGE_ACCOUNT_NAME" in result.output
     assert "abfss://container@<account>.dfs.core.windows.net/wh" in result.output
+    write_project(root, {}, project_yml=_yml(warehouse="az:///wh"))
+    _refused(root, "names no container")
+
+
+def test_azure_object_store_spelling_is_loaded_as_abfs(tmp_path, monkeypatch) -> None:
+    """With the account from the environment or project.yml's ``storage:``, every ``az://``
+    location (checkpoint, warehouse, files source, a source table's path) is the ABFS URI
+    Spark, delta-rs and the runner's own files all take."""
+    monkeypatch.delenv("AZURE_STORAGE_USE_EMULATOR", raising=False)
+    monkeypatch.delenv("AZURE_STORAGE_ENDPOINT", raising=False)
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_NAME", "fromenv")
+    yml = _yml(warehouse="az://data/wh", checkpoint="azure://data/cp", source="az://in/events")
+    dim = {"models/src.yml": "sources:\n  - name: ref\n    tables:\n      - name: dim\n"
+                             "        path: az://dims/dim\n"}
+    root = write_project(tmp_path / "proj", {**MODEL, **dim}, project_yml=yml)
+    assert _run(root, "compile").exit_code == 0
+    project = load_project(root)
+    assert str(project.warehouse) == "abfss://data@fromenv.dfs.core.windows.net/wh"
+    assert str(project.checkpoint) == "abfss://data@fromenv.dfs.core.windows.net/cp"
+    assert str(project.resolve(project.config.source.path)) == (
+        "abfss://in@fromenv.dfs.core.windows.net/events")
+    assert [t.location for t in project.sources] == ["abfss://dims@fromenv.dfs.core.windows.net/dim"]
+    # project.yml's storage: wins over the environment
+    write_project(root, {}, project_yml=yml + "storage:\n  azure_storage_account_name: acct\n")
+    project = load_project(root)
+    assert str(project.warehouse) == "abfss://data@acct.dfs.core.windows.net/wh"
+    assert project.sources[0].location == "abfss://dims@acct.dfs.core.windows.net/dim"
+    # the path rules see one location, whichever spelling: overlap is still refused
+    write_project(root, {}, project_yml=_yml(
+        warehouse="az://data/wh", checkpoint="abfss://data@fromenv.dfs.core.windows.net/wh/cp",
+        source="az://in/events"))
+    _refused(root, "lies inside")
 
 
 @pytest.mark.parametrize("uri", ["s3://bucket/wh", "s3a://bucket/wh", "abfss://c@acct.dfs/wh",

@@ -112,6 +112,13 @@ def test_nothing_set_means_the_default_chains() -> None:
         "ProfileAWSCredentialsProvider")
     assert profile.obstore()["config"] == {}  # obstore has no profiles: a credential provider
     assert profile.obstore()["profile"] == "dev"
+    assert profile.hadoop["fs.s3a.auth.profile.name"] == "dev"
+    assert "fs.s3a.auth.profile.file" not in profile.hadoop  # S3A's default file
+    # a profile from project.yml reaches S3A by name, never through the JVM's own AWS_PROFILE
+    named = storage_settings("s3://b", {"aws_profile": "prod"}, per_bucket=True, environ={
+        "AWS_PROFILE": "dev", "AWS_SHARED_CREDENTIALS_FILE": "/etc/aws/credentials"})
+    assert named.hadoop["fs.s3a.bucket.b.auth.profile.name"] == "prod"
+    assert named.hadoop["fs.s3a.bucket.b.auth.profile.file"] == "/etc/aws/credentials"
     keys = storage_settings("s3://b", environ={"AWS_PROFILE": "dev", "AWS_ACCESS_KEY_ID": "AK",
                                                "AWS_SECRET_ACCESS_KEY": "SK"})
     assert keys.obstore()["profile"] is None  # explicit keys win, as for delta-rs
