@@ -94,10 +94,23 @@ def stream_bench(d: dict[str, Any]) -> tuple[str, Rows]:
         cpu = [by[variant, k]["memory"]["cpu_s"] / by[hand, k]["memory"]["cpu_s"] for k in rounds]
         rows.append((f"stream, {d['data']['events']:,} events: {variant} / {hand}",
                      f"{_span(wall, 'x')} wall, {_span(cpu, 'x')} CPU (per round)"))
+    for variant in ("hand", "runner", "hand-spark", "runner-spark"):
+        first = [f for f in (_first_to_steady(r) for r in d["runs"] if r["variant"] == variant)
+                 if f is not None]
+        if first:
+            rows.append((f"first batch / median of the later batches, {variant}",
+                         _span(first, "x", "{:.1f}")))
     ok = all(r["counts"] == d["data"]["expected"] for r in d["runs"] if r["variant"] != "floor")
     rows.append(("every table of every run holds the expected rows", "yes" if ok else "**no**"))
     return _cmd("stream_bench", ("set", a.get("set")), ("rounds", a["rounds"]),
                 ("events", a["events"] if a["events"] != 1_000_000 else None)), rows
+
+
+def _first_to_steady(run: dict[str, Any]) -> float | None:
+    """A run's first batch seconds over the median of its later batches (None: under 2)."""
+    seconds = [float(b["seconds"]) for b in (e.get("batch", e) for e in run["events"])
+               if "batch_id" in b and "seconds" in b]
+    return seconds[0] / statistics.median(seconds[1:]) if len(seconds) > 1 else None
 
 
 @renders("scale_bench")

@@ -340,8 +340,7 @@ def storage_settings(location: str | Location, options: Mapping[str, str] | None
     explicit, hadoop_explicit = _normalise(loc.scheme, options or {})
     store.update(explicit)
     if loc.scheme == "s3":
-        hadoop = _s3a(store, loc.bucket if per_bucket else None,
-                      credentials_file=env.get("AWS_SHARED_CREDENTIALS_FILE"))
+        hadoop = _s3a(store, loc.bucket if per_bucket else None, env)
     elif loc.scheme == "az":
         hadoop = _abfs(store, loc.account)
     else:
@@ -350,14 +349,11 @@ def storage_settings(location: str | Location, options: Mapping[str, str] | None
     return StorageSettings(loc, store, hadoop)
 
 
-def _s3a(store: Mapping[str, str], bucket: str | None, *,
-         credentials_file: str | None = None) -> dict[str, str]:
-    """S3A's settings for object_store's S3 options (per bucket when ``bucket`` is given).
-
-    A named profile is handed to S3A by name (``auth.profile.name``) and, when
-    ``AWS_SHARED_CREDENTIALS_FILE`` names one, with its credentials file: S3A's profile
-    provider would otherwise read the JVM's own environment, which a profile given in
-    project.yml's ``storage:`` never reaches."""
+def _s3a(store: Mapping[str, str], bucket: str | None, env: Mapping[str, str]
+         ) -> dict[str, str]:
+    """S3A's settings for object_store's S3 options (per bucket when ``bucket`` is given). A
+    profile goes by name, with ``AWS_SHARED_CREDENTIALS_FILE``'s file: S3A would otherwise
+    read the JVM's environment, which a profile from ``storage:`` never reaches."""
     prefix = f"fs.s3a.bucket.{bucket}." if bucket else "fs.s3a."
     out: dict[str, str] = {}
     for key, name in (("aws_access_key_id", "access.key"), ("aws_secret_access_key",
@@ -373,8 +369,8 @@ def _s3a(store: Mapping[str, str], bucket: str | None, *,
     elif "aws_profile" in store:
         provider = "org.apache.hadoop.fs.s3a.auth.ProfileAWSCredentialsProvider"
         out[prefix + "auth.profile.name"] = store["aws_profile"]
-        if credentials_file:
-            out[prefix + "auth.profile.file"] = credentials_file
+        if env.get("AWS_SHARED_CREDENTIALS_FILE"):
+            out[prefix + "auth.profile.file"] = env["AWS_SHARED_CREDENTIALS_FILE"]
     if provider:
         out[prefix + "aws.credentials.provider"] = provider
     endpoint = store.get("aws_endpoint")
