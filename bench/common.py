@@ -155,6 +155,13 @@ def progress_record(line: str) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
+def is_batch_record(doc: dict[str, Any]) -> bool:
+    """``doc`` (a :func:`progress_record`) is a committed batch's record: other events carry a
+    ``batch_id`` too (a stop requested while batch N was in flight), under another ``type``;
+    records written before ``type`` existed are batches when they have a ``batch_id``."""
+    return "batch_id" in doc and doc.get("type", "batch_done") == "batch_done"
+
+
 def median(xs: Sequence[float]) -> float:
     """The median, NaN for no values (a failed variant still gets a table row)."""
     return statistics.median(xs) if xs else float("nan")

@@ -58,6 +58,7 @@ from bench.common import (
     bench_project,
     files_source,
     git_state,
+    is_batch_record,
     progress_record,
     result_path,
     write_result,
@@ -141,7 +142,7 @@ def read_progress(log: Path) -> dict[str, Any]:
         doc = progress_record(line)
         if doc is None:
             continue
-        if "batch_id" in doc:
+        if is_batch_record(doc):
             batches.append(doc)
         elif "backfill" in doc:
             backfill.append(doc["backfill"])

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import progress_record
+from bench.common import is_batch_record, progress_record
 
 
 def descendants(root: int, *, include_root: bool = False) -> list[int]:
@@ -200,7 +200,7 @@ class RunnerProcess:
                 self.lines.append((time.perf_counter() - self.started, time.time(), doc))
 
     def batches(self) -> list[tuple[float, float, dict[str, Any]]]:
-        return [(t, wall, d) for t, wall, d in self.lines if "batch_id" in d]
+        return [(t, wall, d) for t, wall, d in self.lines if is_batch_record(d)]
 
     def input_rows(self) -> int:
         return sum(d["input_rows"] for _, _, d in self.batches())

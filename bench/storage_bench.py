@@ -49,6 +49,7 @@ from bench.common import (
     example_config,
     example_project,
     git_state,
+    is_batch_record,
     machine,
     progress_record,
     run_env,
@@ -121,7 +122,7 @@ def run_one(contender: str, rnd: int, *, workdir: Path, bucket: MotoBucket, data
     def read_stdout() -> None:
         for line in proc.stdout or ():
             doc = progress_record(line)
-            if doc is not None and "batch_id" in doc:
+            if doc is not None and is_batch_record(doc):
                 marks.append(bucket.log.mark())
     out_thread = threading.Thread(target=read_stdout, daemon=True)
     out_thread.start()

@@ -8,7 +8,7 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.common import median
+from bench.common import is_batch_record, median
 
 #: The hand-written pattern on the same engine as a variant: the "vs own engine" column.
 ENGINE_BASELINE = {"runner": "hand", "runner-spark": "hand-spark", "hand-rparse": "hand",
@@ -46,7 +46,7 @@ def _session_at(run: Run) -> float | None:
 
 def _batches(run: Run) -> list[dict[str, Any]]:
     return [doc.get("batch", doc) for _, doc in run.events
-            if "batch" in doc or "batch_id" in doc]
+            if "batch" in doc or is_batch_record(doc)]
 
 
 def _batch_seconds(run: Run) -> list[float]:
