@@ -59,11 +59,17 @@ What differs, by design of each tool (not settable to the same):
   delta-rs (an application transaction per batch for idempotence); SDP writes through
   delta-spark (``USING delta``), tables registered in the session catalog with their data in
   ``spark.sql.warehouse.dir`` (a per-run folder).
-- Dead letters and checks: the runner's parse flags records that fail to parse (a VARIANT
-  re-read for the reason, ``_batch_id``/``_source_file`` columns, a dead-letter table written
-  when there are any), runs the models' row checks and writes its run record; SDP has none of
-  it (a malformed line would be a row of nulls). The generated data has no malformed lines,
-  so both must hold the same rows.
+- Dead letters: the runner's parse (``runner.runtime.parse``) sends every record that is not
+  a JSON object of the declared types (a NOT NULL field missing, a value Spark would convert,
+  invalid UTF-8...) to its dead-letter table with its reason, in Spark expressions added to
+  the one ``from_json``; SDP's view is the bare ``from_json`` (a malformed line would be a row
+  of nulls, or a failed flow for a NOT NULL field). The generated data has no malformed
+  lines, so both must hold the same rows. The runner also keeps its run record and its
+  ledger under the checkpoint; SDP its event log.
+- Seeds: the runner builds ``endpoint_owners`` from the CSV's rows with
+  ``createDataFrame(list)`` (``runner.runtime.pinned_lookups.seed_frame``), which starts
+  Python workers (``pyspark.daemon`` and one per core) that stay up for the run; SDP's view
+  reads the CSV with Spark's reader, in the JVM.
 - Processes: the runner is one Python process and its one JVM; SDP is two JVMs (the
   spark-submit launcher that stays up for the run, and the driver) and the Python client.
   "JVM alone" below is the largest JVM of the tree (the driver in both); the tree's peak is
