@@ -33,7 +33,7 @@ RENDERERS: dict[str, Renderer] = {}
 #: Page -> the benches whose numbers it shows, in this order.
 PAGES: dict[str, tuple[str, ...]] = {
     "docs/BENCHMARKS.md": ("compile_bench", "stream_bench", "scale_bench", "kafka_bench",
-                           "enrich_bench", "backfill_bench", "cdc_bench", "storage_bench"),
+                           "enrich_bench", "backfill_bench", "cdc_bench", "storage_bench", "sdp_bench"),
     "docs/PERFORMANCE.md": ("parse_profile", "driver_memory"),
     "docs/RELIABILITY.md": ("crash_loop", "generated_ops", "soak"),
 }
@@ -293,6 +293,29 @@ def storage_bench(d: dict[str, Any]) -> tuple[str, Rows]:
                  "yes" if s["all_exact"] else "**no**"))
     return _cmd("storage_bench", ("events", a["events"]), ("files", a["files"]),
                 ("max-files", a["max_files"]), ("rounds", a["rounds"])), rows
+
+
+@renders("sdp_bench")
+def sdp_bench(d: dict[str, Any]) -> tuple[str, Rows]:
+    a, data = d["args"], d["data"]
+    rows: Rows = []
+    for tables, e in d["summary"].items():
+        where = f"{data['events']:,} events, {tables} tables"
+        r = e.get("ratios")
+        if r:
+            rows.append((f"{where}: `runner stream` / SDP (`spark-pipelines`), per round",
+                         f"{_span(r['wall'], 'x')} wall, {_span(r['cpu'], 'x')} CPU, "
+                         f"{_span(r['tree_mb'], 'x')} peak memory of the process tree, "
+                         f"{_span(r['jvm_mb'], 'x')} of the JVM alone"))
+        if "runner" in e and "sdp" in e:
+            rows.append((f"{where}: peak memory, tree / JVM (median): runner; SDP",
+                         f"{e['runner']['tree_mb']:,.0f} / {e['runner']['jvm_mb']:,.0f} MB; "
+                         f"{e['sdp']['tree_mb']:,.0f} / {e['sdp']['jvm_mb']:,.0f} MB"))
+        rows.append((f"{where}: tables exact (every run holds the expected rows)",
+                     "yes" if e["all_ok"] else "**no**"))
+    return _cmd("sdp_bench", ("events", a["events"] if a["events"] != 1_000_000 else None),
+                ("rounds", a["rounds"]), ("tables", a["tables"]),
+                ("variants", a["variants"] if a["variants"] != "runner,sdp" else None)), rows
 
 
 @renders("generated_ops")
