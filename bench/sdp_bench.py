@@ -1,6 +1,6 @@
 """Memory and wall time of ``runner stream`` against Spark Declarative Pipelines on the same work.
 
-Issue 34's target: the runner's peak memory (whole process tree) at most SDP's on the same
+The target: the runner's peak memory (whole process tree) at most SDP's on the same
 work, at 3 and at 12 tables. One command generates example-shaped events once
 (:func:`bench.common.demo_data`) and runs each variant AS A WHOLE PROCESS started by the bench,
 at each ``--tables`` count, over ``--rounds`` rounds with the order of the variants rotated:
