@@ -230,6 +230,11 @@ def bench_backlog(b: Bench, variants: list[Variant]) -> dict[str, Any]:
 
 # ---- fixed rate ------------------------------------------------------------------------------
 
+def _quantiles(lags: list[float]) -> dict[str, float]:
+    return {"p50": pct(lags, 0.5), "p95": pct(lags, 0.95), "p99": pct(lags, 0.99),
+            "max": max(lags) if lags else float("nan"), "n": len(lags)}
+
+
 def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
     args = b.args
     topic = f"bench_rate_{index}"
@@ -273,10 +278,14 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
     arrival = {d["batch_id"]: wall for _, wall, d in proc.batches()}
     batches = [(t, d) for t, _, d in proc.batches() if d["batch_id"] not in warm_batches]
     lag_table = read_rows(project / "_warehouse" / "kafka_lag")
-    lags = [arrival[bid] - ts.timestamp()
-            for ts, bid in zip(lag_table.column("_kafka_timestamp").to_pylist(),
-                               lag_table.column("_batch_id").to_pylist())
-            if bid not in warm_batches]
+    sent_lag = [(ts.timestamp(), arrival[bid] - ts.timestamp())
+                for ts, bid in zip(lag_table.column("_kafka_timestamp").to_pylist(),
+                                   lag_table.column("_batch_id").to_pylist())
+                if bid not in warm_batches]
+    lags = [lag for _, lag in sent_lag]
+    first_sent = min((sent for sent, _ in sent_lag), default=0.0)
+    early = [lag for sent, lag in sent_lag if sent < first_sent + args.first_s]
+    later = [lag for sent, lag in sent_lag if sent >= first_sent + args.first_s]
     intervals = [y[0] - x[0] for x, y in zip(batches, batches[1:])]
     seconds = [d["seconds"] for _, d in batches]
     rows = [d["input_rows"] for _, d in batches]
@@ -294,6 +303,8 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
            "interval_s": intervals, "lag_s": {
                "p50": pct(lags, 0.5), "p95": pct(lags, 0.95), "p99": pct(lags, 0.99),
                "max": max(lags) if lags else float("nan"), "n": len(lags)},
+           "first_s": args.first_s, "lag_first_s": _quantiles(early),
+           "lag_later_s": _quantiles(later),
            "runner_events": proc.events(), "breakdown": breakdown,
            "counts_ok": counts_ok, "counts": counts}
     print(f"rate {rate:g}/s {v.name}: {len(batches)} batches, per-batch p50 "
@@ -363,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="events/s in the rate phase; a comma list runs each (e.g. 100,2000)")
     ap.add_argument("--duration", type=float, default=60, help="seconds of input at --rate")
     ap.add_argument("--warmup", type=int, default=2000, help="events before the timed phase")
+    ap.add_argument("--first-s", type=float, default=30.0,
+                    help="rate: also report the lag of the events sent in the first S seconds "
+                         "of the timed phase (with --warmup 0 --warmup-s 0: right after start)")
     ap.add_argument("--warmup-s", type=float, default=0,
                     help="rate: then this many seconds at --rate, untimed too (the JIT and "
                          "the first dead-letter commit warm up at the real batch size)")

@@ -140,12 +140,24 @@ def scale_bench(d: dict[str, Any]) -> tuple[str, Rows]:
 def kafka_bench(d: dict[str, Any]) -> tuple[str, Rows]:
     a = d["args"]
     lags: dict[tuple[str, str, float], list[dict[str, float]]] = defaultdict(list)
+    parts: dict[str, dict[tuple[str, str, float], list[dict[str, float]]]] = {
+        "lag_first_s": defaultdict(list), "lag_later_s": defaultdict(list)}
     for r in d.get("rate", []):
         lags[r["reader"], r["engine"], r["rate"]].append(r["lag_s"])
-    rows = [(f"Kafka to Delta lag, {reader}'s reader, `{engine}`, {rate:,.0f} events/s, "
+        for part, found in parts.items():
+            if r.get(part, {}).get("n"):
+                found[r["reader"], r["engine"], r["rate"]].append(r[part])
+    after = (f", {a['warmup']:,} warm-up events and {a['warmup_s']:g} s untimed first"
+             if a.get("warmup") or a.get("warmup_s") else ", from the query's start")
+    rows = [(f"Kafka to Delta lag, {reader}'s reader, `{engine}`, {rate:,.0f} events/s{after}, "
              f"p50 / p95 / p99 over {len(ls)} rounds",
              " / ".join(_span([lag[q] for lag in ls], " s") for q in ("p50", "p95", "p99")))
             for (reader, engine, rate), ls in sorted(lags.items())]
+    for part, when in (("lag_first_s", "in"), ("lag_later_s", "after")):
+        rows += [(f"the same, events sent {when} the first {a.get('first_s', 30):g} s "
+                  f"({reader}'s reader, `{engine}`, {rate:,.0f} events/s)",
+                  " / ".join(_span([lag[q] for lag in ls], " s") for q in ("p50", "p95", "p99")))
+                 for (reader, engine, rate), ls in sorted(parts[part].items())]
     backlog = d.get("backlog") or {}
     for variant in backlog.get("variants", []):
         runs = [r for r in backlog["runs"] if r["variant"] == variant]

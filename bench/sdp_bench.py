@@ -66,10 +66,10 @@ What differs, by design of each tool (not settable to the same):
   of nulls, or a failed flow for a NOT NULL field). The generated data has no malformed
   lines, so both must hold the same rows. The runner also keeps its run record and its
   ledger under the checkpoint; SDP its event log.
-- Seeds: the runner builds ``endpoint_owners`` from the CSV's rows with
-  ``createDataFrame(list)`` (``runner.runtime.pinned_lookups.seed_frame``), which starts
-  Python workers (``pyspark.daemon`` and one per core) that stay up for the run; SDP's view
-  reads the CSV with Spark's reader, in the JVM.
+- Seeds: the runner builds ``endpoint_owners`` from the CSV kept in its checkpoint, as an
+  Arrow table (``runner.runtime.pinned_lookups.seed_frame``: a local relation, no Python
+  worker; a list of rows made PySpark fork workers that stayed up for the run, which this
+  bench found); SDP's view reads the CSV with Spark's reader, in the JVM.
 - Processes: the runner is one Python process and its one JVM; SDP is two JVMs (the
   spark-submit launcher that stays up for the run, and the driver) and the Python client.
   "JVM alone" below is the largest JVM of the tree (the driver in both); the tree's peak is
