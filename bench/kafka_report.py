@@ -22,6 +22,12 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
 
 
+def quantiles(xs: list[float]) -> dict[str, float]:
+    """p50, p95, p99, max and count of ``xs`` (NaN when empty)."""
+    return {"p50": pct(xs, 0.5), "p95": pct(xs, 0.95), "p99": pct(xs, 0.99),
+            "max": max(xs) if xs else float("nan"), "n": len(xs)}
+
+
 def report_backlog(res: dict[str, Any]) -> str:
     n = res["events"]
     out = [f"\n### Backlog: {n:,} events, {res['partitions']} partitions, "
