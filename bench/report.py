@@ -50,8 +50,8 @@ def renders(bench: str) -> Callable[[Renderer], Renderer]:
 def _cmd(bench: str, *opts: tuple[str, Any]) -> str:
     """``python -m bench.<bench> --opt value ...``, leaving out options that are None."""
     parts = [f"python -m bench.{bench}"]
-    parts += [f"--{k}" if v is True else f"--{k} {v}" for k, v in opts
-              if v not in (None, "None", False)]
+    parts += [f"--{k}" if v is True else f"--{k} {v:g}" if isinstance(v, float) else
+              f"--{k} {v}" for k, v in opts if v is not None and v is not False and v != "None"]
     return "`" + " ".join(parts) + "`"
 
 
@@ -170,7 +170,8 @@ def kafka_bench(d: dict[str, Any]) -> tuple[str, Rows]:
     return _cmd("kafka_bench", ("only", a.get("only")), ("readers", a.get("readers")),
                 ("events", a.get("events") if backlog else None),
                 ("engine", a.get("engine")), ("rate", a.get("rate")),
-                ("duration", a.get("duration")), ("warmup-s", a.get("warmup_s")),
+                ("duration", a.get("duration")), ("warmup", a.get("warmup")),
+                ("warmup-s", a.get("warmup_s")),
                 ("rate-rounds", a.get("rate_rounds"))), rows
 
 
