@@ -341,8 +341,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="rate: run every (reader, engine, rate) this many times, the order "
                          "rotated each round")
     ap.add_argument("--baseline", default=None, metavar="DIR",
-                    help="also run every spark-engine variant with DIR/runner (e.g. a "
-                         "git worktree of main): before and after in one run")
+                    help="also run every variant with DIR/runner (e.g. a git worktree of "
+                         "main, or `git archive REF runner` unpacked): before and after in one "
+                         "run")
     ap.add_argument("--eventlog", action=argparse.BooleanOptionalAction, default=True,
                     help="rate: Spark's event log on, to split each batch's time")
     args = ap.parse_args(argv)
@@ -368,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline:
         if not (Path(args.baseline) / "runner").is_dir():
             ap.error(f"--baseline {args.baseline}: no runner/ folder there")
-        variants += [Variant(r, "spark", baseline=True) for r in readers if "spark" in engines]
+        variants += [Variant(r, e, baseline=True) for r in readers for e in engines]
 
     work = Path(tempfile.mkdtemp(prefix="runner-kafka-bench-"))
     src = snapshot_runner(work)  # every run imports this copy of runner/
