@@ -116,8 +116,9 @@ def abfs_spelling(value: str, options: Mapping[str, str] | None = None, *,
     if not container:
         raise ConfigError(f"{key}: {value!r} names no container", path="project.yml",
                           hint="write az://<container>/<prefix>")
+    settings = storage_settings(value, options)  # an unknown option is its own error
     try:
-        return storage_settings(value, options).spark_uri()
+        return settings.spark_uri()
     except ConfigError as e:
         raise ConfigError(
             f"{key}: {value!r}: Spark reaches Azure storage through its ABFS connector, which "

@@ -260,3 +260,12 @@ def test_object_store_locations_may_not_overlap(tmp_path, checkpoint, warehouse,
         assert _run(root, "compile").exit_code == 0
     else:
         _refused(root, refused)
+
+
+def test_an_unknown_storage_option_is_named_not_taken_for_a_missing_account(tmp_path) -> None:
+    yml = _yml(warehouse="az://data/wh") + "storage:\n  acount_name: acct\n"
+    root = write_project(tmp_path / "proj", MODEL, project_yml=yml)
+    result = _run(root, "compile")
+    assert result.exit_code == 2, result.output
+    assert "unknown option 'acount_name'" in result.output
+    assert "no account is set" not in result.output
