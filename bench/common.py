@@ -56,6 +56,15 @@ def machine() -> dict[str, Any]:
             "platform": platform.platform(), "loadavg": os.getloadavg()}
 
 
+def spark_machine() -> dict[str, Any]:
+    """:func:`machine` plus the pyspark and Java versions the benches' Spark runs used."""
+    import pyspark
+
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    return {**machine(), "pyspark": pyspark.__version__,
+            "java": java.splitlines()[0] if java else None}
+
+
 def bench_name(module_file: str) -> str:
     """``bench/stream_bench.py`` -> ``stream_bench``."""
     return Path(module_file).stem
@@ -287,6 +296,24 @@ def table_rows(path: Path | str) -> int | None:
     if not DeltaTable.is_deltatable(str(path)):
         return None
     return int(DeltaTable(str(path)).to_pyarrow_dataset().count_rows())
+
+
+def tables_and_columns(warehouse: Path, names: Iterable[str]
+                       ) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Rows (-1: no table) and column names of each table ``names`` under ``warehouse``."""
+    from deltalake import DeltaTable
+
+    counts: dict[str, int] = {}
+    columns: dict[str, list[str]] = {}
+    for name in names:
+        path = warehouse / name
+        if not DeltaTable.is_deltatable(str(path)):
+            counts[name] = -1
+            continue
+        dataset = DeltaTable(str(path)).to_pyarrow_dataset()  # never to_pyarrow_table()
+        counts[name] = dataset.count_rows()
+        columns[name] = list(dataset.schema.names)
+    return counts, columns
 
 
 def count_tables(warehouse: Path, names: Iterable[str] | None = None) -> dict[str, int]:

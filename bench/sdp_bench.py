@@ -110,11 +110,12 @@ from bench.common import (
     demo_data,
     example_config,
     git_state,
-    machine,
     run_env,
     snapshot_runner,
     spark_conf,
     spark_jars,
+    spark_machine,
+    tables_and_columns,
     tree_digest,
     write_result,
 )
@@ -155,23 +156,6 @@ class ProcessSampler(TreeSampler):
         return [{"comm": self.names.get(p.pid, "?"), "role": p.role,
                  "peak_mb": round(p.hwm_kb / 1024, 1), "cpu_s": round(p.cpu_s, 2)}
                 for p in sorted(self.procs.values(), key=lambda p: p.pid)]
-
-
-def table_columns(warehouse: Path, names: list[str]) -> tuple[dict[str, int], dict[str, list[str]]]:
-    """Rows (-1: no table) and column names of each table ``names`` under ``warehouse``."""
-    from deltalake import DeltaTable
-
-    counts: dict[str, int] = {}
-    columns: dict[str, list[str]] = {}
-    for name in names:
-        path = warehouse / name
-        if not DeltaTable.is_deltatable(str(path)):
-            counts[name] = -1
-            continue
-        dataset = DeltaTable(str(path)).to_pyarrow_dataset()  # never to_pyarrow_table()
-        counts[name] = dataset.count_rows()
-        columns[name] = list(dataset.schema.names)
-    return counts, columns
 
 
 def run_variant(variant: str, tables: int, rnd: int, *, workdir: Path, cfg: dict[str, Any],
@@ -215,7 +199,7 @@ def run_variant(variant: str, tables: int, rnd: int, *, workdir: Path, cfg: dict
         wall = time.perf_counter() - started
         sampler.stop()
     names = list(model_names(tables))
-    counts, columns = table_columns(warehouse, names)
+    counts, columns = tables_and_columns(warehouse, names)
     expected = {n: cfg["expected"][m] for n, m in model_names(tables).items()}
     summary = sampler.summary()
     procs = sampler.processes()
@@ -273,14 +257,6 @@ def report(summary: dict[str, Any], meta: dict[str, Any]) -> str:
             lines.append(f"  runner/sdp {f:8} {statistics.median(xs):.2f}x  per round: "
                          + ", ".join(f"{x:.2f}" for x in xs))
     return "\n".join(lines)
-
-
-def _machine() -> dict[str, Any]:
-    import pyspark
-
-    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
-    return {**machine(), "pyspark": pyspark.__version__,
-            "java": java.splitlines()[0] if java else None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -364,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         "ratios within one run)")
     print(text)
     args_doc = {**vars(args), "sdp_deps": str(args.sdp_deps)}
-    write_result(__file__, {"args": args_doc, "data": meta, "machine": _machine(), "git": gs,
+    write_result(__file__, {"args": args_doc, "data": meta, "machine": spark_machine(), "git": gs,
                             "summary": summary, "same_columns": same_columns,
                             "runs": runs, "report": text}, args.json)
     return 0 if all(r["ok"] for r in runs) else 1

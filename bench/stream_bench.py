@@ -111,12 +111,13 @@ from bench.common import (
     example_config,
     example_project,
     git_state,
-    machine,
     progress_record,
     run_env,
     snapshot_runner,
     spark_conf,
     spark_jars,
+    spark_machine,
+    tables_and_columns,
     tree_digest,
     write_result,
 )
@@ -211,7 +212,7 @@ def run_variant(variant: str, rnd: int, *, workdir: Path, base_cfg: dict[str, An
     run = Run(variant, rnd, wall, rc, events, sampler.summary(),
               stderr_tail="".join(stderr)[-2000:], load=(load_before, os.getloadavg()[0]))
     if variant != "floor":
-        run.counts, run.columns = tables_and_columns(warehouse)
+        run.counts, run.columns = tables_and_columns(warehouse, TABLES)
     return run
 
 
@@ -224,31 +225,6 @@ def export_runner(ref: str, workdir: Path) -> Path:
                                  capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
     return dest
-
-
-def tables_and_columns(warehouse: Path) -> tuple[dict[str, int], dict[str, list[str]]]:
-    """Rows (-1: no table) and column names of each of the example's tables."""
-    from deltalake import DeltaTable
-
-    counts, columns = {}, {}
-    for name in TABLES:
-        path = warehouse / name
-        if not DeltaTable.is_deltatable(str(path)):
-            counts[name] = -1
-            continue
-        dataset = DeltaTable(str(path)).to_pyarrow_dataset()  # never to_pyarrow_table()
-        counts[name] = dataset.count_rows()
-        columns[name] = list(dataset.schema.names)
-    return counts, columns
-
-
-
-def _machine() -> dict[str, Any]:
-    import pyspark
-
-    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
-    return {**machine(), "pyspark": pyspark.__version__,
-            "java": java.splitlines()[0] if java else None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
              f"end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a shared machine: "
              "compare ratios within one run)")
     print(text)
-    write_result(__file__, {"args": vars(args), "data": meta, "machine": _machine(), "git": gs,
+    write_result(__file__, {"args": vars(args), "data": meta, "machine": spark_machine(), "git": gs,
                             "runs": [r.to_json() for r in runs], "report": text}, args.json)
     failed = [r for r in runs if r.rc != 0 or (r.counts and r.counts != meta["expected"])]
     return 1 if failed else 0
