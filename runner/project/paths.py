@@ -43,6 +43,8 @@ __all__ = [
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):/")
 #: The URI schemes a location may have (``az://`` becomes ABFS's spelling: :func:`abfs_spelling`).
 _SPOKEN = sorted(f"{s}://" for s in SCHEMES)
+#: An Azure storage account's name, as Azure allows it.
+_AZURE_ACCOUNT = re.compile(r"[a-z0-9]{3,24}")
 #: The project's own files: no managed location may be, contain or lie inside one of them.
 PROJECT_FILES = ("project.yml", "models", "macros", "seeds", "target", ".git")
 
@@ -117,6 +119,13 @@ def abfs_spelling(value: str, options: Mapping[str, str] | None = None, *,
         raise ConfigError(f"{key}: {value!r} names no container", path="project.yml",
                           hint="write az://<container>/<prefix>")
     settings = storage_settings(value, options)  # an unknown option is its own error
+    account = settings.storage_options.get("azure_storage_account_name")
+    if account is not None and not _AZURE_ACCOUNT.fullmatch(account):
+        # it becomes the URI's host part: nothing but a name may get there
+        raise ConfigError(f"{key}: {value!r}: {account!r} is not an Azure storage account name "
+                          "(3 to 24 lowercase letters and digits)", path="project.yml",
+                          hint="set AZURE_STORAGE_ACCOUNT_NAME or storage: "
+                               "{azure_storage_account_name: ...} to the account's name")
     try:
         return settings.spark_uri()
     except ConfigError as e:

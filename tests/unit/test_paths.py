@@ -269,3 +269,13 @@ def test_an_unknown_storage_option_is_named_not_taken_for_a_missing_account(tmp_
     assert result.exit_code == 2, result.output
     assert "unknown option 'acount_name'" in result.output
     assert "no account is set" not in result.output
+
+
+@pytest.mark.parametrize("account", ["evil.example.com/x", "a@b", "UPPER", "ab"])
+def test_an_azure_account_that_is_no_name_is_refused(tmp_path, account, monkeypatch) -> None:
+    """The account becomes the ABFS URI's host part: a pull request's ``storage:`` may not
+    put a host, a path or credentials there."""
+    monkeypatch.delenv("AZURE_STORAGE_ACCOUNT_NAME", raising=False)
+    yml = _yml(warehouse="az://data/wh") + f"storage:\n  azure_storage_account_name: '{account}'\n"
+    root = write_project(tmp_path / "proj", MODEL, project_yml=yml)
+    _refused(root, "is not an Azure storage account name")
