@@ -12,6 +12,8 @@ Defaults (a user's ``conf`` overrides every one of them):
   default 50 makes every delta-spark commit end with a 50-task job rebuilding the table's
   state, which on one machine costs more than the write itself (``bench.stream_bench --set
   production``).
+- the serial garbage collector for a local master's driver JVM, unless a collector is named
+  elsewhere (:mod:`runner.runtime.jvm_options`).
 - UI and console progress bar off; ``spark.sql.warehouse.dir`` in a per-user folder under the
   system temp dir, not ``./spark-warehouse`` (no stray folder where the runner starts).
 - ``spark.sql.runSQLOnFiles=false``: SQL reads no table by path (docs/SECURITY.md).
@@ -48,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from runner.runtime.jvm_options import add_gc_default, add_log_config
 from runner.sinks.conf import (
     DELTA_JAR_PREFIX,
     DELTA_SESSION_CONF,
@@ -265,7 +268,8 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},
 
     config_file, log_file = _write_log4j2_config(Path(log_dir) if log_dir else _default_log_dir())
     settings = _session_settings(cores, conf, log_file)
-    _add_log_config(settings, config_file, local=cores is not None)
+    add_log_config(settings, config_file, local=cores is not None)
+    add_gc_default(settings, master)
     spark = _start(master, app_name, settings, log_file)
     _pyspark_logs_to_file(log_file.parent / "pyspark.log")
     elapsed = time.perf_counter() - started
@@ -308,20 +312,6 @@ def _session_settings(cores: int | None, conf: Mapping[str, str], log_file: Path
     if "spark.jars" in jar_settings:  # the user's jars first, then set-up's
         settings["spark.jars"] = jar_settings["spark.jars"]
     return settings
-
-
-def _add_log_config(settings: dict[str, str], config_file: Path, *, local: bool) -> None:
-    """Point the JVMs' log4j2 at ``config_file``: added to (not replacing) a user's java
-    options. Executors get it only where they run on this machine (local-cluster); a
-    cluster's nodes lack the file."""
-    log_opt = f"-Dlog4j2.configurationFile=file:{config_file.as_posix()}"
-    java_option_keys = ["spark.driver.extraJavaOptions"]
-    if local:
-        java_option_keys.append("spark.executor.extraJavaOptions")
-    for key in java_option_keys:
-        user = settings.get(key, "")
-        if "log4j2.configurationFile" not in user:
-            settings[key] = f"{log_opt} {user}".strip()
 
 
 def _start(master: str, app_name: str, settings: Mapping[str, str],
