@@ -5,16 +5,18 @@ Both are added to (never replace) what the user's settings say, and only where n
 source of java options made the same choice already.
 
 **The collector.** On a local master (``local``, ``local[N]``, ``local[*]``) the driver's JVM
-is also the only executor: it parses, caches and writes every batch. With a heap of at most
-:data:`SERIAL_MAX_HEAP_MIB` (``spark.driver.memory``, 1 GB unless set) the runner starts it
-with the serial collector (:data:`LOCAL_GC_OPTION`) instead of the JVM's default G1: the same
-work in about two thirds of the resident memory, and no more CPU or wall time
-(``bench.stream_bench``, ``bench.sdp_bench`` and ``bench.kafka_bench`` measure the runner's
-JVM as it starts it; docs/PERFORMANCE.md). G1 is built for large heaps and short pauses on
-many cores: its regions, remembered sets and concurrent threads cost a small heap a large
-share, while a full collection of the serial collector over a heap this small stays short.
-A bigger heap keeps G1, and so do other masters: there the driver plans and commits, the
-executors do the work, and their JVMs are the cluster's to configure.
+is also the only executor: it parses, caches and writes every batch. With at most
+:data:`SERIAL_MAX_CORES` cores and a heap of at most :data:`SERIAL_MAX_HEAP_MIB`
+(``spark.driver.memory``, 1 GB unless set) the runner starts it with the serial collector
+(:data:`LOCAL_GC_OPTION`) instead of the JVM's default G1: the same work in about two thirds
+of the resident memory, and no more CPU or wall time (measured on ``local[2]``:
+``bench.stream_bench``, ``bench.sdp_bench`` and ``bench.kafka_bench`` run the JVM as the
+runner starts it; docs/PERFORMANCE.md). G1 is built for large heaps and short pauses on many
+cores: its regions, remembered sets and concurrent threads cost a small heap a large share,
+while the serial collector's pauses over a heap this small stay short. More cores (whose
+task threads all wait while one thread collects) or a bigger heap keep G1, and so do other
+masters: there the driver plans and commits, the executors do the work, and their JVMs are
+the cluster's to configure.
 
 A collector named anywhere else wins, because a JVM given two collectors refuses to start
 ("Multiple garbage collectors selected"): in the driver's ``extraJavaOptions`` or
@@ -29,11 +31,14 @@ import re
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
-__all__ = ["JAVA_OPTION_ENVS", "LOCAL_GC_OPTION", "SERIAL_MAX_HEAP_MIB", "add_gc_default",
+__all__ = ["JAVA_OPTION_ENVS", "LOCAL_GC_OPTION", "SERIAL_MAX_CORES", "SERIAL_MAX_HEAP_MIB",
+           "add_gc_default",
            "add_log_config", "driver_heap_mib", "names_collector"]
 
 #: The local driver's collector (see the module docstring).
 LOCAL_GC_OPTION = "-XX:+UseSerialGC"
+#: The most cores (the local master's task threads) that get it: where it was measured.
+SERIAL_MAX_CORES = 2
 #: The largest driver heap that gets it, MiB (the test suite's 2 GB session included).
 SERIAL_MAX_HEAP_MIB = 2048
 
@@ -47,7 +52,6 @@ _DRIVER_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.driver.defaultJav
 
 # -XX:+UseSerialGC, -XX:+UseG1GC, -XX:+UseZGC, -XX:-UseParallelGC, ... (any collector flag)
 _COLLECTOR_FLAG = re.compile(r"-XX:[+-]Use\w*GC\b")
-_LOCAL_MASTER = re.compile(r"local(\[(\d+|\*)(,\s*\d+)?\])?")
 # Spark's size strings for spark.driver.memory: a number, MiB without a unit.
 _SIZE = re.compile(r"(\d+)\s*([kmgtp]?)b?", re.IGNORECASE)
 _MIB_PER_UNIT = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024**2, "p": 1024**3}
@@ -79,13 +83,14 @@ def driver_heap_mib(settings: Mapping[str, str], environ: Mapping[str, str] = os
     return None if m is None else float(m.group(1)) * _MIB_PER_UNIT[m.group(2).lower()]
 
 
-def add_gc_default(settings: MutableMapping[str, str], master: str,
+def add_gc_default(settings: MutableMapping[str, str], driver_cores: int | None,
                    environ: Mapping[str, str] = os.environ) -> None:
-    """Add :data:`LOCAL_GC_OPTION` to the driver's java options for a local ``master`` whose
-    heap is at most :data:`SERIAL_MAX_HEAP_MIB`, unless ``settings`` or ``environ`` already
-    name a collector (module docstring)."""
+    """Add :data:`LOCAL_GC_OPTION` to the driver's java options when the driver is the only
+    executor (``driver_cores``: a local master's cores; None for any other master) with at
+    most :data:`SERIAL_MAX_CORES` cores and :data:`SERIAL_MAX_HEAP_MIB` of heap, unless
+    ``settings`` or ``environ`` already name a collector (module docstring)."""
     heap = driver_heap_mib(settings, environ)
-    if (_LOCAL_MASTER.fullmatch(master) is None or heap is None
+    if (driver_cores is None or driver_cores > SERIAL_MAX_CORES or heap is None
             or heap > SERIAL_MAX_HEAP_MIB):
         return
     elsewhere = [settings.get(k, "") for k in _DRIVER_OPTION_KEYS]

@@ -12,8 +12,8 @@ Defaults (a user's ``conf`` overrides every one of them):
   default 50 makes every delta-spark commit end with a 50-task job rebuilding the table's
   state, which on one machine costs more than the write itself (``bench.stream_bench --set
   production``).
-- the serial garbage collector for a local master's driver JVM, unless a collector is named
-  elsewhere (:mod:`runner.runtime.jvm_options`).
+- the serial garbage collector for a local master's driver JVM (up to 2 cores and 2 GB of
+  heap), unless a collector is named elsewhere (:mod:`runner.runtime.jvm_options`).
 - UI and console progress bar off; ``spark.sql.warehouse.dir`` in a per-user folder under the
   system temp dir, not ``./spark-warehouse`` (no stray folder where the runner starts).
 - ``spark.sql.runSQLOnFiles=false``: SQL reads no table by path (docs/SECURITY.md).
@@ -269,7 +269,7 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},
     config_file, log_file = _write_log4j2_config(Path(log_dir) if log_dir else _default_log_dir())
     settings = _session_settings(cores, conf, log_file)
     add_log_config(settings, config_file, local=cores is not None)
-    add_gc_default(settings, master)
+    add_gc_default(settings, None if master.startswith("local-cluster") else cores)
     spark = _start(master, app_name, settings, log_file)
     _pyspark_logs_to_file(log_file.parent / "pyspark.log")
     elapsed = time.perf_counter() - started

@@ -16,24 +16,23 @@ from runner.runtime.jvm_options import (
 DRIVER = "spark.driver.extraJavaOptions"
 
 
-@pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "local[4, 3]"])
-def test_a_local_driver_gets_the_serial_collector(master: str) -> None:
+@pytest.mark.parametrize("cores", [1, 2])
+def test_a_small_local_driver_gets_the_serial_collector(cores: int) -> None:
     settings: dict[str, str] = {}
-    add_gc_default(settings, master, environ={})
+    add_gc_default(settings, cores, environ={})
     assert settings == {DRIVER: LOCAL_GC_OPTION}
 
 
-@pytest.mark.parametrize("master", ["local-cluster[2,1,1024]", "spark://h:7077", "yarn",
-                                    "k8s://https://h:6443", "localhost"])
-def test_other_masters_keep_their_jvm_defaults(master: str) -> None:
+@pytest.mark.parametrize("cores", [None, 3, 16])  # None: the driver is not the executor
+def test_other_drivers_keep_their_jvm_defaults(cores: int | None) -> None:
     settings = {DRIVER: "-Xss4m"}
-    add_gc_default(settings, master, environ={})
+    add_gc_default(settings, cores, environ={})
     assert settings == {DRIVER: "-Xss4m"}
 
 
 def test_added_after_the_users_own_options() -> None:
     settings = {DRIVER: "-Dlog4j2.configurationFile=file:/x -Xss4m"}
-    add_gc_default(settings, "local[2]", environ={})
+    add_gc_default(settings, 2, environ={})
     assert settings[DRIVER] == f"-Dlog4j2.configurationFile=file:/x -Xss4m {LOCAL_GC_OPTION}"
 
 
@@ -42,7 +41,7 @@ def test_added_after_the_users_own_options() -> None:
                                   "-XX:-UseSerialGC", "-XX:+UseShenandoahGC"])
 def test_a_collector_in_the_settings_wins(key: str, flag: str) -> None:
     settings = {key: f"-Xss4m {flag}"}
-    add_gc_default(settings, "local[2]", environ={})
+    add_gc_default(settings, 2, environ={})
     assert settings == {key: f"-Xss4m {flag}"}  # two collectors: the JVM would not start
 
 
@@ -51,13 +50,13 @@ def test_a_collector_in_the_environment_wins(env: str) -> None:
     settings: dict[str, str] = {}
     value = ("--driver-java-options -XX:+UseG1GC pyspark-shell" if env == "PYSPARK_SUBMIT_ARGS"
              else "-XX:+UseG1GC")
-    add_gc_default(settings, "local[2]", environ={env: value})
+    add_gc_default(settings, 2, environ={env: value})
     assert settings == {}
 
 
 def test_other_gc_tuning_is_not_a_collector_choice() -> None:
     settings = {DRIVER: "-XX:MaxGCPauseMillis=50 -XX:+PrintGCDetails -Xlog:gc"}
-    add_gc_default(settings, "local[2]", environ={"JAVA_TOOL_OPTIONS": "-XX:GCTimeRatio=9"})
+    add_gc_default(settings, 2, environ={"JAVA_TOOL_OPTIONS": "-XX:GCTimeRatio=9"})
     assert settings[DRIVER].endswith(LOCAL_GC_OPTION)
 
 
@@ -85,5 +84,5 @@ def test_the_log_configuration_goes_first_and_once(tmp_path: Path) -> None:
 ])
 def test_only_a_small_heap_gets_the_serial_collector(
         settings: dict[str, str], environ: dict[str, str], serial: bool) -> None:
-    add_gc_default(settings, "local[2]", environ=environ)
+    add_gc_default(settings, 2, environ=environ)
     assert (LOCAL_GC_OPTION in settings.get(DRIVER, "")) is serial
