@@ -32,8 +32,7 @@ from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 __all__ = ["JAVA_OPTION_ENVS", "LOCAL_GC_OPTION", "SERIAL_MAX_CORES", "SERIAL_MAX_HEAP_MIB",
-           "add_gc_default",
-           "add_log_config", "driver_heap_mib", "names_collector"]
+           "add_gc_default", "add_log_config", "driver_heap_mib", "names_collector"]
 
 #: The local driver's collector (see the module docstring).
 LOCAL_GC_OPTION = "-XX:+UseSerialGC"
