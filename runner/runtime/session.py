@@ -110,7 +110,8 @@ class SessionInfo:
 
 
 def _local_cores(master: str) -> int | None:
-    """Cores of a ``local``/``local[N]``/``local[*]`` master; None for any other master."""
+    """Cores of a ``local``/``local[N]``/``local[*]`` master, or all executors' cores of a
+    ``local-cluster[N,C,M]`` (N x C); None for any other master."""
     if master == "local":
         return 1
     m = re.fullmatch(r"local\[(\d+|\*)(?:,\s*\d+)?\]", master)
