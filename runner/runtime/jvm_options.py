@@ -11,9 +11,10 @@ is also the only executor: it parses, caches and writes every batch. With at mos
 (:data:`LOCAL_GC_OPTION`) instead of the JVM's default G1: the same work in about two thirds
 of the resident memory, for the same CPU or less and a wall time within the machine's
 run-to-run noise (measured on ``local[2]``; ``bench.stream_bench``, ``bench.sdp_bench`` and
-``bench.kafka_bench`` run the JVM as the runner starts it, docs/PERFORMANCE.md). G1 is built for large heaps and short pauses on many
-cores: its regions, remembered sets and concurrent threads cost a small heap a large share,
-while the serial collector's pauses over a heap this small stay short. More cores (whose
+``bench.kafka_bench`` run the JVM as the runner starts it, docs/PERFORMANCE.md). G1 is built
+for large heaps and short pauses on many cores: its regions, remembered sets and concurrent
+threads cost a small heap a large share, while the serial collector's pauses over a heap
+this small stay short. More cores (whose
 task threads all wait while one thread collects) or a bigger heap keep G1, and so do other
 masters: there the driver plans and commits, the executors do the work, and their JVMs are
 the cluster's to configure.
