@@ -14,10 +14,9 @@ run-to-run noise (measured on ``local[2]``; ``bench.stream_bench``, ``bench.sdp_
 ``bench.kafka_bench`` run the JVM as the runner starts it, docs/PERFORMANCE.md). G1 is built
 for large heaps and short pauses on many cores: its regions, remembered sets and concurrent
 threads cost a small heap a large share, while the serial collector's pauses over a heap
-this small stay short. More cores (whose
-task threads all wait while one thread collects) or a bigger heap keep G1, and so do other
-masters: there the driver plans and commits, the executors do the work, and their JVMs are
-the cluster's to configure.
+this small stay short. More cores (whose task threads all wait while one thread collects)
+or a bigger heap keep G1, and so do other masters: there the driver plans and commits, the
+executors do the work, and their JVMs are the cluster's to configure.
 
 A collector named anywhere else wins, because a JVM given two collectors refuses to start
 ("Multiple garbage collectors selected"): in the driver's ``extraJavaOptions`` or
