@@ -57,6 +57,11 @@ def _consistent(logs: list[dict], counts: list[dict]) -> bool:
     return len(logs) == sum(r["requests"] for r in counts)
 
 
+# slow: 44 s (a real stream of 6 one-file batches, each held back 2 s), the longest default
+# test left, and the suite's 25-minute budget has no room for it on a loaded machine; the
+# pieces run by default in tests/unit/test_snapshots.py, tests/faults/test_snapshot_lag.py
+# and tests/faults/test_snapshot_faults.py.
+@pytest.mark.slow
 def test_snapshots_are_consistent_and_maintenance_loses_nothing_while_streaming(
         tmp_path: Path) -> None:
     root = write_project(tmp_path / "proj",
