@@ -133,7 +133,7 @@ def abfs_spelling(value: str, options: Mapping[str, str] | None = None, *,
             f"{key}: {value!r}: Spark reaches Azure storage through its ABFS connector, which "
             "names the storage account in the URI, and no account is set", path="project.yml",
             hint=f"set AZURE_STORAGE_ACCOUNT_NAME (or storage: {{azure_storage_account_name: "
-                 f"...}}), or write abfss://{container or '<container>'}@<account>.dfs.core."
+                 f"...}}), or write abfss://{container}@<account>.dfs.core."
                  f"windows.net/{rest}") from e
 
 
