@@ -25,9 +25,10 @@ fill:runner-nometa   persist + count of the runner's frame without metadata colu
 fill:runner     persist + count of ``runner.frame`` (the runner's cache fill)
 fill:runner-uncompressed  the same with ``spark.sql.inMemoryColumnarStorage.compressed=false``
                 (what ``runner.runtime.batch.prepare`` sets unless project.yml sets it)
-fill:runner-no-trailing   ``fill:runner`` without the "text after the object" check
-                (``reasons.trailing_content`` replaced by ``false``: what the check costs;
-                diagnostic only, the runner never skips it)
+fill:runner-one-read      ``fill:runner`` without the record's second read, as an array's
+                element (``parse.as_element`` replaced by a constant ``[{}]``): what the
+                checks it serves cost, text after the object and wrapped epoch seconds;
+                diagnostic only, the runner never skips them
 dead:runner     after ``fill:runner``: the dead-letter frame -> noop (the runner's extra pass)
 
 Usage::
@@ -144,13 +145,13 @@ def main(argv: list[str] | None = None) -> int:
                     spark.conf.unset(key)
             return run
 
-        real_check = getattr(parse_mod, "trailing_content")  # noqa: B009 - patched below
+        real_read = getattr(parse_mod, "as_element")  # noqa: B009 - patched below
         parse_mod._expressions.cache_clear()
-        setattr(parse_mod, "trailing_content", lambda raw: F.lit(False))  # noqa: B010
+        setattr(parse_mod, "as_element", lambda raw: F.lit("[{}]"))  # noqa: B010
         try:
-            no_trailing = runner_parse().frame
+            one_read = runner_parse().frame
         finally:
-            setattr(parse_mod, "trailing_content", real_check)  # noqa: B010
+            setattr(parse_mod, "as_element", real_read)  # noqa: B010
             parse_mod._expressions.cache_clear()
         rp = runner_parse()
         cases["fill:runner"] = fill(rp.frame)
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         cases["fill:runner-uncompressed"] = uncompressed(parse_batch(
             raw.filter(F.length("value") >= 0), schema_ddl=ddl, batch_id=0,
             metadata_columns=("_source_file",)).frame)
-        cases["fill:runner-no-trailing"] = fill(no_trailing)
+        cases["fill:runner-one-read"] = fill(one_read)
         cases["dead:runner"] = noop(rp.dead)
 
         results: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in cases}

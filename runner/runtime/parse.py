@@ -10,8 +10,9 @@ A record is dead when
       ``NaN``/``Infinity`` literals, leading zeros, unescaped control characters);
     - text follows the object on its line (``{"a":1} trailing``, a second object glued on:
       ``{...}{...}``, ``{...},{...}``). Jackson itself ignores anything after the first
-      complete value; :func:`runner.runtime.reasons.trailing_content` finds it with two
-      wrappers Jackson must read to their end;
+      complete value; so the record is read as a member of a wrapper object (the typed
+      parse) and as the only element of a wrapper array, and text after the object breaks
+      one or the other (:func:`runner.runtime.reasons.as_member`, ``as_element``);
     - a declared field holds a value Spark cannot convert to the declared type (nothing is
       silently nulled), or a container has the wrong shape (a string where a STRUCT/ARRAY/MAP
       is declared);
@@ -66,9 +67,9 @@ parse checks them, in every nesting, as Spark expressions; :mod:`runner.runtime.
       (0001-01-01) to 253402300799 (9999-12-31T23:59:59). Spark multiplies the seconds by
       10^6 in a long without an overflow check: from 9223372036855 (13 digits; epoch
       microseconds such as 1704067200000000 are 16) the result wraps to any instant, even
-      1970-01-01 exactly. Such a number is found by a second, narrow ``from_json`` of the
-      TIMESTAMP paths as STRING, run only on records holding a run of 13 digits (a plan of a
-      schema with a TIMESTAMP shows two ``from_json``; each runs once per record at most).
+      1970-01-01 exactly. Such a number is found by the array read above, which takes the
+      TIMESTAMP paths as STRING (a number keeps its digits): a plan shows two ``from_json``,
+      each run once per record.
     - TINYINT: Jackson reads 128..255 as a byte and wraps them (128 -> -128): TINYINT fields are
       read as SMALLINT, range-checked (reason ``expected TINYINT, got 128``) and cast back.
     - FLOAT/DOUBLE: a number beyond the maximum (``1e400``, ``3.5e38`` for FLOAT) becomes
@@ -110,6 +111,7 @@ from pyspark.sql import types as T
 
 from runner.errors import ConfigError
 from runner.runtime.field_checks import (
+    any_of,
     epoch_schema,
     epoch_violation,
     not_null_violation,
@@ -117,11 +119,11 @@ from runner.runtime.field_checks import (
     range_violation,
 )
 from runner.runtime.reasons import (
+    as_element,
+    as_member,
     dead_letter_reason,
-    epoch_candidate,
     lone_surrogate,
     parse_type,
-    trailing_content,
 )
 from runner.sinks.base import quote_column
 from runner.spark_errors import first_line
@@ -174,7 +176,8 @@ _KIND = "__runner_dead_kind"  # cached: null for a valid row; 0-3 for a dead one
 BAD_UTF8_REASON = "invalid UTF-8 (bad bytes replaced by U+FFFD in raw)"
 _VARIANT = "__runner_variant"
 _BARRIER = "__runner_partition"
-_EPOCHS = "__runner_epochs"
+_ELEMENTS = "__runner_elements"
+_ROOT = "v"
 
 
 @dataclass(frozen=True)
@@ -369,34 +372,21 @@ def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str
 
     read_schema = parse_type(schema)
     assert isinstance(read_schema, T.StructType)
-    parse_schema_ = T.StructType([*read_schema.fields, T.StructField(_CORRUPT, T.StringType())])
+    # Read as a wrapper object's member and as a wrapper array's only element: text after the
+    # object breaks one or the other (reasons.as_member, as_element); see _checks.
+    parse_schema_ = T.StructType([T.StructField(_ROOT, read_schema),
+                                  T.StructField(_CORRUPT, T.StringType())])
     options = {**JSON_OPTIONS, "columnNameOfCorruptRecord": _CORRUPT}
     value = F.col("value")
-    parsed = F.col(_PARSED)
-    corrupt = parsed.getField(_CORRUPT).isNotNull()
-    violation = not_null_violation(parsed, schema)
-    trailing = trailing_content(value)  # a second object on the line, or text after it
+    parsed = F.col(_PARSED).getField(_ROOT)
+    corrupt = F.col(_PARSED).getField(_CORRUPT).isNotNull()
+    epochs = epoch_schema(schema)
+    element = epochs if isinstance(epochs, T.StructType) else T.StructType([])
     # Bytes that are not UTF-8 would otherwise become U+FFFD inside a value, silently.
     bad_utf8 = F.coalesce(~F.is_valid_utf8(value), F.lit(False))
-    dead_flag = parsed.isNull() | corrupt | trailing | bad_utf8
-    if violation is not None:
-        dead_flag = dead_flag | violation
-    # Values Spark converts without failing into something the record does not say.
-    out_of_range = range_violation(parsed, schema)
-    if out_of_range is not None:
-        dead_flag = dead_flag | out_of_range
-    # A TIMESTAMP's epoch seconds that wrap around (x 10^6): the TIMESTAMP paths read again as
-    # STRING (a narrow from_json, in the parsing Project so it runs once), only for records
-    # holding a run of 13 digits (null for the others).
-    epochs = epoch_schema(schema)
-    epoch_parse: list[Column] = []
-    if isinstance(epochs, T.StructType):
-        epoch_parse.append(F.when(epoch_candidate(value), F.from_json(
-            value, epochs, JSON_OPTIONS)).alias(_EPOCHS))
-        wrapped = epoch_violation(F.col(_EPOCHS), epochs)
-        assert wrapped is not None
-        dead_flag = dead_flag | F.coalesce(wrapped, F.lit(False))
-    dead_flag = dead_flag | F.coalesce(lone_surrogate(value), F.lit(False))  # stored as "?"
+    dead_flag = (parsed.isNull() | corrupt | bad_utf8
+                 | _checks(parsed, F.col(_ELEMENTS), schema, epochs)
+                 | F.coalesce(lone_surrogate(value), F.lit(False)))  # stored as "?"
     # An optimizer barrier: Spark pushes a Filter below a deterministic Project by inlining
     # the projected expressions, which would run from_json again inside each filter. A
     # nondeterministic column in the parsing Project (spark_partition_id, never negative,
@@ -411,8 +401,11 @@ def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str
         if parse_type(f.dataType) != f.dataType else _col(f.name)
         for f in schema.fields)
     return _Expressions(
-        parse=(value, *metadata, F.from_json(value, parse_schema_, options).alias(_PARSED),
-               *epoch_parse, F.spark_partition_id().alias(_BARRIER)),
+        parse=(value, *metadata,
+               F.from_json(as_member(value, _ROOT), parse_schema_, options).alias(_PARSED),
+               F.from_json(as_element(value), T.ArrayType(element), JSON_OPTIONS)
+               .alias(_ELEMENTS),
+               F.spark_partition_id().alias(_BARRIER)),
         split=(*[parsed.getField(f.name).alias(f.name) for f in schema.fields], *metadata,
                dead_flag.alias(_DEAD), corrupt.alias(_CORRUPT_FLAG), bad_utf8.alias(_BAD_UTF8),
                value),
@@ -434,6 +427,22 @@ def _expressions(schema_ddl: str, fields: frozenset[str] | None, meta: tuple[str
                      F.try_parse_json(F.col(_RAW)).alias(_VARIANT)),
         schema=schema,
     )
+
+
+def _checks(parsed: Column, elements: Column, schema: T.StructType,
+            epochs: T.DataType | None) -> Column:
+    """True where a record that parsed is dead all the same: text after its object (the array
+    read is not one element), a NOT NULL field missing, a value Spark converts into something
+    the record does not say, or TIMESTAMP epoch seconds that wrap around (x 10^6), found in
+    the array read's STRINGs."""
+    checks = [F.coalesce(F.size(elements) != 1, F.lit(True)),
+              not_null_violation(parsed, schema), range_violation(parsed, schema)]
+    wrapped = epoch_violation(F.get(elements, 0), epochs) if epochs is not None else None
+    if wrapped is not None:
+        checks.append(F.coalesce(wrapped, F.lit(False)))
+    flag = any_of([c for c in checks if c is not None])
+    assert flag is not None
+    return flag
 
 
 def _col(name: str) -> Column:

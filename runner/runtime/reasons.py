@@ -25,7 +25,7 @@ from pyspark.sql import types as T
 
 from runner.errors import ConfigError
 
-__all__ = ["TRAILING_REASON", "UNICODE_REASON", "dead_letter_reason", "epoch_candidate",
+__all__ = ["TRAILING_REASON", "UNICODE_REASON", "as_element", "as_member", "dead_letter_reason",
            "lone_surrogate", "parse_type", "trailing_content", "value_out_of_range",
            "wrapped_epoch"]
 
@@ -78,17 +78,34 @@ def trailing_content(raw: Column) -> Column:
           starting with ``]`` (an error inside the object).
     So the three leave no trailing content through. A wrapper adds one level of nesting: a
     record nested exactly 1000 levels deep (Jackson's limit) is dead with this reason.
-    ``json_array_length`` tokenises the wrappers without converting values; still the
-    largest single cost of the validating parse (``bench.parse_profile``: ``fill:runner``
-    against ``fill:runner-no-trailing``; docs/PERFORMANCE.md).
+    Used by the reason, over dead rows only; the parse finds the same records more cheaply
+    with two reads it makes anyway (:func:`as_member`, :func:`as_element`).
     """
     def one_element(text: Column) -> Column:
         return F.coalesce(F.json_array_length(text) == 1, F.lit(False))
 
-    single = (one_element(F.concat(F.lit("["), raw, F.lit("]")))
+    single = (one_element(as_element(raw))
               & one_element(F.concat(F.lit('[{"k":'), raw, F.lit("}]"))))
     return (F.when(F.endswith(raw, F.lit("}")), ~single)  # most records: no trimmed copy
             .otherwise(~F.endswith(F.btrim(raw, F.lit(_JSON_WS)), F.lit("}")) | ~single))
+
+
+def as_member(raw: Column, name: str) -> Column:
+    """``{"<name>":raw}``: the record as the value of a member of a wrapping object.
+
+    The parse reads the record this way, so text after the record's object is an error inside
+    the wrapper (``{"v":{..} x}``) unless it starts with ``}`` (which closes the wrapper early;
+    Jackson ignores what follows) or ``,`` (more members); :func:`as_element` finds those two.
+    A JSON ``null`` becomes a null member; anything else that is not an object, a type error.
+    """
+    return F.concat(F.lit('{"' + name + '":'), raw, F.lit("}"))
+
+
+def as_element(raw: Column) -> Column:
+    """``[raw]``: the record as the only element of a wrapping array, which it is not when text
+    follows its object: a ``}`` there is an error, a ``,`` makes more elements (or an error);
+    only a ``]`` closes the wrapper early, which :func:`as_member` finds."""
+    return F.concat(F.lit("["), raw, F.lit("]"))
 
 
 def parse_type(dtype: T.DataType) -> T.DataType:
@@ -136,14 +153,10 @@ def wrapped_epoch(text: Column) -> Column:
     a JSON string its content), is a JSON integer whose epoch seconds Spark multiplies into a
     wrapped-around value (13 digits or more: beyond 9999 anyway). A digits-only JSON *string*
     that long never converts to a TIMESTAMP (the parse marks it corrupt), so it cannot be
-    mistaken for one."""
-    return (F.length(text) >= _WRAP_DIGITS) & text.rlike(r"^-?[0-9]+$")
-
-
-def epoch_candidate(raw: Column) -> Column:
-    """A cheap test on the record's text: true where it holds a run of 13 digits (only then can
-    a TIMESTAMP hold a :func:`wrapped_epoch` number)."""
-    return raw.rlike(f"[0-9]{{{_WRAP_DIGITS}}}")
+    mistaken for one. Byte tests first: it runs on every record's TIMESTAMP values, and a
+    string such as ``2024-01-01T10:00:00Z`` is long enough but holds a ``:``."""
+    return ((F.length(text) >= _WRAP_DIGITS) & ~F.contains(text, F.lit(":"))
+            & text.rlike(r"^-?[0-9]+$"))
 
 
 def lone_surrogate(raw: Column) -> Column:

@@ -49,6 +49,11 @@ CASES: dict[str, tuple[str, str]] = {
     "extra_brace": ('{"eventId":"s8",' + TS + "}}", "after the closing '}'"),
     "comma_member": ('{"eventId":"s9",' + TS + '},"k":0}', "after the closing '}'"),
     "close_both": ('{"eventId":"s10",' + TS + "}]}", "after the closing '}'"),
+    # each closes or extends one of the parse's two wrappers (as a member, as an element)
+    "brace_bracket": ('{"eventId":"s11",' + TS + "}}]", "after the closing '}'"),
+    "comma_number": ('{"eventId":"s12",' + TS + "},1", "after the closing '}'"),
+    "comma_null": ('{"eventId":"s13",' + TS + "},null", "after the closing '}'"),
+    "comma_object_brace": ('{"eventId":"s14",' + TS + "},{}}", "after the closing '}'"),
     "nan_literal": ('{"eventId":"n1",' + TS + ',"amount":NaN}', "invalid JSON"),
     "too_deep": ('{"eventId":"d2",' + TS + ',"x":' + "[" * 5000 + "]" * 5000 + "}",
                  "nested deeper than 1000 levels"),
@@ -158,7 +163,8 @@ def test_output_shapes_and_single_parse(spark: SparkSession) -> None:
     assert dict(parsed.valid.dtypes)["_batch_id"] == "bigint"
     assert dict(parsed.dead.dtypes)["_batch_id"] == "bigint"
     # The valid path parses once: no from_json duplicated into pushed-down filters. (The
-    # second from_json is the narrow epoch-seconds read of the TIMESTAMP field, once at most.)
+    # second from_json is the record read again as an array's element: trailing text and
+    # epoch seconds, reasons.as_element.)
     plan = parsed.valid._jdf.queryExecution().executedPlan().toString()
     assert plan.count("from_json(") == 2, plan
     (dead,) = parsed.dead.collect()
