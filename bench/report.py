@@ -34,7 +34,7 @@ RENDERERS: dict[str, Renderer] = {}
 PAGES: dict[str, tuple[str, ...]] = {
     "docs/BENCHMARKS.md": ("compile_bench", "stream_bench", "scale_bench", "kafka_bench",
                            "enrich_bench", "backfill_bench", "cdc_bench", "storage_bench", "sdp_bench"),
-    "docs/PERFORMANCE.md": ("parse_profile", "driver_memory"),
+    "docs/PERFORMANCE.md": ("parse_profile", "driver_memory", "cold_start"),
     "docs/RELIABILITY.md": ("crash_loop", "generated_ops", "soak"),
 }
 
@@ -235,6 +235,25 @@ def driver_memory(d: dict[str, Any]) -> tuple[str, Rows]:
             for (case, who), p in sorted(peaks.items())]
     records = d.get("records") or re.search(r"--records (\d+)", d["bench"])[1]  # type: ignore[index]
     return _cmd("driver_memory", ("records", records)), rows
+
+
+@renders("cold_start")
+def cold_start(d: dict[str, Any]) -> tuple[str, Rows]:
+    a, rows = d["args"], []
+    for r in d["summary"]:
+        what = f"{r['per_batch']:,} events a batch, `{r['engine']}`, {r['variant']}"
+        warm = (f"; warm-up {r['warm_s']:.2f} s before the query" if r["warm_s"] is not None
+                else "")
+        rows.append((f"{what}: first batch / median of the later ones",
+                     f"{r['first_s']:.2f} s / {r['later_s']:.2f} s = {r['ratio']:.1f}x; "
+                     f"query start to the first batch's end {r['first_end_s']:.2f} s{warm}"))
+        rows.append((f"{what}: in the first batch / a later one",
+                     f"JIT compiler {r['jit_first_ms'] / 1000:.1f} s / "
+                     f"{r['jit_later_ms'] / 1000:.1f} s; {r['classes_first']:,.0f} classes "
+                     f"loaded; {r['codegen_first']:.0f} generated classes compiled "
+                     f"({r['codegen_first_ms'] / 1000:.1f} s) / {r['codegen_later']:.0f}"))
+    return _cmd("cold_start", ("per-batch", a["per_batch"]), ("engine", a["engine"]),
+                ("batches", a["batches"]), ("rounds", a["rounds"])), rows
 
 
 def _exact(tables: dict[str, dict[str, Any]]) -> str:

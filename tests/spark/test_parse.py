@@ -55,6 +55,10 @@ CASES: dict[str, tuple[str, str]] = {
     "comma_null": ('{"eventId":"s13",' + TS + "},null", "after the closing '}'"),
     "comma_object_brace": ('{"eventId":"s14",' + TS + "},{}}", "after the closing '}'"),
     "nan_literal": ('{"eventId":"n1",' + TS + ',"amount":NaN}', "invalid JSON"),
+    # Jackson allows 1000 levels; each of the parse's reads wraps the record in one more, so
+    # a record of exactly 1000 is dead, with the reason the wrappers give (docs/OPERATIONS.md)
+    "deep_at_limit": ('{"eventId":"d3",' + TS + ',"x":' + "[" * 999 + "]" * 999 + "}",
+                      "after the closing '}'"),
     "too_deep": ('{"eventId":"d2",' + TS + ',"x":' + "[" * 5000 + "]" * 5000 + "}",
                  "nested deeper than 1000 levels"),
     # wrong types, top-level and nested
@@ -101,6 +105,7 @@ CASES: dict[str, tuple[str, str]] = {
     "nested_ok": ('{"eventId":"n",' + TS + ',"user":{"userId":"u1"},"request":{"latency_ms":7},'
                   '"errors":[{"errorCode":"E","count":2}],"tags":{"a":1}}', VALID),
     "deep_ok": ('{"eventId":"d1",' + TS + ',"x":' + "[" * 500 + "]" * 500 + "}", VALID),
+    "deep_below_limit": ('{"eventId":"d4",' + TS + ',"x":' + "[" * 998 + "]" * 998 + "}", VALID),
     "big_valid": ('{"eventId":"bv",' + TS + ',"note":"' + BIG + '"}', VALID),
     "padded": ('  {"eventId":"pad",' + TS + "}  \t", VALID),
     "braces_in_strings": ('{"eventId":"}{ ]} ,{",' + TS + ',"note":"} {\\"a\\":1}"}', VALID),
