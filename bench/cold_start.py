@@ -180,6 +180,25 @@ def report(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def docs_rows(d: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+    """The docs' table (``bench.report``): the command, then (figure, value) rows."""
+    a, rows = d["args"], []
+    for r in d["summary"]:
+        what = f"{r['per_batch']:,} events a batch, `{r['engine']}`, {r['variant']}"
+        warm = (f"; warm-up {r['warm_s']:.2f} s before the query" if r["warm_s"] is not None
+                else "")
+        rows.append((f"{what}: first batch / median of the later ones",
+                     f"{r['first_s']:.2f} s / {r['later_s']:.2f} s = {r['ratio']:.1f}x; "
+                     f"query start to the first batch's end {r['first_end_s']:.2f} s{warm}"))
+        rows.append((f"{what}: in the first batch / a later one",
+                     f"JIT compiler {r['jit_first_ms'] / 1000:.1f} s / "
+                     f"{r['jit_later_ms'] / 1000:.1f} s; {r['classes_first']:,.0f} classes "
+                     f"loaded; {r['codegen_first']:.0f} generated classes compiled "
+                     f"({r['codegen_first_ms'] / 1000:.1f} s) / {r['codegen_later']:.0f}"))
+    return (f"`python -m bench.cold_start --per-batch {a['per_batch']} --engine {a['engine']} "
+            f"--batches {a['batches']} --rounds {a['rounds']}`"), rows
+
+
 # ---- the worker: one runner run in this process ----------------------------------------------
 
 def _emit(doc: dict[str, Any]) -> None:
