@@ -95,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := sorted(set(variants) - set(VARIANTS)):
         ap.error(f"--variants: unknown {unknown}; choose from {', '.join(VARIANTS)}")
     javas = [_java(spec) for spec in args.java or [""]]
+    if len({j["label"] for j in javas}) < len(javas):
+        ap.error(f"--java: two JVMs with one label ({', '.join(j['label'] for j in javas)})")
     if "aot" in variants and not any(j["version"] >= AOT_MIN_JAVA for j in javas):
         ap.error(f"--variants aot needs a JVM of Java {AOT_MIN_JAVA} or later (--java); "
                  f"have {', '.join(j['label'] for j in javas)}")
@@ -273,8 +275,8 @@ def docs_rows(d: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
                      "ahead-of-time cache's training run", f"{t['wall_s']:.1f} s, once"))
     for label, full in javas.items():
         rows.append((f"JVM {label}", full))
-    java_args = "".join(f" --java {spec.partition('=')[0]}=<its JAVA_HOME>"
-                        for spec in a.get("java") or [])
+    java_args = "".join(f" --java {j['label']}=<its JAVA_HOME>"
+                        for j in d.get("javas", []) if j["home"])
     variants = f" --variants {a['variants']}" if a.get("variants", "cold,warm") != "cold,warm" \
         else ""
     return (f"`python -m bench.cold_start --per-batch {a['per_batch']} --engine {a['engine']} "
