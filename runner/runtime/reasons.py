@@ -12,7 +12,8 @@ range of a number in a TIMESTAMP) the parse applies.
 Value checks shared with the parse (:mod:`runner.runtime.parse`): :func:`parse_type` (the type
 ``from_json`` is given for a declared type), :func:`value_out_of_range` (a converted value the
 runner does not store), :func:`wrapped_epoch` (a JSON number in a TIMESTAMP whose conversion
-overflows) and :func:`lone_surrogate` (an escaped half of a UTF-16 pair).
+overflows) and :func:`lone_surrogate` (an escaped half of a UTF-16 pair); and the two
+wrappers the parse reads every record in, :func:`as_member` and :func:`as_element`.
 """
 
 from __future__ import annotations
@@ -84,8 +85,7 @@ def trailing_content(raw: Column) -> Column:
     def one_element(text: Column) -> Column:
         return F.coalesce(F.json_array_length(text) == 1, F.lit(False))
 
-    single = (one_element(as_element(raw))
-              & one_element(F.concat(F.lit('[{"k":'), raw, F.lit("}]"))))
+    single = one_element(as_element(raw)) & one_element(as_element(as_member(raw, "k")))
     return (F.when(F.endswith(raw, F.lit("}")), ~single)  # most records: no trimmed copy
             .otherwise(~F.endswith(F.btrim(raw, F.lit(_JSON_WS)), F.lit("}")) | ~single))
 
