@@ -21,6 +21,7 @@ from runner.compile.state import load_state, state_changes
 from runner.console import Console, Format, event_doc, plural, summary_doc
 from runner.errors import ConfigError, ExecutionError, RunnerError
 from runner.project.loader import Project, command_line_vars, load_project
+from runner.project.profile import PROFILES_DIR_ENV, TARGET_ENV, command_line_profile
 from runner.project.spark_conf import ALLOW_ENV, ALLOW_FLAG, opted_in
 from runner.project.triggers import validate_interval
 
@@ -42,7 +43,8 @@ def _opt_in(ctx: click.Context, _param: click.Parameter, keys: tuple[str, ...]) 
 _allow_spark_conf = click.option(
     ALLOW_FLAG, multiple=True, metavar="KEY", expose_value=False, callback=_opt_in,
     is_eager=True, help=f"Accept this guarded Spark setting of project.yml's spark.conf (a "
-    f"deployment's opt-in, like {ALLOW_ENV}; repeatable; docs/SECURITY.md).")
+    f"deployment's opt-in, like {ALLOW_ENV} and the target's allow_spark_conf; repeatable; "
+    "docs/SECURITY.md).")
 
 
 def _set_vars(ctx: click.Context, _param: click.Parameter, text: str | None) -> None:
@@ -56,10 +58,25 @@ _vars = click.option(
          "mapping: --vars '{\"slow_ms\": 500}'.")
 
 
+def _set_profile(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value:  # for this command only
+        ctx.with_resource(command_line_profile(**{str(param.name): value}))
+
+
+_profiles_dir = click.option(
+    "--profiles-dir", metavar="DIR", expose_value=False, callback=_set_profile,
+    help=f"Folder of the deployment's profiles.yml (default: ${PROFILES_DIR_ENV}, else "
+         "~/.runner/; one in the project is read only when named here; docs/PROFILES.md).")
+_target = click.option(
+    "--target", "-t", metavar="NAME", expose_value=False, callback=_set_profile,
+    help=f"The profile's target to run with (default: ${TARGET_ENV}, else the profile's "
+         "target:, else dev).")
+
+
 def _project_dir(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--project-dir``, ``--vars`` and ``--allow-spark-conf`` (every command loads
-    project.yml)."""
-    return _allow_spark_conf(_vars(_project_dir_option(command)))
+    """``--project-dir``, ``--profiles-dir``, ``--target``, ``--vars`` and
+    ``--allow-spark-conf`` (every command loads project.yml and the deployment's target)."""
+    return _allow_spark_conf(_vars(_target(_profiles_dir(_project_dir_option(command)))))
 _select = click.option("--select", "-s", "select", multiple=True,
                        help="Models to use: name, tag:x, +name (with ancestors), name+ "
                             "(with descendants). Repeatable.")
@@ -206,7 +223,7 @@ def _stream_plan(project: Project, select: tuple[str, ...], *,
               show_default=True, help="One line per event (batches, backfill batches, "
               "start-up notes) as text, or as JSON lines (docs/COMMANDS.md).")
 @click.option("--metrics-port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
-              help="Serve Prometheus metrics on this port (default: project.yml metrics.port; "
+              help="Serve Prometheus metrics on this port (default: the target's metrics.port; "
                    "see docs/METRICS.md).")
 def stream(project_dir: str, select: tuple[str, ...], available_now: bool, trigger: str | None,
            full_refresh: bool, progress: str, metrics_port: int | None) -> None:

@@ -16,7 +16,8 @@ bash scripts/setup.sh
 EVENTS=${KAFKA_DEMO_EVENTS:-20000}
 PROJECT=examples/kafka
 PORT=${KAFKA_DEMO_PORT:-$(.venv/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
-export KAFKA_BOOTSTRAP=127.0.0.1:$PORT   # read by examples/kafka/project.yml
+export KAFKA_BOOTSTRAP=127.0.0.1:$PORT   # read by examples/kafka/deploy/profiles.yml
+DEPLOY=examples/kafka/deploy                # the deployment profile (brokers, client properties)
 
 .venv/bin/python -m tests.support.brokers --port "$PORT" --topic app_events --partitions 3 &
 BROKER=$!
@@ -25,5 +26,5 @@ trap 'kill "$BROKER" 2>/dev/null || true; wait "$BROKER" 2>/dev/null || true' EX
 .venv/bin/python -m scripts.kafka_produce --bootstrap "$KAFKA_BOOTSTRAP" --topic app_events \
   --events "$EVENTS" --poison-every 2000
 .venv/bin/runner compile --project-dir "$PROJECT"
-.venv/bin/runner stream --project-dir "$PROJECT" --available-now --full-refresh
-.venv/bin/runner show --project-dir "$PROJECT"
+.venv/bin/runner stream --project-dir "$PROJECT" --profiles-dir "$DEPLOY" --available-now --full-refresh
+.venv/bin/runner show --project-dir "$PROJECT" --profiles-dir "$DEPLOY"

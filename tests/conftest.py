@@ -17,7 +17,9 @@ test gets its own empty bucket from ``s3_bucket`` / ``azure_container`` (a ``Buc
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -38,6 +40,16 @@ _JVM_FIXTURES = {"spark": {"spark", "delta_spark", "delta_engine"},
 # OutOfMemoryError (the hostile records' parse) after a test had launched it with the 1 GB
 # default. Runner processes the tests start inherit it too.
 os.environ.setdefault("SPARK_DRIVER_MEMORY", "2g")
+
+# The deployment's profiles of the test run (runner/project/profile.py): projects the tests write
+# with deployment keys (a master, storage options, brokers, locations outside the project) get
+# a target of their own here (tests/support/projects.py: with_profile); runner processes the
+# tests start inherit it. Never ~/.runner: a developer's own profile must not change a test.
+if "RUNNER_PROFILES_DIR" not in os.environ:
+    _profiles = tempfile.mkdtemp(prefix="runner-profiles-")
+    (Path(_profiles) / "profiles.yml").write_text("{}\n")
+    os.environ["RUNNER_PROFILES_DIR"] = _profiles
+os.environ.pop("RUNNER_TARGET", None)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -155,17 +155,9 @@ class _JinjaFunctions:
         return ""
 
     def var(self, name: str, default: Any = _MISSING) -> Any:
-        """A project variable; never one that holds a secret read with ``env_var``."""
+        """A project variable (project.yml reads only public environment variables, so no
+        var holds a secret: :mod:`runner.project.secrets`)."""
         project_vars = self.project.config.vars
-        secret = self.project.secret_vars.get(name) if isinstance(name, str) else None
-        if secret:
-            names = ", ".join(f"env_var('{n}')" for n in secret)
-            raise _Fail(f"var('{name}') holds a value project.yml read with {names}: a "
-                        "secret, and a model's text is written to target/, the docs and "
-                        "messages",
-                        hint="read public values only (a variable whose name starts with a "
-                             "prefix listed under env_var_prefixes: in project.yml); "
-                             "secrets belong in project.yml's source options")
         if name in project_vars:
             return project_vars[name]
         if default is _MISSING:

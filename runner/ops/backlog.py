@@ -83,6 +83,9 @@ def kafka_backlog(project: Project, *, timeout: float = 1.5) -> Backlog:
     source = project.config.source
     offsets = _committed_offsets(project.checkpoint) or {}
     servers = source.bootstrap_servers  # type: ignore[union-attr]
+    if not servers:
+        return Backlog("kafka", None, {}, "no brokers: the profile's target sets "
+                                          "source.bootstrap_servers (docs/PROFILES.md)")
     conf = {"bootstrap.servers": servers, **client_properties(source)}  # type: ignore[arg-type]
     try:
         from confluent_kafka import KafkaException

@@ -6,7 +6,7 @@ with a "did you mean". After loading, only these frozen models travel through th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import yaml
@@ -22,7 +22,7 @@ from pydantic import (
 
 from runner.errors import ConfigError, RunnerError, did_you_mean
 from runner.project.secrets import MASK, is_secret_name
-from runner.project.spark_conf import check_spark_conf
+from runner.project.spark_conf import check_spark_conf, deployment_opt_ins
 from runner.project.triggers import validate_interval
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "SparkConfig",
     "Severity",
     "parse_project_config",
+    "stringify",
     "validation_message",
     "value_message",
 ]
@@ -51,7 +52,7 @@ Severity = Literal["error", "warn", "off"]
 OnModelError = Literal["park", "halt"]
 
 
-def _stringify(value: Any) -> Any:
+def stringify(value: Any) -> Any:
     """YAML scalars of a settings map as the strings Spark/Kafka expect (true, not True)."""
     if isinstance(value, dict):
         return {str(k): str(v).lower() if isinstance(v, bool) else
@@ -75,7 +76,8 @@ class KafkaSource(_Strict):
     """A Kafka topic (or several); offsets live in the pipeline's checkpoint."""
 
     type: Literal["kafka"]
-    bootstrap_servers: str
+    #: the deployment's: set by the profile's target (runner/project/profile.py), never here
+    bootstrap_servers: str | None = None
     topic: str | list[str]
     starting_offsets: Literal["earliest", "latest"] | dict[str, dict[str, int]] = "earliest"
     max_offsets_per_trigger: int | None = Field(default=None, ge=1)
@@ -86,6 +88,7 @@ class KafkaSource(_Strict):
     #: How long ``runner stream`` waits for the brokers at start (and, split over its three
     #: attempts, Spark's Kafka source for each offset look-up) before it stops with exit 2.
     connect_timeout: str = "30 seconds"
+    #: the deployment's client properties, from the profile's target
     options: dict[str, SecretStr] = Field(default_factory=dict)
 
     @field_validator("connect_timeout")
@@ -105,7 +108,7 @@ class KafkaSource(_Strict):
     @field_validator("options", mode="before")
     @classmethod
     def _stringify_options(cls, value: Any) -> Any:
-        return _stringify(value)
+        return stringify(value)
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -122,13 +125,16 @@ class DeltaConfig(_Strict):
 
 
 class SparkConfig(_Strict):
+    """Spark settings: project.yml's ``conf`` (allowlisted tuning) with the target's over
+    it; ``master`` is the target's (``local[*]`` in the built-in dev target)."""
+
     master: str = "local[*]"
     conf: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("conf", mode="before")
     @classmethod
     def _stringify_conf(cls, value: Any) -> Any:
-        return _stringify(value)
+        return stringify(value)
 
 
 class LintConfig(_Strict):
@@ -187,9 +193,14 @@ class CatalogConfig(_Strict):
 
 
 class ProjectConfig(_Strict):
-    """The whole of project.yml."""
+    """The pipeline's configuration: project.yml's keys, with the deployment's (the profile's
+    target: locations, connections, master, metrics) put in their places at load
+    (:func:`runner.project.profile.apply_target`). project.yml itself may not hold the
+    deployment's keys (:mod:`runner.project.boundary`)."""
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    #: the entry of profiles.yml this project reads (dbt's ``profile:``; default: ``name``)
+    profile: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     source: FilesSource | KafkaSource = Field(discriminator="type")
     schema_ddl: str = Field(alias="schema", min_length=1)
     warehouse: str = "_warehouse"
@@ -207,10 +218,10 @@ class ProjectConfig(_Strict):
     lookups: LookupsConfig = Field(default_factory=LookupsConfig)
     catalog: CatalogConfig | None = None
     vars: dict[str, Any] = Field(default_factory=dict)
-    #: Prefixes of the environment variables models may read with env_var() (their values go
-    #: into target/, the docs and messages): runner/project/secrets.py, docs/SECURITY.md.
+    #: Prefixes of the environment variables models and project.yml may read with env_var()
+    #: (their values go into target/, the docs and messages): runner/project/secrets.py.
     env_var_prefixes: tuple[str, ...] = ()
-    #: Explicit object-store options (delta-rs / object_store keys such as
+    #: The target's explicit object-store options (delta-rs / object_store keys such as
     #: ``AWS_ENDPOINT_URL``, ``AZURE_STORAGE_ACCOUNT_NAME``), over the environment's; the same
     #: map reaches the runner's own files, delta-rs and Spark: runner/storage/settings.py.
     storage: dict[str, str] = Field(default_factory=dict)
@@ -405,9 +416,11 @@ def load_yaml(text: str, *, path: str, error: type[RunnerError] = ConfigError) -
                     line=mark.line + 1 if mark else None) from e
 
 
-def parse_project_config(text: str, *, path: str) -> ProjectConfig:
+def parse_project_config(text: str, *, path: str,
+                         opt_ins: Iterable[str] = ()) -> ProjectConfig:
     """Parse and validate project.yml's (already rendered) text; ``spark.conf`` keys that load
-    code need a deployment's opt-in (:mod:`runner.project.spark_conf`).
+    code need a deployment's opt-in (:mod:`runner.project.spark_conf`): ``opt_ins`` (the
+    target's ``allow_spark_conf``), the command line's or the environment's.
 
     Raises:
         ConfigError: naming the file, the line and the offending key.
@@ -423,6 +436,6 @@ def parse_project_config(text: str, *, path: str) -> ProjectConfig:
         first = errors[0]
         raise ConfigError(first.message, path=path, line=first.line, also=errors[1:]) from e
     conf = config.spark.conf
-    check_spark_conf(conf, path=path,
+    check_spark_conf(conf, path=path, opt_ins=deployment_opt_ins() | set(opt_ins),
                      lines={k: yaml_line(text, ("spark", "conf", k)) for k in conf})
     return config

@@ -11,15 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jinja2
 import yaml
-from jinja2.sandbox import SandboxedEnvironment
 
 from runner.errors import ConfigError
-from runner.project.config import ProjectConfig, parse_project_config
+from runner.project.boundary import check_boundary
+from runner.project.config import ProjectConfig, load_yaml, parse_project_config
 from runner.project.event_schema import EventSchema, metadata_columns
 from runner.project.paths import check_project_paths, resolve_location
+from runner.project.profile import Target, TargetChoice, apply_target, load_target
 from runner.project.secrets import public_env_var, set_secret_values
+from runner.project.yaml_template import render_yaml
 from runner.storage.objects import ObjectPath
 from runner.storage.ops import Location
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # imported when a project has seeds or declares sources (comp
 __all__ = ["MacroSource", "ModelSource", "Project", "command_line_vars", "load_project"]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NO_TARGET = Target()
 RESERVED_NAMES = frozenset({"parsed_events"})
 
 
@@ -57,12 +59,11 @@ class Project:
     macros: tuple[MacroSource, ...]
     sources: tuple[SourceTable, ...] = ()  # declared under sources: in models/**/*.yml
     seeds: tuple[Seed, ...] = ()  # seeds/**/*.csv
-    #: vars whose value project.yml read with env_var() from a variable without a public
-    #: prefix: var name -> those variables' names (never rendered into a model)
-    secret_vars: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the deployment's target whose settings ``config`` holds (runner/project/profile.py)
+    target: TargetChoice = field(default_factory=lambda: TargetChoice("dev", _NO_TARGET, None))
 
     def resolve(self, relative: str) -> Location:
-        """A project location: an object-store URI with project.yml's ``storage:`` options,
+        """A project location: an object-store URI with the target's ``storage:`` options,
         or a path relative to the project directory unless absolute, ``~`` expanded, a
         ``file:`` URI as its local path (other URIs are refused when the project loads)."""
         return resolve_location(self.root, relative, options=self.config.storage)
@@ -78,7 +79,7 @@ class Project:
     def spark_storage_conf(self) -> dict[str, str]:
         """Spark's (Hadoop's) settings for each bucket the project's locations name
         (checkpoint, warehouse, files source, source tables given by URI), per bucket, from
-        the environment and project.yml's ``storage:`` (:mod:`runner.storage.settings`)."""
+        the environment and the target's ``storage:`` (:mod:`runner.storage.settings`)."""
         from runner.storage.settings import storage_settings
 
         values = [self.config.checkpoint, self.config.warehouse]
@@ -101,78 +102,6 @@ class Project:
     def parsed_events_columns(self) -> dict[str, str]:
         """Metadata columns ``parsed_events`` carries beyond the schema, name -> Spark type."""
         return metadata_columns(self.config.source.type)
-
-
-def _env_var(name: str, default: str | None = None) -> str:
-    value = os.environ.get(name, default)
-    if value is None:
-        raise ConfigError(f"environment variable '{name}' is not set and has no default",
-                          path="project.yml",
-                          hint=f"export {name}=... or write env_var('{name}', 'default')")
-    return value
-
-
-@dataclass(frozen=True)
-class _Rendered:
-    """project.yml rendered, with what its ``env_var()`` calls read."""
-
-    text: str
-    #: variable name -> value, for the variables read from the environment (not defaults)
-    reads: Mapping[str, str]
-    template: jinja2.Template
-
-
-def _render_project_yml(text: str) -> _Rendered:
-    """project.yml may use ``{{ env_var('NAME', 'default') }}``; what each call read from the
-    environment is kept (:func:`_secret_vars`, :func:`set_secret_values`)."""
-    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    reads: dict[str, str] = {}
-
-    def env_var(name: str, default: str | None = None) -> str:
-        value = _env_var(name, default)
-        if name in os.environ:
-            reads[name] = value
-        return value
-
-    try:
-        template = env.from_string(text)
-        return _Rendered(template.render(env_var=env_var), reads, template)
-    except jinja2.TemplateSyntaxError as e:
-        raise ConfigError(f"template error: {e.message}", path="project.yml", line=e.lineno) from e
-    except jinja2.UndefinedError as e:
-        raise ConfigError(f"template error: {e.message}", path="project.yml") from e
-
-
-def _secret_vars(rendered: _Rendered, config: ProjectConfig) -> dict[str, tuple[str, ...]]:
-    """vars -> the secret variables (read from the environment, no public prefix) their value
-    depends on. project.yml is rendered again with every variable's value replaced by a marker,
-    then once per secret variable with its marker changed: a var whose value changes depends
-    on it (jinja may join, filter or slice a value: only a rendering says where it lands).
-    Every var is taken as depending on every secret when a rendering is not readable YAML."""
-    secret = sorted(name for name in rendered.reads
-                    if not public_env_var(name, config.env_var_prefixes))
-    if not secret:
-        return {}
-
-    def vars_with(changed: str | None) -> Any:
-        def marked(name: str, *_default: str) -> str:
-            return f"runner_env_{name}_{'changed' if name == changed else 'marker'}"
-        try:
-            data = yaml.safe_load(rendered.template.render(env_var=marked))
-        except (yaml.YAMLError, jinja2.TemplateError):
-            return None
-        return data.get("vars") if isinstance(data, dict) else None
-
-    base = vars_with(None)
-    found: dict[str, list[str]] = {}
-    for name in secret:
-        other = vars_with(name)
-        if not isinstance(base, dict) or not isinstance(other, dict):
-            return {var: tuple(secret) for var in config.vars}
-        for var in base.keys() | other.keys():
-            if base.get(var) != other.get(var):
-                found.setdefault(str(var), []).append(name)
-    return {var: tuple(names) for var, names in found.items()}
 
 
 #: ``--vars`` of the command being run (:func:`command_line_vars`): they override project.yml's
@@ -212,30 +141,52 @@ def _read_sources(root: Path, folder: str) -> list[tuple[str, Path]]:
     return sorted((p.relative_to(root).as_posix(), p) for p in base.rglob("*.sql") if p.is_file())
 
 
-def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
-    """Read and validate a project directory.
+def _check_env_reads(names: tuple[str, ...], config: ProjectConfig) -> None:
+    """project.yml reads only public environment variables (an ``env_var_prefixes``
+    prefix): its values reach models, target/ and messages; secrets belong in the profile."""
+    for name in dict.fromkeys(names):
+        if not public_env_var(name, config.env_var_prefixes):
+            raise ConfigError(
+                f"env_var('{name}'): project.yml reads only public variables (names starting "
+                "with an env_var_prefixes prefix); its values reach the models, target/ and "
+                "messages", path="project.yml",
+                hint="secrets and connections belong in the deployment's profile "
+                     "(docs/PROFILES.md); a public value: add its prefix under env_var_prefixes")
+
+
+def load_project(project_dir: str | os.PathLike[str] = ".", *, profiles_dir: str | None = None,
+                 target: str | None = None) -> Project:
+    """Read and validate a project directory, with the deployment's target
+    (:func:`runner.project.profile.load_target`: ``profiles_dir`` and ``target`` over the
+    command line's and the environment's choice).
 
     Raises:
-        ConfigError: project.yml is missing or invalid, or model file names clash.
+        ConfigError: project.yml, the profile or the target is missing or invalid, or model
+            file names clash.
     """
+    target_name = target
     root = Path(project_dir).resolve()
     yml = root / "project.yml"
     if not yml.is_file():
         raise ConfigError(f"no project.yml in {root}",
                           hint="run from the project directory or pass --project-dir")
-    rendered = _render_project_yml(yml.read_text(encoding="utf-8"))
+    rendered = render_yaml(yml.read_text(encoding="utf-8"), path="project.yml")
     text = rendered.text
-    # Every value read is masked until project.yml says which names are public (its own
-    # errors may quote a value).
-    set_secret_values(rendered.reads.values())
-    config = parse_project_config(text, path="project.yml")
-    set_secret_values(v for name, v in rendered.reads.items()
-                           if not public_env_var(name, config.env_var_prefixes))
-    secret_vars = _secret_vars(rendered, config)
+    raw = load_yaml(text, path="project.yml")
+    name: Any = None
+    if isinstance(raw, Mapping):
+        check_boundary(raw, text=text)
+        name = raw.get("profile") or raw.get("name")
+    choice = load_target(root, name, profiles_dir=profiles_dir, target=target_name) \
+        if isinstance(name, str) else TargetChoice("dev", _NO_TARGET, None)
+    set_secret_values(choice.secrets)
+    config = parse_project_config(text, path="project.yml",
+                                  opt_ins=choice.target.allow_spark_conf)
+    _check_env_reads(rendered.names, config)
+    config = apply_target(config, choice)
     overrides = _CLI_VARS.get()
-    if overrides:  # the command line's, not project.yml's: not secret
+    if overrides:
         config = config.model_copy(update={"vars": {**config.vars, **overrides}})
-        secret_vars = {k: v for k, v in secret_vars.items() if k not in overrides}
     schema = EventSchema.parse(config.schema_ddl)
 
     models: list[ModelSource] = []
@@ -271,7 +222,7 @@ def load_project(project_dir: str | os.PathLike[str] = ".") -> Project:
                                  for s in sources if not s.catalog]
                         + [(s.file, None, f"seed {s.name}", str(s.path)) for s in seeds])
     return Project(root=root, config=config, schema=schema, models=tuple(models), macros=macros,
-                   sources=sources, seeds=seeds, secret_vars=secret_vars)
+                   sources=sources, seeds=seeds, target=choice)
 
 
 def _load_sources(root: Path, models: dict[str, str], *, storage: Mapping[str, str]

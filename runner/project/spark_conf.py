@@ -5,13 +5,16 @@ Spark's settings are an open namespace, and many of them load code or run progra
 ``spark.jars`` plus ``spark.sql.extensions`` load outside classes into the driver,
 ``spark.driver.resource.gpu.discoveryScript`` runs a script with the pipeline's environment.
 So a project may set only the settings listed in :data:`ALLOWED` (SQL and shuffle tuning,
-memory and cores, Delta tuning, the metastore, object-store options): each takes a number, a
-flag, a size, a duration, a fixed choice or an address, and none names a class, a plugin, a
-listener, a script or a path (``tests/spark/test_spark_conf_allowlist.py`` holds the list
-against Spark's own configuration registry). Every other key needs an opt-in by whoever
-deploys the runner, outside the project: the command-line flag ``--allow-spark-conf KEY``
-(repeatable; :func:`opted_in`) or the environment variable :data:`ALLOW_ENV`
-(comma-separated) lists the keys, exact names, they accept::
+memory and cores, Delta tuning, the catalog's kind): each takes a number, a flag, a size, a
+duration or a fixed choice, and none names a class, a plugin, a listener, a script, a path, a
+host or a credential (``tests/spark/test_spark_conf_allowlist.py`` holds the list against
+Spark's own configuration registry; no ``spark.hadoop.*`` key is on it, so nothing of the
+project reaches Hadoop's configuration). Connections (the metastore's URI, object-store
+endpoints and keys) are the deployment's: the profile's target sets them in its own
+``spark.conf``, any key (runner/project/profile.py). Every other project key needs an opt-in by
+whoever deploys the runner, outside the project: the target's ``allow_spark_conf:`` list, the
+command-line flag ``--allow-spark-conf KEY`` (repeatable; :func:`opted_in`) or the environment
+variable :data:`ALLOW_ENV` (comma-separated) lists the keys, exact names, they accept::
 
     runner stream --allow-spark-conf spark.jars.packages --allow-spark-conf spark.sql.extensions
     RUNNER_ALLOW_SPARK_CONF=spark.jars.packages,spark.sql.extensions runner stream
@@ -109,32 +112,8 @@ ALLOWED: Mapping[str, tuple[str, ...]] = {
         "spark.databricks.delta.stats.collect",
         "spark.databricks.delta.checkpoint.partSize",
     ),
-    "the metastore": (
+    "the catalog": (
         "spark.sql.catalogImplementation",
-        "spark.hadoop.hive.metastore.uris",
-        # the Hive client's retries and timeouts (the runner's own defaults with catalog:)
-        "spark.hadoop.hive.metastore.connect.retries",
-        "spark.hadoop.hive.metastore.client.connect.retry.delay",
-        "spark.hadoop.hive.metastore.failure.retries",
-        "spark.hadoop.hive.metastore.client.socket.timeout",
-    ),
-    "object storage": (
-        "spark.hadoop.fs.s3a.endpoint",
-        "spark.hadoop.fs.s3a.endpoint.region",
-        "spark.hadoop.fs.s3a.access.key",
-        "spark.hadoop.fs.s3a.secret.key",
-        "spark.hadoop.fs.s3a.session.token",
-        "spark.hadoop.fs.s3a.path.style.access",
-        "spark.hadoop.fs.s3a.connection.ssl.enabled",
-        "spark.hadoop.fs.s3a.connection.maximum",
-        "spark.hadoop.fs.s3a.threads.max",
-        "spark.hadoop.fs.s3a.multipart.size",
-        "spark.hadoop.fs.azure.account.key.*",
-        "spark.hadoop.fs.azure.account.auth.type.*",
-        "spark.hadoop.fs.azure.account.oauth2.client.id.*",
-        "spark.hadoop.fs.azure.account.oauth2.client.secret.*",
-        "spark.hadoop.fs.azure.account.oauth2.client.endpoint.*",
-        "spark.hadoop.fs.gs.project.id",
     ),
 }
 
@@ -169,6 +148,8 @@ GUARDED: tuple[tuple[str, str], ...] = (
     ("spark.pyspark.*", "chooses the Python interpreter that runs"),
     ("spark.python.*", "chooses the Python program workers run"),
     ("spark.sql.hive.metastore.*", "loads a metastore client (jars)"),
+    ("spark.hadoop.*", "is a Hadoop setting: a connection (a host, a credential, a credential "
+                       "provider class); the deployment's profile sets it"),
     ("spark.redaction.*", "changes which secrets Spark hides in logs and the UI"),
     ("spark.sql.redaction.*", "changes which secrets Spark hides in logs and the UI"),
     ("spark.kubernetes.*", "changes the deployment (images, pod templates)"),
@@ -241,8 +222,9 @@ def check_spark_conf(conf: Mapping[str, str], *, path: str, lines: Mapping[str, 
         if key in FORCED:
             hint = "remove it from spark.conf: no opt-in sets it"
         else:
-            hint = (f"whoever deploys the runner may opt in: {ALLOW_FLAG} {key} on the command "
-                    f"line, or {ALLOW_ENV}={key} (comma-separated keys; docs/SECURITY.md)")
+            hint = (f"set it in the profile's target (spark: conf:), or opt in there: "
+                    f"allow_spark_conf: [{key}] ({ALLOW_FLAG} {key} and {ALLOW_ENV} too; "
+                    "docs/PROFILES.md)")
         errors.append(ConfigError(f"spark.conf.{key}: {why}; a project cannot set it by itself",
                                   path=path, line=lines.get(key), hint=hint))
     if errors:

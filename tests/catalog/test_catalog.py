@@ -40,10 +40,9 @@ ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "SPARK_DRIVER_MEMORY": "1g"}
 
 def _yml(uri: str, schema: str, engine: str) -> str:
     return (BASE_YML.replace("  engine: rs\n", f"  engine: {engine}\n")
-            .replace("  master: local[2]\n",
-                     "  master: local[2]\n  conf:\n"
-                     "    spark.sql.catalogImplementation: hive\n"
-                     f"    spark.hadoop.hive.metastore.uris: {uri}\n")
+            + "spark:\n  conf:\n"
+            "    spark.sql.catalogImplementation: hive\n"
+            f"    spark.hadoop.hive.metastore.uris: {uri}\n"
             + f"catalog:\n  schema: {schema}\n")
 
 

@@ -201,9 +201,7 @@ SELECT eventId, 1000 DIV {latency} AS per_second FROM parsed_events
 
 def test_model_failing_at_runtime_then_fixed(tmp_path, delta_engine) -> None:
     # on_model_error: halt, the way it was before parking (tests/faults/test_parking.py)
-    yml = YML.replace("spark:\n  master: local[2]\n",
-                      "spark:\n  master: local[2]\n  conf:\n    spark.sql.ansi.enabled: true\n"
-                      ) + "on_model_error: halt\n"
+    yml = YML + "spark:\n  conf:\n    spark.sql.ansi.enabled: true\n" + "on_model_error: halt\n"
     project = _project(tmp_path, {"models/latency_ratio.sql":
                                   RATIO.format(latency="request.latency_ms")}, yml=yml, engine=delta_engine)
     _feed(project)

@@ -111,3 +111,35 @@ def test_no_key_spark_knows_is_let_through_if_it_names_code(spark_keys) -> None:
     assert all(guarded_reason(k) for k in code_bearing)
     for key in DOCUMENTED_FAMILIES:
         assert guarded_reason(key), key
+
+
+#: Words in a setting's name or documentation that say its value is a host that receives
+#: requests (and with them the deployment's credentials) or a credential itself.
+HOST_DOC = re.compile(r"\b(host(name)?s?|urls?|uris?|endpoints?|address(es)?|proxy|servers?|"
+                      r"credentials?|secret|password|token|access key)\b", re.IGNORECASE)
+
+
+def test_the_project_reaches_no_hadoop_setting(hadoop_keys) -> None:
+    """Nothing of project.yml reaches Hadoop's configuration: every key of core-default.xml
+    (credential providers, endpoints, the S3A/ABFS options a finding used to run a command or
+    send a token elsewhere) is refused in project.yml's spark.conf, and none is listed."""
+    assert len(hadoop_keys) > 300  # the whole of core-default.xml, not a stub
+    assert not [k for k in _listed() if k.startswith("spark.hadoop.")]
+    let_through = [k for k in hadoop_keys if allowed(f"spark.hadoop.{k}")
+                   or guarded_reason(f"spark.hadoop.{k}") is None]
+    assert let_through == []
+    for key in ("fs.s3a.bucket.b.aws.credentials.provider", "fs.s3a.endpoint",
+                "fs.azure.account.oauth2.client.endpoint.acct.dfs.core.windows.net",
+                "hive.metastore.uris"):
+        assert guarded_reason(f"spark.hadoop.{key}"), key
+
+
+def test_no_listed_key_names_a_host_or_a_credential(spark_keys) -> None:
+    """A listed key neither names nor documents a host, an address or a credential: those are
+    the deployment's (the profile's target sets them)."""
+    named = []
+    for key in _listed():
+        doc = spark_keys.get(key, ("", ""))[0]
+        if HOST_DOC.search(key.replace(".", " ")) or HOST_DOC.search(doc):
+            named.append((key, doc[:120]))
+    assert named == []

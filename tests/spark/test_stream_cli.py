@@ -23,9 +23,8 @@ pytestmark = pytest.mark.spark
 MODELS = EXAMPLE_FILES
 
 
-def _project(tmp_path: Path, spark_block: str = "spark:\n  master: local[2]\n") -> Path:
-    yml = (BASE_YML.replace("spark:\n  master: local[2]\n", spark_block)
-           .replace("slow_ms: 1000", "slow_request_ms: 1000"))
+def _project(tmp_path: Path) -> Path:
+    yml = BASE_YML.replace("slow_ms: 1000", "slow_request_ms: 1000")
     return write_project(tmp_path / "proj", MODELS, project_yml=yml)
 
 

@@ -52,11 +52,10 @@ def test_local_cluster_with_every_location_in_a_bucket(tmp_path: Path, s3_bucket
     yml = (BASE_YML.replace("warehouse: wh\n", f"warehouse: {uri}/wh\n")
            .replace("checkpoint: cp\n", f"checkpoint: {uri}/cp\n")
            .replace("  path: incoming\n", f"  path: {uri}/incoming\n  max_files_per_trigger: 2\n")
-           .replace("  master: local[2]\n",
-                    "  master: local-cluster[2,1,1024]\n  conf:\n"
-                    "    spark.eventLog.enabled: true\n    spark.eventLog.compress: false\n"
-                    f"    spark.eventLog.dir: {events.as_uri()}\n")
-           .replace("vars:\n  slow_ms: 1000\n", "vars:\n  slow_request_ms: 1000\n"))
+           .replace("vars:\n  slow_ms: 1000\n", "vars:\n  slow_request_ms: 1000\n")
+           + "spark:\n  master: local-cluster[2,1,1024]\n  conf:\n"
+           "    spark.eventLog.enabled: true\n    spark.eventLog.compress: false\n"
+           f"    spark.eventLog.dir: {events.as_uri()}\n")
     root = write_project(tmp_path / "proj", {**EXAMPLE_FILES,
                                              "models/endpoint_counts.sql": ENDPOINT_COUNTS},
                          project_yml=yml, engine=delta_engine)

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+import yaml
+
+from runner.project.boundary import split_deployment
+from runner.project.profile import PROFILES_DIR_ENV, PROFILES_FILE
 
 EVENT_SCHEMA = (
     "eventId STRING NOT NULL, timestamp TIMESTAMP NOT NULL, "
@@ -24,8 +32,6 @@ warehouse: wh
 checkpoint: cp
 delta:
   engine: rs
-spark:
-  master: local[2]
 vars:
   slow_ms: 1000
 """
@@ -56,8 +62,11 @@ SELECT eventId, endpoint, latency_ms FROM {{ ref('performance_metrics') }} WHERE
 
 
 def write_project(root: Path, files: Mapping[str, str], *, project_yml: str | None = None,
-                  engine: str | None = None) -> Path:
+                  engine: str | None = None, target: Mapping[str, Any] | None = None) -> Path:
     """Write ``project.yml`` (BASE_YML unless given) and ``files`` (path -> text) under root.
+
+    The deployment's keys in the YAML (and ``target``, a profile target's keys) go to a
+    profile of this project's own (:func:`with_profile`).
 
     ``engine`` replaces the ``delta.engine`` of the YAML (BASE_YML says ``rs``): tests that
     prove exactly-once take it from the ``delta_engine`` fixture and so run on both engines.
@@ -67,9 +76,52 @@ def write_project(root: Path, files: Mapping[str, str], *, project_yml: str | No
     if engine is not None:
         assert "  engine: rs\n" in yml, "engine= needs a project.yml with delta.engine: rs"
         yml = yml.replace("  engine: rs\n", f"  engine: {engine}\n")
-    (root / "project.yml").write_text(yml)
+    (root / "project.yml").write_text(with_profile(root, yml, target=target))
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip("\n"))
     return root
+
+
+def profiles_file() -> Path:
+    """The test run's profiles.yml (``RUNNER_PROFILES_DIR``, set by tests/conftest.py)."""
+    return Path(os.environ[PROFILES_DIR_ENV]) / PROFILES_FILE
+
+
+def write_target(profile: str, target: Mapping[str, Any], *, name: str = "dev") -> None:
+    """Set ``profile``'s target ``name`` (its default) in the test run's profiles.yml."""
+    path = profiles_file()
+    data = yaml.safe_load(path.read_text()) if path.is_file() else None
+    data = data if isinstance(data, dict) else {}
+    entry = data.setdefault(profile, {"target": name, "outputs": {}})
+    entry["outputs"][name] = dict(target)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def with_profile(root: Path, yml: str, *, target: Mapping[str, Any] | None = None) -> str:
+    """project.yml's text without the deployment's keys (storage, master, brokers, client
+    properties, metrics, locations outside the project: :func:`split_deployment`), which go to
+    a profile of this project's own in the test run's profiles.yml (``profile:`` names it);
+    ``yml`` unchanged when it holds none (or is not plain YAML: a template, a broken file)."""
+    try:
+        data = yaml.safe_load(yml)
+    except yaml.YAMLError:
+        return yml
+    if not isinstance(data, dict):
+        return yml
+    project, moved = split_deployment(data)
+    moved = _merged(moved, target or {})
+    if not moved:
+        return yml
+    profile = "t_" + hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:12]
+    write_target(profile, moved)
+    return yaml.safe_dump({**project, "profile": profile}, sort_keys=False, width=1000)
+
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merged(out[key], value) if isinstance(value, Mapping) and \
+            isinstance(out.get(key), Mapping) else value
+    return out

@@ -120,7 +120,7 @@ def test_compiling_a_kafka_project_does_not_import_pyspark(tmp_path) -> None:
 
 # -- --allow-spark-conf: a deployment's opt-in to guarded Spark settings, on the command line --
 
-GUARDED_YML = BASE_YML.replace("  master: local[2]\n", "  master: local[2]\n  conf:\n"
+GUARDED_YML = BASE_YML + ("spark:\n  conf:\n"
                                "    spark.jars: extra.jar\n"
                                "    spark.sql.extensions: com.example.Ext\n")
 

@@ -206,8 +206,7 @@ def test_compile_exits_2_when_project_yml_turns_a_guard_off(tmp_path: Path) -> N
 def test_spark_settings_that_load_code_exit_2(tmp_path: Path, key: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RUNNER_ALLOW_SPARK_CONF", raising=False)
-    yml = BASE_YML.replace("  master: local[2]\n",
-                           f"  master: local[2]\n  conf:\n    {key}: 'x'\n")
+    yml = BASE_YML + f"spark:\n  conf:\n    {key}: 'x'\n"
     assert yml != BASE_YML
     root = write_project(tmp_path, {"models/m.sql": "SELECT eventId FROM parsed_events"},
                          project_yml=yml)
@@ -225,7 +224,7 @@ def test_spark_settings_that_load_code_exit_2(tmp_path: Path, key: str,
 def test_ordinary_spark_settings_need_no_opt_in(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RUNNER_ALLOW_SPARK_CONF", raising=False)
-    yml = BASE_YML.replace("  master: local[2]\n", "  master: local[2]\n  conf:\n"
+    yml = BASE_YML + ("spark:\n  conf:\n"
                            "    spark.sql.shuffle.partitions: 4\n"
                            "    spark.sql.ansi.enabled: true\n")
     root = write_project(tmp_path, {"models/m.sql": "SELECT eventId FROM parsed_events"},

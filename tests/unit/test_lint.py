@@ -520,7 +520,7 @@ def test_single_select_and_ast(tmp_path: Path) -> None:
 
 def test_kafka_metadata_columns(tmp_path: Path) -> None:
     yml = PROJECT_YML.replace("  type: files\n  path: data\n",
-                              "  type: kafka\n  bootstrap_servers: localhost:9092\n"
+                              "  type: kafka\n"
                               "  topic: events\n")
     result = lint_files(tmp_path, {"m": "SELECT eventId, _topic, _partition, _offset, "
                                         "_kafka_timestamp, _batch_id, _source_file "

@@ -48,16 +48,26 @@ def test_bad_value_and_missing_key(tmp_path) -> None:
         load_project(tmp_path)
 
 
-def test_env_var_in_project_yml_and_missing_env(tmp_path, monkeypatch) -> None:
-    yml = BASE_YML.replace("warehouse: wh", "warehouse: \"{{ env_var('WH_DIR', 'wh2') }}\"")
-    write_project(tmp_path, {}, project_yml=yml)
+def test_env_var_in_project_yml_reads_public_names_only(tmp_path, monkeypatch) -> None:
+    public = "env_var_prefixes: [PUBLIC_]\n"
+    yml = BASE_YML.replace("warehouse: wh", "warehouse: \"{{ env_var('PUBLIC_WH', 'wh2') }}\"")
+    write_project(tmp_path, {}, project_yml=yml + public)
     assert load_project(tmp_path).config.warehouse == "wh2"
-    monkeypatch.setenv("WH_DIR", "elsewhere")
+    monkeypatch.setenv("PUBLIC_WH", "elsewhere")
     assert load_project(tmp_path).config.warehouse == "elsewhere"
     write_project(tmp_path, {}, project_yml=BASE_YML.replace(
-        "warehouse: wh", "warehouse: \"{{ env_var('NOPE_UNSET') }}\""))
-    with pytest.raises(ConfigError, match="NOPE_UNSET"):
+        "warehouse: wh", "warehouse: \"{{ env_var('PUBLIC_NOPE_UNSET') }}\"") + public)
+    with pytest.raises(ConfigError, match="PUBLIC_NOPE_UNSET"):
         load_project(tmp_path)
+    # a name without a public prefix is refused whether it is set or has a default: secrets
+    # and connections are the profile's
+    monkeypatch.setenv("WH_DIR", "x")
+    for call in ("env_var('WH_DIR')", "env_var('WH_DIR', 'wh2')"):
+        write_project(tmp_path, {}, project_yml=BASE_YML.replace(
+            "warehouse: wh", f"warehouse: \"{{{{ {call} }}}}\"") + public)
+        with pytest.raises(ConfigError, match=r"env_var\('WH_DIR'\): project.yml reads only "
+                                              "public variables"):
+            load_project(tmp_path)
 
 
 def test_kafka_options_are_secret(tmp_path, monkeypatch) -> None:

@@ -1,10 +1,16 @@
-"""A value project.yml reads with ``env_var()`` is a secret (runner/project/secrets.py): masked in
-every message of every command and format, and never rendered into a model through ``var()``
-unless the variable's name has a public prefix (``env_var_prefixes``).
+"""Secrets live in the deployment's profile (runner/project/profile.py), never in project.yml.
 
-The finding: ``vars: {build_label: "{{ env_var('GITHUB_TOKEN') }}"}`` plus ``{{
-ref(var('build_label')) }}`` made ``runner compile --format github`` print ``ref to unknown
-model 'ghp_...'``. No Spark: everything here happens before a session starts.
+- project.yml reads only public environment variables (an ``env_var_prefixes`` prefix): a
+  read of any other name is a configuration error, whatever the template does with it. The
+  findings: ``vars: {build_label: "{{ env_var('GITHUB_TOKEN') }}"}`` plus ``{{
+  ref(var('build_label')) }}`` made ``runner compile --format github`` print ``ref to unknown
+  model 'ghp_...'``; later, ``{{ env_var('X') if not env_var('X').startswith('runner_env_')
+  else 'dev' }}`` passed the render-twice check that replaced it and the secret landed in a
+  table.
+- A value the profile reads with ``env_var()`` is masked in every message of every command and
+  format, and in what target/ and the docs site hold.
+
+No Spark: everything here happens before a session starts.
 """
 
 from __future__ import annotations
@@ -38,38 +44,37 @@ def _outputs(root: Path, *commands: list[str]) -> list[tuple[int, str]]:
 
 
 @pytest.mark.parametrize("template", [
-    "{{ env_var('GITHUB_TOKEN') }}",              # the finding
+    "{{ env_var('GITHUB_TOKEN') }}",              # the first finding
     "v-{{ env_var('GITHUB_TOKEN') | lower }}",    # a filter changes the text
     "{{ env_var('GITHUB_TOKEN')[4:] }}",          # a slice of it
-    "{{ env_var('GITHUB_TOKEN') ~ '_x' }}",       # joined
+    # the second: a template that tells a marker from the real value
+    "{{ env_var('GITHUB_TOKEN') if not env_var('GITHUB_TOKEN').startswith('runner_env_') "
+    "else 'dev' }}",
 ])
-def test_a_var_holding_a_secret_is_never_rendered(tmp_path: Path, template: str,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_project_yml_cannot_read_a_secret(tmp_path: Path, template: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     root = _project(tmp_path, f'  build_label: "{template}"\n  slow_ms: 1000\n',
-                    {"models/r.sql": "SELECT * FROM {{ ref(var('build_label')) }}"})
+                    {"models/r.sql": "SELECT * FROM {{ ref(var('build_label')) }}"},
+                    extra="env_var_prefixes: [PUBLIC_]\n")
     for fmt in ("text", "json", "github"):
         code, out = _outputs(root, ["compile", "--format", fmt])[0]
-        assert code == 1, out
-        assert "var('build_label') holds a value project.yml read with " \
-               "env_var('GITHUB_TOKEN')" in out.replace("%0A", "\n"), out
+        assert code == 2, out
+        assert "env_var('GITHUB_TOKEN'): project.yml reads only public variables" in \
+            out.replace("%27", "'").replace("%3A", ":"), out
         assert TOKEN not in out and TOKEN[4:] not in out and TOKEN.lower() not in out
-    target = root / "target"
-    written = "".join(p.read_text() for p in target.rglob("*") if p.is_file())
-    assert TOKEN not in written and TOKEN[4:] not in written
+    assert not (root / "target").exists()
 
 
 def test_a_var_from_a_public_variable_or_a_default_renders(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
     monkeypatch.setenv("PUBLIC_REGION", "eu-west-1")
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    monkeypatch.delenv("UNSET_LABEL", raising=False)
+    monkeypatch.delenv("PUBLIC_UNSET_LABEL", raising=False)
     root = _project(
         tmp_path,
         "  region: \"{{ env_var('PUBLIC_REGION') }}\"\n"
-        "  label: \"{{ env_var('UNSET_LABEL', 'fallback') }}\"\n"
-        "  token: \"{{ env_var('GITHUB_TOKEN') }}\"\n"  # read, never used by a model
+        "  label: \"{{ env_var('PUBLIC_UNSET_LABEL', 'fallback') }}\"\n"
         "  slow_ms: 1000\n",
         {"models/r.sql": "SELECT eventId, '{{ var('region') }}' AS region, "
                          "'{{ var('label') }}' AS label FROM parsed_events"},
@@ -80,25 +85,24 @@ def test_a_var_from_a_public_variable_or_a_default_renders(tmp_path: Path,
     assert "'eu-west-1' AS region" in compiled and "'fallback' AS label" in compiled
 
 
-def test_secret_values_are_masked_in_every_command_and_format(tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch
-                                                             ) -> None:
-    """Other keys that carry a secret into a message: here project.yml's ``name`` (refused: not
-    an identifier) and a model that names the secret itself (an unknown ref)."""
-    monkeypatch.setenv("PIPELINE_NAME", "not an identifier " + TOKEN)
-    yml = BASE_YML.replace("name: test_pipeline", "name: \"{{ env_var('PIPELINE_NAME') }}\"")
-    root = write_project(tmp_path / "a", MODEL, project_yml=yml)
+def test_profile_secrets_are_masked_in_every_command_and_format(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """A value the profile read reaches a message two ways: the profile's own error quoting it
+    (a metrics port that is not a number), and a model that names the secret itself."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    root = write_project(tmp_path / "a", MODEL,
+                         target={"metrics": {"port": "{{ env_var('GITHUB_TOKEN') }}"}})
     for command in (["compile"], ["compile", "--format", "json"],
                     ["compile", "--format", "github"], ["status"], ["snapshot"],
                     ["test", "--kind", "data"], ["stream", "--available-now"]):
         code, out = _outputs(root, command)[0]
         assert code == 2, (command, out)
-        assert TOKEN not in out, (command, out)
+        assert "metrics.port" in out and TOKEN not in out, (command, out)
         assert MASK in out, (command, out)
 
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    root = _project(tmp_path / "b", "  token: \"{{ env_var('GITHUB_TOKEN') }}\"\n",
-                    {"models/r.sql": f"SELECT * FROM {{{{ ref('{TOKEN}') }}}}"})
+    root = write_project(tmp_path / "b", {"models/r.sql": f"SELECT * FROM {{{{ ref('{TOKEN}') }}}}"},
+                         target={"storage": {"aws_session_token": "{{ env_var('GITHUB_TOKEN') }}"}})
     for fmt in ("text", "json", "github"):
         code, out = _outputs(root, ["compile", "--format", fmt])[0]
         assert code == 1, out
@@ -118,12 +122,11 @@ def test_masking_covers_escaped_forms_and_leaves_short_values() -> None:
 def test_secret_values_never_reach_target_or_the_docs_site(tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
-    """A warehouse path read with env_var() is shown on the docs site's project cards and could
-    be quoted in the manifest's messages: both are written masked."""
+    """A warehouse path the profile reads with env_var() is shown on the docs site's project
+    cards and could be quoted in the manifest's messages: both are written masked."""
     monkeypatch.setenv("WAREHOUSE_DIR", str(tmp_path / f"wh-{TOKEN}"))
-    yml = BASE_YML.replace("warehouse: wh", "warehouse: \"{{ env_var('WAREHOUSE_DIR') }}\"")
-    assert yml != BASE_YML
-    root = write_project(tmp_path / "proj", MODEL, project_yml=yml)
+    root = write_project(tmp_path / "proj", MODEL,
+                         target={"warehouse": "{{ env_var('WAREHOUSE_DIR') }}"})
     for command in (["compile"], ["docs"]):
         code, out = _outputs(root, command)[0]
         assert code == 0, out

@@ -20,9 +20,11 @@ MODEL = {"models/m.sql": "SELECT eventId FROM parsed_events"}
 
 def _with_conf(tmp_path: Path, conf: dict[str, str]) -> Path:
     lines = "".join(f"    {k}: '{v}'\n" for k, v in conf.items())
-    yml = BASE_YML.replace("  master: local[2]\n", f"  master: local[2]\n  conf:\n{lines}")
+    yml = BASE_YML + f"spark:\n  conf:\n{lines}"
     assert yml != BASE_YML
-    return write_project(tmp_path, MODEL, project_yml=yml)
+    root = write_project(tmp_path, MODEL)
+    (root / "project.yml").write_text(yml)  # as written: nothing moved to a profile
+    return root
 
 
 #: Settings that load code or run programs and are not named in any prefix of the old

@@ -35,7 +35,7 @@ __all__ = ["SOURCE_TUNING_OPTIONS", "KafkaSourceOptions", "client_properties",
 
 SOURCE_TUNING_OPTIONS = ("min_partitions", "max_records_per_partition", "timeout_ms",
                          "read_timeout_ms")
-"""Keys of project.yml's ``source.options`` that tune the source rather than the Kafka client
+"""Keys of the target's ``source.options`` that tune the source rather than the Kafka client
 (client properties always contain a dot, these never do)."""
 
 #: The Python reader's metadata and offset look-up timeout, and its read timeout, when the
@@ -125,6 +125,11 @@ class KafkaSourceOptions:
         Raises:
             ConfigError: no topic, malformed starting offsets or tuning values, named.
         """
+        if not source.bootstrap_servers:
+            raise ConfigError("no Kafka brokers: they are the deployment's, set by the "
+                              "profile's target (source.bootstrap_servers)",
+                              hint="add source: {bootstrap_servers: host:port} to the target "
+                                   "in profiles.yml (docs/PROFILES.md)")
         tuning = {k: v.get_secret_value() for k, v in source.options.items()
                   if k in SOURCE_TUNING_OPTIONS}
         return cls._validated({

@@ -1,0 +1,137 @@
+"""What project.yml may not hold: the deployment's keys, which live in the profile now.
+
+project.yml comes with the pull request. A key that chooses a host, a credential, a client
+property or a file outside the project there would let the pull request decide where the
+deployment's credentials go or what code loads (docs/SECURITY.md), so each such key is a
+configuration error naming where it goes now (:data:`MOVED`), and the locations project.yml
+keeps (the built-in ``dev`` target's) must be relative paths inside the project.
+
+:func:`split_deployment` moves those keys of an old project.yml into a target, for whoever
+migrates a project (the tests' and benches' project writers use it too).
+
+>>> project, target = split_deployment({"name": "p", "spark": {"master": "local[2]"},
+...                                     "warehouse": "/data/wh"})
+>>> project, target
+({'name': 'p'}, {'spark': {'master': 'local[2]'}, 'warehouse': '/data/wh'})
+"""
+
+from __future__ import annotations
+
+import copy
+import posixpath
+from collections.abc import Mapping
+from typing import Any
+
+from runner.errors import ConfigError
+from runner.project.config import yaml_line
+from runner.project.paths import is_uri
+
+__all__ = ["LOCATION_KEYS", "MOVED", "check_boundary", "split_deployment"]
+
+#: project.yml key path -> what it is (it goes to the same path in a profile's target).
+MOVED: Mapping[tuple[str, ...], str] = {
+    ("storage",): "object-store options and endpoints",
+    ("spark", "master"): "Spark's master",
+    ("source", "bootstrap_servers"): "Kafka's brokers",
+    ("source", "options"): "Kafka client properties (security, SASL, TLS)",
+    ("metrics",): "the metrics server's port and address",
+}
+
+#: Locations project.yml may keep as the built-in dev target's: relative, inside the project.
+LOCATION_KEYS: tuple[tuple[str, ...], ...] = (("warehouse",), ("checkpoint",),
+                                              ("source", "path"))
+
+#: spark.conf keys that are connections (a host, credentials): the target's ``spark.conf``.
+_CONNECTION_CONF = ("spark.hadoop.",)
+
+
+def _get(data: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = data
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _outside(value: str) -> str | None:
+    """Why location ``value`` is not a relative path inside the project, or None."""
+    if is_uri(value):
+        return "a URI"
+    if value.startswith(("/", "~", "\\")) or (len(value) > 1 and value[1] == ":"):
+        return "an absolute path"
+    normal = posixpath.normpath(value.replace("\\", "/"))
+    if normal == ".." or normal.startswith("../"):
+        return "a path outside the project"
+    return None
+
+
+def _moved_location(data: Mapping[str, Any], path: tuple[str, ...]) -> str | None:
+    value = _get(data, path)
+    return _outside(value) if isinstance(value, str) else None
+
+
+def check_boundary(data: Mapping[str, Any], *, text: str, path: str = "project.yml") -> None:
+    """Refuse every deployment key left in project.yml's (parsed) ``data``.
+
+    Raises:
+        ConfigError: each key that moved, naming where it goes (exit 2).
+    """
+    errors: list[ConfigError] = []
+    hint = ("move it to the profile's target (profiles.yml outside the project: "
+            "docs/PROFILES.md)")
+    for key, what in MOVED.items():
+        if _get(data, key) is not None:
+            dotted = ".".join(key)
+            errors.append(ConfigError(
+                f"{dotted}: {what}: the deployment's to choose, not a pull request's",
+                path=path, line=yaml_line(text, key),
+                hint=f"{hint}: outputs: <target>: {dotted}"))
+    for key in LOCATION_KEYS:
+        why = _moved_location(data, key)
+        if why:
+            dotted = ".".join(key)
+            errors.append(ConfigError(
+                f"{dotted}: {_get(data, key)!r} is {why}; project.yml's locations are the dev "
+                "target's, relative paths inside the project", path=path,
+                line=yaml_line(text, key), hint=f"{hint}: outputs: <target>: {dotted}"))
+    if errors:
+        raise ConfigError(errors[0].message, path=path, line=errors[0].line,
+                          hint=errors[0].hint, also=errors[1:])
+
+
+def split_deployment(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An old project.yml's ``data`` as (project.yml without the deployment's keys, a target
+    holding them): :data:`MOVED`, locations outside the project, and ``spark.conf``'s
+    connection settings (``spark.hadoop.*``)."""
+    project = copy.deepcopy(dict(data))
+    target: dict[str, Any] = {}
+
+    def move(path: tuple[str, ...]) -> None:
+        parent: Any = project
+        for part in path[:-1]:
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if not isinstance(parent, dict) or path[-1] not in parent:
+            return
+        node = target
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = parent.pop(path[-1])
+
+    for key in MOVED:
+        move(key)
+    for key in LOCATION_KEYS:
+        if _moved_location(project, key):
+            move(key)
+    conf = _get(project, ("spark", "conf"))
+    if isinstance(conf, dict):
+        for name in [k for k in conf if str(k).startswith(_CONNECTION_CONF)]:
+            move(("spark", "conf", name))
+    for section in ("spark", "source"):
+        if project.get(section) == {}:
+            del project[section]
+    if isinstance(project.get("spark"), dict) and project["spark"].get("conf") == {}:
+        del project["spark"]["conf"]
+        if not project["spark"]:
+            del project["spark"]
+    return project, target
