@@ -197,8 +197,37 @@ def example_project(dest: Path, *, base: str = "project.yml", models: bool = Tru
         (dest / "models" / f"{name}.sql").write_text(sql, encoding="utf-8")
     config = yaml.safe_load((REPO / base).read_text(encoding="utf-8"))
     config.update(settings)
-    (dest / "project.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    write_project_yml(dest, config)
     return dest
+
+
+_PROFILES: list[Path] = []
+
+
+def bench_profiles() -> Path:
+    """The bench run's own profiles.yml, in a temporary folder this process points
+    ``RUNNER_PROFILES_DIR`` at (the runners it starts inherit it); never the user's."""
+    if not _PROFILES:
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="bench-profiles-"))
+        (folder / "profiles.yml").write_text("{}\n", encoding="utf-8")
+        os.environ["RUNNER_PROFILES_DIR"] = str(folder)
+        _PROFILES.append(folder / "profiles.yml")
+    return _PROFILES[0]
+
+
+def write_project_yml(dest: Path, config: Mapping[str, Any]) -> None:
+    """``dest/project.yml`` from ``config``; the deployment's keys in it (the master, locations
+    outside the project, brokers, storage options) go to a profile of this project's own in
+    :func:`bench_profiles` (``runner.project.boundary.migrate``)."""
+    import yaml
+
+    from runner.project.boundary import migrate
+
+    profile = "b_" + hashlib.sha1(str(dest.resolve()).encode()).hexdigest()[:12]
+    project = migrate(config, profiles=bench_profiles(), profile=profile)
+    (dest / "project.yml").write_text(yaml.safe_dump(project, sort_keys=False), encoding="utf-8")
 
 
 def bench_project(dest: Path, *, source: Mapping[str, Any], engine: str = "rs",

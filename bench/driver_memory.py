@@ -20,7 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import REPO, bench_parser, write_result
+import yaml
+
+from bench.common import REPO, bench_parser, write_project_yml, write_result
 from bench.processes import TreeSampler
 from runner.demo import write_demo_files
 
@@ -44,7 +46,7 @@ def run_case(case: str, records: int, work: Path, repo: Path = REPO) -> dict[str
     root = work / case
     shutil.rmtree(root, ignore_errors=True)
     (root / "models").mkdir(parents=True)
-    (root / "project.yml").write_text(_YML.format())
+    write_project_yml(root, yaml.safe_load(_YML.format()))
     (root / "models" / "m.sql").write_text(_MERGE if case == "merge" else _APPEND)
     incoming = root / "incoming"
     write_demo_files(incoming, events=records, files=4, poison_every=0)

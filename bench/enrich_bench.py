@@ -32,7 +32,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import bench_parser, git_state, machine, write_result
+import yaml
+
+from bench.common import bench_parser, git_state, machine, write_project_yml, write_result
 
 SCHEMA = "eventId STRING, timestamp TIMESTAMP, request STRUCT<endpoint: STRING, latency_ms: INT>"
 MODEL = """SELECT e.eventId, e.request.endpoint AS endpoint, d.owner, e.request.latency_ms
@@ -102,11 +104,11 @@ def _runner(root: Path, out: Path, max_files: int, model: str = MODEL) -> None:
 
     proj = out / "proj"
     (proj / "models").mkdir(parents=True)
-    (proj / "project.yml").write_text(
+    write_project_yml(proj, yaml.safe_load(
         f"name: enrich_bench\nsource:\n  type: files\n  path: {root / 'incoming'}\n"
         f"  max_files_per_trigger: {max_files}\nschema: >-\n  {SCHEMA}\nwarehouse: "
         f"{out / 'wh'}\ncheckpoint: {out / 'cp'}\ndelta:\n  engine: rs\nspark:\n"
-        f"  master: {os.environ.get('BENCH_MASTER', 'local[2]')}\n")
+        f"  master: {os.environ.get('BENCH_MASTER', 'local[2]')}\n"))
     (proj / "models" / "enriched.sql").write_text(model)
     (proj / "models" / "sources.yml").write_text(
         f"sources:\n  - name: ref\n    tables:\n      - name: dim\n        path: {root / 'dim'}\n")

@@ -62,8 +62,8 @@ from runner.model_tests.data_test_args import (
 )
 from runner.model_tests.data_test_args import Strict as _Strict
 from runner.model_tests.yml_lines import dotted, locate
-from runner.project.config import load_yaml
 from runner.project.loader import Project
+from runner.project.yaml_template import load_yaml
 
 __all__ = [
     "AcceptedValues",

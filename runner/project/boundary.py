@@ -6,8 +6,9 @@ deployment's credentials go or what code loads (docs/SECURITY.md), so each such 
 configuration error naming where it goes now (:data:`MOVED`), and the locations project.yml
 keeps (the built-in ``dev`` target's) must be relative paths inside the project.
 
-:func:`split_deployment` moves those keys of an old project.yml into a target, for whoever
-migrates a project (the tests' and benches' project writers use it too).
+:func:`split_deployment` moves those keys of an old project.yml into a target, and
+:func:`migrate` writes that target into a profiles.yml, for whoever migrates a project (the
+tests' and benches' project writers use them too).
 
 >>> project, target = split_deployment({"name": "p", "spark": {"master": "local[2]"},
 ...                                     "warehouse": "/data/wh"})
@@ -20,13 +21,17 @@ from __future__ import annotations
 import copy
 import posixpath
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from runner.errors import ConfigError
-from runner.project.config import yaml_line
-from runner.project.paths import is_uri
+import yaml
 
-__all__ = ["LOCATION_KEYS", "MOVED", "check_boundary", "split_deployment"]
+from runner.errors import ConfigError
+from runner.project.paths import is_uri
+from runner.project.yaml_template import yaml_line
+
+__all__ = ["LOCATION_KEYS", "MOVED", "check_boundary", "migrate", "split_deployment",
+           "write_target"]
 
 #: project.yml key path -> what it is (it goes to the same path in a profile's target).
 MOVED: Mapping[tuple[str, ...], str] = {
@@ -135,3 +140,37 @@ def split_deployment(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
         if not project["spark"]:
             del project["spark"]
     return project, target
+
+
+def write_target(file: Path, profile: str, target: Mapping[str, Any], *,
+                 name: str = "dev") -> None:
+    """Set ``profile``'s target ``name`` (made its default when the profile is new) in the
+    profiles.yml ``file``, keeping every other entry."""
+    data = yaml.safe_load(file.read_text(encoding="utf-8")) if file.is_file() else None
+    data = data if isinstance(data, dict) else {}
+    entry = data.setdefault(profile, {"target": name, "outputs": {}})
+    entry.setdefault("outputs", {})[name] = dict(target)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+def migrate(data: Mapping[str, Any], *, profiles: Path, profile: str,
+            target: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """An old project.yml's ``data`` split (:func:`split_deployment`): the deployment's keys
+    (and ``target``'s) become ``profile``'s ``dev`` target in the profiles.yml ``profiles``;
+    returns project.yml's mapping, naming ``profile`` when a target was written."""
+    project, moved = split_deployment(data)
+    moved = _merged(moved, target or {})
+    if not moved:
+        return project
+    write_target(profiles, profile, moved)
+    return {**project, "profile": profile}
+
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        inner = out.get(key)
+        out[key] = _merged(inner, value) if isinstance(value, Mapping) and \
+            isinstance(inner, Mapping) else value
+    return out

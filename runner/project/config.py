@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -20,10 +19,11 @@ from pydantic import (
     model_validator,
 )
 
-from runner.errors import ConfigError, RunnerError, did_you_mean
+from runner.errors import ConfigError, did_you_mean
 from runner.project.secrets import MASK, is_secret_name
 from runner.project.spark_conf import check_spark_conf, deployment_opt_ins
 from runner.project.triggers import validate_interval
+from runner.project.yaml_template import load_yaml, yaml_line
 
 __all__ = [
     "CatalogConfig",
@@ -109,6 +109,20 @@ class KafkaSource(_Strict):
     @classmethod
     def _stringify_options(cls, value: Any) -> Any:
         return stringify(value)
+
+    @property
+    def brokers(self) -> str:
+        """The target's ``bootstrap_servers``.
+
+        Raises:
+            ConfigError: the target sets none (compile needs none; a connection does).
+        """
+        if not self.bootstrap_servers:
+            raise ConfigError("no Kafka brokers: they are the deployment's, set by the "
+                              "profile's target (source.bootstrap_servers)",
+                              hint="add source: {bootstrap_servers: host:port} to the target "
+                                   "in profiles.yml (docs/PROFILES.md)")
+        return self.bootstrap_servers
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -381,39 +395,6 @@ def validation_message(error: ValidationError, model: type[BaseModel]) -> list[t
                 msg += f" (got {shown})"
         out.append((key, msg))
     return out
-
-
-def yaml_line(text: str, loc: tuple[str | int, ...]) -> int | None:
-    """1-based line of the node at ``loc`` (mapping keys and sequence indices) in YAML text,
-    or of the deepest part of it that exists; None when not even the first part does."""
-    try:
-        node = yaml.compose(text)
-    except yaml.YAMLError:
-        return None
-    line = None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            match = next(((k, v) for k, v in node.value if k.value == str(part)), None)
-            if match is None:
-                break
-            line, node = match[0].start_mark.line + 1, match[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
-                and 0 <= part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
-def load_yaml(text: str, *, path: str, error: type[RunnerError] = ConfigError) -> Any:
-    """``yaml.safe_load(text)``; invalid YAML raises ``error`` naming the file and the line."""
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise error(f"invalid YAML: {getattr(e, 'problem', e)}", path=path,
-                    line=mark.line + 1 if mark else None) from e
 
 
 def parse_project_config(text: str, *, path: str,

@@ -15,12 +15,12 @@ import yaml
 
 from runner.errors import ConfigError
 from runner.project.boundary import check_boundary
-from runner.project.config import ProjectConfig, load_yaml, parse_project_config
+from runner.project.config import ProjectConfig, parse_project_config
 from runner.project.event_schema import EventSchema, metadata_columns
 from runner.project.paths import check_project_paths, resolve_location
 from runner.project.profile import Target, TargetChoice, apply_target, load_target
 from runner.project.secrets import public_env_var, set_secret_values
-from runner.project.yaml_template import render_yaml
+from runner.project.yaml_template import load_yaml, render_yaml
 from runner.storage.objects import ObjectPath
 from runner.storage.ops import Location
 

@@ -26,7 +26,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from runner.errors import ConfigError
-from runner.project.config import ProjectConfig, yaml_line
+from runner.project.config import ProjectConfig
+from runner.project.yaml_template import yaml_line
 from runner.storage.objects import SCHEMES, ObjectPath, object_path, split_uri
 from runner.storage.ops import Location
 
@@ -96,7 +97,7 @@ def abfs_spelling(value: str, options: Mapping[str, str] | None = None, *,
                   key: str = "path") -> str:
     """An ``az://container/path`` (or ``azure://``) location in the spelling Spark's ABFS
     connector takes, ``abfss://container@ACCOUNT.dfs.core.windows.net/path`` (``abfs://`` to a
-    local emulator), with the account of ``AZURE_STORAGE_ACCOUNT_NAME`` or project.yml's
+    local emulator), with the account of ``AZURE_STORAGE_ACCOUNT_NAME`` or the target's
     ``storage:``; any other value unchanged. Hadoop has no ``az`` file system and the runner
     hands its locations to Spark, so the location is spelled once, at load, for all three
     consumers (Spark, delta-rs and the runner's own files all take the ABFS spelling).

@@ -28,27 +28,20 @@ the built-in ``dev`` target, which is project.yml's own relative locations on ``
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from runner.errors import ConfigError, did_you_mean
-from runner.project.config import (
-    MetricsConfig,
-    ProjectConfig,
-    load_yaml,
-    stringify,
-    validation_message,
-    yaml_line,
-)
+from runner.project.config import MetricsConfig, ProjectConfig, stringify, validation_message
 from runner.project.secrets import set_secret_values
 from runner.project.spark_conf import FORCED
-from runner.project.yaml_template import render_values
+from runner.project.yaml_template import load_yaml, render_values, yaml_line
 
 __all__ = ["BUILT_IN_TARGET", "PROFILES_DIR_ENV", "PROFILES_FILE", "TARGET_ENV", "Target",
            "TargetChoice", "apply_target", "command_line_profile", "find_profiles",
@@ -158,6 +151,13 @@ def find_profiles(root: Path, profiles_dir: str | None = None) -> Path | None:
     explicit = profiles_dir or _CLI.get()[0]
     from_env = os.environ.get(PROFILES_DIR_ENV) or None
     folder = explicit or from_env
+    shipped = root / PROFILES_FILE
+    if shipped.is_file() and not (explicit and Path(explicit).expanduser().resolve() == root):
+        raise ConfigError(
+            f"{shipped} is not read: a profile inside the project directory would let a pull "
+            "request choose the deployment's hosts and credentials",
+            path=PROFILES_FILE, hint=f"move it to {_HOME_DIR}/ (or {PROFILES_DIR_ENV}), or "
+                                     "pass --profiles-dir . to read it on purpose")
     if folder is not None:
         where = Path(folder).expanduser().resolve()
         file = where / PROFILES_FILE
@@ -172,13 +172,6 @@ def find_profiles(root: Path, profiles_dir: str | None = None) -> Path | None:
                 "deployment's connections", hint="keep the profile outside the project, or "
                 "name it on the command line with --profiles-dir to mean it")
         return file
-    shipped = root / PROFILES_FILE
-    if shipped.is_file():
-        raise ConfigError(
-            f"{shipped} is not read: a profile inside the project directory would let a pull "
-            "request choose the deployment's hosts and credentials",
-            path=PROFILES_FILE, hint=f"move it to {_HOME_DIR}/ (or {PROFILES_DIR_ENV}), or "
-                                     "pass --profiles-dir . to read it on purpose")
     home = Path(_HOME_DIR).expanduser() / PROFILES_FILE
     return home if home.is_file() else None
 
@@ -239,6 +232,14 @@ def load_target(root: Path, profile: str, *, profiles_dir: str | None = None,
         raise ConfigError(errors[0].message, path=shown, line=errors[0].line,
                           hint="docs/PROFILES.md lists a target's keys",
                           also=errors[1:]) from e
+    if chosen.storage:
+        from runner.storage.settings import storage_settings
+        try:  # an unknown option is refused here, at its line, not at the first location
+            for uri in ("s3://b/k", "abfss://c@a.dfs.core.windows.net/k", "gs://b/k"):
+                storage_settings(uri, chosen.storage, environ={})
+        except ConfigError as e:
+            raise ConfigError(f"target '{name}': {e.message}", path=shown, hint=e.hint,
+                              line=yaml_line(text, (profile, "outputs", name, "storage"))) from e
     return TargetChoice(name, chosen, file, tuple(reads.values()))
 
 

@@ -30,8 +30,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.errors import ConfigError, did_you_mean
-from runner.project.config import yaml_line
 from runner.project.sources import ColumnDecl, load_yml, strict_error
+from runner.project.yaml_template import yaml_line
 
 __all__ = ["MAX_SEED_BYTES", "Seed", "infer_type", "load_seeds", "seed_rows"]
 

@@ -26,8 +26,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runner.errors import ConfigError, did_you_mean
-from runner.project.config import load_yaml, value_message, yaml_line
+from runner.project.config import value_message
 from runner.project.paths import abfs_spelling, is_uri, resolve_location
+from runner.project.yaml_template import load_yaml, yaml_line
 
 __all__ = ["ColumnDecl", "SourceTable", "parse_declared_columns", "parse_sources",
            "source_view", "strict_error"]

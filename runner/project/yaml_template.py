@@ -2,8 +2,9 @@
 
 profiles.yml is read as YAML first and its chosen values rendered (:func:`render_values`,
 dbt's way). project.yml is a Jinja template rendered in a sandbox before the YAML is read
-(:func:`render_yaml`), so an environment value is spliced into YAML text. A value holding a quote, a newline or ``: `` could then add
-keys or end a string early (``x", storage: {...}``): the file would hold settings nobody wrote.
+(:func:`render_yaml`), so an environment value is spliced into YAML text. A value holding a
+quote, a newline or ``: `` could then add keys or end a string early (``x", storage: {...}``):
+the file would hold settings nobody wrote.
 :func:`render_yaml` renders twice, once with the real values and once with a plain marker for
 each, and refuses a value that changes the document's shape (its keys, list lengths, or a
 scalar turned into a mapping), naming the variable. Values that only fill a scalar, quoted or
@@ -26,9 +27,9 @@ import jinja2
 import yaml
 from jinja2.sandbox import SandboxedEnvironment
 
-from runner.errors import ConfigError
+from runner.errors import ConfigError, RunnerError
 
-__all__ = ["RenderedYaml", "render_values", "render_yaml"]
+__all__ = ["RenderedYaml", "load_yaml", "render_values", "render_yaml", "yaml_line"]
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def render_yaml(text: str, *, path: str,
     env_var = _env_var_function(env, path, names, reads)
     rendered = _render(template, env_var, path)
     if reads:
-        def marker(name: str, default: str | None = None) -> str:
+        def marker(name: str, _default: str | None = None) -> str:
             return f"runner_env_{''.join(c if c.isalnum() else '_' for c in name)}"
 
         try:
@@ -152,7 +153,7 @@ _BROKEN = object()
 def _culprit(template: jinja2.Template, reads: Mapping[str, str], path: str) -> str:
     """The first variable whose value alone (the others as markers) changes the shape."""
     def only(chosen: str) -> Callable[..., str]:
-        def env_var(name: str, default: str | None = None) -> str:
+        def env_var(name: str, _default: str | None = None) -> str:
             return reads[name] if name == chosen else f"runner_env_{len(name)}"
         return env_var
 
@@ -164,3 +165,36 @@ def _culprit(template: jinja2.Template, reads: Mapping[str, str], path: str) -> 
         except yaml.YAMLError:
             return name
     return next(iter(reads))
+
+
+def yaml_line(text: str, loc: tuple[str | int, ...]) -> int | None:
+    """1-based line of the node at ``loc`` (mapping keys and sequence indices) in YAML text,
+    or of the deepest part of it that exists; None when not even the first part does."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if k.value == str(part)), None)
+            if match is None:
+                break
+            line, node = match[0].start_mark.line + 1, match[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
+                and 0 <= part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def load_yaml(text: str, *, path: str, error: type[RunnerError] = ConfigError) -> Any:
+    """``yaml.safe_load(text)``; invalid YAML raises ``error`` naming the file and the line."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise error(f"invalid YAML: {getattr(e, 'problem', e)}", path=path,
+                    line=mark.line + 1 if mark else None) from e

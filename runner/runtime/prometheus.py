@@ -1,4 +1,4 @@
-"""Prometheus metrics of ``runner stream`` (``--metrics-port N`` or project.yml ``metrics.port``).
+"""Prometheus metrics of ``runner stream`` (``--metrics-port N`` or the target's ``metrics.port``).
 
 Fed from the two places progress already comes from, so the figures match the progress lines:
 each batch's :class:`~runner.runtime.batch.BatchResult` (what ``runner stream`` prints per
@@ -200,11 +200,11 @@ def serve(metrics: StreamMetrics, *, port: int, host: str) -> None:
     except OSError as e:
         raise ConfigError(f"metrics: cannot serve on {host}:{port}: {e.strerror or e}",
                           hint="pick a free port with --metrics-port or metrics.port in "
-                               "project.yml") from e
+                               "the profile's target") from e
 
 
 def start_metrics(project: Project, plan: Plan, *, port: int) -> StreamMetrics:
-    """The stream's metrics for ``plan``'s tables, served on ``port`` (project.yml's
+    """The stream's metrics for ``plan``'s tables, served on ``port`` (the target's
     ``metrics.host``) before the session starts, so a scraper sees the pipeline at once.
 
     Raises:

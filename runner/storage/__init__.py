@@ -4,6 +4,6 @@
 - :mod:`runner.storage.objects`: :class:`ObjectPath`, a bucket key that reads like a path.
 - :mod:`runner.storage.ops`: the writes (atomic replace, create-if-absent, compare-and-swap),
   listing, prefix deletion and ranged reads, for both kinds of location.
-- :mod:`runner.storage.settings`: one configuration (environment + project.yml ``storage:``)
+- :mod:`runner.storage.settings`: one configuration (environment + the target's ``storage:``)
   for its three consumers: the runner's own files, delta-rs and Spark.
 """

@@ -13,7 +13,7 @@ nothing and a "folder" exists while some key lies under it.
 
 The stores are obstore's (the object_store library delta-rs uses), built once per bucket and
 options, with the standard environment variables read by obstore itself and the explicit
-options (project.yml's ``storage:``) over them.
+options (the profile target's ``storage:``) over them.
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ class ObjectPath:
 def object_path(uri: str, options: Mapping[str, str] | None = None) -> ObjectPath:
     """The :class:`ObjectPath` a URI names (``s3://bucket/prefix``, ``abfss://...``).
 
-    ``options`` (project.yml's ``storage:``) are remembered for the bucket; without them, the
+    ``options`` (the target's ``storage:``) are remembered for the bucket; without them, the
     bucket's remembered options apply (none: the environment's settings alone)."""
     scheme, bucket, key = split_uri(uri)
     if scheme not in SCHEMES or not bucket:

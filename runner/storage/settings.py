@@ -3,7 +3,7 @@
 A location is a local path or a URI: ``s3://`` (``s3a://`` is the same), ``az://`` /
 ``abfs[s]://`` (Azure), ``gs://`` (GCS). :func:`parse_location` splits it; :func:`storage_settings`
 derives, from the standard environment variables each cloud's own tools read and an optional
-map of explicit options (project.yml's ``storage:``, which wins):
+map of explicit options (the profile's target's ``storage:``, which wins):
 
 - ``storage_options``: the object_store keys delta-rs takes (``write_deltalake(...,
   storage_options=)``, ``DeltaTable(...)``) and obstore takes (:meth:`StorageSettings.obstore`
@@ -302,7 +302,7 @@ def _normalise(scheme: Scheme, options: Mapping[str, str]) -> tuple[dict[str, st
         else:
             every = sorted({*known, *others, *_CLIENT_OPTIONS})
             raise ConfigError(f"storage: unknown option {raw!r}{did_you_mean(low, every)}",
-                              path="project.yml",
+                              path="profiles.yml",
                               hint="give object_store's keys (aws_*, azure_*, google_*, or an "
                                    "HTTP client option) or a Hadoop key starting with fs.")
     return store, hadoop
@@ -315,7 +315,7 @@ def storage_settings(location: str | Location, options: Mapping[str, str] | None
 
     Args:
         location: a URI or local path, or a parsed :class:`Location`.
-        options: explicit options (project.yml ``storage:``): object_store keys or their
+        options: explicit options (the target's ``storage:``): object_store keys or their
             environment-variable names (any case), or Hadoop ``fs.*`` keys (Spark only).
             They override the environment.
         environ: the environment to read (default ``os.environ``).

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from runner.project.boundary import split_deployment
+from runner.project.boundary import migrate
 from runner.project.profile import PROFILES_DIR_ENV, PROFILES_FILE
 
 EVENT_SCHEMA = (
@@ -89,20 +89,10 @@ def profiles_file() -> Path:
     return Path(os.environ[PROFILES_DIR_ENV]) / PROFILES_FILE
 
 
-def write_target(profile: str, target: Mapping[str, Any], *, name: str = "dev") -> None:
-    """Set ``profile``'s target ``name`` (its default) in the test run's profiles.yml."""
-    path = profiles_file()
-    data = yaml.safe_load(path.read_text()) if path.is_file() else None
-    data = data if isinstance(data, dict) else {}
-    entry = data.setdefault(profile, {"target": name, "outputs": {}})
-    entry["outputs"][name] = dict(target)
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-
-
 def with_profile(root: Path, yml: str, *, target: Mapping[str, Any] | None = None) -> str:
     """project.yml's text without the deployment's keys (storage, master, brokers, client
-    properties, metrics, locations outside the project: :func:`split_deployment`), which go to
-    a profile of this project's own in the test run's profiles.yml (``profile:`` names it);
+    properties, metrics, locations outside the project: :func:`migrate`), which go to a
+    profile of this project's own in the test run's profiles.yml (``profile:`` names it);
     ``yml`` unchanged when it holds none (or is not plain YAML: a template, a broken file)."""
     try:
         data = yaml.safe_load(yml)
@@ -110,18 +100,8 @@ def with_profile(root: Path, yml: str, *, target: Mapping[str, Any] | None = Non
         return yml
     if not isinstance(data, dict):
         return yml
-    project, moved = split_deployment(data)
-    moved = _merged(moved, target or {})
-    if not moved:
-        return yml
     profile = "t_" + hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:12]
-    write_target(profile, moved)
-    return yaml.safe_dump({**project, "profile": profile}, sort_keys=False, width=1000)
-
-
-def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = _merged(out[key], value) if isinstance(value, Mapping) and \
-            isinstance(out.get(key), Mapping) else value
-    return out
+    project = migrate(data, profiles=profiles_file(), profile=profile, target=target)
+    if project.get("profile") != profile:
+        return yml
+    return yaml.safe_dump(project, sort_keys=False, width=1000)

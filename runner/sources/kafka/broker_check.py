@@ -83,7 +83,7 @@ def reach_bootstrap(servers: str, *, timeout: float) -> None:
         if time.monotonic() + 1.0 >= deadline:
             raise ConfigError(
                 f"cannot reach the Kafka brokers at {servers} within {timeout:g} s: "
-                f"{'; '.join(problems)}; check source.bootstrap_servers in project.yml "
+                f"{'; '.join(problems)}; check source.bootstrap_servers in the profile's target "
                 "(source.connect_timeout sets the wait)")
         time.sleep(1.0)
 
@@ -207,7 +207,7 @@ def check_brokers(spark: SparkSession | None, source: KafkaSource) -> None:
 
     timeout = source.connect_timeout_seconds
     deadline = time.monotonic() + timeout
-    servers = source.bootstrap_servers
+    servers = source.brokers
     client = client_properties(source)
     reach_bootstrap(servers, timeout=timeout)
     left = max(1.0, deadline - time.monotonic())

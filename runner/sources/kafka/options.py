@@ -125,15 +125,10 @@ class KafkaSourceOptions:
         Raises:
             ConfigError: no topic, malformed starting offsets or tuning values, named.
         """
-        if not source.bootstrap_servers:
-            raise ConfigError("no Kafka brokers: they are the deployment's, set by the "
-                              "profile's target (source.bootstrap_servers)",
-                              hint="add source: {bootstrap_servers: host:port} to the target "
-                                   "in profiles.yml (docs/PROFILES.md)")
         tuning = {k: v.get_secret_value() for k, v in source.options.items()
                   if k in SOURCE_TUNING_OPTIONS}
         return cls._validated({
-            **tuning, "bootstrap_servers": source.bootstrap_servers,
+            **tuning, "bootstrap_servers": source.brokers,
             "topic": ",".join(source.topics), "starting_offsets": source.starting_offsets,
             "max_offsets_per_trigger": source.max_offsets_per_trigger,
             "fail_on_data_loss": source.fail_on_data_loss, "start_record": start_record,
