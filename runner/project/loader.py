@@ -217,7 +217,12 @@ def load_project(project_dir: str | os.PathLike[str] = ".", *, profiles_dir: str
             raise ConfigError(f"seed '{seed.name}' has the name of source "
                               f"'{views[seed.name.lower()].full_name}''s view", path=
                               seed.file, hint="rename the seed")
+    chosen = choice.target
+    set_by_target = [key for key, value in (("warehouse", chosen.warehouse),
+                                            ("checkpoint", chosen.checkpoint),
+                                            ("source.path", chosen.source.path)) if value]
     check_project_paths(root, config, tables=[m.name for m in models], text=text,
+                        files={key: choice.origin for key in set_by_target},
                         lookups=[(s.path, s.line, f"source {s.full_name}", s.location)
                                  for s in sources if not s.catalog]
                         + [(s.file, None, f"seed {s.name}", str(s.path)) for s in seeds])

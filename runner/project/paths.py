@@ -194,12 +194,14 @@ def _line(text: str | None, key: str) -> int | None:
     return yaml_line(text, tuple(key.split("."))) if text else None
 
 
-def check_locations(loc: ProjectLocations, *, text: str | None = None) -> None:
+def check_locations(loc: ProjectLocations, *, text: str | None = None,
+                    files: Mapping[str, str] | None = None) -> None:
     """Refuse locations that an ordinary command could destroy data through.
 
     Args:
         loc: the project's locations (see :class:`ProjectLocations`).
         text: project.yml's rendered text, for the line of the offending key.
+        files: key -> the file that set it, when not project.yml (the profile's target).
 
     Raises:
         ConfigError: every offending location, each naming its key, its line and the fix.
@@ -207,8 +209,9 @@ def check_locations(loc: ProjectLocations, *, text: str | None = None) -> None:
     errors: list[ConfigError] = []
 
     def refuse(key: str, message: str, hint: str) -> None:
-        errors.append(ConfigError(f"{key}: {message}", path="project.yml",
-                                  line=_line(text, key), hint=hint))
+        where = (files or {}).get(key)
+        errors.append(ConfigError(f"{key}: {message}", path=where or "project.yml",
+                                  line=None if where else _line(text, key), hint=hint))
 
     root = _real(loc.root)
     managed: list[tuple[str, Location]] = [("checkpoint", _real(loc.checkpoint)),
@@ -250,14 +253,15 @@ def check_locations(loc: ProjectLocations, *, text: str | None = None) -> None:
                        "point warehouse at a folder that holds only this pipeline's tables, "
                        "or rename the model")
     if errors:
-        raise ConfigError(errors[0].message, path="project.yml", line=errors[0].line,
+        raise ConfigError(errors[0].message, path=errors[0].path, line=errors[0].line,
                           hint=errors[0].hint, also=errors[1:])
 
 
 def check_project_paths(root: Path, config: ProjectConfig, *, tables: Iterable[str],
                         text: str | None = None,
-                        lookups: Iterable[tuple[str, int | None, str, str]] = ()) -> None:
-    """Resolve project.yml's locations and refuse the unsafe ones (see :func:`check_locations`).
+                        lookups: Iterable[tuple[str, int | None, str, str]] = (),
+                        files: Mapping[str, str] | None = None) -> None:
+    """Resolve the pipeline's locations and refuse the unsafe ones (see :func:`check_locations`).
 
     Args:
         root: the project directory.
@@ -267,6 +271,7 @@ def check_project_paths(root: Path, config: ProjectConfig, *, tables: Iterable[s
         lookups: (file, line, what, location) of each declared source table and seed: a
             local one may not be, contain or lie inside the checkpoint or the warehouse
             (remote URIs and catalog names are not compared).
+        files: location key -> the file that set it, when not project.yml (the target's).
 
     Raises:
         ConfigError: a remote URI, or a location that overlaps another, the project, the
@@ -281,13 +286,15 @@ def check_project_paths(root: Path, config: ProjectConfig, *, tables: Iterable[s
         try:
             paths[key] = resolve_location(root, value, key=key, options=config.storage)
         except ConfigError as e:
-            raise ConfigError(e.message, path="project.yml", line=_line(text, key),
-                              hint=e.hint) from e
+            where = (files or {}).get(key)
+            raise ConfigError(e.message, path=where or "project.yml",
+                              line=None if where else _line(text, key), hint=e.hint) from e
     warehouse = paths["warehouse"]
     check_locations(ProjectLocations(
         root=root, checkpoint=paths["checkpoint"], warehouse=warehouse,
         dead_letter=warehouse / config.dead_letter, source=paths.get("source.path"),
-        tables=tuple(warehouse / name for name in (*tables, config.dead_letter))), text=text)
+        tables=tuple(warehouse / name for name in (*tables, config.dead_letter))), text=text,
+        files=files)
     _check_lookups(lookups, paths)
 
 
