@@ -149,7 +149,8 @@ def test_a_holder_in_another_pid_namespace_keeps_its_lease_until_expiry(s3_env,
     gone = take(wait=3 * ttl)
     assert "taken_at" in gone, gone
     assert gone["taken_at"] >= gone["expires"]  # not at once: only when it expired
-    print(f"\ntaken {gone['waited']:.2f} s after the holder died (lease {ttl:.0f} s)")
+    print(f"\nthe taker, started after the holder died, waited {gone['waited']:.2f} s "
+          f"for its lease to expire (lease {ttl:.0f} s)")
 
 
 def _rows(n: int) -> pa.Table:
