@@ -20,6 +20,7 @@ __all__ = [
     "TemplateError",
     "ExecutionError",
     "CheckpointBusyError",
+    "LeaseLostError",
     "SinkError",
     "DuplicateKeyError",
     "NullSequenceError",
@@ -91,6 +92,12 @@ class CheckpointBusyError(ExecutionError):
     nothing is wrong with the project or the data; try again when that runner stops)."""
 
     exit_code = 75
+
+
+class LeaseLostError(ExecutionError):
+    """This process may no longer write under its checkpoint: its lease in an object store was
+    taken by another runner, or was not renewed in time (:mod:`runner.checkpoint.lease`).
+    Nothing was committed by the write that raised it; a restart replays the batch."""
 
 
 class SinkError(ExecutionError):

@@ -3,6 +3,7 @@ on local disk or in an object store: the writes themselves are :mod:`runner.stor
 
 from __future__ import annotations
 
+from runner.storage import fence
 from runner.storage.ops import Location, names
 
 __all__ = ["BatchFiles"]
@@ -38,7 +39,9 @@ class BatchFiles:
                       if n.endswith(".json") and n[:-5].isdigit())
 
     def prune(self, below: int) -> int:
-        """Delete the files of batches ``< below``; return how many there were."""
+        """Delete the files of batches ``< below``; return how many there were. Deletes pass
+        the checkpoint's fence as writes do (:mod:`runner.storage.fence`)."""
+        fence.check(self.folder)
         removed = 0
         for batch_id in self.ids():
             if batch_id >= below:

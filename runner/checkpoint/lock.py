@@ -6,7 +6,9 @@
 - ``maintain.lock`` (:data:`MAINTENANCE`): one maintenance at a time (the stream's own, between
   batches, or ``runner maintain``).
 
-Both are ``flock`` locks: the OS releases them when the holder dies, even on SIGKILL. The file
+Both are ``flock`` locks: the OS releases them when the holder dies, even on SIGKILL, and not
+before, so an flock needs no holder identity (boot, PID namespace: containers sharing the
+folder share its kernel's locks) and no check before each commit, unlike a lease. The file
 holds the last holder's ``pid <pid> on <host> since <time>``; :func:`lock_holder` reads it
 without taking the lock (so a stream starting at that moment is not refused), confirmed on
 Linux by ``/proc/locks`` or by the pid being alive.
@@ -26,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from runner.checkpoint.lease import ObjectLease, holder_gone, pid_alive, read_lease
+from runner.checkpoint.holders import pid_alive
+from runner.checkpoint.lease import ObjectLease, holder_gone, read_lease
 from runner.errors import CheckpointBusyError, ExecutionError
 from runner.storage.objects import ObjectPath
 from runner.storage.ops import Location, as_location
@@ -92,7 +95,8 @@ class CheckpointLock:
             return "another process"
 
     def check(self) -> None:
-        """Nothing to check: the OS keeps an flock for its holder until it dies."""
+        """Nothing to check: the OS keeps an flock for its holder until it dies, so no other
+        process can hold it while this one commits."""
 
     def release(self) -> None:
         if self._handle is not None:

@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any
 
 from runner.checkpoint.lock import LockHolder
-from runner.errors import RunnerError
+from runner.errors import LeaseLostError, RunnerError
 from runner.storage.ops import Location, as_location, write_atomic
 
 __all__ = ["LAST_RUN", "RunRecord", "read_last_run"]
@@ -59,8 +59,9 @@ class RunRecord:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(self.path, json.dumps(self.doc, indent=1) + "\n")
-        except OSError:
-            pass  # the record is for `runner status`; never fail a run over it
+        except (OSError, LeaseLostError):
+            pass  # the record is for `runner status`; never fail a run over it (nor write it
+            # after the lease is lost: the checkpoint is another runner's now)
 
 
 def read_last_run(checkpoint: Location, holder: LockHolder | None) -> dict[str, Any] | None:

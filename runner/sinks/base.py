@@ -225,6 +225,7 @@ class DeltaWriter(ABC):
         """Remove the table (``--full-refresh``); a missing table is not an error, a folder that
         holds something else is (:func:`runner.sinks.tables.check_droppable`)."""
         check_droppable({spec.model: spec.path})
+        self.permit()
         rmtree(as_location(spec.path))
 
     # -- engine steps ---------------------------------------------------------------------

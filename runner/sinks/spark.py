@@ -27,7 +27,9 @@ delta-spark's ``ConcurrentTransactionException``), writes the files with ``Write
 (schema checks, stats, the ``SetTransaction`` action from the same options) and commits them
 with the ``SetTransaction`` in the SAME commit. What other readers see is unchanged: the same
 actions, the same commitInfo (operation WRITE, userMetadata, metrics), checksum files as
-before.
+before. Between writing the files and committing them it asks the writer's permit (the
+checkpoint lease's check, :mod:`runner.checkpoint.lease`): the check is right before the
+commit, however long the files took.
 
 Checkpoints are the runner's, not delta-spark's. delta-spark 4.4 does two things at every
 version that is a multiple of the table's ``delta.checkpointInterval`` (10 by default): inside
@@ -49,7 +51,7 @@ the statistics at their tenth commits until ``ALTER TABLE delta.`<path>` SET TBL
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -151,8 +153,7 @@ class SparkWriter(DeltaWriter):
             if txn is not None:  # the table exists: one explicit transaction, no state job
                 if txn.committed():
                     return 0, None  # committed since the runner's own check: skipped
-                self._before_commit(spec, batch_id)
-                version = txn.write_and_commit()
+                version = txn.write_and_commit(lambda: self._before_commit(spec, batch_id))
                 failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
                 return txn.rows_written(version, "numOutputRows"), version
             self._before_commit(spec, batch_id)
@@ -304,8 +305,10 @@ class _Transaction:
         self._steps["read_txn"].append(self._spec.app_id)
         return False
 
-    def write_and_commit(self) -> int | None:
-        """Write the files and commit them with the batch's ``SetTransaction``; the version."""
+    def write_and_commit(self, before_commit: Callable[[], None]) -> int | None:
+        """Write the files and commit them with the batch's ``SetTransaction``; the version.
+        ``before_commit`` runs between the two (the lease's permit: right before the commit,
+        not before the write, which may take long)."""
         steps = self._steps
         # The session is active on this (sink pool) thread, as the DataFrame writer makes it:
         # Delta's post-commit work (a checkpoint every tenth commit, snapshot state read from a
@@ -316,6 +319,7 @@ class _Transaction:
             tagged = steps["command"].writeAndReturnCommitData(self._txn, steps["jspark"],
                                                                steps["none"], False)
             own_checkpoint = self._drop_checkpoint_hook()
+            before_commit()
             committed = self._txn.commitIfNeeded(tagged.actions(), steps["operation"],
                                                  tagged.stringTags())
         finally:

@@ -13,6 +13,10 @@ A location is a ``pathlib.Path`` (local disk) or an :class:`~runner.storage.obje
 - :func:`names`, :func:`file_sizes`, :func:`rmtree`, :func:`read_range`: list, delete a
   prefix, read a range.
 
+Each write and :func:`rmtree` first passes the fences over its path
+(:mod:`runner.storage.fence`): under a checkpoint whose lease this process has lost, it raises
+:class:`~runner.errors.LeaseLostError` and writes nothing.
+
 Temporary names on local disk are ``.<name>.<pid>.tmp``: hidden (Spark skips names starting
 with ``.``), unique per process, left behind only by a crash, where the next write replaces
 them.
@@ -26,6 +30,7 @@ import shutil
 from pathlib import Path
 from typing import TypeAlias
 
+from runner.storage import fence
 from runner.storage.objects import SCHEMES, ObjectPath, as_os_errors, object_path
 
 __all__ = ["Location", "as_location", "delta_options", "file_sizes", "fsync_dir", "names",
@@ -50,6 +55,7 @@ def write_atomic(path: Location, text: str | bytes, *, durable: bool = False) ->
     '{}\\n'
     """
     data = text.encode("utf-8") if isinstance(text, str) else text
+    fence.check(path)
     if isinstance(path, ObjectPath):
         import obstore
 
@@ -68,8 +74,9 @@ def write_atomic(path: Location, text: str | bytes, *, durable: bool = False) ->
         fsync_dir(path.parent)
 
 
-def write_once(path: Location, text: str | bytes) -> bool:
-    """Create ``path`` with ``text`` unless it exists; atomic and durable.
+def write_once(path: Location, text: str | bytes, *, fenced: bool = True) -> bool:
+    """Create ``path`` with ``text`` unless it exists; atomic and durable. ``fenced=False``
+    skips the fences: only for a lease's own document (:mod:`runner.storage.fence`).
 
     Returns:
         True when written, False when ``path`` already existed (its content is kept).
@@ -80,6 +87,8 @@ def write_once(path: Location, text: str | bytes) -> bool:
     (True, False, 'first')
     """
     data = text.encode("utf-8") if isinstance(text, str) else text
+    if fenced:
+        fence.check(path)
     if isinstance(path, ObjectPath):
         import obstore
         from obstore.exceptions import AlreadyExistsError, PreconditionError
@@ -133,8 +142,10 @@ def read_versioned(path: Location) -> tuple[bytes, str] | None:
     return data, f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
 
 
-def write_if(path: Location, text: str | bytes, version: str | None) -> bool:
+def write_if(path: Location, text: str | bytes, version: str | None, *,
+             fenced: bool = True) -> bool:
     """Write ``path`` only if it is still at ``version`` (None: only if absent).
+    ``fenced=False`` as for :func:`write_once`.
 
     Returns:
         True when written; False when another writer changed (or created) it first.
@@ -147,8 +158,10 @@ def write_if(path: Location, text: str | bytes, version: str | None) -> bool:
     (True, False, 'c')
     """
     if version is None:
-        return write_once(path, text)
+        return write_once(path, text, fenced=fenced)
     data = text.encode("utf-8") if isinstance(text, str) else text
+    if fenced:
+        fence.check(path)
     if isinstance(path, ObjectPath):
         import obstore
         from obstore.exceptions import NotFoundError, PreconditionError
@@ -211,6 +224,7 @@ def file_sizes(folder: Location) -> dict[str, int]:
 
 def rmtree(folder: Location) -> None:
     """Delete ``folder`` and everything under it (a prefix in an object store); absent: no-op."""
+    fence.check(folder)
     if isinstance(folder, ObjectPath):
         import obstore
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from deltalake import DeltaTable
 
-from runner.errors import ConfigError, SinkError
+from runner.errors import ConfigError, LeaseLostError, SinkError
 from runner.failpoints import FailpointError
 from runner.sinks import (
     DeltaWriter,
@@ -243,9 +243,30 @@ def test_append_conflicts_with_a_concurrent_commit_of_its_batch(writer: SparkWri
     (counts(spark, [("b", 2)]).write.format("delta").option("txnAppId", s.app_id)
      .option("txnVersion", "1").mode("append").save(s.path))
     with pytest.raises(Exception, match="ConcurrentTransaction|DELTA_CONCURRENT_TRANSACTION"):
-        txn.write_and_commit()
+        txn.write_and_commit(lambda: None)
     assert [(r["k"], r["n"]) for r in read(s.path)] == [("a", 1), ("b", 2)]
     assert DeltaTable(s.path).transaction_version(s.app_id) == 1
+
+
+def test_an_append_asks_its_permit_after_writing_its_files_right_before_the_commit(
+        writer: SparkWriter, spark: SparkSession, tmp_path: Path):
+    """The permit (the checkpoint lease's check) is asked at the commit, not before a write
+    that may take long: the batch's files are already there when it refuses, and nothing is
+    committed."""
+    s = spec(tmp_path)
+    writer.write(s, counts(spark, [("a", 1)]), 0)
+    files = lambda: len(list(Path(s.path).rglob("*.parquet")))  # noqa: E731
+    before, seen = files(), []
+
+    def refuse() -> None:
+        seen.append(files())
+        raise LeaseLostError("stopped writing: the lease was taken")
+
+    writer.permit = refuse  # an instance attribute: the fixture makes a writer per test
+    with pytest.raises(LeaseLostError, match="stopped writing"):
+        writer.write(s, counts(spark, [("b", 2)]), 1)
+    assert len(seen) == 1 and seen[0] > before  # asked once, after the files were written
+    assert DeltaTable(s.path).version() == 0 and [r["k"] for r in read(s.path)] == ["a"]
 
 
 def test_no_auto_compaction_inside_a_batch(writer: DeltaWriter, spark: SparkSession,
