@@ -82,13 +82,13 @@ def _read_log(spec: SinkSpec, batch: DataFrame) -> DataFrame:
     """The change log of the keys ``batch`` touches (read with delta-rs; one key column: only
     those keys' rows leave the files)."""
     import pyarrow.dataset as ds
-    from deltalake import DeltaTable
 
+    from runner.sinks.delta import open_delta
     from runner.sinks.tables import table_version
 
     if table_version(changes_path(spec)) is None:  # no change yet: an empty batch
         return batch.limit(0)
-    dataset = DeltaTable(changes_path(spec)).to_pyarrow_dataset()
+    dataset = open_delta(changes_path(spec)).to_pyarrow_dataset()  # with its storage options
     keys = list(spec.unique_key)
     if len(keys) == 1:
         touched = batch.select(_q(keys[0])).distinct().toArrow().column(0).combine_chunks()
