@@ -23,7 +23,7 @@ from runner.errors import ConfigError
 from runner.project.loader import load_project
 from runner.runtime.stream import run_stream
 from runner.sinks.ownership import foreign_table
-from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, write_project
+from tests.support.projects import ENDPOINT_COUNTS, write_project
 
 FOREIGN = pa.table({"endpoint": ["/a", "/b"], "requests": [10, 20], "errors": [1, 2]})
 
