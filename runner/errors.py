@@ -25,6 +25,7 @@ __all__ = [
     "DuplicateKeyError",
     "NullSequenceError",
     "SourceError",
+    "StorageError",
 ]
 
 
@@ -116,6 +117,30 @@ class NullSequenceError(DuplicateKeyError):
 
 class SourceError(ExecutionError):
     """The source could not be read (bad path, unreachable broker...)."""
+
+
+class StorageError(RunnerError, OSError):
+    """A location could not be read or written: the object store did not answer, its bucket
+    is missing, access was denied (exit code 74, sysexits' EX_IOERR: the project may be right
+    and the store wrong). Also an ``OSError``, so code that handles a failed read of a local
+    file handles a failed read of an object the same way; ``strerror`` is the message without
+    the hint, for a caller that quotes it in its own error.
+
+    >>> e = StorageError("s3://b/cp/ledger: Generic S3 error", location="s3://b/cp/ledger")
+    >>> isinstance(e, OSError), e.exit_code, e.strerror
+    (True, 74, 's3://b/cp/ledger: Generic S3 error')
+    """
+
+    exit_code = 74
+    #: What to check, whatever the location: said once, in every storage error's hint.
+    HINT = ("check the location, the storage settings that reach it (endpoint, region, "
+            "credentials) and that the store answers")
+
+    def __init__(self, message: str, *, location: str | None = None,
+                 hint: str | None = None) -> None:
+        RunnerError.__init__(self, message, hint=hint if hint is not None else self.HINT)
+        self.strerror = message
+        self.filename = location
 
 
 Level = Literal["error", "warn"]

@@ -13,6 +13,8 @@ Set ``RUNNER_FAILPOINTS`` to a comma-separated list of ``point[@batch][=action]`
   the stop-on-signal tests).
 
 Known points: ``batch.start`` (Spark has written the previous batch's commit log entry),
+``catalog.before_create:<model>`` (between the start-up's name check and the model's
+``CREATE TABLE IF NOT EXISTS``),
 ``sink.before_commit:<model>``, ``sink.after_commit:<model>``, ``batch.after_sinks`` (all sinks
 done), ``batch.after_ledger`` (the batch's ledger entry written, before Spark's commit log
 entry); during a backfill (:mod:`runner.runtime.backfill`) ``backfill.start``,

@@ -7,7 +7,7 @@ consistent cut: no table shows a batch that another does not. Any Delta reader c
 travel by version (docs/SNAPSHOTS.md has recipes for delta-rs, Polars, DuckDB and Spark)::
 
     snap = runner.snapshot("path/to/project")
-    logs = DeltaTable(snap.path("request_logs"), version=snap.version("request_logs"))
+    logs = snap.delta_table("request_logs")  # at its version, with the location's options
 
 No Spark, no table opened: one directory listing and two small file reads (the entry and the
 model registry), plus, for a table that lags, its commit files back to its last write.
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.checkpoint.query_id import read_query_id
 from runner.checkpoint.registry import Entry, load_registry
-from runner.errors import ConfigError, ExecutionError, RunnerError
+from runner.errors import ConfigError, ExecutionError, RunnerError, StorageError
 from runner.project.loader import Project, load_project
 from runner.sinks.base import app_id
 from runner.sinks.tables import last_batch_at
@@ -154,6 +154,8 @@ def snapshot_of(project: Project, *, batch: int | None = None) -> Snapshot:
 def _registry(project: Project) -> dict[str, Entry]:
     try:
         return load_registry(project.checkpoint) or {}
+    except StorageError:
+        raise  # the store failed, not the registry: the location and cause, exit 74
     except RunnerError as e:
         raise ExecutionError(f"no snapshot: {e}", hint="which tables lag behind a batch is "
                              "read from the model registry; restore it, or run `runner "

@@ -35,7 +35,7 @@ from runner.checkpoint.registry import Entry, load_registry
 from runner.checkpoint.runs import read_last_run
 from runner.checkpoint.spark_logs import last_committed, last_planned
 from runner.console import plural
-from runner.errors import RunnerError
+from runner.errors import RunnerError, StorageError
 from runner.ops.backlog import Backlog, files_backlog, kafka_backlog
 from runner.ops.snapshot import Lag, lag_note, lagging
 from runner.project.loader import Project
@@ -117,6 +117,8 @@ def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
         names += [n for n in latest.tables if n not in names]
     try:
         registry = load_registry(checkpoint) or {}
+    except StorageError:
+        raise  # the store failed, not the registry: the location and cause, exit 74
     except RunnerError:
         registry = {}
     parked = {m: e for m, e in registry.items() if e.state == "parked"}
@@ -156,6 +158,8 @@ def _lookups(checkpoint: Location) -> dict[str, dict[str, Any]]:
     """Each lookup's version as the newest batch with pins read it, and that version's age."""
     try:
         latest = Pins(checkpoint).latest()
+    except StorageError:
+        raise
     except RunnerError:
         return {}
     if latest is None:

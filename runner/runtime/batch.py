@@ -44,7 +44,13 @@ from typing import TYPE_CHECKING
 from runner.compile.graph import descendants
 from runner.compile.plan import Plan
 from runner.compile.reads import PARSED_EVENTS
-from runner.errors import DuplicateKeyError, ExecutionError, RunnerError, SinkError
+from runner.errors import (
+    DuplicateKeyError,
+    ExecutionError,
+    RunnerError,
+    SinkError,
+    StorageError,
+)
 from runner.failpoints import failpoint
 from runner.runtime.dead_letters import DEAD_LETTER_ARROW_MAX_BYTES, DeadLetters
 from runner.runtime.expectations import (
@@ -160,6 +166,11 @@ def _write(writer: DeltaWriter, spec: SinkSpec, df: DataFrame, batch_id: int,
         # Names this thread's Spark jobs (UI, event log): "runner: <model> batch <id>".
         df.sparkSession.sparkContext.setJobDescription(f"runner: {spec.model} batch {batch_id}")
         return writer.write(spec, df, batch_id, rows_hint=rows_hint)
+    except StorageError as e:  # the store failed (obstore, delta-rs): the sink's failure
+        raise SinkError(f"table {spec.path} could not be written in batch {batch_id}: "
+                        f"{e.strerror}",
+                        hint="fix the storage (endpoint, credentials, bucket), then restart: "
+                             "the batch is replayed, committed tables are skipped") from e
     except RunnerError:
         raise
     except Exception as e:  # a runtime failure surfaces at the write (Spark is lazy)

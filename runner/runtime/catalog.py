@@ -15,6 +15,11 @@ is touched only:
 - after the batch that creates a table (:meth:`Names.wrap`): its name registered. A metastore
   that fails then does not stop the stream: the name is registered at the next start.
 
+``CREATE TABLE IF NOT EXISTS`` keeps a name that someone registered between the check and the
+statement, silently: so each registration reads the name's location back and refuses (exit 2
+at start; mid-stream a ``NameNotRegistered`` note, the stream goes on) when it is not the
+model's.
+
 The statements are built as sqlglot trees (names quoted as identifiers, the location a string
 literal), never spliced into SQL text.
 """
@@ -32,6 +37,7 @@ from runner.compile.plan import Plan
 from runner.compile.relations import Relation
 from runner.errors import ConfigError
 from runner.events import BatchDone, Event, NameNotRegistered, Reporter, TableRegistered
+from runner.failpoints import failpoint
 from runner.project.loader import Project
 from runner.sinks.tables import is_table
 from runner.spark_errors import first_line
@@ -111,6 +117,11 @@ class Names:
         self.broken = False  # the metastore failed mid-stream: the next start registers
 
     @property
+    def conf_origin(self) -> str:
+        """The file that sets the metastore: the profile's, else project.yml."""
+        return str(self.project.target.file or "project.yml")
+
+    @property
     def uri(self) -> str:
         conf = self.spark.sparkContext.getConf()
         return (conf.get("spark.hadoop.hive.metastore.uris")
@@ -132,18 +143,19 @@ class Names:
             raise ConfigError(
                 "catalog: registers the tables in a metastore, and this Spark session has "
                 f"none (spark.sql.catalogImplementation is {impl})", path="project.yml",
-                hint="set spark.sql.catalogImplementation: hive and "
-                     "spark.hadoop.hive.metastore.uris: thrift://HOST:9083 under spark.conf "
-                     "in project.yml (or run where the cluster provides one); nothing was "
-                     "written")
+                hint="set spark.sql.catalogImplementation: hive under spark.conf (project.yml "
+                     "or the target) and spark.hadoop.hive.metastore.uris: thrift://HOST:9083 "
+                     "under the profile target's spark.conf (or run where the cluster provides "
+                     "one); nothing was written")
         first = next(iter(self.relations.values()))
         try:
             self.spark.catalog.databaseExists(first.schema)
         except Exception as e:  # py4j: the Hive client could not connect
             raise ConfigError(f"cannot reach the metastore at {self.uri}: {first_line(e)}",
-                              path="project.yml",
+                              path=self.conf_origin,
                               hint="start the metastore or fix spark.hadoop.hive.metastore.uris "
-                                   "in project.yml; nothing was written") from e
+                                   "in the profile target's spark.conf; nothing was written"
+                              ) from e
         for model, relation in self.relations.items():
             where = location_of(self.spark, relation)
             if where is not None and _same_place(where, self.paths[model]):
@@ -176,9 +188,11 @@ class Names:
         properties = exp.Properties(expressions=[
             exp.FileFormatProperty(this=exp.var("DELTA")),
             exp.LocationProperty(this=exp.Literal.string(self.paths[model]))])
+        failpoint(f"catalog.before_create:{model}")
         try:
             _sql(self.spark, exp.Create(this=relation.table(), kind="TABLE", exists=True,
                                         properties=properties))
+            where = location_of(self.spark, relation)
         except Exception as e:  # py4j: the metastore, or no delta data source
             why = first_line(e)
             raise ConfigError(f"model {model}: cannot register {relation.dotted} in the "
@@ -188,6 +202,16 @@ class Names:
                               if "DATA_SOURCE_NOT_FOUND" in why or "delta" in why.lower()
                               else "check the metastore; the next start registers the name"
                               ) from e
+        if where is None or not _same_place(where, self.paths[model]):
+            # IF NOT EXISTS kept a table someone registered after check(): not ours
+            raise ConfigError(
+                f"model {model}: the name {relation.dotted} was taken, after the start-up "
+                f"check, by a table this pipeline does not own (at {where or 'no location'}; "
+                f"the model's table is {self.paths[model]}); the name was left as it is",
+                path="project.yml",
+                hint=f"give the model another alias= or schema=, or drop the other table "
+                     f"(DROP TABLE {relation.dotted}) if it is no longer used; the model's "
+                     "table itself is written as usual")
         self.registered.add(model)
         self.report(TableRegistered(model, relation.dotted))
 

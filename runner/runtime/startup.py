@@ -29,6 +29,7 @@ from runner.runtime.pinned_lookups import Lookups, start_lookups
 from runner.runtime.query import Progress, Query, Stopper, StreamSummary
 from runner.sinks import DeltaWriter, SinkSpec, engine_choice, make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
+from runner.sinks.ownership import refuse_tables_not_ours
 from runner.sinks.tables import check_droppable, is_table, recent_app_ids
 from runner.sources.same_input import ReplayGuard
 from runner.storage.objects import SCHEMES, ObjectPath
@@ -48,7 +49,7 @@ class StartUp:
 
     1. :meth:`locations`: the warehouse is a writable directory.
     2. :meth:`identity`: the checkpoint belongs to this pipeline (a refresh: every folder it
-       deletes is a table's).
+       deletes is a table's), and every table at a model's location is this pipeline's.
     3. :meth:`session`: the SparkSession (storage, catalog and Delta settings), the signal
        handlers over Spark's.
     4. :meth:`engine`: the Delta engine and its writer, whose commits check the lock.
@@ -106,12 +107,18 @@ class StartUp:
 
     def identity(self) -> None:
         project, plan = self.project, self.plan
+        tables = {name: str(project.table_path(name)) for name in
+                  [*(s.name for s in plan.steps), project.config.dead_letter]}
         if not self.full_refresh:  # before the session: a refusal costs no JVM start
             check_identity(self.checkpoint, pipeline_identity(project),
                            names_in_tables=lambda: _names_in_tables(project, plan))
         else:  # check, then act: every folder the refresh deletes must be a table's
-            check_droppable({name: project.table_path(name) for name in
-                             [*(s.name for s in plan.steps), project.config.dead_letter]})
+            check_droppable(tables)
+        # ... and every table written (or dropped by a refresh) this pipeline's: the query id
+        # read before a refresh resets it (runner.sinks.ownership)
+        refuse_tables_not_ours(tables, pipeline=project.config.name,
+                               run_id=read_query_id(self.checkpoint),
+                               dead_letter=project.config.dead_letter)
 
     def session(self) -> None:
         from runner.runtime.session import build_session, choose_checkpoint_manager
@@ -271,6 +278,6 @@ def _check_warehouse(warehouse: Location) -> None:
                 warehouse.exists() and not warehouse.is_dir()):
             reason = "it is not a directory"
         raise ExecutionError(f"warehouse {warehouse} is not a writable directory: {reason}",
-                             hint="point `warehouse:` in project.yml at a directory this user "
+                             hint="point `warehouse` (the target's, else project.yml's) at a directory this user "
                                   "can write (a read-only mount, a full disk or a file in the "
                                   "way all stop it); nothing was written") from e

@@ -71,6 +71,9 @@ class SinkSpec:
     apply_as_deletes: str | None = None
     scd_type: Literal[1, 2] = 1
     track_history: tuple[str, ...] | None = None
+    #: The columns that order two changes of one key with one sequence value (greatest wins,
+    #: NULL lowest, column by column): :func:`runner.sinks.cdc.tie_break_columns`.
+    tie_break: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "unique_key", _as_tuple(self.unique_key))

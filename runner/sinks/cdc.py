@@ -2,7 +2,10 @@
 
 A CDC model yields *changes*, any number per key in a batch. Per key, the change with the
 greatest ``sequence_by`` value wins, whatever the order and the batches they arrive in; at
-equal sequence values a delete wins. The table holds the live rows only, so any Delta reader
+equal sequence values a delete wins, and between two changes that are not deletes the one
+whose other columns are greatest (:func:`tie_break_columns`: compared one by one in name
+order, NULL lowest), so that the same changes give the same table in one batch or in two,
+in either order. The table holds the live rows only, so any Delta reader
 sees the current state; the deletes are remembered as *tombstones* (key, sequence) in a side
 Delta table inside the table's folder, ``<table>/_runner_tombstones`` (Delta readers, VACUUM
 and OPTIMIZE ignore ``_``-prefixed folders; a ``--full-refresh`` drops it with the table).
@@ -39,12 +42,14 @@ from runner.sinks.base import SinkSpec, quote_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from runner.sinks.base import DeltaWriter
 
 __all__ = ["DELETE_COLUMN", "HELPER_COLUMNS", "TOMBSTONE_COLUMN", "TOMBSTONES_DIR", "CdcMerge",
-           "cdc_merge", "first_rows", "latest_changes", "prepare", "read_tombstones",
-           "tombstone_path", "tombstone_spec", "tombstones_of", "with_tombstones"]
+           "cdc_merge", "first_rows", "greater_than_target", "latest_changes", "prepare",
+           "read_tombstones", "tie_break_columns", "tombstone_path", "tombstone_spec",
+           "tombstones_of", "with_tombstones"]
 
 #: The side table's folder inside the model's table folder.
 TOMBSTONES_DIR = "_runner_tombstones"
@@ -73,6 +78,7 @@ def prepare(writer: DeltaWriter, spec: SinkSpec, changes: DataFrame, batch_id: i
     source (or, where the table does not exist yet, an append spec and its rows)."""
     from runner.sinks.tables import table_version
 
+    spec = replace(spec, tie_break=tie_break_columns(spec, changes.schema))
     latest = latest_changes(spec, changes, batch_id)
     source = with_tombstones(spec, latest, read_tombstones(spec, changes.sparkSession))
     writer.write(tombstone_spec(spec), tombstones_of(spec, latest), batch_id,
@@ -91,10 +97,52 @@ def tombstone_spec(spec: SinkSpec) -> SinkSpec:
                     merge_condition=_sql(newer))
 
 
+def tie_break_columns(spec: SinkSpec, schema: StructType) -> tuple[str, ...]:
+    """The columns that decide between two changes of one key with one sequence value, in the
+    order they are compared: every column but the key, the sequence and the helpers, by name
+    (a model that reorders its SELECT keeps its order), except those no engine can order (a
+    map, or a struct or array holding one). The order is the same in Spark's window (one batch)
+    and in either engine's MERGE condition (across batches): :func:`greater_than_target`."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    def orderable(t: object) -> bool:
+        if isinstance(t, MapType):
+            return False
+        if isinstance(t, ArrayType):
+            return orderable(t.elementType)
+        if isinstance(t, StructType):
+            return all(orderable(f.dataType) for f in t.fields)
+        return True
+
+    skip = {*spec.unique_key, str(spec.sequence_by), *HELPER_COLUMNS}
+    return tuple(sorted(f.name for f in schema.fields
+                        if f.name not in skip and orderable(f.dataType)))
+
+
+def greater_than_target(columns: Sequence[str]) -> exp.Expr:
+    """``source`` > ``target`` over ``columns`` compared one by one (the first that differs
+    decides; NULL below every value), as SQL both engines read; FALSE when all are equal:
+    per column ``COALESCE(s > t, s IS NOT NULL AND t IS NULL) OR ((s <=> t) AND <the rest>)``.
+
+    >>> "COALESCE(source.`a` > target.`a`" in greater_than_target(["a"]).sql(dialect="spark")
+    True
+    """
+    if not columns:
+        return exp.false()
+    s, t = _col("source", columns[0]), _col("target", columns[0])
+    greater = exp.func("COALESCE", exp.GT(this=s, expression=t),
+                       exp.and_(exp.not_(exp.Is(this=s.copy(), expression=exp.null())),
+                                exp.Is(this=t.copy(), expression=exp.null())))
+    same = exp.NullSafeEQ(this=s.copy(), expression=t.copy())
+    return exp.paren(exp.or_(greater, exp.and_(exp.paren(same),
+                                               exp.paren(greater_than_target(columns[1:])))))
+
+
 def latest_changes(spec: SinkSpec, changes: DataFrame, batch_id: int) -> DataFrame:
-    """Per key the change with the greatest sequence value (a delete first at equal values),
-    with ``__runner_delete``, computed once (a local checkpoint: the later steps read it
-    several times).
+    """Per key the change with the greatest sequence value (at equal values a delete first,
+    then the greatest :attr:`~runner.sinks.base.SinkSpec.tie_break` columns), with
+    ``__runner_delete``, computed once (a local checkpoint: the later steps read it several
+    times).
 
     Raises:
         NullSequenceError: a change has no sequence value (the model's fault: parked).
@@ -107,8 +155,9 @@ def latest_changes(spec: SinkSpec, changes: DataFrame, batch_id: int) -> DataFra
                  if spec.apply_as_deletes else F.lit(False))
     keys = [F.col(_sql(_col(None, k))) for k in spec.unique_key]
     # NULLs first: a key with a NULL sequence value keeps it, for the check below
+    ties = [F.col(_sql(_col(None, c))).desc_nulls_last() for c in spec.tie_break]
     order = Window.partitionBy(*keys).orderBy(seq.desc_nulls_first(),
-                                              F.col(DELETE_COLUMN).desc())
+                                              F.col(DELETE_COLUMN).desc(), *ties)
     latest = (changes.withColumn(DELETE_COLUMN, is_delete)
               .withColumn("__runner_rank", F.row_number().over(order))
               .filter(F.col("__runner_rank") == 1).drop("__runner_rank")
@@ -176,7 +225,10 @@ def cdc_merge(spec: SinkSpec, columns: Sequence[str]) -> CdcMerge:
     model_columns = [c for c in columns if c not in HELPER_COLUMNS]
     is_delete = exp.EQ(this=_col("source", DELETE_COLUMN), expression=exp.true())
     not_delete = exp.EQ(this=_col("source", DELETE_COLUMN), expression=exp.false())
-    newer = exp.GT(this=_col("source", seq), expression=_col("target", seq))
+    newer = exp.paren(exp.or_(  # newer, or as new and greater (the tie-break)
+        exp.GT(this=_col("source", seq), expression=_col("target", seq)),
+        exp.and_(exp.EQ(this=_col("source", seq), expression=_col("target", seq)),
+                 greater_than_target(spec.tie_break))))
     as_new = exp.GTE(this=_col("source", seq), expression=_col("target", seq))
     tomb = _col("source", TOMBSTONE_COLUMN)
     after_tomb = exp.paren(exp.or_(exp.Is(this=tomb, expression=exp.null()),

@@ -32,7 +32,7 @@ class TableState:
 
 
 def _first_line(e: BaseException) -> str:
-    return str(e).splitlines()[0][:300] if str(e) else type(e).__name__
+    return str(e).splitlines()[0][:500] if str(e) else type(e).__name__
 
 
 def open_table(path: str, version: int | None = None) -> DeltaTable:
@@ -44,9 +44,12 @@ def table_state(path: str, app_id: str | None) -> TableState:
     """The table's state; ``last_batch`` is ``app_id``'s transaction version (None: unknown)."""
     from deltalake.exceptions import DeltaError, TableNotFoundError
 
-    if not is_table(path):
-        return TableState(False)
-    log_files, log_bytes = log_size(path)
+    try:  # a store that fails is this table's problem: the report shows the others
+        if not is_table(path):
+            return TableState(False)
+        log_files, log_bytes = log_size(path)
+    except OSError as e:  # StorageError: names the location and the cause
+        return TableState(True, error=_first_line(e))
     try:
         table = open_table(path)
         files, size = table_files(table)

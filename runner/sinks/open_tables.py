@@ -1,13 +1,13 @@
 """Open delta-rs tables kept current between batches, instead of reopened for each look.
 
-Opening a table (``DeltaTable(path)``) replays its log from the last checkpoint: every commit
-since (up to 100 on a delta-rs table, ``delta.checkpointInterval``) is listed and read, each
-time. A stream looks at each of its tables a few times per batch (is this batch committed?
-append, read the version back), so the writers keep one open table per path and bring it up
-to date with ``update_incremental()``, which reads only the commits made since: once a log
-holds tens of commits an open costs several times an incremental read, and a stream at a
-steady rate (``bench.kafka_bench --only rate``) spent more of its sink threads' time opening
-tables than committing to them (docs/KAFKA.md).
+Opening a table (:func:`runner.sinks.delta.open_delta`) replays its log from the last
+checkpoint: every commit since (up to 100 on a delta-rs table, ``delta.checkpointInterval``) is
+listed and read, each time. A stream looks at each of its tables a few times per batch (is this
+batch committed? append, read the version back), so the writers keep one open table per path
+and bring it up to date with ``update_incremental()``, which reads only the commits made since:
+once a log holds tens of commits an open costs several times an incremental read, and a stream
+at a steady rate (``bench.kafka_bench --only rate``) spent more of its sink threads' time
+opening tables than committing to them (docs/KAFKA.md).
 
 A table kept open must still be the table at that path: a table dropped and written again
 (``--full-refresh``, a rebuild) starts its versions again at 0, and an incremental update of
@@ -23,11 +23,15 @@ used to be loaded and dropped at each look.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
-from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
-from runner.storage.ops import as_location, delta_options
+from runner.sinks.delta import open_if_table
+from runner.storage.ops import as_location
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 __all__ = ["OpenTables"]
 
@@ -66,15 +70,14 @@ class OpenTables:
                 return table
             except (DeltaError, OSError):  # e.g. commits cleaned up meanwhile: open afresh
                 self.forget(path)
-        options = delta_options(path)
-        if not DeltaTable.is_deltatable(path, storage_options=options):
+        opened = open_if_table(path)  # the location's storage options (runner.sinks.delta)
+        if opened is None:
             self.forget(path)
             return None
-        table = DeltaTable(path, storage_options=options)
         if identity is not None:
             with self._lock:
-                self._tables[path] = (table, identity)
-        return table
+                self._tables[path] = (opened, identity)
+        return opened
 
     def forget(self, path: str) -> None:
         """Drop what is kept for ``path`` (the table was dropped, or a write on it failed)."""

@@ -43,6 +43,7 @@ from runner.sinks.base import (
 )
 from runner.sinks.cdc import tombstone_path
 from runner.sinks.changes import merge_clauses, prepare
+from runner.sinks.delta import open_delta
 from runner.sinks.open_tables import OpenTables
 from runner.sinks.scd2 import changes_path
 from runner.sinks.schema import check_table_schema, delta_schema_json
@@ -150,7 +151,7 @@ class RsWriter(DeltaWriter):
                             f"{spec.path} failed: {e}") from e
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         if table is None:
-            table = DeltaTable(spec.path, storage_options=delta_options(spec.path))
+            table = open_delta(spec.path)
         return data.num_rows, table.version()
 
     def _append_staged(self, spec: SinkSpec, df: DataFrame, batch_id: int, *,

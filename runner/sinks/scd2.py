@@ -9,10 +9,14 @@ but the sequence column) as they are opens nothing.
 So that a late change lands in history where its sequence puts it, whatever the batch cuts,
 history is *recomputed* for the keys a batch touches, from their whole change log:
 
-1. the batch's changes, one per (key, sequence) (a delete first, so exact duplicates collapse),
-   are merged insert-only into the change log, a side Delta table inside the table's folder,
+1. the batch's changes, one per (key, sequence) (a delete first, then the greatest other
+   columns: :func:`runner.sinks.cdc.tie_break_columns`, so exact duplicates collapse), are
+   merged into the change log, a side Delta table inside the table's folder,
    ``<table>/_runner_changes`` (hidden from Delta readers, VACUUM and OPTIMIZE like every
-   ``_``-prefixed folder; dropped with the table), exactly once by the model's app id;
+   ``_``-prefixed folder; dropped with the table), exactly once by the model's app id; a
+   (key, sequence) already in the log is replaced only by a change that wins the same
+   tie-break (a delete over a change, else greater columns), so the log holds the same change
+   whether two of one (key, sequence) came in one batch or two, in either order;
 2. the log of the touched keys is read back and their versions computed (:func:`history`);
 3. one MERGE on (key, ``valid_from``) writes those versions and deletes every other row of the
    touched keys: each row the table can hold starts at a sequence value in the log, so a
@@ -32,7 +36,14 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from runner.sinks.base import SinkSpec, quote_column
-from runner.sinks.cdc import DELETE_COLUMN, HELPER_COLUMNS, CdcMerge, latest_changes
+from runner.sinks.cdc import (
+    DELETE_COLUMN,
+    HELPER_COLUMNS,
+    CdcMerge,
+    greater_than_target,
+    latest_changes,
+    tie_break_columns,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -64,10 +75,12 @@ def prepare(writer: DeltaWriter, spec: SinkSpec, changes: DataFrame, batch_id: i
     from runner.sinks.tables import table_version
 
     seq = str(spec.sequence_by)
+    ties = tie_break_columns(spec, changes.schema)
     log_spec = replace(spec, path=changes_path(spec), unique_key=(*spec.unique_key, seq),
                        sequence_by=None, apply_as_deletes=None, scd_type=1,
-                       merge_condition=exp.false().sql(dialect="spark"))
-    distinct = latest_changes(replace(spec, unique_key=log_spec.unique_key), changes, batch_id)
+                       merge_condition=_wins(ties).sql(dialect="spark"))
+    distinct = latest_changes(replace(spec, unique_key=log_spec.unique_key, tie_break=ties),
+                              changes, batch_id)
     writer.write(log_spec, distinct, batch_id, rows_hint=rows_hint)
     log = _read_log(spec, distinct)
     versions = history(spec, log)
@@ -78,17 +91,30 @@ def prepare(writer: DeltaWriter, spec: SinkSpec, changes: DataFrame, batch_id: i
     return main, versions
 
 
+def _wins(ties: Sequence[str]) -> exp.Expr:
+    """The change log's MERGE condition: the batch's change replaces the logged change of the
+    same (key, sequence) when it wins the tie-break of :func:`latest_changes` (a delete over a
+    change, else the greater ``ties``), the order one batch applies."""
+    source, target = (exp.column(DELETE_COLUMN, table=t, quoted=True) for t in ("source",
+                                                                                 "target"))
+    delete_over_change = exp.and_(exp.EQ(this=source, expression=exp.true()),
+                                  exp.EQ(this=target, expression=exp.false()))
+    same_kind = exp.EQ(this=source.copy(), expression=target.copy())
+    return exp.or_(exp.paren(delete_over_change),
+                   exp.paren(exp.and_(same_kind, greater_than_target(ties))))
+
+
 def _read_log(spec: SinkSpec, batch: DataFrame) -> DataFrame:
     """The change log of the keys ``batch`` touches (read with delta-rs; one key column: only
     those keys' rows leave the files)."""
     import pyarrow.dataset as ds
-    from deltalake import DeltaTable
 
+    from runner.sinks.delta import open_delta
     from runner.sinks.tables import table_version
 
     if table_version(changes_path(spec)) is None:  # no change yet: an empty batch
         return batch.limit(0)
-    dataset = DeltaTable(changes_path(spec)).to_pyarrow_dataset()
+    dataset = open_delta(changes_path(spec)).to_pyarrow_dataset()  # with its storage options
     keys = list(spec.unique_key)
     if len(keys) == 1:
         touched = batch.select(_q(keys[0])).distinct().toArrow().column(0).combine_chunks()

@@ -24,8 +24,7 @@ from deltalake.exceptions import DeltaError
 from deltalake.schema import Field
 
 from runner.errors import SinkError
-from runner.sinks.delta import open_delta
-from runner.storage.ops import delta_options
+from runner.sinks.delta import is_delta_table, open_delta
 
 __all__ = [
     "SCHEMA_CHANGE_KEY",
@@ -149,7 +148,7 @@ def table_schema_json(table: DeltaTable | str) -> dict[str, Any] | None:
     """The Delta table's schema as JSON (``table``: the table or its path); None when there
     is no table at that path."""
     if isinstance(table, str):
-        if not DeltaTable.is_deltatable(str(table), storage_options=delta_options(table)):
+        if not is_delta_table(str(table)):
             return None
         table = open_delta(table)
     schema: dict[str, Any] = json.loads(table.schema().to_json())

@@ -73,6 +73,7 @@ from runner.sinks.base import (
 )
 from runner.sinks.changes import merge_clauses, prepare
 from runner.sinks.conf import jvm_class_loads
+from runner.sinks.delta import open_delta
 from runner.sinks.open_tables import OpenTables
 from runner.sinks.rs import RsWriter
 from runner.spark_errors import delta_error
@@ -366,7 +367,7 @@ def _log_at(path: str, version: int, tables: OpenTables) -> RsTable:
     kept = tables.get(path)
     if kept is not None and kept.version() == version:
         return kept
-    return RsTable(path, version=version)
+    return open_delta(path, version)
 
 
 def _table_interval(path: str, tables: OpenTables) -> int:

@@ -45,7 +45,7 @@ from runner.errors import SinkError
 from runner.sinks.delta import open_delta
 from runner.sinks.tables import STAGING_DIR
 from runner.storage.objects import SCHEMES, ObjectPath
-from runner.storage.ops import as_location
+from runner.storage.ops import as_location, delta_options
 
 if TYPE_CHECKING:
     from deltalake import CommitProperties
@@ -367,7 +367,7 @@ def commit_staged(table_path: str, staged: StagedFiles, *, schema_json: Mapping[
         create_table_with_add_actions(
             table_path, Schema.from_json(json.dumps(schema_json)), list(staged.actions),
             mode="append", partition_by=list(partition_by) or None,
-            commit_properties=commit_properties)
+            storage_options=delta_options(table_path), commit_properties=commit_properties)
         return open_delta(table_path).version()
     table.create_write_transaction(
         list(staged.actions), mode="append", schema=table.schema(),

@@ -94,17 +94,22 @@ def store_for(scheme: str, bucket: str, options: Mapping[str, str]) -> Any:
 @contextmanager
 def as_os_errors(where: object) -> Iterator[None]:
     """obstore's errors as ``OSError`` naming the location and the store's first line (a
-    missing key stays ``FileNotFoundError``; unreachable, denied, misconfigured: ``OSError``),
-    so callers handle one family of errors for both kinds of location."""
+    missing key stays ``FileNotFoundError``; unreachable, denied, misconfigured, a missing
+    bucket: :class:`~runner.errors.StorageError`, an ``OSError`` that the CLI reports as one
+    clear message with its own exit code), so callers handle one family of errors for both
+    kinds of location."""
     from obstore.exceptions import BaseError, NotFoundError
+
+    from runner.errors import StorageError
 
     try:
         yield
     except NotFoundError as e:
         raise FileNotFoundError(2, "no such object", str(where)) from e
     except BaseError as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-        raise OSError(f"{where}: {first}") from e
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:500]
+        raise StorageError(f"the object store failed at {where}: {first}",
+                           location=str(where)) from e
 
 
 @dataclass(frozen=True)
