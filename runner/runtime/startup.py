@@ -278,6 +278,7 @@ def _check_warehouse(warehouse: Location) -> None:
                 warehouse.exists() and not warehouse.is_dir()):
             reason = "it is not a directory"
         raise ExecutionError(f"warehouse {warehouse} is not a writable directory: {reason}",
-                             hint="point `warehouse` (the target's, else project.yml's) at a directory this user "
-                                  "can write (a read-only mount, a full disk or a file in the "
-                                  "way all stop it); nothing was written") from e
+                             hint="point `warehouse` (the target's, else project.yml's) at a "
+                                  "directory this user can write (a read-only mount, a full "
+                                  "disk or a file in the way all stop it); nothing was written"
+                             ) from e
