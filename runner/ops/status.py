@@ -89,10 +89,12 @@ class PipelineStatus:
     # the sources and seeds the newest pinned batch read: name -> batch, kind, version, and
     # (a source) its commit time and age in seconds (runner.checkpoint.pins)
     lookups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the deployment's target: its name and the profiles.yml it came from (None: built in)
+    target: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "pipeline": self.pipeline, "checkpoint": self.checkpoint,
+            "pipeline": self.pipeline, "target": self.target, "checkpoint": self.checkpoint,
             "batches": {"snapshot": self.snapshot_batch, "snapshot_at": self.snapshot_at,
                         "committed": self.committed_batch, "in_flight": self.in_flight_batch},
             "tables": {t.name: {k: v for k, v in vars(t).items() if k != "name"}
@@ -145,6 +147,8 @@ def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
     maint = lock_holder(checkpoint, MAINTENANCE)
     return PipelineStatus(
         pipeline=project.config.name, checkpoint=str(checkpoint), tables=tables,
+        target={"name": project.target.name,
+                "profiles": str(project.target.file) if project.target.file else None},
         snapshot_batch=latest.batch_id if latest else None,
         snapshot_at=latest.written_at if latest else None,
         committed_batch=committed, in_flight_batch=in_flight, backlog=backlog,
@@ -224,7 +228,9 @@ def _size(n: int) -> str:
 
 def status_lines(s: PipelineStatus) -> list[str]:
     """The text form of :class:`PipelineStatus`."""
-    lines = [f"pipeline {s.pipeline}  (checkpoint {s.checkpoint})"]
+    where = s.target.get("profiles") or "built in"
+    lines = [f"pipeline {s.pipeline}  (target {s.target.get('name')}, {where}; "
+             f"checkpoint {s.checkpoint})"]
     lock = s.lock
     if lock and lock["held"]:
         lines.append(f"running: pid {lock['pid']} on {lock['host']} since {lock['since']}")

@@ -104,7 +104,7 @@ class Target(_Strict):
 
 @dataclass(frozen=True)
 class TargetChoice:
-    """The target a command runs with, and where it came from (``runner status`` shows it)."""
+    """The target a command runs with, and where it came from (``runner status`` shows both)."""
 
     name: str
     target: Target
