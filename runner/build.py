@@ -19,7 +19,7 @@ from runner.compile.preflight import check_project
 from runner.compile.relations import relation_of, relation_violations
 from runner.compile.render import RenderBudget, RenderedModel, render_models
 from runner.compile.selection import select_names
-from runner.errors import ConfigError, RunnerError, Violation
+from runner.errors import ConfigError, RunnerError, Violation, did_you_mean
 from runner.lint import check_lint_config, lint_models
 from runner.project.loader import Project
 from runner.project.secrets import mask_secrets
@@ -62,6 +62,22 @@ def _delta_columns(path: str) -> list[tuple[str, str]] | None:
     return delta_columns(path)
 
 
+def _check_cli_vars(project: Project, rendered: Sequence[RenderedModel], *,
+                    complete: bool) -> None:
+    """A ``--vars`` key that neither project.yml nor any model reads is a typo (``vat_rat``
+    for ``vat_rate``) that would leave the real var at its old value without a word.
+    ``complete``: every model rendered (a model that failed may be the one reading it)."""
+    read = {name for m in rendered if m.definition for name, _ in m.definition.vars}
+    unknown = [k for k in project.cli_vars if k not in read]
+    if unknown and complete:
+        known = sorted(read | set(project.config.vars) - set(project.cli_vars))
+        raise ConfigError(f"--vars: {', '.join(repr(k) for k in unknown)} "
+                          f"{'is' if len(unknown) == 1 else 'are'} read by no model and not "
+                          f"in project.yml's vars:" + did_you_mean(unknown[0], known),
+                          hint="check the spelling; the vars models read: "
+                               f"{', '.join(known) or 'none'}")
+
+
 def compile_project(project: Project, *, select: Sequence[str] = (),
                     budget: RenderBudget = RenderBudget(),  # noqa: B008 - frozen
                     read_columns: ColumnReader = _delta_columns) -> CompileResult:
@@ -77,6 +93,7 @@ def compile_project(project: Project, *, select: Sequence[str] = (),
     check_lint_config(project.config.lint)
     deadline = time.monotonic() + budget.total_seconds  # render and lint of every model
     rendered, render_errors = render_models(project, budget=budget, deadline=deadline)
+    _check_cli_vars(project, rendered, complete=not render_errors)
     by_path = {m.path: m.name for m in project.models}
     path_of = {m.name: m.path for m in project.models}
     enabled = [m for m in rendered if m.config.enabled]
@@ -117,7 +134,7 @@ def compile_project(project: Project, *, select: Sequence[str] = (),
     steps = tuple(
         Step(m.name, m.path, m.sql, m.config, m.refs, tuple(lint.columns.get(m.name, ())),
              lint.reads_of(m.name),  # found from lint's walk of the model: no second one
-             m.lookups, relation_of(catalog, m.name, m.config))
+             m.lookups, relation_of(catalog, m.name, m.config), m.definition)
         for m in ordered if m.name in selected)
     read = {v.lower() for s in steps for v in s.lookups}
     chosen = [v for model, v in violations if model in selected]

@@ -17,6 +17,7 @@ from runner.events import (
     BackfillResumes,
     BatchDone,
     BatchFacts,
+    DefinitionChanged,
     EngineChosen,
     Event,
     FullRefreshDone,
@@ -245,6 +246,15 @@ def render(e: Event) -> str:
             cols = ", ".join(f"{name} {kind}" for name, kind in columns)
             return (f"schema change: {model} gains column(s) {cols} "
                     "(on_schema_change=append_new_columns; earlier rows read null)")
+        case DefinitionChanged(model=m, what=what):
+            if e.action == "rebuild":
+                return (f"{m}: definition changed since batch {e.last_batch} "
+                        f"({'; '.join(what)}): rebuilding its table from the history "
+                        "(on_definition_change='rebuild')")
+            return (f"{m}: definition changed ({'; '.join(what)}): batches up to "
+                    f"{e.last_batch} were written with the old one, batches from {e.since} "
+                    "with the new one, in one table (on_definition_change='warn'; rebuild "
+                    f"with `runner stream --full-refresh --select {m}`)")
         case SeedChanged():
             return (f"seed {e.seed} changed since batches {e.first_batch}..{e.last_batch} first "
                     "ran: they are computed again with the content each of them recorded "

@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-__all__ = ["BackfillProgress", "BackfillResumes", "BatchDone", "BatchFacts", "EngineChosen",
-           "Event", "FullRefreshDone", "KafkaStartUnknown", "MaintenanceFailed",
+__all__ = ["BackfillProgress", "BackfillResumes", "BatchDone", "BatchFacts",
+           "DefinitionChanged", "EngineChosen", "Event", "FullRefreshDone", "KafkaStartUnknown",
+           "MaintenanceFailed",
            "MaintenanceProblem", "MaintenanceRan", "MaintenanceSkipped", "ModelAbsent",
            "ModelJoining", "ModelParked", "ModelRebuilding", "ModelRetired", "ModelStaysParked",
            "NameNotRegistered", "OffsetsSkipped", "PipelineStarted", "ReplayWithoutOffsets",
@@ -92,6 +93,19 @@ class SchemaChanged(Event):
 
     model: str
     columns: tuple[tuple[str, str], ...]  # (name, type)
+
+
+@dataclass(frozen=True)
+class DefinitionChanged(Event):
+    """A model's definition differs from the one that wrote its table's batches up to
+    ``last_batch`` (:mod:`runner.runtime.definitions`); ``action``: ``warn`` (the table mixes
+    both from ``since``) or ``rebuild`` (it is rebuilt from the history with the new one)."""
+
+    model: str
+    last_batch: int
+    since: int
+    what: tuple[str, ...]
+    action: str
 
 
 @dataclass(frozen=True)

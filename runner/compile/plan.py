@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from runner.compile.definition import Definition
 from runner.compile.reads import ANY_READS, Reads
 from runner.compile.relations import Relation
 from runner.project.config import ModelConfig
@@ -58,6 +59,8 @@ class Step:
     reads: Reads = ANY_READS
     lookups: tuple[str, ...] = ()  # the views of the sources and seeds its SQL reads
     relation: Relation | None = None  # its name in the catalog (project.yml's catalog:)
+    #: what its table is computed by: recorded with the batches it writes
+    definition: Definition | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +72,7 @@ class Step:
             "depends_on": list(self.depends_on),
             "lookups": list(self.lookups),
             "columns": [{"name": c.name, "type": c.type} for c in self.columns],
+            "definition": self.definition.to_dict() if self.definition else None,
         }
 
 

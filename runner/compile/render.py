@@ -33,6 +33,7 @@ from runner.compile.budget import (
     timer_handler,
 )
 from runner.compile.dbt_compat import DBT_CONFIG_KEYS, HABITS, TemplateFail, materialized_hint
+from runner.compile.definition import Definition, definition_of
 from runner.compile.sourcemap import SourceMap, SourceMarkers, strip_markers
 from runner.errors import RunnerError, TemplateError, did_you_mean
 from runner.project.config import ModelConfig, validation_message
@@ -55,6 +56,8 @@ class RenderedModel:
     config_line: int | None = None
     source_map: SourceMap | None = field(default=None, compare=False, repr=False)
     lookups: tuple[str, ...] = ()
+    #: what its table is computed by (recorded with the batches it writes)
+    definition: Definition | None = field(default=None, compare=False, repr=False)
 
 
 _Fail = TemplateFail
@@ -71,6 +74,7 @@ class _Capture:
     lookups: list[str] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)
     config_line: int | None = None
+    vars: dict[str, Any] = field(default_factory=dict)  # each var() read, with its value
 
 
 def _template_line(paths: set[str]) -> tuple[str | None, int | None]:
@@ -159,11 +163,13 @@ class _JinjaFunctions:
         var holds a secret: :mod:`runner.project.secrets`)."""
         project_vars = self.project.config.vars
         if name in project_vars:
+            self.capture.vars[name] = project_vars[name]
             return project_vars[name]
         if default is _MISSING:
             raise _Fail(f"undefined var '{name}'" + did_you_mean(name, project_vars),
                         hint=f"add it under vars: in project.yml or write "
                              f"var('{name}', default)")
+        self.capture.vars[name] = default
         return default
 
     def env_var(self, name: str, default: Any = _MISSING) -> Any:
@@ -211,6 +217,7 @@ class _Renderer:
         )
         self.env.marked_templates.update(m.path for m in project.models)  # type: ignore[attr-defined]
         self.macros: dict[str, tuple[str, int, str]] = {}
+        self.macro_files = {m.path: m.text for m in project.macros}
         self.macro_templates = []
         for macro in project.macros:
             try:
@@ -287,8 +294,12 @@ class _Renderer:
                    if k in DBT_CONFIG_KEYS and k not in ModelConfig.model_fields]
             raise TemplateError("config: " + messages, path=model.path,
                                 line=capture.config_line, hint="; ".join(dbt) or None) from e
+        definition = definition_of(
+            compiled=sql, config=config.model_dump(mode="json", by_alias=True), text=model.text,
+            vars_read=capture.vars, macro_files=self.macro_files, macro_index=self.macros)
         return RenderedModel(model.name, model.path, sql, config, tuple(capture.refs),
-                             capture.config_line, source_map, tuple(capture.lookups))
+                             capture.config_line, source_map, tuple(capture.lookups),
+                             definition)
 
 
 def _suspended_line(template: jinja2.Template, chunks: Any) -> int | None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runner.checkpoint.catalog_names import read_names
+from runner.checkpoint.definitions import load_definitions
 from runner.checkpoint.ledger import Ledger, LedgerEntry
 from runner.checkpoint.lock import MAINTENANCE, lock_holder
 from runner.checkpoint.pins import Pins
@@ -34,6 +35,7 @@ from runner.checkpoint.query_id import read_query_id
 from runner.checkpoint.registry import Entry, load_registry
 from runner.checkpoint.runs import read_last_run
 from runner.checkpoint.spark_logs import last_committed, last_planned
+from runner.compile.definition import changes
 from runner.console import plural
 from runner.errors import RunnerError, StorageError
 from runner.ops.backlog import Backlog, files_backlog, kafka_backlog
@@ -68,6 +70,9 @@ class TableStatus:
     snapshot_last_batch: int | None = None
     relation: str | None = None  # its name in the catalog (runner.checkpoint.catalog_names)
     retired: bool = False  # its model was removed from the project; table and name stay
+    # more than one definition wrote its batches: (first batch, what changed) per later one
+    # (runner.checkpoint.definitions)
+    mixed: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,27 @@ class PipelineStatus:
         }
 
 
+def _mixed(project: Project, checkpoint: Location, *, committed: int | None
+           ) -> dict[str, tuple[tuple[int, str], ...]]:
+    """model -> (first batch, what changed) of each definition after the first that wrote
+    committed batches of its table."""
+    try:
+        record = load_definitions(checkpoint)
+    except StorageError:
+        raise
+    except RunnerError:
+        return {}
+    paths = {m.name: m.path for m in project.models}
+    out = {}
+    for model, runs in record.items():
+        written = [r for r in runs if committed is not None and int(r["since"]) <= committed]
+        later = tuple((int(b["since"]), "; ".join(changes(a, b, path=paths.get(model, model))))
+                      for a, b in zip(written, written[1:], strict=False))
+        if later:
+            out[model] = later
+    return out
+
+
 def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
     """Everything ``runner status`` shows; never starts Spark, never takes a lock."""
     started = time.perf_counter()
@@ -128,8 +154,9 @@ def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
     names += [n for n in lags if n not in names]
     relations = read_names(checkpoint)
     names += [n for n, e in registry.items() if e.state == "retired" and n not in names]
+    mixed = _mixed(project, checkpoint, committed=last_committed(checkpoint))
     tables = tuple(replace(_table(project, n, query_id, latest, parked.get(n), lags.get(n)),
-                           relation=relations.get(n),
+                           relation=relations.get(n), mixed=mixed.get(n, ()),
                            retired=n in registry and registry[n].state == "retired")
                    for n in names)
     tables = tuple(t for t in tables if t.exists or t.parked_since is not None
@@ -262,6 +289,9 @@ def status_lines(s: PipelineStatus) -> list[str]:
                 f"(snapshot {_opt(t.snapshot_version)}), {plural(t.files, 'file')} "
                 f"{_size(t.bytes)}, log {plural(t.log_files, 'file')} {_size(t.log_bytes)}")
         lines.append(text + (f"  problem: {t.error}" if t.error else "") + parked)
+        for since, what in t.mixed:
+            lines.append(f"    MIXED: from batch {since} another definition ({what}); "
+                         f"`runner stream --full-refresh --select {t.name}` rebuilds it")
     for name, lk in s.lookups.items():
         version = (f"version {lk['version']}" if lk["kind"] == "source"
                    else f"content {str(lk['version'])[:12]}")

@@ -36,6 +36,7 @@ __all__ = [
     "MaintenanceConfig",
     "MetricsConfig",
     "ModelConfig",
+    "OnDefinitionChange",
     "OnModelError",
     "ProjectConfig",
     "SparkConfig",
@@ -47,6 +48,10 @@ __all__ = [
 ]
 
 Severity = Literal["error", "warn", "off"]
+#: What a start does when a model's definition (compiled SQL, vars, macros) differs from the
+#: one that wrote its table's batches: say so and go on (``warn``), stop (``refuse``), or
+#: rebuild the table from the history with the new one (``rebuild``).
+OnDefinitionChange = Literal["warn", "refuse", "rebuild"]
 #: What a model's own run-time failure does: ``park`` it (and its descendants) and go on, or
 #: ``halt`` the batch (the stream fails; every replay fails the same way until fixed).
 OnModelError = Literal["park", "halt"]
@@ -224,6 +229,8 @@ class ProjectConfig(_Strict):
     parallelism: int = Field(default=4, ge=1, le=64)
     parse_only_used_fields: bool = False
     on_model_error: OnModelError = "park"
+    #: unset: ``refuse`` for merge models (their rows accumulate), ``warn`` for appends
+    on_definition_change: OnDefinitionChange | None = None
     delta: DeltaConfig = Field(default_factory=DeltaConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     lint: LintConfig = Field(default_factory=LintConfig)
@@ -283,6 +290,8 @@ class ModelConfig(_Strict):
     expectations: tuple[Expectation, ...] = ()
     # Unset: project.yml's on_model_error (park by default).
     on_model_error: OnModelError | None = None
+    # Unset: project.yml's on_definition_change, else refuse (merge) / warn (append).
+    on_definition_change: OnDefinitionChange | None = None
     # dbt's names: the catalog schema and the table name (unset: catalog.schema, the file name)
     database: str | None = Field(default=None, alias="schema", pattern=NAME_PATTERN)
     alias: str | None = Field(default=None, pattern=NAME_PATTERN)

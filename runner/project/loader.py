@@ -59,6 +59,8 @@ class Project:
     macros: tuple[MacroSource, ...]
     sources: tuple[SourceTable, ...] = ()  # declared under sources: in models/**/*.yml
     seeds: tuple[Seed, ...] = ()  # seeds/**/*.csv
+    #: ``--vars`` keys that project.yml's ``vars:`` does not hold (a model must read each)
+    cli_vars: tuple[str, ...] = ()
     #: the deployment's target whose settings ``config`` holds (runner/project/profile.py)
     target: TargetChoice = field(default_factory=lambda: TargetChoice("dev", _NO_TARGET, None))
 
@@ -184,7 +186,8 @@ def load_project(project_dir: str | os.PathLike[str] = ".", *, profiles_dir: str
                                   opt_ins=choice.target.allow_spark_conf)
     _check_env_reads(rendered.names, config)
     config = apply_target(config, choice)
-    overrides = _CLI_VARS.get()
+    overrides = _CLI_VARS.get() or {}
+    cli_vars = tuple(k for k in overrides if k not in config.vars)
     if overrides:
         config = config.model_copy(update={"vars": {**config.vars, **overrides}})
     schema = EventSchema.parse(config.schema_ddl)
@@ -227,7 +230,7 @@ def load_project(project_dir: str | os.PathLike[str] = ".", *, profiles_dir: str
                                  for s in sources if not s.catalog]
                         + [(s.file, None, f"seed {s.name}", str(s.path)) for s in seeds])
     return Project(root=root, config=config, schema=schema, models=tuple(models), macros=macros,
-                   sources=sources, seeds=seeds, target=choice)
+                   sources=sources, seeds=seeds, cli_vars=cli_vars, target=choice)
 
 
 def _load_sources(root: Path, models: dict[str, str], *, storage: Mapping[str, str]

@@ -23,6 +23,7 @@ from runner.runtime.after_batch import Bookkeeper
 from runner.runtime.backfill import Handover, finish_handover, prepare_handover
 from runner.runtime.batch import BatchPlan
 from runner.runtime.catalog import Names, catalog_session_conf
+from runner.runtime.definitions import check_definitions, record_definitions
 from runner.runtime.evolution import check_schema_changes, model_output_schemas
 from runner.runtime.parking import Parking, park_policy
 from runner.runtime.pinned_lookups import Lookups, start_lookups
@@ -49,7 +50,8 @@ class StartUp:
 
     1. :meth:`locations`: the warehouse is a writable directory.
     2. :meth:`identity`: the checkpoint belongs to this pipeline (a refresh: every folder it
-       deletes is a table's), and every table at a model's location is this pipeline's.
+       deletes is a table's), and every table at a model's location is this pipeline's;
+       each model's definition against the one that wrote its table (:mod:`.definitions`).
     3. :meth:`session`: the SparkSession (storage, catalog and Delta settings), the signal
        handlers over Spark's.
     4. :meth:`engine`: the Delta engine and its writer, whose commits check the lock.
@@ -59,7 +61,8 @@ class StartUp:
     8. :meth:`lookups`: the sources and seeds the models join, pinned per batch.
     9. :meth:`query_id`: reset on ``--full-refresh``; read or minted.
     10. :meth:`tables`: a refresh drops them; a new checkpoint refuses tables another wrote.
-    11. :meth:`handover`: new, returning, rebuilt and retired models (:mod:`.backfill`).
+    11. :meth:`handover`: new, returning, rebuilt and retired models (:mod:`.backfill`); the
+        definitions recorded with the batch each model writes next.
     12. :meth:`schema_check`: each model's output columns against its table.
     13. :meth:`backfill`: models new to the checkpoint from its history; names registered.
     14. :meth:`query`: the streaming query (:mod:`runner.runtime.query`).
@@ -88,6 +91,7 @@ class StartUp:
             trigger: str) -> StreamSummary:
         self.locations()
         self.identity()
+        self.definitions()
         self.session()
         self.engine()
         self.source_preflight()
@@ -119,6 +123,14 @@ class StartUp:
         refuse_tables_not_ours(tables, pipeline=project.config.name,
                                run_id=read_query_id(self.checkpoint),
                                dead_letter=project.config.dead_letter)
+
+    def definitions(self) -> None:
+        if self.full_refresh:
+            return  # the checkpoint and every table start again
+        by_policy = check_definitions(
+            self.checkpoint, self.plan, default=self.project.config.on_definition_change,
+            rebuild=self.rebuild, report=self.report)
+        self.rebuild = (*self.rebuild, *sorted(by_policy - set(self.rebuild)))
 
     def session(self) -> None:
         from runner.runtime.session import build_session, choose_checkpoint_manager
@@ -201,6 +213,9 @@ class StartUp:
     def handover(self) -> None:
         self.decided = prepare_handover(self.project, self.bp, query_id=self.run_id,
                                                  rebuild=self.rebuild, report=self.report)
+        # with the registry's decisions saved: the batch each model writes next is known
+        record_definitions(self.checkpoint, self.plan, rebuilt=self.rebuild,
+                           full_refresh=self.full_refresh)
 
     def schema_check(self) -> None:
         project, plan = self.project, self.plan

@@ -14,6 +14,7 @@ from runner.events import (
     BackfillProgress,
     BackfillResumes,
     BatchDone,
+    DefinitionChanged,
     EngineChosen,
     Event,
     FullRefreshDone,
@@ -61,6 +62,14 @@ SAMPLES: list[tuple[Event, str]] = [
     (SchemaChanged("a", (("x", "int"), ("y", "string"))),
      "schema change: a gains column(s) x int, y string (on_schema_change=append_new_columns; "
      "earlier rows read null)"),
+    (DefinitionChanged("revenue", 4, 5, ("var vat_rate: 0.2 -> 0.1",), "warn"),
+     "revenue: definition changed (var vat_rate: 0.2 -> 0.1): batches up to 4 were written "
+     "with the old one, batches from 5 with the new one, in one table "
+     "(on_definition_change='warn'; rebuild with `runner stream --full-refresh --select "
+     "revenue`)"),
+    (DefinitionChanged("revenue", 4, 5, ("its SQL (models/revenue.sql)",), "rebuild"),
+     "revenue: definition changed since batch 4 (its SQL (models/revenue.sql)): rebuilding its "
+     "table from the history (on_definition_change='rebuild')"),
     (SeedChanged("countries", 2, 5, "seeds/countries.csv"),
      "seed countries changed since batches 2..5 first ran: they are computed again with the "
      "content each of them recorded (replays stay exact), not the edited seeds/countries.csv, "
