@@ -6,7 +6,9 @@ project.yml's), the macros it called, the config it set. A table written by two 
 records each model's definition with the batches it wrote (:mod:`runner.checkpoint.definitions`)
 and compares at every start (:mod:`runner.runtime.definitions`).
 
-The **fingerprint** decides: the SHA-256 of the compiled SQL and the config as they run. The
+The **fingerprint** decides: the SHA-256 of the compiled SQL's tokens without comments or
+layout (an edited comment or indentation is no new definition) and of the config
+keys that decide rows (:data:`ROW_KEYS`: not ``tags``, ``enabled``, catalog names...). The
 parts say *what* changed, for the message: the model file's text, each var read (its value as
 JSON), each macro file the model calls (directly or through another macro).
 
@@ -27,7 +29,11 @@ from typing import Any
 import jinja2
 from jinja2 import meta
 
-__all__ = ["Definition", "changes", "definition_of"]
+__all__ = ["ROW_KEYS", "Definition", "changes", "definition_of"]
+
+#: The config keys that decide a table's rows (the others name, tag, schedule or lay it out).
+ROW_KEYS = ("materialized", "unique_key", "merge_update", "merge_condition", "expectations",
+            "sequence_by", "apply_as_deletes", "stored_as_scd_type", "track_history_column_list")
 
 
 def _sha(text: str) -> str:
@@ -61,13 +67,27 @@ def definition_of(*, compiled: str, config: Mapping[str, Any], text: str,
         macro_files: macro file -> its text (every macro file of the project).
         macro_index: macro name -> (file, line, body), as the renderer indexes them.
     """
-    body = json.dumps({"sql": compiled, "config": config}, sort_keys=True, default=str)
+    rows = {k: config.get(k) for k in ROW_KEYS}
+    body = json.dumps({"sql": _canonical(compiled), "config": rows}, sort_keys=True, default=str)
     called = _macros_called(text, macro_index)
     return Definition(
         fingerprint=_sha(body), sql=_sha(text),
         vars=tuple(sorted((k, json.dumps(v, sort_keys=True, default=str))
                           for k, v in vars_read.items())),
         macros=tuple(sorted((f, _sha(macro_files.get(f, ""))) for f in called)))
+
+
+def _canonical(sql: str) -> str:
+    """``sql``'s tokens (sqlglot's Spark tokenizer) with their kinds, one space apart:
+    comments and layout are gone, the rest as written (``'x'`` and ``x`` stay apart). A tokenizer pass, not a parse: compile's budget is spent
+    on the lint's parse already. As written when it does not tokenize."""
+    from sqlglot.dialects.spark import Spark
+    from sqlglot.errors import SqlglotError
+
+    try:
+        return " ".join(f"{t.token_type.name}:{t.text}" for t in Spark().tokenize(sql))
+    except SqlglotError:
+        return sql
 
 
 def _names(text: str) -> set[str]:

@@ -173,3 +173,19 @@ def test_unknown_vars_keys_are_an_error_naming_them(tmp_path) -> None:
     result = CliRunner().invoke(cli, ["compile", "--project-dir", str(root),
                                       "--vars", '{"label": "y"}'])
     assert result.exit_code == 0, result.output
+
+
+def test_comments_layout_and_tags_are_no_new_definition(tmp_path) -> None:
+    _, plan = _project(tmp_path / "a")
+    edited = ("-- net revenue per endpoint\n" + REVENUE.replace(
+        "materialized='merge',", "materialized='merge', tags=['finance'],")
+        .replace("FROM parsed_events GROUP BY", "FROM parsed_events\n    GROUP  BY"))
+    _, other = _project(tmp_path / "b", edited)
+    assert other.step("revenue").definition.fingerprint == \
+        plan.step("revenue").definition.fingerprint
+    assert other.step("revenue").definition.sql != plan.step("revenue").definition.sql
+    # ... but a literal for a column is
+    _, literal = _project(tmp_path / "c", REVENUE.replace("AS endpoint", "AS `endpoint`")
+                          .replace("request.endpoint AS", "'request.endpoint' AS"))
+    assert literal.step("revenue").definition.fingerprint != \
+        plan.step("revenue").definition.fingerprint
