@@ -79,8 +79,9 @@ def definition_of(*, compiled: str, config: Mapping[str, Any], text: str,
 
 def _canonical(sql: str) -> str:
     """``sql``'s tokens (sqlglot's Spark tokenizer) with their kinds, one space apart:
-    comments and layout are gone, the rest as written (``'x'`` and ``x`` stay apart). A tokenizer pass, not a parse: compile's budget is spent
-    on the lint's parse already. As written when it does not tokenize."""
+    comments and layout are gone, the rest as written (``'x'`` and ``x`` stay apart). A
+    tokenizer pass, not a parse: compile's budget is spent on the lint's parse already. As
+    written when it does not tokenize."""
     from sqlglot.dialects.spark import Spark
     from sqlglot.errors import SqlglotError
 
