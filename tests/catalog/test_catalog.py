@@ -129,7 +129,7 @@ def test_an_unreachable_or_missing_metastore_stops_the_start_with_exit_2(tmp_pat
 
     # catalog: with no metastore at all (Spark's in-memory catalog would forget the names)
     (root / "project.yml").write_text((root / "project.yml").read_text().replace(
-        "    spark.sql.catalogImplementation: hive\n", ""))
+        "    spark.sql.catalogImplementation: hive\n", "    spark.sql.shuffle.partitions: 2\n"))
     done = _runner(root, "stream", "--available-now", timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "this Spark session has none (spark.sql.catalogImplementation is in-memory)" \

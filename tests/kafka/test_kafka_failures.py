@@ -28,6 +28,7 @@ from runner.runtime.stream import run_stream
 from tests.kafka.test_stream_kafka import EVENT_OFFSETS, Topic, _check_tables, _project, _run
 from tests.kafka.test_stream_kafka import _unused_port as unused_port
 from tests.support.brokers import SASL_PASSWORD, SASL_USER
+from tests.support.projects import update_target
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -54,11 +55,8 @@ def _cli(project: Project, *args: str, timeout: float = 170) -> tuple[int, str, 
 
 
 def _set_bootstrap(project: Project, address: str) -> Project:
-    yml = project.root / "project.yml"
-    text = yml.read_text()
-    current = next(line for line in text.splitlines()
-                   if line.startswith("  bootstrap_servers: "))
-    yml.write_text(text.replace(current, f"  bootstrap_servers: {address}"))
+    """The deployment moves its brokers: the profile's target changes, project.yml does not."""
+    update_target(project.root, {"source": {"bootstrap_servers": address}})
     return load_project(project.root)
 
 

@@ -105,3 +105,21 @@ def with_profile(root: Path, yml: str, *, target: Mapping[str, Any] | None = Non
     if project.get("profile") != profile:
         return yml
     return yaml.safe_dump(project, sort_keys=False, width=1000)
+
+
+def update_target(root: Path, changes: Mapping[str, Any]) -> None:
+    """Merge ``changes`` into the dev target of the profile ``root``'s project.yml names (one
+    :func:`with_profile` wrote), as an operator edits a deployment's profile."""
+    profile = yaml.safe_load((root / "project.yml").read_text())["profile"]
+    data = yaml.safe_load(profiles_file().read_text()) or {}
+    target = data[profile]["outputs"]["dev"]
+    migrate({}, profiles=profiles_file(), profile=profile, target=_merge(target, changes))
+
+
+def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        inner = out.get(key)
+        out[key] = _merge(inner, value) if isinstance(value, Mapping) and \
+            isinstance(inner, Mapping) else value
+    return out
