@@ -91,6 +91,9 @@ def test_docs_site_lists_the_tables_columns_and_every_config_key(cdc: Path) -> N
     assert names == ["customer_id", "lsn", "op", "email", "tier", "changed_at", "valid_from",
                      "valid_to"]
     assert "The log position that opened the version." in rows
+    # lint's inference gives the docs their types: timestamp_millis(ts_ms) is a TIMESTAMP
+    changed_at = rows.split('data-column-row="changed_at"')[1].split("</tr>")[0]
+    assert "<code>TIMESTAMP</code>" in changed_at, changed_at
     valid_to = rows.split('data-column-row="valid_to"')[1].split("</tr>")[0]
     assert "<code>BIGINT</code>" in valid_to and "added by stored_as_scd_type=2" in valid_to
     config = page.split('<table class="config">')[1].split("</table>")[0]
@@ -100,3 +103,18 @@ def test_docs_site_lists_the_tables_columns_and_every_config_key(cdc: Path) -> N
     assert CliRunner().invoke(cli, ["docs", "--project-dir", str(cdc)]).exit_code == 0
     page = (cdc / "target" / "docs" / "models" / "customers_history.html").read_text()
     assert page.count("data-column-row=") == 8
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("timestamp_millis(1)", "TIMESTAMP"), ("timestamp_seconds(1)", "TIMESTAMP"),
+    ("timestamp_micros(1)", "TIMESTAMP"), ("try_to_timestamp('x')", "TIMESTAMP"),
+    ("make_timestamp(2026, 1, 1, 0, 0, 0)", "TIMESTAMP"), ("make_date(2026, 1, 1)", "DATE"),
+    ("to_utc_timestamp(now(), 'UTC')", "TIMESTAMP")])
+def test_lint_types_spark_time_functions(sql: str, expected: str) -> None:
+    import sqlglot
+
+    from runner.lint.infer import make_annotator, type_string
+
+    node = sqlglot.parse_one(f"SELECT {sql}", read="spark").expressions[0]
+    make_annotator().annotate_expression(node)
+    assert type_string(node.type) == expected
