@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import jinja2
@@ -246,6 +246,8 @@ def build_site(project: Project, plan: Plan, *, select: Sequence[str] = (),
     }
     models = [_model_view(project, s, specs.get(s.name), lineage[s.name], edges, reads[s.name],
                           sources.get(s.name, "")) for s in steps]
+    for m in models:
+        m["tests_file"] = _tests_file(m["name"], specs)
     pages = []
     page = env.from_string(MODEL)
     for m in models:
@@ -319,6 +321,18 @@ def _model_view(project: Project, step: Step, spec: ModelSpec | None,
                                                 for c in step.columns]),
         "sql": step.sql.strip(), "source": source.strip(),
     }
+
+
+def _tests_file(model: str, specs: Mapping[str, ModelSpec]) -> str:
+    """The file where ``model``'s tests go, as the project keeps them: the file that describes
+    it; else the file of dbt's ``models:`` list the project already keeps (a ``schema.yml``);
+    else ``models/<model>.yml`` next to its SQL."""
+    own = specs.get(model)
+    if own is not None:
+        return own.path
+    shared = sorted({s.path for s in specs.values()
+                     if PurePosixPath(s.path).stem.lower() != s.model.lower()})
+    return shared[0] if shared else f"models/{model}.yml"
 
 
 def _test_args(test: Any) -> str:
