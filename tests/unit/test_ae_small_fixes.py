@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from runner.cli import cli
-from tests.support.projects import REPO_ROOT
+from tests.support.projects import REPO_ROOT, write_project
 
 
 @pytest.fixture
@@ -36,3 +36,19 @@ def test_docs_hint_names_the_file_the_project_keeps_tests_in(cdc: Path) -> None:
     assert CliRunner().invoke(cli, ["docs", "--project-dir", str(cdc)]).exit_code == 0
     page = (cdc / "target" / "docs" / "models" / "customers.html").read_text()
     assert "declare some in <code>models/customers.yml</code>" in page
+
+
+def test_a_typos_follow_on_error_does_not_suggest_the_typo(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", {
+        "models/a.sql": "SELECT eventId, request.endpint FROM parsed_events\n",
+        "models/b.sql": "SELECT endpoint FROM {{ ref('a') }}\n",
+        "models/c.sql": "SELECT endpint AS endpoint_ FROM {{ ref('a') }}\n",
+        "models/d.sql": "SELECT endpoint FROM {{ ref('c') }}\n"})
+    done = CliRunner().invoke(cli, ["compile", "--project-dir", str(root)])
+    assert done.exit_code == 1
+    lines = done.output.splitlines()
+    assert any(line.startswith("models/a.sql") and "did you mean 'endpoint'?" in line
+               for line in lines), done.output
+    follow_on = [line for line in lines if line.startswith(("models/b.sql", "models/d.sql"))]
+    assert len(follow_on) == 2 and not any("did you mean" in line for line in follow_on), \
+        done.output
