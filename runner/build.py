@@ -14,7 +14,7 @@ from pathlib import Path
 
 from runner.compile.graph import ancestors, sort_models
 from runner.compile.lookups import ColumnReader, plan_lookups
-from runner.compile.plan import Column, Plan, Step
+from runner.compile.plan import Column, Plan, Step, table_columns, table_key
 from runner.compile.preflight import check_project
 from runner.compile.relations import relation_of, relation_violations
 from runner.compile.render import RenderBudget, RenderedModel, render_models
@@ -166,10 +166,10 @@ def _check_yml(project: Project, columns: Mapping[str, Sequence[Column]], *,
     if not specs and not problems:
         return
     checked = {m.name for m in linted} - partial
-    outputs = {m.name: [c.name for c in columns.get(m.name, ())] if m.name in checked else []
-               for m in enabled}
+    outputs = {m.name: [c.name for c in table_columns(m.config, tuple(columns.get(m.name, ())))]
+               if m.name in checked else [] for m in enabled}
     problems += check_specs({n: s for n, s in specs.items() if n in checked}, outputs=outputs,
-                            unique_keys={m.name: m.config.unique_key for m in enabled})
+                            unique_keys={m.name: table_key(m.config) for m in enabled})
     if problems:
         raise spec_error(problems)
 

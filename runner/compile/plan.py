@@ -10,13 +10,44 @@ from runner.compile.reads import ANY_READS, Reads
 from runner.compile.relations import Relation
 from runner.project.config import ModelConfig
 
-__all__ = ["Column", "Lookup", "Plan", "Step"]
+__all__ = ["HISTORY_COLUMNS", "Column", "Lookup", "Plan", "Step", "table_columns", "table_key"]
+
+#: The columns an SCD 2 table has beyond its model's output (:mod:`runner.sinks.scd2`).
+HISTORY_COLUMNS = ("valid_from", "valid_to")
 
 
 @dataclass(frozen=True)
 class Column:
     name: str
     type: str  # Spark SQL type, e.g. 'STRING', 'STRUCT<a: INT>'; 'UNKNOWN' when not inferable
+
+
+def table_columns(config: ModelConfig, columns: tuple[Column, ...]) -> tuple[Column, ...]:
+    """The columns of a model's table: its output ``columns``, then those its kind adds
+    (``stored_as_scd_type=2``: ``valid_from`` and ``valid_to``, of the ``sequence_by``
+    column's type). A CDC (SCD 1) table holds the output columns alone: its tombstones live in
+    a side table. What schema.yml may document and test, and what the docs site lists.
+
+    >>> from runner.project.config import ModelConfig
+    >>> c = ModelConfig(materialized="merge", unique_key=["id"], sequence_by="lsn",
+    ...                 stored_as_scd_type=2)
+    >>> [f"{x.name} {x.type}" for x in table_columns(c, (Column("id", "INT"),
+    ...                                                  Column("lsn", "BIGINT")))]
+    ['id INT', 'lsn BIGINT', 'valid_from BIGINT', 'valid_to BIGINT']
+    """
+    if config.sequence_by is None or config.stored_as_scd_type != 2:
+        return columns
+    seq = config.sequence_by.lower()
+    kind = next((c.type for c in columns if c.name.lower() == seq), "UNKNOWN")
+    return (*columns, *(Column(name, kind) for name in HISTORY_COLUMNS))
+
+
+def table_key(config: ModelConfig) -> tuple[str, ...]:
+    """The columns that identify a row of the model's table: the merge ``unique_key``, plus
+    ``valid_from`` for an SCD 2 table (a row per version of a key); () for an append model."""
+    if config.sequence_by is not None and config.stored_as_scd_type == 2:
+        return (*config.unique_key, HISTORY_COLUMNS[0])
+    return tuple(config.unique_key)
 
 
 @dataclass(frozen=True)
@@ -61,6 +92,11 @@ class Step:
     relation: Relation | None = None  # its name in the catalog (project.yml's catalog:)
     #: what its table is computed by: recorded with the batches it writes
     definition: Definition | None = field(default=None, compare=False)
+
+    @property
+    def table_columns(self) -> tuple[Column, ...]:
+        """Its table's columns (:func:`table_columns`)."""
+        return table_columns(self.config, self.columns)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import jinja2
@@ -74,7 +74,7 @@ def dag_svg(steps: Sequence[Step], *, dead_letter: str, href: str = "models/",
     for s in steps:
         c = s.config
         sub = c.kind + (f" on {', '.join(c.unique_key)}" if c.unique_key else "")
-        sub += f" · {len(s.columns)} cols"
+        sub += f" · {len(s.table_columns)} cols"
         nodes.append(GraphNode(s.name, s.name, depth[s.name], sub, c.materialized,
                                f"{href}{s.name}.html", f"{s.name} ({s.path})"))
         if reads[s.name]:
@@ -115,6 +115,10 @@ def _config_rows(step: Step) -> list[tuple[str, str]]:
         rows.append(("sequence_by", c.sequence_by))
         rows.append(("apply_as_deletes", c.apply_as_deletes or "(none: no change deletes)"))
         rows.append(("stored_as_scd_type", str(c.stored_as_scd_type)))
+        if c.stored_as_scd_type == 2:
+            rows.append(("track_history_column_list",
+                         ", ".join(c.track_history_column_list or ())
+                         or "(every non-key column but the sequence column)"))
     elif c.materialized == "merge":
         rows.append(("unique_key", ", ".join(c.unique_key)))
         rows.append(("merge_update", ", ".join(f"{k} = {v}" for k, v in c.merge_update.items())
@@ -124,7 +128,23 @@ def _config_rows(step: Step) -> list[tuple[str, str]]:
     rows.append(("tags", ", ".join(c.tags) or "(none)"))
     rows.append(("on_schema_change", c.on_schema_change))
     rows.append(("enabled", str(c.enabled).lower()))
+    shown = {key for key, _ in rows} | {"expectations"}  # expectations: a section of their own
+    for field, info in type(c).model_fields.items():  # every other key the model sets
+        key = info.alias or field
+        if field in c.model_fields_set and key not in shown:
+            rows.append((key, _config_value(getattr(c, field))))
     return rows
+
+
+def _config_value(value: Any) -> str:
+    """A config value as the page shows it: lists joined, booleans as YAML writes them."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (tuple, list)):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} = {v}" for k, v in value.items())
+    return "(none)" if value is None else str(value)
 
 
 def _field_rows(project: Project, lineage: Mapping[str, Sequence[ColumnLineage]]
@@ -226,6 +246,8 @@ def build_site(project: Project, plan: Plan, *, select: Sequence[str] = (),
     }
     models = [_model_view(project, s, specs.get(s.name), lineage[s.name], edges, reads[s.name],
                           sources.get(s.name, "")) for s in steps]
+    for m in models:
+        m["tests_file"] = _tests_file(m["name"], specs)
     pages = []
     page = env.from_string(MODEL)
     for m in models:
@@ -256,16 +278,19 @@ def _model_view(project: Project, step: Step, spec: ModelSpec | None,
                 tests_by_column.setdefault(t.column.lower(), []).append(
                     name.split(" ", 1)[1] + _test_args(t))
     columns = []
-    for c in step.columns:
+    added = {c.name.lower() for c in step.table_columns[len(step.columns):]}
+    for c in step.table_columns:
         col_spec = spec.column(c.name) if spec is not None else None
+        why = (f"added by stored_as_scd_type=2: the {step.config.sequence_by} of the change "
+               "that opened (valid_from) or closed (valid_to) the version"
+               if c.name.lower() in added else "lineage unavailable")
         columns.append({
             "name": c.name, "type": c.type,
             "description": col_spec.description if col_spec else None,
             "tests": tests_by_column.get(c.name.lower(), []),
-            "lineage": by_column.get(c.name.lower(), ColumnLineage(c.name,
-                                                                   error="lineage unavailable")),
+            "lineage": by_column.get(c.name.lower(), ColumnLineage(c.name, error=why)),
         })
-    outputs = {c.name.lower() for c in step.columns}
+    outputs = {c.name.lower() for c in step.table_columns}
     for doc in spec.columns if spec is not None else ():
         if doc.name.lower() not in outputs:  # lint could not infer it (compile refuses a
             columns.append({                  # column it knows is not output): keep it
@@ -296,6 +321,18 @@ def _model_view(project: Project, step: Step, spec: ModelSpec | None,
                                                 for c in step.columns]),
         "sql": step.sql.strip(), "source": source.strip(),
     }
+
+
+def _tests_file(model: str, specs: Mapping[str, ModelSpec]) -> str:
+    """The file where ``model``'s tests go, as the project keeps them: the file that describes
+    it; else the file of dbt's ``models:`` list the project already keeps (a ``schema.yml``);
+    else ``models/<model>.yml`` next to its SQL."""
+    own = specs.get(model)
+    if own is not None:
+        return own.path
+    shared = sorted({s.path for s in specs.values()
+                     if PurePosixPath(s.path).stem.lower() != s.model.lower()})
+    return shared[0] if shared else f"models/{model}.yml"
 
 
 def _test_args(test: Any) -> str:

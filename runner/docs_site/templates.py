@@ -247,7 +247,7 @@ Records that do not parse never reach this model.
 {% for t in m.unit_tests %}<tr><td><b>{{ t.name }}</b></td><td>{{ t.events }} event{{ 's' if t.events != 1 }}{% if t.prior %}, {{ t.prior }} prior row{{ 's' if t.prior != 1 }}{% endif %}</td>
 <td>{{ t.rows }} row{{ 's' if t.rows != 1 }}{% if t.dead %}, {{ t.dead }} dead letter{{ 's' if t.dead != 1 }}{% endif %}</td><td>{{ t.description or '' }}</td></tr>{% endfor %}
 </tbody></table>
-{% else %}<p class="muted">No unit tests: declare some in <code>models/{{ m.name }}.yml</code> (see docs/AE_GUIDE.md).</p>{% endif %}
+{% else %}<p class="muted">No unit tests: declare some in <code>{{ m.tests_file }}</code> (see docs/AE_GUIDE.md).</p>{% endif %}
 {% if m.data_tests %}<p>Data tests: {% for t in m.data_tests %}<span class="chip test">{{ t }}</span>{% endfor %}</p>{% endif %}
 
 <h2 id="sql">Compiled SQL</h2>

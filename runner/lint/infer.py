@@ -221,6 +221,11 @@ _ANONYMOUS: dict[str, str] = {
     "forall": "BOOLEAN",
     "uuid": "STRING",
     "split_part": "STRING",
+    "timestamp_millis": "TIMESTAMP",
+    "timestamp_micros": "TIMESTAMP",
+    "timestamp_seconds": "TIMESTAMP",
+    "try_to_timestamp": "TIMESTAMP",
+    "make_date": "DATE",
 }
 
 
@@ -251,6 +256,8 @@ def _anonymous(self: TypeAnnotator, e: exp.Expr) -> Any:
 def _overrides() -> dict[type[exp.Expr], dict[str, Any]]:
     out: dict[type[exp.Expr], dict[str, Any]] = {
         exp.TimestampTrunc: {"annotator": _returns("TIMESTAMP")},
+        exp.TimestampFromParts: {"annotator": _returns("TIMESTAMP")},  # make_timestamp
+        exp.FromTimeZone: {"annotator": _returns("TIMESTAMP")},  # to_utc_timestamp
         exp.Uuid: {"annotator": _returns("STRING")},
         exp.ArgMax: {"annotator": _same_as_this},
         exp.ArgMin: {"annotator": _same_as_this},

@@ -80,6 +80,7 @@ class NameResolver:
         self.analysis = Analysis(shape=OPEN, outputs=[])
         self.refs_of: dict[int, tuple[Shape, str]] = {}  # plain column node -> (source, column)
         self.names: dict[int, str] = {}  # resolved reference node -> Spark's name for it
+        self.tainted = 0  # references resolved to an unresolved column (Shape.unresolved)
 
     # -- expressions --------------------------------------------------------------------------
     def walk(self, root: exp.Expr | list[Any] | None, frame: Frame,
@@ -187,10 +188,10 @@ class NameResolver:
         if missed is not None:
             src, ident, alias = missed
             self._unknown(ident, f"unknown column '{ident.name}' in '{alias}'"
-                          + did_you_mean(ident.name, src.names),
+                          + did_you_mean(ident.name, src.suggestions),
                           f"columns of '{alias}': {listing(src.names)}")
             return
-        candidates = [n for _, src in frame.sources for n in src.names]
+        candidates = [n for _, src in frame.sources for n in src.suggestions]
         if frame.alias_ok:
             candidates += list(frame.aliases)
         self._unknown(idents[0], f"unknown column '{idents[0].name}'"
@@ -211,6 +212,8 @@ class NameResolver:
     def _resolved(self, top: exp.Expr, src: Shape, col: tuple[str, exp.DataType],
                   idents: list[exp.Identifier], used: int) -> None:
         name, dtype = col
+        if name.lower() in src.unresolved:
+            self.tainted += 1  # a column computed from a typo upstream: so is this one
         if src is self.events and name.lower() in self.event_fields:
             self.analysis.used_fields.add(name)
         if used == len(idents):

@@ -200,12 +200,16 @@ class Resolver(NameResolver):
         frame.alias_ok = True
         outputs: list[Output] = []
         open_ = False
+        unresolved: set[str] = set()
         for projection in node.expressions:
+            before = (len(self.analysis.unknown_columns), self.tainted)
             self.walk(projection, frame)
             self.annotator.annotate_expression(projection)
             outs, more = self._outputs_of(projection, frame)
             open_ = open_ or more
             outputs.extend(outs)
+            if (len(self.analysis.unknown_columns), self.tainted) != before:
+                unresolved.update(o.name.lower() for o in outs)
             for out in outs:
                 frame.aliases.setdefault(out.name.lower(), out.type)
         frame.alias_ok = False
@@ -218,7 +222,7 @@ class Resolver(NameResolver):
         single = frame.sources[0][1] if len(frame.sources) == 1 else None
         unique, rownums = unique_sets(node, outputs, single, self.refs_of)
         return Shape(tuple((o.name, o.type) for o in outputs), open=open_, unique=unique,
-                     rownums=rownums)
+                     rownums=rownums, unresolved=frozenset(unresolved))
 
     # -- outputs ------------------------------------------------------------------------------
     def _outputs_of(self, proj: exp.Expr, frame: Frame) -> tuple[list[Output], bool]:

@@ -27,12 +27,15 @@ class Shape:
         unique: sets of lower-cased column names known to be unique per micro-batch.
         rownums: lower-cased column -> the (lower-cased) columns its row_number() is
             partitioned by, so that ``WHERE rn = 1`` proves those columns unique.
+        unresolved: lower-cased columns computed from a name that did not resolve (a typo's
+            follow-on): never offered as "did you mean", which would point at the typo.
     """
 
     columns: tuple[tuple[str, exp.DataType], ...] = ()
     open: bool = False
     unique: tuple[frozenset[str], ...] = ()
     rownums: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    unresolved: frozenset[str] = frozenset()
     _index: dict[str, tuple[str, exp.DataType]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -48,6 +51,11 @@ class Shape:
     @property
     def names(self) -> list[str]:
         return [n for n, _ in self.columns]
+
+    @property
+    def suggestions(self) -> list[str]:
+        """The names worth a "did you mean": every column but the unresolved ones."""
+        return [n for n, _ in self.columns if n.lower() not in self.unresolved]
 
     def renamed(self, names: list[str]) -> Shape:
         """The shape seen through ``AS t(a, b, ...)`` column aliases."""

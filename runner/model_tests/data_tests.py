@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from runner.compile.plan import Plan
+from runner.compile.plan import Plan, table_key
 from runner.errors import did_you_mean
 from runner.model_tests.compare import json_default
 from runner.model_tests.result import Status, TestResult
@@ -161,7 +161,7 @@ def run_data_tests(project: Project, plan: Plan, cases: Sequence[tuple[ModelSpec
     for spec, test in cases:
         started = time.perf_counter()
         step = next((s for s in plan.steps if s.name == spec.model), None)
-        key = step.config.unique_key if step is not None else ()
+        key = table_key(step.config) if step is not None else ()
         where = _where(spec, test)
         name = data_test_name(test)
         try:

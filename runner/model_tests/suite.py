@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from runner.compile.plan import Plan
+from runner.compile.plan import Plan, table_key
 from runner.compile.selection import select_names
 from runner.model_tests.checks import check_specs
 from runner.model_tests.result import TestResult, TestSummary
@@ -67,9 +67,10 @@ def collect_suite(project: Project, plan: Plan, *, select: Sequence[str] = (),
     tags = {s.name: list(s.config.tags) for s in plan.steps}
     chosen = select_names(select, edges=edges, tags=tags)
     problems = check_specs(  # compile checked them already: one implementation
-        specs, outputs={s.name: [] if s.name in plan.partial else [c.name for c in s.columns]
+        specs, outputs={s.name: [] if s.name in plan.partial else [c.name for c in
+                                                                    s.table_columns]
                         for s in plan.steps},
-        unique_keys={s.name: s.config.unique_key for s in plan.steps})
+        unique_keys={s.name: table_key(s.config) for s in plan.steps})
     if problems:
         raise spec_error(problems)
     models = tuple(s.name for s in plan.steps if s.name in chosen)

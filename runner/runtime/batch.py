@@ -422,8 +422,11 @@ class _Batch:
     def result(self, seconds: float) -> BatchResult:
         violations = {name: o.counts() for name, o in self.outcomes.items()
                       if o.expectations and name not in self.covered}
+        # dead letters: the parse's, plus the rows models quarantined (None: a skipped replay)
+        quarantined = sum(o.quarantined_rows() or 0 for name, o in self.outcomes.items()
+                          if name not in self.covered)
         return BatchResult(batch_id=self.batch_id, input_rows=int(self.observed["rows"] or 0),
-                           dead_letters=int(self.observed["dead"] or 0),
+                           dead_letters=int(self.observed["dead"] or 0) + quarantined,
                            writes=tuple(self.results.values()), seconds=seconds,
                            expectations={m: c for m, c in violations.items() if c is not None},
                            parked=parked_with(self.bp.plan, self.own, skip=self.parked_before))

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from runner.compile.plan import Column, Plan, Step
+from runner.compile.plan import HISTORY_COLUMNS, Column, Plan, Step
 from runner.errors import ExecutionError, SinkError
 from runner.events import Reporter, SchemaChanged, ignore
 from runner.runtime.parse import parse_schema
@@ -214,7 +214,7 @@ def _history_columns(step: Step, columns: Sequence[tuple[str, Any | None, str]]
     if c.sequence_by is None or c.stored_as_scd_type != 2:
         return []
     seq = next((col for col in columns if col[0] == c.sequence_by), None)
-    return [] if seq is None else [(name, seq[1], seq[2]) for name in ("valid_from", "valid_to")]
+    return [] if seq is None else [(name, seq[1], seq[2]) for name in HISTORY_COLUMNS]
 
 
 def _diff(step: Step, path: str, columns: Sequence[tuple[str, Any | None, str]],

@@ -28,9 +28,11 @@ runner's own :class:`~runner.errors.ExecutionError`.
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import TYPE_CHECKING
 
 from runner.compile.plan import Step
@@ -50,6 +52,8 @@ __all__ = ["ExpectationOutcome", "apply_expectations", "expectation_failure",
 _FLAG = "__runner_expectation_{}"
 _MARK = "runner expectation failed ::"
 _END = ":: end"
+#: The observed count of quarantined rows (a name no expectation can have: it has a space).
+_QUARANTINED = "runner quarantined"
 
 
 def quarantine_reason(model: str, expectation: Expectation) -> str:
@@ -93,6 +97,15 @@ class ExpectationOutcome:
             return None
         return {e.name: int(metrics.get(e.name) or 0) for e in self.expectations}
 
+    def quarantined_rows(self) -> int | None:
+        """Rows sent to the dead-letter table (a row that breaks two quarantine expectations
+        is one), once an action over ``kept`` or ``quarantined`` has run; None before that
+        (never blocking); 0 without a quarantine expectation."""
+        if self.observation is None or self.quarantined is None:
+            return 0
+        metrics = ready_metrics(self.observation)
+        return None if metrics is None else int(metrics.get(_QUARANTINED) or 0)
+
 
 def apply_expectations(df: DataFrame, step: Step, *, batch_id: int,
                        metadata_columns: Mapping[str, str]) -> ExpectationOutcome:
@@ -120,8 +133,12 @@ def apply_expectations(df: DataFrame, step: Step, *, batch_id: int,
 
     checked = _with_flags(df, step, expectations)
     observation = Observation(f"runner_expectations_{step.name}_{batch_id}_{uuid.uuid4().hex}")
+    quarantines = [_flag(i) for i, e in enumerate(expectations) if e.on_violation == "quarantine"]
+    rows = ([F.count_if(reduce(operator.or_, quarantines)).alias(_QUARANTINED)]
+            if quarantines else [])
     observed = checked.observe(
-        observation, *[F.count_if(_flag(i)).alias(e.name) for i, e in enumerate(expectations)])
+        observation, *[F.count_if(_flag(i)).alias(e.name) for i, e in enumerate(expectations)],
+        *rows)
     flagged = _Flagged(observed, list(df.columns), step, expectations, batch_id)
     return ExpectationOutcome(step.name, flagged.kept(), flagged.quarantined(metadata_columns),
                               expectations, observation)

@@ -25,7 +25,7 @@ from runner.storage.ops import Location, as_location, names
 __all__ = ["STAGING_DIR", "TableInfo", "batch_versions", "check_droppable", "columns_at",
            "commit_time", "current_version", "read_version", "table_version", "version_problem",
            "describe_tables", "is_table", "last_batch_at", "not_a_table", "read_table",
-           "versions_of"]
+           "sample_rows", "versions_of"]
 
 _DIGITS = 20  # the width of Delta's commit file names
 #: The rs engine's staging folder inside a table (:mod:`runner.sinks.staged`).
@@ -117,10 +117,28 @@ def describe_tables(project: Project, *, limit: int = 3) -> list[TableInfo]:
             out.append(TableInfo(name, path, exists=False))
             continue
         dataset = table.to_pyarrow_dataset()
-        sample = dataset.head(limit).to_pylist() if limit else []
         out.append(TableInfo(name, path, True, dataset.count_rows(), table.version(),
-                             tuple(dataset.schema.names), tuple(sample)))
+                             tuple(dataset.schema.names), tuple(sample_rows(dataset, limit))))
     return out
+
+
+def sample_rows(dataset: Any, limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` rows of a delta-rs ``pyarrow.dataset``, read one Parquet row group
+    at a time, each read to its end.
+
+    Not ``dataset.head(limit)``: it returns once it has the rows and leaves the read-ahead of
+    the next files running on Arrow's I/O threads, which call back into Python (delta-rs'
+    file handler); one still running while the interpreter finalises crashes the process at
+    exit (issue 47: ``runner show`` on S3 exited 139 once a table held several files).
+    """
+    rows: list[dict[str, Any]] = []
+    for fragment in dataset.get_fragments() if limit > 0 else ():
+        for group in fragment.split_by_row_group():
+            part = group.to_table(schema=dataset.schema, use_threads=False)
+            rows.extend(part.slice(0, limit - len(rows)).to_pylist())
+            if len(rows) >= limit:
+                return rows
+    return rows
 
 
 def _commit_file(table: Location, version: int) -> Location:

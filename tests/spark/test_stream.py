@@ -183,6 +183,7 @@ def test_expectations_drop_quarantine_and_fail_in_the_stream(tmp_path, delta_eng
     assert {json.loads(d["raw"])["eventId"] for d in dead} == search
     assert all("not_search" in d["reason"] and "checked" in d["reason"] for d in dead)
     assert results[0].expectations["checked"]["not_search"] == len(search)
+    assert results[0].dead_letters == len(search)  # the progress line's "dead": quarantined too
     # A 'fail' expectation fails the batch, naming the model and the expectation.
     failing = _project(tmp_path / "f", {"models/checked.sql": """
         {{ config(expectations=[{'name': 'no_checkout', 'expr': "endpoint <> '/checkout'"}]) }}
