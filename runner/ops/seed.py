@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -34,14 +34,7 @@ from runner.errors import ConfigError
 from runner.project.loader import Project
 from runner.project.seeds import Seed
 
-if TYPE_CHECKING:
-    from deltalake import DeltaTable
-
-__all__ = ["HASH_KEY", "SeedResult", "seed_app_id", "seed_project", "seed_table"]
-
-HASH_KEY = "runner.seed.hash"
-"""Commit-info key holding the content hash a seed commit wrote."""
-
+__all__ = ["SeedResult", "seed_app_id", "seed_project", "seed_table"]
 
 def _bool(text: str) -> bool:
     if text.lower() not in ("true", "false"):
@@ -150,63 +143,15 @@ class SeedReport:
                       f"{len(self.results) - written} unchanged"]
 
 
-def _written_hash(table: DeltaTable | None, app_id: str) -> tuple[str | None, int | None]:
-    """(the content hash of the table's latest commit for ``app_id``, that app's txn version)."""
-    if table is None:
-        return None, None
-    version = table.transaction_version(app_id)
-    if version is None:
-        return None, None
-    for commit in table.history():  # newest first
-        if commit.get("runner.app_id") == app_id and HASH_KEY in commit:
-            return str(commit[HASH_KEY]), version
-    return None, version
-
-
-def _open(path: str) -> DeltaTable | None:
-    from deltalake import DeltaTable
-
-    from runner.storage.ops import delta_options
-
-    options = delta_options(path)
-    if not DeltaTable.is_deltatable(path, storage_options=options):
-        return None
-    return DeltaTable(path, storage_options=options)
-
-
 def write_seed(project: Project, seed: Seed) -> SeedResult:
     """Write one seed's table unless it holds this content already (see the module doc)."""
-    from deltalake import CommitProperties, Transaction, write_deltalake
-    from deltalake.exceptions import CommitFailedError
-
-    from runner.sinks.base import commit_tags
-    from runner.storage.ops import delta_options
+    from runner.sinks.seed_tables import write_seed_table
 
     path = str(project.table_path(seed.name))
-    app_id = seed_app_id(project, seed)
-    table = _open(path)
-    written, txn = _written_hash(table, app_id)
-    if written == seed.content_hash and table is not None:
-        return SeedResult(seed.name, path, "unchanged", table.version(), seed.rows,
-                          seed.content_hash)
-    data = seed_table(seed)
-    next_txn = (txn or 0) + 1
-    properties = CommitProperties(
-        app_transactions=[Transaction(app_id=app_id, version=next_txn)],
-        custom_metadata={**commit_tags(app_id, next_txn), HASH_KEY: seed.content_hash})
-    try:
-        write_deltalake(path, data, mode="overwrite", schema_mode="overwrite",
-                        commit_properties=properties, storage_options=delta_options(path))
-    except CommitFailedError:  # another run committed first: it wrote this content, or not
-        table = _open(path)
-        if table is None or _written_hash(table, app_id)[0] != seed.content_hash:
-            raise
-        return SeedResult(seed.name, path, "unchanged", table.version(), seed.rows,
-                          seed.content_hash)
-    table = _open(path)
-    assert table is not None
-    return SeedResult(seed.name, path, "written", table.version(), seed.rows,
-                      seed.content_hash)
+    outcome, version = write_seed_table(path, lambda: seed_table(seed),
+                                        app_id=seed_app_id(project, seed),
+                                        content_hash=seed.content_hash)
+    return SeedResult(seed.name, path, outcome, version, seed.rows, seed.content_hash)
 
 
 def seed_project(project: Project, *, select: Sequence[str] = (),
