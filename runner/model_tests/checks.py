@@ -115,7 +115,14 @@ def _check_spec(spec: ModelSpec, model: str, outputs: Mapping[str, Sequence[str]
         for r, row in enumerate(case.expect.rows):
             for key in row:
                 if not known(key, columns):
-                    fail(f"model {model} has no output column '{key}'"
-                         + did_you_mean(key, columns) + f"; it outputs: {', '.join(columns)}",
-                         "unit_tests", i, "expect", "rows", r)
+                    message = (f"model {model} has no output column '{key}'"
+                               + did_you_mean(key, columns)
+                               + f"; it outputs: {', '.join(columns)}")
+                    if case.origin:  # dbt's top-level unit_tests: the entry's own line
+                        path, _, line = case.origin.partition(":")
+                        problems.append(SpecError(f"unit test {case.name}: expect.rows[{r}]: "
+                                                  + message, path=path,
+                                                  line=int(line) if line else None))
+                    else:
+                        fail(message, "unit_tests", i, "expect", "rows", r)
     return problems

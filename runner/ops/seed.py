@@ -160,7 +160,8 @@ def seed_project(project: Project, *, select: Sequence[str] = (),
     """Write the selected seeds (all without ``select``; names or ``tag:``-less selectors).
 
     Args:
-        register: registers the tables by name (``catalog:``): seed -> its catalog name.
+        register: registers the tables by name: seed -> its catalog name (default, with
+            ``catalog:`` in project.yml: :func:`runner.runtime.catalog.register_seeds`).
 
     Raises:
         ConfigError: a selector names no seed; a cell does not fit its type.
@@ -169,6 +170,11 @@ def seed_project(project: Project, *, select: Sequence[str] = (),
     chosen = select_names(select, edges={s: [] for s in seeds}, tags={s: [] for s in seeds}) \
         if select else set(seeds)
     report = SeedReport([write_seed(project, seeds[name]) for name in sorted(chosen)])
+    if register is None and project.config.catalog is not None:
+        from runner.runtime.catalog import register_seeds
+
+        def register(results: Sequence[SeedResult]) -> dict[str, str]:
+            return register_seeds(project, [r.seed for r in results], report=lambda e: None)
     if register is not None and report.results:
         names = register(report.results)
         report.results = [SeedResult(**{**r.__dict__, "registered": names.get(r.seed)})
