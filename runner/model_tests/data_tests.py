@@ -52,7 +52,7 @@ class _Tables:
             path = self.project.table_path(model)
             seed = next((s for s in self.project.seeds if s.name == model), None)
             if seed is not None and not is_table(path):  # not written by `runner seed` yet
-                from runner.ops.seed import seed_table
+                from runner.project.seed_arrow import seed_table
 
                 self._cache[model] = seed_table(seed)
                 return self._cache[model]

@@ -42,7 +42,7 @@ class SqlTestRunner:
 
     def _lookup(self, view: str) -> pa.Table:
         """A seed's table (``runner seed`` wrote it; else its CSV) or a source's, by view."""
-        from runner.ops.seed import seed_table
+        from runner.project.seed_arrow import seed_table
         from runner.sinks.tables import is_table, read_table
 
         seed = next((s for s in self.project.seeds if s.name.lower() == view.lower()), None)
