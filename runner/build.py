@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from runner.compile.graph import ancestors, sort_models
 from runner.compile.lookups import ColumnReader, plan_lookups
@@ -168,10 +169,23 @@ def _check_yml(project: Project, columns: Mapping[str, Sequence[Column]], *,
     checked = {m.name for m in linted} - partial
     outputs = {m.name: [c.name for c in table_columns(m.config, tuple(columns.get(m.name, ())))]
                if m.name in checked else [] for m in enabled}
+    outputs.update({s.name: [c for c, _ in s.columns] for s in project.seeds})  # relationships
     problems += check_specs({n: s for n, s in specs.items() if n in checked}, outputs=outputs,
-                            unique_keys={m.name: table_key(m.config) for m in enabled})
+                            unique_keys={m.name: table_key(m.config) for m in enabled},
+                            macros=_test_macros(project))
     if problems:
         raise spec_error(problems)
+
+
+def _test_macros(project: Project) -> dict[str, Any]:
+    """The project's test macros; {} when tests/generic/ is broken (read_specs reported it)."""
+    from runner.errors import ConfigError
+    from runner.model_tests.generic import test_macros
+
+    try:
+        return dict(test_macros(project))
+    except ConfigError:
+        return {}
 
 
 def _write(path: Path, text: str) -> None:

@@ -15,72 +15,21 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from runner.build import compile_project, write_target
+from runner.cli_options import project_dir as _project_dir
+from runner.cli_options import select as _select
 from runner.compile.plan import Plan
-from runner.compile.selection import select_names
 from runner.compile.state import load_state, state_changes
 from runner.console import Console, Format, event_doc, plural, summary_doc
 from runner.errors import ConfigError, ExecutionError, RunnerError
-from runner.project.loader import Project, command_line_vars, load_project
-from runner.project.profile import PROFILES_DIR_ENV, TARGET_ENV, command_line_profile
-from runner.project.spark_conf import ALLOW_ENV, ALLOW_FLAG, opted_in
+from runner.ops.listing import RESOURCE_TYPES, list_resources, resource_lines
+from runner.ops.plans import ModelErrors, checked_plan, stream_plan
+from runner.project.loader import Project, load_project
 from runner.project.triggers import validate_interval
 
 if TYPE_CHECKING:
     from runner.model_tests import Kind, TestResult
 
 __all__ = ["cli", "main"]
-
-_project_dir_option = click.option("--project-dir", default=".", show_default=True,
-                                   type=click.Path(file_okay=False),
-                                   help="Directory holding project.yml, models/ and macros/.")
-
-
-def _opt_in(ctx: click.Context, _param: click.Parameter, keys: tuple[str, ...]) -> None:
-    if keys:  # for this command only: the opt-in ends when its context closes
-        ctx.with_resource(opted_in(keys))
-
-
-_allow_spark_conf = click.option(
-    ALLOW_FLAG, multiple=True, metavar="KEY", expose_value=False, callback=_opt_in,
-    is_eager=True, help=f"Accept this guarded Spark setting of project.yml's spark.conf (a "
-    f"deployment's opt-in, like {ALLOW_ENV} and the target's allow_spark_conf; repeatable; "
-    "docs/SECURITY.md).")
-
-
-def _set_vars(ctx: click.Context, _param: click.Parameter, text: str | None) -> None:
-    if text:  # for this command only
-        ctx.with_resource(command_line_vars(text))
-
-
-_vars = click.option(
-    "--vars", metavar="YAML", expose_value=False, callback=_set_vars,
-    help="Values for {{ var() }} over project.yml's vars: (dbt's --vars), a YAML or JSON "
-         "mapping: --vars '{\"slow_ms\": 500}'.")
-
-
-def _set_profile(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
-    if value:  # for this command only
-        ctx.with_resource(command_line_profile(**{str(param.name): value}))
-
-
-_profiles_dir = click.option(
-    "--profiles-dir", metavar="DIR", expose_value=False, callback=_set_profile,
-    help=f"Folder of the deployment's profiles.yml (default: ${PROFILES_DIR_ENV}, else "
-         "~/.runner/; one in the project is read only when named here; docs/PROFILES.md).")
-_target = click.option(
-    "--target", "-t", metavar="NAME", expose_value=False, callback=_set_profile,
-    help=f"The profile's target to run with (default: ${TARGET_ENV}, else the profile's "
-         "target:, else dev).")
-
-
-def _project_dir(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--project-dir``, ``--profiles-dir``, ``--target``, ``--vars`` and
-    ``--allow-spark-conf`` (every command loads project.yml and the deployment's target)."""
-    return _allow_spark_conf(_vars(_target(_profiles_dir(_project_dir_option(command)))))
-_select = click.option("--select", "-s", "select", multiple=True,
-                       help="Models to use: name, tag:x, +name (with ancestors), name+ "
-                            "(with descendants). Repeatable.")
-
 
 class _Group(click.Group):
     """Turns RunnerError into one clear message and its exit code; a traceback only with --debug."""
@@ -172,40 +121,18 @@ def compile(project_dir: str, select: tuple[str, ...], fmt: Format, state: str |
 
 def _plan_or_exit(project: Project, select: tuple[str, ...]) -> Plan:
     """Compile; on model errors print them and exit 1 (stream never runs a broken plan)."""
-    result = compile_project(project, select=select)
-    if not result.ok:
-        Console(out=sys.stderr).violations(
-            result.violations, fmt="text", models=result.models, target=None)
-        raise click.exceptions.Exit(1)
-    selected = {s.name for s in result.plan.steps}
-    for step in result.plan.steps:
-        missing = [d for d in step.depends_on if d not in selected]
-        if missing:
-            raise ConfigError(f"--select: model '{step.name}' refs '{missing[0]}', which is not "
-                              "selected; a batch's refs are computed in the same batch",
-                              hint=f"select it with its ancestors: --select +{step.name}")
-    return result.plan
+    plan: Plan = _models_ok(lambda: checked_plan(project, select))
+    return plan
 
 
-def _stream_plan(project: Project, select: tuple[str, ...], *,
-                 rebuild: bool) -> tuple[Plan, tuple[str, ...]]:
-    """The plan to stream and the models to rebuild, from one compile. ``rebuild``
-    (``--full-refresh --select``): the selected models' tables are rebuilt and the stream runs
-    every model; otherwise the selection is streamed."""
-    if not rebuild:
-        return _plan_or_exit(project, select), ()
-    upstream = [p for s in select for p in s.split() if p.startswith("+")]
-    if upstream:  # a rebuild computes ancestors from the history, never from their tables
-        names = " ".join(p.lstrip("+") for s in select for p in s.split())
-        raise ConfigError(
-            f"--full-refresh --select {upstream[0]}: '+' would rebuild (drop and "
-            "replay) every ancestor too, and a rebuild needs none of them: it computes "
-            "them from the checkpoint's history without reading or writing their tables",
-            hint=f"name only the models to rebuild: --full-refresh --select {names}")
-    plan = _plan_or_exit(project, ())
-    chosen = select_names(select, edges={s.name: list(s.depends_on) for s in plan.steps},
-                          tags={s.name: list(s.config.tags) for s in plan.steps})
-    return plan, tuple(s.name for s in plan.steps if s.name in chosen)
+def _models_ok(run: Callable[[], Any]) -> Any:
+    """``run()``; its model errors printed (as compile prints them) and exit 1."""
+    try:
+        return run()
+    except ModelErrors as e:
+        Console(out=sys.stderr).violations(e.result.violations, fmt="text",
+                                           models=e.result.models, target=None)
+        raise click.exceptions.Exit(e.exit_code) from e
 
 
 @cli.command()
@@ -238,7 +165,8 @@ def stream(project_dir: str, select: tuple[str, ...], available_now: bool, trigg
     project = load_project(project_dir)
     interval = trigger or project.config.trigger
     validate_interval(interval)
-    plan, rebuild = _stream_plan(project, select, rebuild=full_refresh and bool(select))
+    plan, rebuild = _models_ok(lambda: stream_plan(project, select,
+                                                   rebuild=full_refresh and bool(select)))
     full_refresh = full_refresh and not rebuild
     console = Console()
     printer = console.json_line if progress == "json" else None
@@ -396,6 +324,63 @@ def maintain(project_dir: str, select: tuple[str, ...], fmt: str) -> None:
 
     report = run_maintenance(load_project(project_dir), select=select)
     _print(report.to_dict() if fmt == "json" else report_lines(report))
+
+
+@cli.command("ls")
+@_project_dir
+@_select
+@click.option("--resource-type", "types", multiple=True, type=click.Choice(RESOURCE_TYPES),
+              help="Only resources of this type (repeatable; default: all).")
+@click.option("--output", type=click.Choice(["text", "json", "name"]), default="text",
+              show_default=True, help="Type, name and file; one JSON object per line; or names.")
+def ls_command(project_dir: str, select: tuple[str, ...], types: tuple[str, ...],
+               output: str) -> None:
+    """List the project's models, seeds, sources, data tests and unit tests (dbt's ls). No
+    JVM; exit 1 on model errors."""
+    project = load_project(project_dir)
+    _print(resource_lines(_models_ok(lambda: list_resources(
+        project, select=select, types=types)), output))
+
+
+@cli.command()
+@_project_dir
+@_select
+@click.option("--full-refresh", is_flag=True, help="As stream's: rebuild (with --select, only "
+              "the selected models' tables) before streaming.")
+def build(project_dir: str, select: tuple[str, ...], full_refresh: bool) -> None:
+    """Compile, run the unit tests, stream everything available (--available-now), then run
+    the data tests; stop at the first stage that fails, with its exit code (dbt's build)."""
+    from runner.model_tests import result_lines, summary_line
+    from runner.ops.build_steps import BuildHooks, run_build
+
+    console = Console()
+
+    def test(result: TestResult) -> None:
+        for line in result_lines(result):
+            console.info(line)
+
+    hooks = BuildHooks(
+        stage=lambda name: console.info(f"== {name}"),
+        compiled=lambda r, t: console.violations(r.violations, fmt="text", models=r.models,
+                                                 target=t),
+        test=test, tests_done=lambda t: console.info(summary_line(t)), event=console.event,
+        streamed=console.summary)
+    _models_ok(lambda: run_build(load_project(project_dir), select=select,
+                                 full_refresh=full_refresh, hooks=hooks))
+
+
+@cli.command()
+@_project_dir
+@_select
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def seed(project_dir: str, select: tuple[str, ...], fmt: str) -> None:
+    """Write each seed as a Delta table at <warehouse>/<seed>, once per content (a changed CSV:
+    a new version), registered by name when project.yml has catalog: (dbt's seed)."""
+    from runner.ops.seed import seed_project
+
+    report = seed_project(load_project(project_dir), select=select)
+    _print(report.to_dict() if fmt == "json" else report.lines())
 
 
 def _print(doc: dict[str, Any] | list[str]) -> None:

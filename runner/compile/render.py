@@ -16,8 +16,8 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any
 
@@ -37,10 +37,10 @@ from runner.compile.definition import Definition, definition_of
 from runner.compile.sourcemap import SourceMap, SourceMarkers, strip_markers
 from runner.errors import RunnerError, TemplateError, did_you_mean
 from runner.project.config import ModelConfig, validation_message
-from runner.project.loader import ModelSource, Project
+from runner.project.loader import MacroSource, ModelSource, Project
 from runner.project.secrets import public_env_var
 
-__all__ = ["RenderBudget", "RenderedModel", "render_models"]
+__all__ = ["RenderBudget", "RenderedModel", "render_models", "render_test"]
 
 
 @dataclass(frozen=True)
@@ -205,11 +205,12 @@ class _Renderer:
             self.sources.setdefault(t.source.lower(), {})[t.name.lower()] = t.view
         sources = {m.path: m.text for m in project.models}
         sources.update({m.path: m.text for m in project.macros})
+        self.templates = sources
         self.paths = set(sources)
         self.env = BudgetedEnvironment(
             budget=budget,
-            loader=jinja2.FunctionLoader(lambda name: (sources[name], name, lambda: True)
-                                         if name in sources else None),
+            loader=jinja2.FunctionLoader(lambda name: (self.templates[name], name, lambda: True)
+                                         if name in self.templates else None),
             undefined=jinja2.StrictUndefined,
             keep_trailing_newline=True,
             autoescape=False,
@@ -237,9 +238,10 @@ class _Renderer:
             frame = frame.f_back
         return None
 
-    def render(self, model: ModelSource, *, seconds: float | None = None) -> RenderedModel:
+    def render(self, model: ModelSource, *, seconds: float | None = None,
+               extra: Mapping[str, Any] | None = None) -> RenderedModel:
         capture = _Capture()
-        context: dict[str, Any] = _JinjaFunctions(self, capture).as_context()
+        context: dict[str, Any] = {**_JinjaFunctions(self, capture).as_context(), **(extra or {})}
         self.env.start()
         try:
             with time_limit(self.budget, seconds=seconds):
@@ -358,3 +360,20 @@ def render_models(project: Project, *, budget: RenderBudget = RenderBudget(),  #
             except TemplateError as e:
                 errors[model.name] = e
     return rendered, errors
+
+
+def render_test(project: Project, *, macros: Sequence[MacroSource], path: str, text: str,
+                context: Mapping[str, Any]) -> RenderedModel:
+    """Render one data test's SQL in the models' sandbox and budget: ``text`` (a template
+    calling a test macro, named ``path`` in messages) with the project's macros, ``macros``
+    (the test macros: :mod:`runner.model_tests.generic`) and ``context``. ``ref()`` and
+    ``source()`` are recorded as for a model.
+
+    Raises:
+        TemplateError: as a model's render, located in the test macro's file.
+    """
+    renderer = _Renderer(replace(project, macros=(*project.macros, *macros)), RenderBudget())
+    renderer.templates[path] = text
+    renderer.paths.add(path)
+    with timer_handler():
+        return renderer.render(ModelSource(path, path, text), extra=context)

@@ -3,11 +3,14 @@
 - **unit tests**: given input events (and the table's prior rows), expect the rows the model's
   table holds after one batch through the real batch path (Spark, scratch Delta tables);
 - **data tests**: ``not_null``, ``unique``, ``accepted_values``, ``relationships`` on the
-  warehouse tables (delta-rs and pyarrow; no Spark).
+  warehouse tables (delta-rs and pyarrow; no Spark), and the tests that are SQL (dbt_utils'
+  built-ins, any test with ``where:``, the project's ``tests/generic/`` macros: Spark);
+  dbt's top-level ``unit_tests:`` are read as unit tests.
 
 >>> from runner.model_tests import DATA_TESTS
->>> sorted(DATA_TESTS)
-['accepted_values', 'not_null', 'relationships', 'unique']
+>>> sorted(DATA_TESTS)  # doctest: +NORMALIZE_WHITESPACE
+['accepted_range', 'accepted_values', 'expression_is_true', 'not_null', 'relationships',
+ 'unique', 'unique_combination_of_columns']
 """
 
 from __future__ import annotations

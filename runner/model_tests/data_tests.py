@@ -1,24 +1,33 @@
-"""Data tests on the warehouse tables: ``not_null``, ``unique``, ``accepted_values``,
-``relationships``. Read with delta-rs and checked with pyarrow.compute: no Spark, no JVM.
+"""Data tests on the warehouse tables. ``not_null``, ``unique``, ``accepted_values`` and
+``relationships`` without ``where:`` are read with delta-rs and checked with pyarrow.compute
+(no Spark, no JVM); the tests that are SQL (dbt_utils' built-ins, ``where:``, the project's
+``tests/generic/`` macros) run on Spark (:mod:`.sql_tests`), which starts only when one does.
 
-Each failing test reports how many rows fail and a sample of them.
+Each failing test reports how many rows fail and a sample of them; a failing test with
+``severity: warn`` is a warning, which does not fail the run.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from runner.compile.plan import Plan, table_key
-from runner.errors import did_you_mean
+from runner.errors import RunnerError, did_you_mean
 from runner.model_tests.compare import json_default
 from runner.model_tests.result import Status, TestResult
 from runner.model_tests.spec import AcceptedValues, DataTest, ModelSpec, Relationships, Unique
 from runner.project.loader import Project
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from runner.model_tests.generic import TestMacro
 
 __all__ = ["SAMPLE_ROWS", "run_data_tests", "data_test_name"]
 
@@ -41,6 +50,12 @@ class _Tables:
             from runner.sinks.tables import is_table, read_table
 
             path = self.project.table_path(model)
+            seed = next((s for s in self.project.seeds if s.name == model), None)
+            if seed is not None and not is_table(path):  # not written by `runner seed` yet
+                from runner.project.seed_arrow import seed_table
+
+                self._cache[model] = seed_table(seed)
+                return self._cache[model]
             if not is_table(path):
                 raise _Broken(f"no table for model {model} at {path} (nothing written yet: "
                               "run `runner stream` first)")
@@ -72,10 +87,16 @@ def _failing(count: int, total: int, what: str) -> str:
 
 
 def data_test_name(test: DataTest) -> str:
-    """``eventId not_null``, ``unique(endpoint)``, ``status accepted_values``..."""
+    """``eventId not_null``, ``unique(endpoint)``, ``status accepted_values``... (the test's
+    ``name:`` when it has one)."""
+    if test.args.name:
+        return test.args.name
     if test.column is not None:
         return f"{test.column} {test.kind}"
-    columns = test.args.columns if isinstance(test.args, Unique) else ()
+    columns = test.args.columns if isinstance(test.args, Unique) else \
+        getattr(test.args, "combination_of_columns", ())
+    if test.kind == "expression_is_true":
+        columns = (getattr(test.args, "expression", ""),)
     return f"{test.kind}({', '.join(columns)})" if columns else test.kind
 
 
@@ -147,6 +168,8 @@ def _duplicates(table: pa.Table, columns: list[str], total: int, *, nulls: bool
 
 
 def run_data_tests(project: Project, plan: Plan, cases: Sequence[tuple[ModelSpec, DataTest]], *,
+                   macros: Mapping[str, TestMacro] | None = None,
+                   spark: Callable[[], SparkSession] | None = None,
                    on_result: Callable[[TestResult], None] = lambda r: None) -> list[TestResult]:
     """Run data tests against the project's warehouse tables.
 
@@ -154,9 +177,16 @@ def run_data_tests(project: Project, plan: Plan, cases: Sequence[tuple[ModelSpec
         project: the project (where the warehouse is).
         plan: the compiled plan (merge keys of the models).
         cases: (model spec, test) pairs, in the order to run them.
+        macros: the project's test macros (default: read from tests/generic/).
+        spark: gives the Spark session the SQL tests run on (called on first use).
         on_result: called with each result as soon as it is known.
     """
+    from runner.model_tests.generic import test_macros
+    from runner.model_tests.sql_tests import SqlTestRunner
+
     tables = _Tables(project)
+    sql = SqlTestRunner(project, test_macros(project) if macros is None else macros,
+                        read_model=_reader(tables), spark=spark or _no_spark)
     results = []
     for spec, test in cases:
         started = time.perf_counter()
@@ -165,7 +195,11 @@ def run_data_tests(project: Project, plan: Plan, cases: Sequence[tuple[ModelSpec
         where = _where(spec, test)
         name = data_test_name(test)
         try:
-            failing, message, details = _check(test, spec.model, key, tables)
+            failing, message, details = (sql.check(test, spec.model, key) if test.sql
+                                         else _check(test, spec.model, key, tables))
+        except RunnerError as e:
+            result = TestResult("data", spec.model, name, "error", str(e), (), where,
+                                time.perf_counter() - started)
         except _Broken as e:
             result = TestResult("data", spec.model, name, "error", str(e), (), where,
                                 time.perf_counter() - started)
@@ -179,6 +213,19 @@ def run_data_tests(project: Project, plan: Plan, cases: Sequence[tuple[ModelSpec
         results.append(result)
         on_result(result)
     return results
+
+
+def _reader(tables: _Tables) -> Callable[[str], pa.Table]:
+    def read(model: str) -> pa.Table:
+        try:
+            return tables.get(model)
+        except _Broken as e:
+            raise RunnerError(str(e)) from e
+    return read
+
+
+def _no_spark() -> SparkSession:
+    raise RunnerError("a SQL data test needs a Spark session")
 
 
 def _where(spec: ModelSpec, test: DataTest) -> str:

@@ -39,11 +39,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
     Field,
     ValidationError,
     field_validator,
@@ -53,6 +51,7 @@ from pydantic import (
 from runner.errors import ConfigError, did_you_mean
 from runner.model_tests.data_test_args import (
     DATA_TESTS,
+    MODEL_LEVEL,
     AcceptedValues,
     DataTest,
     DataTestItem,
@@ -61,6 +60,8 @@ from runner.model_tests.data_test_args import (
     Unique,
 )
 from runner.model_tests.data_test_args import Strict as _Strict
+from runner.model_tests.unit_spec import SpecError, UnitTest
+from runner.model_tests.yml_explain import explain
 from runner.model_tests.yml_lines import dotted, locate
 from runner.project.loader import Project
 from runner.project.yaml_template import load_yaml
@@ -83,11 +84,6 @@ __all__ = [
 ]
 
 
-class SpecError(ConfigError):
-    """A ``models/*.yml`` file is wrong: a configuration error (exit code 2, COMMANDS.md),
-    found by ``runner compile`` and reported alike by ``test`` and ``docs``."""
-
-
 def _older_spelling(data: Any) -> Any:
     """dbt's older ``tests:`` read as ``data_tests:`` (both at once: an error)."""
     if isinstance(data, Mapping) and "tests" in data:
@@ -107,45 +103,6 @@ class ColumnSpec(_Strict):
     @classmethod
     def _tests(cls, data: Any) -> Any:
         return _older_spelling(data)
-
-
-def _event(value: Any) -> Any:
-    if isinstance(value, (str, Mapping)):
-        return dict(value) if isinstance(value, Mapping) else value
-    raise ValueError(f"an event is a JSON object (a mapping) or a raw line (a string); got "
-                     f"{type(value).__name__} {value!r}: quote it to send it as a raw line")
-
-
-def _row(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return dict(value)
-    raise ValueError(f"a row is a mapping of column -> value; got {type(value).__name__} "
-                     f"{value!r}")
-
-
-Event = Annotated[Any, AfterValidator(_event)]
-Row = Annotated[Any, AfterValidator(_row)]
-
-
-class Given(_Strict):
-    events: tuple[Event, ...] = ()
-    prior_rows: tuple[Row, ...] = ()
-    # rows of the sources (``<source>.<table>``) and seeds (``<name>``) the model joins; a
-    # seed not given is read from its CSV file, a source not given is an error
-    sources: dict[str, tuple[Row, ...]] = Field(default_factory=dict)
-    seeds: dict[str, tuple[Row, ...]] = Field(default_factory=dict)
-
-
-class Expect(_Strict):
-    rows: tuple[Row, ...]
-    dead_letters: tuple[str, ...] | None = None
-
-
-class UnitTest(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    description: str | None = None
-    given: Given
-    expect: Expect
 
 
 class ModelSpec(_Strict):
@@ -174,16 +131,18 @@ class ModelSpec(_Strict):
     @classmethod
     def _model_level(cls, value: tuple[Any, ...]) -> tuple[Any, ...]:
         for t in value:
-            if t.kind != "unique":
-                raise ValueError(f"model-level data_tests may only hold 'unique' (got "
-                                 f"'{t.kind}'): declare it under columns: - name: ...")
+            if t.kind not in MODEL_LEVEL and not t.generic:
+                raise ValueError(f"model-level data_tests may hold {', '.join(sorted(MODEL_LEVEL))}"
+                                 f" and test macros (got '{t.kind}'): declare it under "
+                                 "columns: - name: ...")
         return value
 
     def all_data_tests(self) -> list[DataTest]:
-        """Model-level tests, then each column's, in file order."""
-        out: list[DataTest] = list(self.data_tests)
+        """Model-level tests, then each column's, in file order (not those with
+        ``enabled: false``)."""
+        out: list[DataTest] = [t for t in self.data_tests if t.args.enabled]
         for col in self.columns:
-            out += [DataTest(t.kind, t.args, col.name) for t in col.data_tests]
+            out += [DataTest(t.kind, t.args, col.name) for t in col.data_tests if t.args.enabled]
         return out
 
     def column(self, name: str) -> ColumnSpec | None:
@@ -201,11 +160,12 @@ class ModelSpec(_Strict):
 
 _FILE_KEYS = ("description", "columns", "data_tests", "unit_tests", "sources")
 _ENTRY_KEYS = ("name", "description", "columns", "data_tests", "unit_tests")
-_LIST_FILE_KEYS = ("version", "models", "sources")
+_LIST_FILE_KEYS = ("version", "models", "sources", "unit_tests")
 _INTERNAL = ("model", "path", "text", "loc")  # ModelSpec fields the YAML may not set
 
 
-def parse_model_spec(text: str, *, model: str, path: str) -> ModelSpec:
+def parse_model_spec(text: str, *, model: str, path: str,
+                     generic_tests: Sequence[str] = ()) -> ModelSpec:
     """Parse and validate one model's YAML (the layout of ``models/<model>.yml``).
 
     Raises:
@@ -218,14 +178,16 @@ def parse_model_spec(text: str, *, model: str, path: str) -> ModelSpec:
     if not isinstance(data, Mapping):
         raise SpecError("a model's YAML must be a mapping (description, columns, data_tests, "
                         "unit_tests)", path=path)
-    result = _validate(data, text=text, path=path, model=model, prefix=(), root=_FILE_KEYS)
+    result = _validate(data, text=text, path=path, model=model, prefix=(), root=_FILE_KEYS,
+                       generic=generic_tests)
     if isinstance(result, ModelSpec):
         return result
     raise spec_error(result)
 
 
 def _validate(data: Mapping[str, Any], *, text: str, path: str, model: str,
-              prefix: tuple[str | int, ...], root: Sequence[str]) -> ModelSpec | list[SpecError]:
+              prefix: tuple[str | int, ...], root: Sequence[str], generic: Sequence[str] = ()
+              ) -> ModelSpec | list[SpecError]:
     """One model's mapping (a whole file, or a ``models:`` entry without its ``name``)."""
     problems = []
     for key in data:
@@ -239,12 +201,12 @@ def _validate(data: Mapping[str, Any], *, text: str, path: str, model: str,
     if problems:
         return problems
     try:
-        spec = ModelSpec.model_validate(data)
+        spec = ModelSpec.model_validate(data, context={"generic_tests": generic})
     except ValidationError as e:
         errors = sorted(e.errors(), key=lambda err: err["type"] != "extra_forbidden")
         out = []
         for err in errors:
-            line, message = _explain(err, text=text, prefix=prefix, root=root)
+            line, message = explain(err, text=text, prefix=prefix, root=root, top=ModelSpec)
             out.append(SpecError(message, path=path, line=line))
         return out
     return spec.model_copy(update={"model": model, "path": path, "text": text, "loc": prefix})
@@ -256,50 +218,6 @@ def spec_error(errors: Sequence[SpecError]) -> SpecError:
     first = ordered[0]
     return SpecError(first.message, path=first.path, line=first.line, hint=first.hint,
                      also=ordered[1:])
-
-
-def _keys_of(loc: tuple[str | int, ...], root: Sequence[str]) -> list[str]:
-    """Valid keys of the mapping that holds ``loc``'s last element (``root``: at the top)."""
-    current: Any = ModelSpec
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        field = (current.model_fields.get(part)
-                 if isinstance(current, type) and issubclass(current, BaseModel) else None)
-        if field is None:
-            return []
-        annotation = field.annotation
-        args = getattr(annotation, "__args__", ())
-        current = next((a for a in (annotation, *args)
-                        if isinstance(a, type) and issubclass(a, BaseModel)), None)
-        if current is None:
-            return []
-    if current is ModelSpec:
-        return list(root)
-    return (list(current.model_fields)
-            if isinstance(current, type) and issubclass(current, BaseModel) else [])
-
-
-def _explain(err: Any, *, text: str, prefix: tuple[str | int, ...], root: Sequence[str]
-             ) -> tuple[int | None, str]:
-    """(line, message) of one pydantic error, worded for a YAML author."""
-    inner = tuple(p for p in err["loc"] if not (isinstance(p, str) and (
-        p.startswith("function-") or p in ("str", "dict[str,any]"))))
-    loc = (*prefix, *inner)
-    spelled, line = locate(text, loc)
-    where = dotted(spelled[:-1])
-    head = f"{where}: " if where else ""
-    if err["type"] == "extra_forbidden":
-        name = str(loc[-1])
-        return line, f"{head}unknown key '{name}'" + did_you_mean(name, _keys_of(inner, root))
-    if err["type"] == "missing":
-        return line, f"{head}missing required key '{loc[-1]}'"
-    message = str(err["msg"]).removeprefix("Value error, ")
-    shown = f"{dotted(spelled)}: {message}" if loc else message
-    if err["type"] != "value_error" and "input" in err and \
-            not isinstance(err["input"], (dict, list, tuple)):
-        shown += f" (got {err['input']!r})"
-    return line, shown
 
 
 def _yml_files(project: Project) -> list[Path]:
@@ -318,10 +236,19 @@ def read_specs(project: Project) -> tuple[dict[str, ModelSpec], list[SpecError]]
     may hold ``sources:`` (validated when the project loads: :mod:`runner.project.sources`) and
     dbt's ``version: 2``. A file holding only ``sources:`` needs no model of its name.
     """
+    from runner.model_tests.dbt_units import dbt_unit_tests, is_dbt_format
+    from runner.model_tests.generic import test_macros
+
     models = {m.name.lower(): m for m in project.models}
     names = [m.name for m in project.models]
     specs: dict[str, ModelSpec] = {}
     problems: list[SpecError] = []
+    dbt_units: list[tuple[str, UnitTest, str]] = []
+    try:
+        generic: Sequence[str] = tuple(test_macros(project))
+    except ConfigError as e:
+        generic = ()
+        problems.append(SpecError(e.message, path=e.path, line=e.line, hint=e.hint))
 
     def add(spec: ModelSpec) -> None:
         first = specs.get(spec.model)
@@ -337,28 +264,23 @@ def read_specs(project: Project) -> tuple[dict[str, ModelSpec], list[SpecError]]
                  "models: entry"))
 
     for file in _yml_files(project):
-        rel = file.relative_to(project.root).as_posix()
-        text = file.read_text(encoding="utf-8")
-        try:
-            data = load_yaml(text, path=rel, error=SpecError)
-        except SpecError as e:
-            problems.append(e)
+        loaded = _load(project, file, problems)
+        if loaded is None:
             continue
-        if data is None:
-            data = {}
-        if not isinstance(data, Mapping):
-            problems.append(SpecError(
-                "a models/ YAML file must be a mapping: a model's keys (description, columns, "
-                "data_tests, unit_tests) in models/<model>.yml, or a models: list", path=rel))
-            continue
-        if "version" in data and data["version"] != 2:
-            problems.append(SpecError(f"version: dbt's schema files say version: 2 (got "
-                                      f"{data['version']!r})", path=rel,
-                                      line=locate(text, ("version",))[1]))
-        body = {k: v for k, v in data.items() if k != "version"}
+        rel, text, body = loaded
+        if is_dbt_format(body.get("unit_tests")):
+            found, wrong = dbt_unit_tests(
+                body.pop("unit_tests"), text=text, path=rel,
+                models={k: m.name for k, m in models.items()},
+                seeds={s.name.lower(): s.name for s in project.seeds},
+                sources={t.full_name.lower(): t.full_name for t in project.sources})
+            dbt_units += [(m, case, rel) for m, case in found]
+            problems += wrong
+            if not body:
+                continue
         if "models" in body:
             problems += _models_list(body, text=text, path=rel, models=models, names=names,
-                                     add=add)
+                                     add=add, generic=generic)
             continue
         model = models.get(file.stem.lower())
         if model is None:
@@ -377,17 +299,50 @@ def read_specs(project: Project) -> tuple[dict[str, ModelSpec], list[SpecError]]
                                       path=rel))
             continue
         result = _validate(body, text=text, path=rel, model=model.name, prefix=(),
-                           root=_FILE_KEYS)
+                           root=_FILE_KEYS, generic=generic)
         if isinstance(result, ModelSpec):
             add(result)
         else:
             problems += result
+    _join(specs, dbt_units)
     return specs, problems
+
+
+def _join(specs: dict[str, ModelSpec], dbt_units: Sequence[tuple[str, UnitTest, str]]) -> None:
+    """dbt's top-level unit tests, each to its model's spec (or a spec of their own)."""
+    for model_name, case, rel in dbt_units:
+        spec = specs.get(model_name) or ModelSpec(model=model_name, path=rel)
+        specs[model_name] = spec.model_copy(update={"unit_tests": (*spec.unit_tests, case)})
+
+
+def _load(project: Project, file: Path, problems: list[SpecError]
+          ) -> tuple[str, str, dict[str, Any]] | None:
+    """(path, text, top-level mapping without ``version``) of one file; None (and its problem
+    recorded) when it is no YAML mapping."""
+    rel = file.relative_to(project.root).as_posix()
+    text = file.read_text(encoding="utf-8")
+    try:
+        data = load_yaml(text, path=rel, error=SpecError)
+    except SpecError as e:
+        problems.append(e)
+        return None
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        problems.append(SpecError(
+            "a models/ YAML file must be a mapping: a model's keys (description, columns, "
+            "data_tests, unit_tests) in models/<model>.yml, or a models: list", path=rel))
+        return None
+    if "version" in data and data["version"] != 2:
+        problems.append(SpecError(f"version: dbt's schema files say version: 2 (got "
+                                  f"{data['version']!r})", path=rel,
+                                  line=locate(text, ("version",))[1]))
+    return rel, text, {k: v for k, v in data.items() if k != "version"}
 
 
 def _models_list(data: Mapping[str, Any], *, text: str, path: str,
                  models: Mapping[str, Any], names: Sequence[str],
-                 add: Any) -> list[SpecError]:
+                 add: Any, generic: Sequence[str] = ()) -> list[SpecError]:
     """dbt's ``models:`` list: each entry ``{name: <model>, ...the model's keys}``."""
     problems = []
     for key in data:
@@ -425,7 +380,7 @@ def _models_list(data: Mapping[str, Any], *, text: str, path: str,
             continue
         body = {k: v for k, v in entry.items() if k != "name"}
         result = _validate(body, text=text, path=path, model=model.name, prefix=loc,
-                           root=_ENTRY_KEYS)
+                           root=_ENTRY_KEYS, generic=generic)
         if isinstance(result, ModelSpec):
             add(result)
         else:

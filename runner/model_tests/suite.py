@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from runner.compile.plan import Plan, table_key
@@ -17,6 +17,8 @@ from runner.project.loader import Project
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from runner.model_tests.generic import TestMacro
 
 __all__ = ["Kind", "Suite", "collect_suite", "run_suite"]
 
@@ -32,6 +34,7 @@ class Suite:
     specs: Mapping[str, ModelSpec]
     models: tuple[str, ...]  # selected models, in plan order
     kind: Kind
+    macros: Mapping[str, TestMacro] = field(default_factory=dict)  # tests/generic/
 
     @property
     def unit_cases(self) -> list[tuple[ModelSpec, UnitTest]]:
@@ -62,32 +65,64 @@ def collect_suite(project: Project, plan: Plan, *, select: Sequence[str] = (),
         SpecError: a YAML file is invalid, or names a column, model or key the plan lacks.
         ConfigError: a selector matches no model.
     """
+    from runner.model_tests.generic import test_macros
+
+    macros = test_macros(project)
     specs = load_specs(project)
     edges = {s.name: list(s.depends_on) for s in plan.steps}
     tags = {s.name: list(s.config.tags) for s in plan.steps}
     chosen = select_names(select, edges=edges, tags=tags)
     problems = check_specs(  # compile checked them already: one implementation
-        specs, outputs={s.name: [] if s.name in plan.partial else [c.name for c in
-                                                                    s.table_columns]
-                        for s in plan.steps},
-        unique_keys={s.name: table_key(s.config) for s in plan.steps})
+        specs, outputs={**{s.name: [c for c, _ in s.columns] for s in project.seeds},
+                        **{s.name: [] if s.name in plan.partial else [c.name for c in
+                                                                      s.table_columns]
+                           for s in plan.steps}},
+        unique_keys={s.name: table_key(s.config) for s in plan.steps}, macros=macros)
     if problems:
         raise spec_error(problems)
     models = tuple(s.name for s in plan.steps if s.name in chosen)
-    return Suite(project, plan, specs, models, kind)
+    return Suite(project, plan, specs, models, kind, macros)
 
 
 def run_suite(suite: Suite, *, spark: SparkSession | None = None,
               on_result: Callable[[TestResult], None] = lambda r: None) -> TestSummary:
-    """Data tests first (fast, no JVM), then unit tests (one SparkSession for all of them)."""
+    """Data tests first, then unit tests, on one SparkSession for all of them (made when the
+    first SQL data test or unit test needs it, unless given; stopped at the end if made)."""
     from runner.model_tests.data_tests import run_data_tests
     from runner.model_tests.unit import run_unit_tests
 
     started = time.perf_counter()
     summary = TestSummary()
-    summary.results += run_data_tests(suite.project, suite.plan, suite.data_cases,
-                                      on_result=on_result)
-    summary.results += run_unit_tests(suite.project, suite.plan, suite.unit_cases, spark=spark,
-                                      on_result=on_result)
+    made: list[SparkSession] = []
+
+    def session() -> SparkSession:
+        if spark is not None:
+            return spark
+        if not made:
+            made.append(_session(suite.project))
+        return made[0]
+
+    try:
+        summary.results += run_data_tests(suite.project, suite.plan, suite.data_cases,
+                                          macros=suite.macros, spark=session,
+                                          on_result=on_result)
+        cases = suite.unit_cases
+        summary.results += run_unit_tests(suite.project, suite.plan, cases,
+                                          spark=session() if cases else None,
+                                          on_result=on_result)
+    finally:
+        if made:
+            from runner.runtime.session import stop_session
+
+            stop_session(made[0])
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _session(project: Project) -> SparkSession:
+    from runner.runtime.session import build_session
+
+    conf = project.config.spark
+    return build_session(master=conf.master, conf=dict(conf.conf),
+                         app_name=f"runner-test:{project.config.name}",
+                         log_dir=str(project.root / "logs"))

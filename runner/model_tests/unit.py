@@ -20,7 +20,7 @@ import json
 import re
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,9 +50,10 @@ class _CaseError(RunnerError):
     """The test case's data or declaration is wrong (reported as an error, not a failure)."""
 
 
-def unit_test_steps(plan: Plan, model: str) -> tuple[Step, ...]:
-    """The steps a test of ``model`` runs: the model and its ancestors, in plan order."""
-    edges = {s.name: list(s.depends_on) for s in plan.steps}
+def unit_test_steps(plan: Plan, model: str, given: Collection[str] = ()) -> tuple[Step, ...]:
+    """The steps a test of ``model`` runs: the model and its ancestors, in plan order, but
+    not the ``given`` models (their rows are the test's) nor what only they need."""
+    edges = {s.name: [d for d in s.depends_on if d not in given] for s in plan.steps}
     needed = ancestors(model, edges) | {model}
     return tuple(s for s in plan.steps if s.name in needed)
 
@@ -93,7 +94,7 @@ def run_unit_tests(project: Project, plan: Plan, cases: Sequence[tuple[ModelSpec
             where = _where(spec, case)
             try:
                 status, message, details = _run_case(project, plan, spec, case, spark, writer,
-                                                     schemas[spec.model])
+                                                     schemas)
             except (_CaseError, SpecError) as e:
                 status, message, details = "error", e.message, []
             except RunnerError as e:  # the model (or a sink) failed in the batch
@@ -111,6 +112,8 @@ def run_unit_tests(project: Project, plan: Plan, cases: Sequence[tuple[ModelSpec
 
 
 def _where(spec: ModelSpec, case: UnitTest) -> str:
+    if case.origin:
+        return case.origin
     index = spec.unit_tests.index(case)
     line = spec.line_of("unit_tests", index)
     return f"{spec.path}:{line}" if line else spec.path
@@ -140,14 +143,15 @@ def _raw_frame(session: SparkSession, project: Project, lines: Sequence[str],
 
 
 def _run_case(project: Project, plan: Plan, spec: ModelSpec, case: UnitTest,
-              spark: SparkSession, writer: DeltaWriter, schema: StructType | str
-              ) -> tuple[Status, str, list[str]]:
+              spark: SparkSession, writer: DeltaWriter,
+              schemas: Mapping[str, StructType | str]) -> tuple[Status, str, list[str]]:
     from runner.runtime.batch import BatchPlan, run_batch
     from runner.sinks import SinkSpec, app_id, sink_specs
     from runner.sinks.tables import read_table
 
     model = spec.model
-    steps = unit_test_steps(plan, model)
+    schema = schemas[model]
+    steps = unit_test_steps(plan, model, case.given.models)
     sub_plan = replace(plan, steps=steps)
     session = spark.newSession()  # private temp views: parsed_events and the models
     lines = _raw_lines(project, case)
@@ -172,6 +176,7 @@ def _run_case(project: Project, plan: Plan, spec: ModelSpec, case: UnitTest,
                        metadata_columns=source_metadata_columns(project.config.source.type),
                        writer=writer, parallelism=project.config.parallelism)
         _given_lookups(session, sub_plan, case)
+        _given_models(session, steps, case, schemas)
         run_batch(bp, _raw_frame(session, project, lines, f"{model}/{case.name}"), BATCH_ID)
 
         table_path = Path(sinks[model].path)
@@ -223,6 +228,22 @@ def _given_lookups(session: SparkSession, plan: Plan, case: UnitTest) -> None:
         if name not in {lk.name for lk in lookups_of(plan)}:
             raise _CaseError(f"given names '{name}', which no model of this test reads"
                              + did_you_mean(name, [lk.name for lk in lookups_of(plan)]))
+
+
+def _given_models(session: SparkSession, steps: Sequence[Step], case: UnitTest,
+                  schemas: Mapping[str, StructType | str]) -> None:
+    """The upstream models given rows (dbt's ``input: ref('model')``), as the views the
+    steps read instead of running them."""
+    reads = {d for s in steps for d in s.depends_on}
+    for name, rows in case.given.models.items():
+        if name not in reads:
+            raise _CaseError(f"given names model '{name}', which no model of this test reads"
+                             + did_you_mean(name, sorted(reads)))
+        schema = schemas[name]
+        if isinstance(schema, str):
+            raise _CaseError(f"model {name} does not analyse in Spark: {schema}")
+        _typed_frame(session, rows, schema, list(schema.names),
+                     f"given ref('{name}')").createOrReplaceTempView(name)
 
 
 def _read(read_table: Callable[[str], Any], path: Path) -> Any:

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["HIVE_CLIENT_DEFAULTS", "Names", "catalog_session_conf", "local_location",
-           "location_of"]
+           "location_of", "register_seeds"]
 
 #: The Hive metastore client's timeouts and retries in a session of a project with
 #: ``catalog:``: an unreachable metastore fails the first call after one short retry (Hive's
@@ -106,12 +106,13 @@ def location_of(spark: SparkSession, relation: Relation) -> str | None:
 class Names:
     """The run's catalog names: model -> relation, and the location each must point at."""
 
-    def __init__(self, spark: SparkSession, project: Project, plan: Plan, *,
-                 report: Reporter) -> None:
+    def __init__(self, spark: SparkSession, project: Project, plan: Plan | None, *,
+                 report: Reporter, relations: Mapping[str, Relation] | None = None) -> None:
         self.spark = spark
         self.project = project
         self.report = report
-        self.relations = {s.name: s.relation for s in plan.steps if s.relation is not None}
+        self.relations = dict(relations) if relations is not None else {
+            s.name: s.relation for s in (plan.steps if plan else ()) if s.relation is not None}
         self.paths = {m: str(project.table_path(m)) for m in self.relations}
         self.registered: set[str] = set()
         self.broken = False  # the metastore failed mid-stream: the next start registers
@@ -183,6 +184,16 @@ class Names:
             if model not in self.registered and is_table(self.paths[model]):
                 self._register(model)
 
+    def register_tables(self) -> None:
+        """Register every table whose name :meth:`check` did not find (seeds: ``runner
+        seed``), creating schemas if missing; the checkpoint's record of names is untouched."""
+        for relation in {(r.catalog, r.schema): r for r in self.relations.values()}.values():
+            _sql(self.spark, exp.Create(this=relation.schema_node(), kind="SCHEMA",
+                                        exists=True))
+        for name in self.relations:
+            if name not in self.registered and is_table(self.paths[name]):
+                self._register(name)
+
     def _register(self, model: str) -> None:
         relation = self.relations[model]
         properties = exp.Properties(expressions=[
@@ -240,3 +251,32 @@ class Names:
                 self.after_batch()
             report(event)
         return wrapped
+
+
+def register_seeds(project: Project, seeds: list[str], *, report: Reporter) -> dict[str, str]:
+    """Register seed tables by name as models are (``catalog:``: ``<schema>.<seed>``), with a
+    session of the project's Spark settings and the metastore; seed -> its catalog name.
+
+    Raises:
+        ConfigError: no metastore, unreachable, or a name taken by another table (exit 2).
+    """
+    from runner.compile.relations import relation_of
+    from runner.project.config import ModelConfig
+    from runner.runtime.session import build_session, stop_session
+
+    relations = {s: r for s in seeds
+                 if (r := relation_of(project.config.catalog, s, ModelConfig())) is not None}
+    if not relations:
+        return {}
+    conf = project.config.spark
+    spark = build_session(master=conf.master, conf={**catalog_session_conf(project),
+                                                     **dict(conf.conf)},
+                          app_name=f"runner-seed:{project.config.name}",
+                          log_dir=str(project.root / "logs"))
+    try:
+        names = Names(spark, project, None, report=report, relations=relations)
+        names.check()
+        names.register_tables()
+    finally:
+        stop_session(spark)
+    return {s: r.dotted for s, r in relations.items()}

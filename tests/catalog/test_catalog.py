@@ -170,3 +170,19 @@ def test_a_metastore_gone_mid_stream_does_not_stop_the_stream(tmp_path: Path) ->
         assert _by_path(root / "wh" / "requests") == [["e1", "/a"], ["e2", "/b"]]
     finally:
         metastore.stop()
+
+
+@pytest.mark.slow  # three JVMs (the metastore's, runner seed's, the reader's)
+def test_seed_registers_each_seed_by_name(tmp_path: Path, hive_metastore: HiveMetastore) -> None:
+    schema = "seeded"
+    root = write_project(tmp_path / "p", {
+        "models/requests.sql": REQUESTS, "seeds/owners.csv": "endpoint,team\n/a,shop\n/b,\n"},
+        project_yml=_yml(hive_metastore.uri, schema, "rs"))
+    done = _runner(root, "seed", "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["seeds"]["owners"]["registered"] == f"{schema}.owners"
+    seen = read_by_name(hive_metastore.uri, f"{schema}.owners")
+    assert seen[f"{schema}.owners"] == {"columns": ["endpoint", "team"],
+                                        "rows": [["/a", "shop"], ["/b", None]]}
+    again = _runner(root, "seed", "--format", "json")  # unchanged, and already registered
+    assert json.loads(again.stdout)["seeds"]["owners"]["outcome"] == "unchanged"

@@ -44,8 +44,9 @@ def _shop(tmp_path: Path, files: dict[str, str] | None = None, *, engine: str = 
      "models/m.yml:3: unit_tests[0].given.events[0]: an event is a JSON object (a mapping) or a "
      "raw line (a string); got int 3"),
     ("descripton: x\n", "models/m.yml:1: unknown key 'descripton' (did you mean 'description'?)"),
-    ("data_tests: [not_null]\n", "models/m.yml:1: data_tests: model-level data_tests may only "
-                                  "hold 'unique'"),
+    ("data_tests: [not_null]\n", "models/m.yml:1: data_tests: model-level data_tests may hold "
+                                  "expression_is_true, unique, unique_combination_of_columns and "
+                                  "test macros (got 'not_null')"),
     ("unit_tests:\n  - name: t\n    given: {}\n    expect: {rows: [], dead_letter: []}\n",
      "unit_tests[0].expect: unknown key 'dead_letter' (did you mean 'dead_letters'?)"),
 ])
