@@ -38,14 +38,17 @@ from runner.errors import KafkaRecordError, SinkError
 from runner.failpoints import failpoint
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     import pyarrow as pa
     from confluent_kafka import Consumer, Producer
     from pyspark.sql import DataFrame
 
+    from runner.compile.plan import Plan
     from runner.project.kafka_outputs import KafkaOutputs
     from runner.sinks.base import SinkSpec, WriteResult
 
-__all__ = ["PRODUCER_DEFAULTS", "KafkaWriter", "producer_config"]
+__all__ = ["PRODUCER_DEFAULTS", "KafkaWriter", "producer_config", "refuse_kafka_refresh"]
 
 #: The producer's settings for throughput, under the operator's options (docs/KAFKA.md):
 #: acks=all and idempotence are what transactions need anyway; large batches with a short
@@ -77,6 +80,31 @@ _PARKING = {"UNKNOWN_TOPIC_OR_PART": "the topic does not exist",
 
 _PARK_HINT = ("create the topic or grant the producer's principal write on it (or fix the "
               "record), then restart: the model catches up from the retained history")
+
+
+def refuse_kafka_refresh(plan: Plan, *, full_refresh: bool, rebuild: Collection[str]) -> None:
+    """Refuse, before anything changes, a refresh that would produce a Kafka model's batches
+    again: a topic cannot be emptied and its consumers have read it, so a rebuild would
+    deliver every record twice (docs/KAFKA.md "Rebuilds").
+
+    Raises:
+        ConfigError: names the model and the ways out (exit 2).
+    """
+    from runner.errors import ConfigError
+
+    kafka = [s.name for s in plan.steps if s.config.materialized == "kafka"]
+    hit = [m for m in kafka if full_refresh or m in set(rebuild)]
+    if not hit:
+        return
+    what = ("--full-refresh starts a new checkpoint" if full_refresh
+            else f"--full-refresh --select {hit[0]} rebuilds it from the retained history")
+    raise ConfigError(
+        f"{what}: Kafka model {hit[0]} would produce its batches to its topic again (a topic "
+        "cannot be emptied; its consumers have read those records)",
+        hint="to produce the history again, add the model under a new name writing to a new "
+             "topic (a model new to the checkpoint is backfilled, exactly once); for a "
+             "--full-refresh of the tables, set enabled=false on the Kafka models first "
+             "(re-enabled with backfill=false they continue from the next batch)")
 
 
 def producer_config(outputs: KafkaOutputs, transactional_id: str) -> dict[str, str]:
