@@ -306,7 +306,7 @@ def records_of(data: DataFrame | pa.Table) -> pa.Table:
         return _arrow_records(data)  # an Arrow table (tests, tools): JSON made here
     from pyspark.sql import functions as F
 
-    df: DataFrame = data  # type: ignore[assignment]
+    df: DataFrame = data
     names = {c.lower(): c for c in df.columns}
     cols = [F.col(f"`{names[c]}`").alias(c) for c in ("key", "headers", "partition", "topic")
             if c in names]
@@ -333,7 +333,7 @@ def _arrow_records(table: pa.Table) -> pa.Table:
 
 def _produce(producer: Producer, table: pa.Table, topic: str | None, errors: list[Any]) -> int:
     """Produce every row; returns how many. Waits for queue room when it is full."""
-    n = table.num_rows
+    n = int(table.num_rows)
     cols = {c: table.column(c).to_pylist() for c in table.column_names}
     values = cols["value"]
     keys = cols.get("key") or [None] * n

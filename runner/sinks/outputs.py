@@ -32,7 +32,7 @@ class Outputs(DeltaWriter):
 
     def __init__(self, delta: DeltaWriter, kafka: KafkaWriter) -> None:
         self.delta, self.kafka = delta, kafka
-        self.engine = delta.engine  # type: ignore[misc] - the Delta engine's name, as shown
+        self.engine = delta.engine  # type: ignore[misc]  # the Delta engine's name, as shown
         self.permit = delta.permit
 
     def write(self, spec: SinkSpec, data: DataFrame | pa.Table, batch_id: int, *,
