@@ -9,12 +9,9 @@ records, or credentials, go.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
-
-if TYPE_CHECKING:
-    from runner.project.config import ModelConfig
 
 __all__ = ["CONTROL_TOPIC", "KafkaOutputs", "check_kafka_model"]
 
@@ -37,9 +34,10 @@ class KafkaOutputs(BaseModel):
     @field_validator("options", mode="before")
     @classmethod
     def _strings(cls, value: Any) -> Any:
-        from runner.project.config import stringify  # config imports this module
-
-        return stringify(value)
+        if isinstance(value, dict):  # YAML scalars as librdkafka's strings (true, not True)
+            return {str(k): str(v).lower() if isinstance(v, bool) else str(v)
+                    for k, v in value.items()}
+        return value
 
 
 #: Config keys that only mean something for a Delta table.
@@ -47,8 +45,9 @@ _TABLE_ONLY = ("unique_key", "merge_update", "merge_condition", "partition_by", 
                "apply_as_deletes", "track_history_column_list")
 
 
-def check_kafka_model(config: ModelConfig) -> None:
-    """A Kafka model's keys: ``topic`` belongs to ``materialized='kafka'`` (whose rows may
+def check_kafka_model(config: Any) -> None:
+    """A Kafka model's keys (``config``: a :class:`runner.project.config.ModelConfig`, which
+    imports this module): ``topic`` belongs to ``materialized='kafka'`` (whose rows may
     route themselves with a ``topic`` column instead: checked by compile's ``kafka-columns``
     rule, which sees the columns); no table keys on a Kafka model.
 
