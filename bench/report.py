@@ -34,6 +34,7 @@ RENDERERS: dict[str, Renderer] = {}
 #: Page -> the benches whose numbers it shows, in this order.
 PAGES: dict[str, tuple[str, ...]] = {
     "docs/BENCHMARKS.md": ("compile_bench", "stream_bench", "scale_bench", "kafka_bench",
+                           "kafka_out_bench",
                            "enrich_bench", "backfill_bench", "cdc_bench", "storage_bench", "sdp_bench"),
     "docs/PERFORMANCE.md": ("parse_profile", "driver_memory", "cold_start"),
     "docs/RELIABILITY.md": ("crash_loop", "generated_ops", "soak"),
@@ -177,6 +178,27 @@ def kafka_bench(d: dict[str, Any]) -> tuple[str, Rows]:
                 ("duration", a.get("duration")), ("warmup", a.get("warmup")),
                 ("warmup-s", a.get("warmup_s")),
                 ("rate-rounds", a.get("rate_rounds"))), rows
+
+
+@renders("kafka_out_bench")
+def kafka_out_bench(d: dict[str, Any]) -> tuple[str, Rows]:
+    a, runs = d["args"], d["runs"]
+    rows = []
+    for side, what in (("spark", "Spark's Kafka sink (`df.write.format(\"kafka\")`, "
+                                 "at-least-once)"),
+                       ("runner", "the runner's Kafka output (one transaction, exactly once)")):
+        mine = [r for r in runs if r["side"] == side]
+        rows.append((f"{a['events']:,} rows to a {a['partitions']}-partition topic, {what}, "
+                     f"seconds / rows/s over {len(mine)} rounds",
+                     f"{_span([r['seconds'] for r in mine], ' s')} / "
+                     f"{_span([r['rows_per_s'] for r in mine], '', '{:,.0f}')}"))
+    rows.append(("wall ratio runner / Spark's sink (medians; target within 1.5x)",
+                 f"{d['ratio']:.2f}"))
+    counted = [r["read_committed_rows"] for r in runs if "read_committed_rows" in r]
+    if counted:
+        rows.append(("rows a `read_committed` consumer counts in the runner's topic",
+                     f"{counted[0]:,}" + ("" if counted[0] == a["events"] else " **wrong**")))
+    return _cmd("kafka_out_bench", ("events", a["events"]), ("rounds", a["rounds"])), rows
 
 
 @renders("enrich_bench")

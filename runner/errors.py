@@ -23,6 +23,7 @@ __all__ = [
     "LeaseLostError",
     "SinkError",
     "DuplicateKeyError",
+    "KafkaRecordError",
     "NullSequenceError",
     "SourceError",
     "StorageError",
@@ -108,6 +109,17 @@ class SinkError(ExecutionError):
 class DuplicateKeyError(SinkError):
     """A merge model's batch has two rows for one ``unique_key``: the model's own fault, found
     by its sink before anything is written (parked like a model's run-time error)."""
+
+
+class KafkaRecordError(SinkError):
+    """A Kafka model's records cannot reach their topic for a reason of the model's own (the
+    topic does not exist, the client may not write it, a record is too large): its batch's
+    transaction is aborted, nothing of it is visible, and the model is parked like a model's
+    run-time error (:mod:`runner.sinks.kafka_out`)."""
+
+    def __init__(self, message: str, *, error_class: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.error_class = error_class
 
 
 class NullSequenceError(DuplicateKeyError):

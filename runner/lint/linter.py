@@ -26,6 +26,7 @@ from runner.lint.cdc_config import ChangeDataCapture
 from runner.lint.context import ModelContext, parse_sql
 from runner.lint.guard import GUARD_RULES, NotAQuery, UnknownTable, UnsafeFunction, UnsafeTable
 from runner.lint.infer import parse_type, type_string
+from runner.lint.kafka import KafkaColumns
 from runner.lint.resolve import Resolver
 from runner.lint.rule import Rule
 from runner.lint.rules import (
@@ -58,7 +59,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     UnnamedOutputColumn(), MergeKey(), MergeUpdate(), PartitionBy(), Expectations(),
     NondeterministicMerge(), AppendAggregate(), AppendWindow(), MergeKeyNotUnique(),
     MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
-    AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(), ChangeDataCapture(),
+    AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(), ChangeDataCapture(), KafkaColumns(),
 )
 
 

@@ -40,6 +40,7 @@ MOVED: Mapping[tuple[str, ...], str] = {
     ("source", "bootstrap_servers"): "Kafka's brokers",
     ("source", "options"): "Kafka client properties (security, SASL, TLS)",
     ("metrics",): "the metrics server's port and address",
+    ("kafka_outputs",): "the brokers and client properties Kafka models produce with",
 }
 
 #: Locations project.yml may keep as the built-in dev target's: relative, inside the project.

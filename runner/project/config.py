@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from runner.errors import ConfigError, did_you_mean
+from runner.project.kafka_outputs import KafkaOutputs, check_kafka_model
 from runner.project.secrets import MASK, is_secret_name
 from runner.project.spark_conf import check_spark_conf, deployment_opt_ins
 from runner.project.triggers import validate_interval
@@ -246,6 +247,8 @@ class ProjectConfig(_Strict):
     #: ``AWS_ENDPOINT_URL``, ``AZURE_STORAGE_ACCOUNT_NAME``), over the environment's; the same
     #: map reaches the runner's own files, delta-rs and Spark: runner/storage/settings.py.
     storage: dict[str, str] = Field(default_factory=dict)
+    #: Where materialized='kafka' models produce: the target's (runner/project/kafka_outputs.py)
+    kafka_outputs: KafkaOutputs | None = None
 
     @field_validator("env_var_prefixes")
     @classmethod
@@ -277,7 +280,9 @@ class Expectation(_Strict):
 class ModelConfig(_Strict):
     """The keys a model may set with ``{{ config(...) }}``."""
 
-    materialized: Literal["append", "merge"] = "append"
+    materialized: Literal["append", "merge", "kafka"] = "append"
+    #: materialized='kafka': the topic every row goes to (else a ``topic`` column routes them)
+    topic: str | None = Field(default=None, min_length=1)
     unique_key: tuple[str, ...] = ()
     merge_update: dict[str, str] | None = None
     merge_condition: str | None = None
@@ -310,6 +315,7 @@ class ModelConfig(_Strict):
     @model_validator(mode="after")
     def _merge_needs_key(self) -> ModelConfig:
         _check_cdc(self)
+        check_kafka_model(self)
         if self.materialized == "merge" and not self.unique_key:
             raise ValueError("materialized='merge' needs unique_key (a column or a list)")
         if self.materialized == "append" and (self.unique_key or self.merge_update

@@ -17,6 +17,7 @@ credentials lives in ``profiles.yml``, which the operator keeps outside the proj
           spark: {master: "spark://head:7077", conf: {spark.hadoop.hive.metastore.uris: ...}}
           metrics: {port: 9108}
           allow_spark_conf: [spark.sql.extensions]  # opt-ins for project.yml's spark.conf
+          kafka_outputs: {bootstrap_servers: ..., options: {...}}  # Kafka models' producers
 
 Found (:func:`find_profiles`) through ``--profiles-dir DIR``, else ``RUNNER_PROFILES_DIR``,
 else ``~/.runner/``; never in the project directory unless ``--profiles-dir`` names it. The
@@ -39,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from runner.errors import ConfigError, did_you_mean
 from runner.project.config import MetricsConfig, ProjectConfig, stringify, validation_message
+from runner.project.kafka_outputs import KafkaOutputs
 from runner.project.secrets import set_secret_values
 from runner.project.spark_conf import FORCED
 from runner.project.yaml_template import load_yaml, render_values, yaml_line
@@ -95,6 +97,8 @@ class Target(_Strict):
     spark: TargetSpark = Field(default_factory=TargetSpark)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     allow_spark_conf: tuple[str, ...] = ()
+    #: where materialized='kafka' models produce (unset keys: the Kafka source's)
+    kafka_outputs: KafkaOutputs = Field(default_factory=KafkaOutputs)
 
     @field_validator("storage", mode="before")
     @classmethod
@@ -275,10 +279,26 @@ def apply_target(config: ProjectConfig, choice: TargetChoice) -> ProjectConfig:
     spark = config.spark.model_copy(update={
         "master": t.spark.master or config.spark.master,
         "conf": {**config.spark.conf, **t.spark.conf}})
-    update: dict[str, Any] = {"source": source.model_copy(update=source_update),
-                              "spark": spark, "storage": dict(t.storage), "metrics": t.metrics}
+    placed = source.model_copy(update=source_update)
+    update: dict[str, Any] = {"source": placed, "spark": spark, "storage": dict(t.storage),
+                              "metrics": t.metrics, "kafka_outputs": _kafka_outputs(t, placed)}
     for key in ("warehouse", "checkpoint"):
         value = getattr(t, key)
         if value is not None:
             update[key] = value
     return config.model_copy(update=update)
+
+
+def _kafka_outputs(t: Target, source: Any) -> KafkaOutputs:
+    """The Kafka models' connection: the target's ``kafka_outputs``, its unset brokers and
+    options taken from a Kafka source's (the same cluster, the same credentials, by default).
+    Only the target's values reach a producer: project.yml holds none of them."""
+    out = t.kafka_outputs
+    if source.type != "kafka":
+        return out
+    update: dict[str, Any] = {}
+    if out.bootstrap_servers is None:
+        update["bootstrap_servers"] = source.bootstrap_servers
+    if not out.options:
+        update["options"] = dict(source.options)
+    return out.model_copy(update=update)

@@ -47,6 +47,7 @@ from runner.compile.reads import PARSED_EVENTS
 from runner.errors import (
     DuplicateKeyError,
     ExecutionError,
+    KafkaRecordError,
     RunnerError,
     SinkError,
     StorageError,
@@ -442,7 +443,8 @@ def _parkable(bp: BatchPlan, raised: Mapping[str, BaseException],
             continue
         if isinstance(e, ModelFailure):
             out[name] = ParkedError(name, batch_id, e.error_class, e.first, e.path)
-        elif isinstance(e, DuplicateKeyError):
-            out[name] = ParkedError(name, batch_id, error_class(e), first_line(e.message),
+        elif isinstance(e, (DuplicateKeyError, KafkaRecordError)):  # the model's own records
+            cls = e.error_class if isinstance(e, KafkaRecordError) else error_class(e)
+            out[name] = ParkedError(name, batch_id, cls, first_line(e.message),
                                     bp.plan.step(name).path)
     return out

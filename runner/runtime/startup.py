@@ -18,6 +18,7 @@ from runner.compile.plan import Plan
 from runner.errors import ExecutionError
 from runner.events import EngineChosen, FullRefreshDone, PipelineStarted, Reporter
 from runner.project.event_schema import source_metadata_columns
+from runner.project.kafka_outputs import KafkaOutputs
 from runner.project.loader import Project
 from runner.runtime.after_batch import Bookkeeper
 from runner.runtime.backfill import Handover, finish_handover, prepare_handover
@@ -30,6 +31,8 @@ from runner.runtime.pinned_lookups import Lookups, start_lookups
 from runner.runtime.query import Progress, Query, Stopper, StreamSummary
 from runner.sinks import DeltaWriter, SinkSpec, engine_choice, make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
+from runner.sinks.kafka_out import KafkaWriter, refuse_kafka_refresh
+from runner.sinks.outputs import Outputs, is_kafka
 from runner.sinks.ownership import refuse_tables_not_ours
 from runner.sinks.tables import check_droppable, is_table, recent_app_ids
 from runner.sources.same_input import ReplayGuard
@@ -111,6 +114,7 @@ class StartUp:
 
     def identity(self) -> None:
         project, plan = self.project, self.plan
+        refuse_kafka_refresh(plan, full_refresh=self.full_refresh, rebuild=self.rebuild)
         tables = {name: str(project.table_path(name)) for name in
                   [*(s.name for s in plan.steps), project.config.dead_letter]}
         if not self.full_refresh:  # before the session: a refusal costs no JVM start
@@ -193,6 +197,10 @@ class StartUp:
         project, plan = self.project, self.plan
         self.sinks, self.dead = sink_specs(
             plan, table_path=lambda name: str(project.table_path(name)), run_id=self.run_id)
+        if any(is_kafka(s) for s in self.sinks.values()):  # Kafka models: their producers
+            kafka = KafkaWriter(project.config.kafka_outputs or KafkaOutputs())
+            self.writer = Outputs(self.writer, kafka)
+            self.cleanup.callback(kafka.close)
         specs = [*self.sinks.values(), self.dead]
         if self.full_refresh:
             for spec in specs:

@@ -60,7 +60,7 @@ class SinkSpec:
     model: str
     path: str
     app_id: str
-    materialized: Literal["append", "merge"] = "append"
+    materialized: Literal["append", "merge", "kafka"] = "append"
     unique_key: tuple[str, ...] = ()
     merge_update: Mapping[str, str] | None = field(default=None, hash=False)
     merge_condition: str | None = None
@@ -74,13 +74,15 @@ class SinkSpec:
     #: The columns that order two changes of one key with one sequence value (greatest wins,
     #: NULL lowest, column by column): :func:`runner.sinks.cdc.tie_break_columns`.
     tie_break: tuple[str, ...] = ()
+    #: materialized='kafka': the topic (None: each row's ``topic`` column routes it)
+    topic: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "unique_key", _as_tuple(self.unique_key))
         object.__setattr__(self, "partition_by", _as_tuple(self.partition_by))
-        if self.materialized not in ("append", "merge"):
+        if self.materialized not in ("append", "merge", "kafka"):
             raise SinkError(f"model {self.model}: unknown materialization "
-                            f"{self.materialized!r} (expected 'append' or 'merge')")
+                            f"{self.materialized!r} (expected 'append', 'merge' or 'kafka')")
         if self.materialized == "merge" and not self.unique_key:
             raise SinkError(f"model {self.model}: a merge model needs a unique_key")
         if not self.app_id:
@@ -117,7 +119,8 @@ def sink_specs(plan: Plan, *, table_path: Callable[[str], str],
             unique_key=c.unique_key, merge_update=c.merge_update,
             merge_condition=c.merge_condition, partition_by=c.partition_by,
             sequence_by=c.sequence_by, apply_as_deletes=c.apply_as_deletes,
-            scd_type=c.stored_as_scd_type, track_history=c.track_history_column_list)
+            scd_type=c.stored_as_scd_type, track_history=c.track_history_column_list,
+            topic=c.topic)
     dead = SinkSpec(model=plan.dead_letter, path=table_path(plan.dead_letter),
                     app_id=app_id(plan.project, plan.dead_letter, run_id))
     return sinks, dead

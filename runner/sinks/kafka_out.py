@@ -1,0 +1,404 @@
+"""Kafka topics as outputs, exactly once per batch: Kafka transactions keyed by batch id.
+
+Spark's own Kafka sink is at-least-once: a replayed batch produces its records again. Here each
+``materialized='kafka'`` model has one transactional producer whose ``transactional.id`` is the
+model's application id (:func:`runner.sinks.base.app_id`: pipeline, model and the checkpoint's
+query id, so a new checkpoint gets a new one and a restart keeps it). Per batch:
+
+1. ``init_transactions()`` (once per process and model): fences a dead predecessor with the
+   same id, aborting its open transaction, so none of its records ever becomes visible;
+2. the model's last committed batch is read: the committed offset of the consumer group named
+   by the transactional id on partition 0 of the runner-owned control topic, fetched with
+   ``isolation.level=read_committed`` (the broker answers only once no transaction holds a
+   pending offset for that group); a batch at or below it is skipped, as Delta's
+   ``txnVersion`` check skips a table's;
+3. ``begin_transaction()``, every row produced as one record, then the batch id committed as
+   that group's offset (``offset = batch id + 1``) with ``send_offsets_to_transaction``, then
+   ``commit_transaction()``: the records and the batch marker become visible together, or not
+   at all. A consumer reading with ``isolation.level=read_committed`` sees every row once.
+
+The rows reach the driver once (``toArrow()`` of the record columns, built in Spark:
+``value`` is the model's ``value`` column or ``to_json(struct(<other columns>))``) and are
+produced from there: one producer per model, no executor holds a producer, so a batch is one
+transaction whatever its partitions. A topic that does not exist, a topic the client may not
+write, and a record over the size limit abort the transaction and park the model
+(:class:`~runner.errors.KafkaRecordError`); any other failure (brokers gone, fenced) fails the
+batch, whose replay finds the marker or not and produces accordingly.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from runner.errors import KafkaRecordError, SinkError
+from runner.failpoints import failpoint
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    import pyarrow as pa
+    from confluent_kafka import Consumer, Producer
+    from pyspark.sql import DataFrame
+
+    from runner.compile.plan import Plan
+    from runner.project.kafka_outputs import KafkaOutputs
+    from runner.sinks.base import SinkSpec, WriteResult
+
+__all__ = ["PRODUCER_DEFAULTS", "KafkaWriter", "producer_config", "refuse_kafka_refresh"]
+
+#: The producer's settings for throughput, under the operator's options (docs/KAFKA.md):
+#: acks=all and idempotence are what transactions need anyway; large batches with a short
+#: linger and lz4 keep a batch's records in few requests; a queue that holds a large batch whole.
+PRODUCER_DEFAULTS: Mapping[str, str] = {
+    "acks": "all",
+    "linger.ms": "20",
+    "batch.size": "1000000",
+    "batch.num.messages": "100000",
+    "compression.type": "lz4",
+    "queue.buffering.max.messages": "1000000",
+    "queue.buffering.max.kbytes": "1048576",
+    "transaction.timeout.ms": "120000",
+    "allow.auto.create.topics": "false",  # an unknown topic parks the model, not created
+}
+
+#: Set by the runner whatever the options say: what exactly-once rests on.
+_FORCED = ("transactional.id", "enable.idempotence")
+
+#: librdkafka's error names that are the model's own (its topic, its records): parked.
+_PARKING = {"UNKNOWN_TOPIC_OR_PART": "the topic does not exist",
+            "_UNKNOWN_TOPIC": "the topic does not exist",
+            "TOPIC_AUTHORIZATION_FAILED": "this client may not write the topic",
+            "MSG_SIZE_TOO_LARGE": "a record is larger than the topic or client allows",
+            "RECORD_LIST_TOO_LARGE": "a record is larger than the topic or client allows",
+            "INVALID_RECORD": "the broker refused a record",
+            "_UNKNOWN_PARTITION": "a partition column names a partition the topic has not"}
+
+
+_PARK_HINT = ("create the topic or grant the producer's principal write on it (or fix the "
+              "record), then restart: the model catches up from the retained history")
+
+
+def refuse_kafka_refresh(plan: Plan, *, full_refresh: bool, rebuild: Collection[str]) -> None:
+    """Refuse, before anything changes, a refresh that would produce a Kafka model's batches
+    again: a topic cannot be emptied and its consumers have read it, so a rebuild would
+    deliver every record twice (docs/KAFKA.md "Rebuilds").
+
+    Raises:
+        ConfigError: names the model and the ways out (exit 2).
+    """
+    from runner.errors import ConfigError
+
+    kafka = [s.name for s in plan.steps if s.config.materialized == "kafka"]
+    hit = [m for m in kafka if full_refresh or m in set(rebuild)]
+    if not hit:
+        return
+    what = ("--full-refresh starts a new checkpoint" if full_refresh
+            else f"--full-refresh --select {hit[0]} rebuilds it from the retained history")
+    raise ConfigError(
+        f"{what}: Kafka model {hit[0]} would produce its batches to its topic again (a topic "
+        "cannot be emptied; its consumers have read those records)",
+        hint="to produce the history again, add the model under a new name writing to a new "
+             "topic (a model new to the checkpoint is backfilled, exactly once); for a "
+             "--full-refresh of the tables, set enabled=false on the Kafka models first "
+             "(re-enabled with backfill=false they continue from the next batch)")
+
+
+def producer_config(outputs: KafkaOutputs, transactional_id: str) -> dict[str, str]:
+    """The producer's configuration: the runner's defaults, the operator's options (the profile
+    target's, never the project's), then the transactional settings, always the runner's."""
+    options = {k: v.get_secret_value() for k, v in outputs.options.items()}
+    forced = {"transactional.id": transactional_id, "enable.idempotence": "true"}
+    return {**PRODUCER_DEFAULTS, **{k: v for k, v in options.items() if k not in _FORCED},
+            **forced, "bootstrap.servers": _brokers(outputs)}
+
+
+def _brokers(outputs: KafkaOutputs) -> str:
+    if not outputs.bootstrap_servers:
+        from runner.errors import ConfigError
+
+        raise ConfigError("a materialized='kafka' model needs brokers: the profile target's "
+                          "kafka_outputs.bootstrap_servers (or a Kafka source's)",
+                          hint="add kafka_outputs: {bootstrap_servers: host:port} to the target"
+                               " in profiles.yml (docs/PROFILES.md)")
+    return outputs.bootstrap_servers
+
+
+class _Model:
+    """One model's producer, its marker consumer and its last committed batch."""
+
+    def __init__(self, outputs: KafkaOutputs, spec: SinkSpec, timeout: float) -> None:
+        from confluent_kafka import Consumer, Producer
+
+        self.errors: list[Any] = []
+        config: dict[str, Any] = producer_config(outputs, spec.app_id)
+        self.producer: Producer = Producer({**config, "on_delivery": self._delivered})
+        options = {k: v.get_secret_value() for k, v in outputs.options.items()}
+        self.consumer: Consumer = Consumer({
+            **options, "bootstrap.servers": config["bootstrap.servers"],
+            "group.id": spec.app_id, "isolation.level": "read_committed",
+            "enable.auto.commit": "false"})
+        try:
+            self.producer.init_transactions(timeout)  # fences a predecessor, aborts its txn
+        except Exception as e:  # KafkaException: brokers unreachable, not authorized
+            raise SinkError(f"model {spec.model}: the Kafka producer could not start its "
+                            f"transactions: {_reason(e)}",
+                            hint="check kafka_outputs in the profile (brokers, security) and "
+                                 "the transactional id's ACLs") from e
+        self.committed: int | None = None
+        self.topics_ok: set[str] = set()
+
+    def _delivered(self, err: Any, msg: Any) -> None:  # noqa: ARG002 - librdkafka's signature
+        if err is not None and len(self.errors) < 1:
+            self.errors.append(err)
+
+
+class KafkaWriter:
+    """Produces each Kafka model's batches, once per (transactional id, batch id).
+
+    Args:
+        outputs: the profile target's brokers, client options and control topic.
+        timeout: seconds for one transactional call (init, commit, the marker's fetch).
+    """
+
+    engine = "kafka"
+
+    def __init__(self, outputs: KafkaOutputs, *, timeout: float = 60.0) -> None:
+        self.outputs, self.timeout = outputs, timeout
+        self._models: dict[str, _Model] = {}
+        self._lock = threading.Lock()
+        self._control_ready = False
+
+    def _model(self, spec: SinkSpec) -> _Model:
+        with self._lock:
+            if not self._control_ready:
+                self._ensure_control_topic()
+            model = self._models.get(spec.app_id)
+            if model is None:
+                model = self._models[spec.app_id] = _Model(self.outputs, spec, self.timeout)
+                model.committed = self._fetch_marker(spec, model)
+            return model
+
+    def _ensure_control_topic(self) -> None:
+        """Create the control topic (one partition) when absent: its partition 0 anchors the
+        batch markers (offsets of a group on a topic that does not exist are refused)."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        options = {k: v.get_secret_value() for k, v in self.outputs.options.items()}
+        admin = AdminClient({**options, "bootstrap.servers": _brokers(self.outputs)})
+        name = self.outputs.control_topic
+        try:
+            if name not in admin.list_topics(timeout=self.timeout).topics:
+                future = admin.create_topics([NewTopic(name, 1, -1)])[name]
+                try:
+                    future.result(self.timeout)
+                except Exception as e:
+                    if "TOPIC_ALREADY_EXISTS" not in str(e):
+                        raise
+        except Exception as e:
+            raise SinkError(f"the Kafka control topic {name} could not be made ready: "
+                            f"{_reason(e)}", hint="create it (one partition) or let this "
+                            "client create topics; name another with kafka_outputs."
+                            "control_topic in the profile") from e
+        self._control_ready = True
+
+    def _fetch_marker(self, spec: SinkSpec, model: _Model) -> int | None:
+        from confluent_kafka import TopicPartition
+
+        anchor = TopicPartition(self.outputs.control_topic, 0)
+        try:
+            (got,) = model.consumer.committed([anchor], timeout=self.timeout)
+        except Exception as e:
+            raise SinkError(f"model {spec.model}: its last committed batch could not be read "
+                            f"from Kafka: {_reason(e)}") from e
+        return got.offset - 1 if got.offset >= 0 else None
+
+    def committed_version(self, spec: SinkSpec) -> int | None:
+        """The last batch committed to ``spec``'s topic(s) under its transactional id."""
+        return self._model(spec).committed
+
+    def write(self, spec: SinkSpec, data: DataFrame | pa.Table, batch_id: int, *,
+              permit: Any = None) -> WriteResult:
+        """Produce ``data``'s rows as batch ``batch_id`` in one transaction, or skip it.
+
+        Raises:
+            KafkaRecordError: the model's own topic or records failed (parked; aborted).
+            SinkError: any other failure (the batch fails; its replay decides again).
+        """
+        from runner.sinks.base import WriteResult
+
+        started = time.perf_counter()
+        model = self._model(spec)
+        if model.committed is not None and model.committed >= batch_id:
+            return WriteResult(spec.model, 0, True, None, time.perf_counter() - started)
+        table = records_of(data)
+        producer = model.producer
+        model.errors.clear()
+        self._check_topics(spec, model, table, batch_id)
+        try:
+            producer.begin_transaction()
+            rows = _produce(producer, table, spec.topic, model.errors)
+            self._mark(model, batch_id)
+            failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
+            if permit is not None:
+                permit()
+            producer.commit_transaction(self.timeout)
+        except BaseException as e:
+            _abort(producer, self.timeout)
+            raise _error(spec, batch_id, model.errors, e) from e
+        model.committed = batch_id
+        failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        return WriteResult(spec.model, rows, False, None, time.perf_counter() - started)
+
+    def _check_topics(self, spec: SinkSpec, model: _Model, table: pa.Table,
+                      batch_id: int) -> None:
+        """Every topic the batch goes to exists and this client may write it (asked of the
+        brokers' metadata before the transaction: librdkafka would otherwise hold the records
+        of an unknown topic until the transaction times out)."""
+        from runner.errors import KafkaRecordError
+
+        if "topic" in table.column_names:
+            wanted = {t for t in table.column("topic").unique().to_pylist() if t is not None}
+        else:
+            wanted = {spec.topic} if spec.topic and table.num_rows else set()
+        for topic in sorted(wanted - model.topics_ok):
+            try:
+                meta = model.producer.list_topics(topic=topic, timeout=self.timeout)
+            except Exception as e:
+                raise SinkError(f"model {spec.model}: Kafka's metadata for topic {topic} could "
+                                f"not be read: {_reason(e)}") from e
+            found = meta.topics.get(topic)
+            code = found.error.name() if found is not None and found.error else None
+            if found is None or code in _PARKING:
+                name = code or "UNKNOWN_TOPIC_OR_PART"
+                raise KafkaRecordError(
+                    f"model {spec.model}: {_PARKING[name]} (topic {topic}; Kafka {name}) in "
+                    f"batch {batch_id}", error_class=f"KAFKA_{name.lstrip('_')}",
+                    hint=_PARK_HINT)
+            model.topics_ok.add(topic)
+
+    def _mark(self, model: _Model, batch_id: int) -> None:
+        from confluent_kafka import TopicPartition
+
+        anchor = TopicPartition(self.outputs.control_topic, 0, batch_id + 1, f"batch {batch_id}")
+        model.producer.send_offsets_to_transaction([anchor],
+                                                   model.consumer.consumer_group_metadata(),
+                                                   self.timeout)
+
+    def close(self) -> None:
+        """Release every producer and consumer (open transactions: none between batches)."""
+        with self._lock:
+            for model in self._models.values():
+                model.consumer.close()
+                model.producer.flush(5)
+            self._models.clear()
+
+
+def records_of(data: DataFrame | pa.Table) -> pa.Table:
+    """The record columns of a model's rows, on the driver: ``key``, ``value`` (the model's, or
+    the other columns as JSON), and ``headers``, ``partition``, ``topic`` when present."""
+    from runner.lint.kafka import RECORD_COLUMNS
+
+    if not type(data).__module__.startswith("pyspark."):
+        return _arrow_records(data)  # an Arrow table (tests, tools): JSON made here
+    from pyspark.sql import functions as F
+
+    df: DataFrame = data
+    names = {c.lower(): c for c in df.columns}
+    cols = [F.col(f"`{names[c]}`").alias(c) for c in ("key", "headers", "partition", "topic")
+            if c in names]
+    if "value" in names:
+        value = F.col(f"`{names['value']}`")
+    else:
+        rest = [F.col(f"`{c}`") for c in df.columns if c.lower() not in RECORD_COLUMNS]
+        value = F.to_json(F.struct(*rest))
+    return df.select(value.alias("value"), *cols).toArrow()
+
+
+def _arrow_records(table: pa.Table) -> pa.Table:
+    import pyarrow as pa
+
+    from runner.lint.kafka import RECORD_COLUMNS
+
+    if "value" in table.column_names:
+        return table
+    rest = [c for c in table.column_names if c.lower() not in RECORD_COLUMNS]
+    values = [json.dumps(row, default=str, separators=(",", ":"))
+              for row in table.select(rest).to_pylist()]
+    return table.append_column("value", pa.array(values, pa.string()))
+
+
+def _produce(producer: Producer, table: pa.Table, topic: str | None, errors: list[Any]) -> int:
+    """Produce every row; returns how many. Waits for queue room when it is full."""
+    n = int(table.num_rows)
+    cols = {c: table.column(c).to_pylist() for c in table.column_names}
+    values = cols["value"]
+    keys = cols.get("key") or [None] * n
+    topics = cols.get("topic") or [topic] * n
+    parts = cols.get("partition")
+    heads = cols.get("headers")
+    for i in range(n):
+        kwargs: dict[str, Any] = {}
+        if parts is not None and parts[i] is not None:
+            kwargs["partition"] = parts[i]
+        if heads is not None and heads[i]:
+            kwargs["headers"] = [(h["key"], h["value"]) for h in heads[i]]
+        while True:
+            try:
+                producer.produce(topics[i], values[i], keys[i], **kwargs)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if errors:
+            raise _DeliveryFailed(errors[0])
+        if i % 50_000 == 49_999:
+            producer.poll(0)
+    return n
+
+
+class _DeliveryFailed(Exception):
+    def __init__(self, err: Any) -> None:
+        super().__init__(str(err))
+        self.err = err
+
+
+def _abort(producer: Producer, timeout: float) -> None:
+    try:
+        producer.abort_transaction(timeout)
+    except Exception:  # noqa: BLE001 - fenced or fatal: the next start aborts it anyway
+        pass
+
+
+def _code_name(e: BaseException, delivered: list[Any]) -> str | None:
+    err = delivered[0] if delivered else getattr(e, "err", None)
+    if err is None and e.args and hasattr(e.args[0], "name"):
+        err = e.args[0]
+    return err.name() if err is not None and hasattr(err, "name") else None
+
+
+def _reason(e: BaseException) -> str:
+    if e.args and hasattr(e.args[0], "str"):
+        return str(e.args[0].str())
+    return str(e) or type(e).__name__
+
+
+def _error(spec: SinkSpec, batch_id: int, delivered: list[Any], e: BaseException) -> Exception:
+    """The project's error for a failed transaction: parked when the topic or a record is the
+    model's fault, else a sink failure."""
+    if isinstance(e, (SinkError, KeyboardInterrupt, SystemExit)) or not isinstance(e, Exception):
+        return e if isinstance(e, Exception) else SinkError(str(e))
+    name = _code_name(e, delivered)
+    where = spec.topic or "its topics"
+    if name in _PARKING:
+        return KafkaRecordError(
+            f"model {spec.model}: {_PARKING[name]} ({where}; Kafka {name}) in batch {batch_id}",
+            error_class=f"KAFKA_{name.lstrip('_')}", hint=_PARK_HINT)
+    if type(e).__module__.startswith("runner."):
+        return e
+    return SinkError(f"model {spec.model}: Kafka transaction of batch {batch_id} to {where} "
+                     f"failed: {_reason(e)}",
+                     hint="check the brokers, then restart: the batch is replayed, a committed "
+                          "transaction is skipped")

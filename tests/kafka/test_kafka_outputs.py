@@ -1,0 +1,76 @@
+"""The Kafka output writer on a real Apache Kafka node, without Spark: a batch is one
+transaction with its marker, a replay is skipped, a second writer fences the first, and a
+topic that does not exist is the model's own error (parked by the batch).
+
+Counting is a ``read_committed`` consumer's, as a downstream service would read.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pyarrow as pa
+import pytest
+
+from runner.errors import KafkaRecordError, SinkError
+from runner.project.kafka_outputs import KafkaOutputs
+from runner.sinks.base import SinkSpec
+from runner.sinks.kafka_out import KafkaWriter
+from tests.support.brokers import create_topic
+from tests.support.kafka_out import read_committed
+
+pytestmark = [pytest.mark.kafka]
+
+
+def _spec(topic: str | None, model: str = "orders_out") -> SinkSpec:
+    return SinkSpec(model=model, path="unused", app_id=f"p.{model}.{uuid.uuid4().hex[:8]}",
+                    materialized="kafka", topic=topic)
+
+
+def _rows(first: int, count: int) -> pa.Table:
+    return pa.table({"key": [f"k{i}" for i in range(first, first + count)],
+                     "id": list(range(first, first + count))})
+
+
+def test_a_batch_is_one_transaction_and_its_replay_is_skipped(apache_kafka) -> None:
+    topic = f"out_{uuid.uuid4().hex[:8]}"
+    create_topic(apache_kafka, topic, 2)
+    outputs = KafkaOutputs(bootstrap_servers=apache_kafka)
+    spec = _spec(topic)
+    writer = KafkaWriter(outputs)
+    assert writer.committed_version(spec) is None
+    assert writer.write(spec, _rows(0, 100), 0).rows == 100
+    assert writer.write(spec, _rows(100, 50), 1).rows == 50
+    assert writer.write(spec, _rows(100, 50), 1).skipped
+    writer.close()
+    again = KafkaWriter(outputs)  # a restart: the marker is read back from Kafka
+    assert again.committed_version(spec) == 1
+    assert again.write(spec, _rows(0, 100), 0).skipped
+    again.close()
+    values = read_committed(apache_kafka, topic)
+    assert sorted(int(v["id"]) for v in values) == list(range(150))
+
+
+def test_a_second_writer_fences_the_first(apache_kafka) -> None:
+    topic = f"out_{uuid.uuid4().hex[:8]}"
+    create_topic(apache_kafka, topic, 1)
+    outputs = KafkaOutputs(bootstrap_servers=apache_kafka)
+    spec = _spec(topic)
+    first, second = KafkaWriter(outputs), KafkaWriter(outputs)
+    first.write(spec, _rows(0, 10), 0)
+    second.write(spec, _rows(10, 10), 1)  # init_transactions fences the first
+    with pytest.raises(SinkError, match="fenced|Fenced|FENCED"):
+        first.write(spec, _rows(99, 10), 2)
+    first.close()
+    second.close()
+    assert sorted(int(v["id"]) for v in read_committed(apache_kafka, topic)) == list(range(20))
+
+
+def test_an_unknown_topic_is_the_model_s_error(apache_kafka) -> None:
+    writer = KafkaWriter(KafkaOutputs(bootstrap_servers=apache_kafka), timeout=20)
+    spec = _spec(f"missing_{uuid.uuid4().hex[:8]}")
+    with pytest.raises(KafkaRecordError, match="does not exist") as raised:
+        writer.write(spec, _rows(0, 3), 0)
+    assert raised.value.error_class.startswith("KAFKA_")
+    assert writer.committed_version(spec) is None
+    writer.close()
