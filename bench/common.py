@@ -401,3 +401,20 @@ def job_description(event: Mapping[str, Any]) -> str:
     props = event.get("Properties") or {}
     desc = props.get("spark.job.description") or props.get("callSite.short") or ""
     return str(desc).strip().splitlines()[0] if str(desc).strip() else ""
+
+
+# ---- the docs' tables (bench.report and the benches that render their own rows) ----------
+
+def command_line(bench: str, *opts: tuple[str, Any]) -> str:
+    """``python -m bench.<bench> --opt value ...``, leaving out options that are None."""
+    parts = [f"python -m bench.{bench}"]
+    parts += [f"--{k}" if v is True else f"--{k} {v:g}" if isinstance(v, float) else
+              f"--{k} {v}" for k, v in opts if v is not None and v is not False and v != "None"]
+    return "`" + " ".join(parts) + "`"
+
+
+def span(xs: Sequence[float], unit: str = "", fmt: str = "{:.2f}") -> str:
+    """``median<unit> (min-max)``, or just the median when all read the same."""
+    med = fmt.format(statistics.median(xs)) + unit
+    low, high = fmt.format(min(xs)), fmt.format(max(xs))
+    return med if low == high else f"{med} ({low}-{high})"

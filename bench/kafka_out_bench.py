@@ -28,7 +28,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.common import bench_parser, git_state, machine, median, spark_jars, write_result
+from bench.common import (
+    bench_parser,
+    command_line,
+    git_state,
+    machine,
+    median,
+    span,
+    spark_jars,
+    write_result,
+)
 
 
 def _session(master: str, jars_dir: str | None) -> Any:
@@ -130,6 +139,27 @@ def _topic(bootstrap: str, partitions: int) -> str:
     name = f"bench_out_{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, name, partitions)
     return name
+
+
+def docs_rows(d: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+    """The docs' table (``bench.report``): the command, then (figure, value) rows."""
+    a, runs = d["args"], d["runs"]
+    rows = []
+    for side, what in (("spark", "Spark's Kafka sink (`df.write.format(\"kafka\")`, "
+                                 "at-least-once)"),
+                       ("runner", "the runner's Kafka output (one transaction, exactly once)")):
+        mine = [r for r in runs if r["side"] == side]
+        rows.append((f"{a['events']:,} rows to a {a['partitions']}-partition topic, {what}, "
+                     f"seconds / rows/s over {len(mine)} rounds",
+                     f"{span([r['seconds'] for r in mine], ' s')} / "
+                     f"{span([r['rows_per_s'] for r in mine], '', '{:,.0f}')}"))
+    rows.append(("wall ratio runner / Spark's sink (medians; target within 1.5x)",
+                 f"{d['ratio']:.2f}"))
+    counted = [r["read_committed_rows"] for r in runs if "read_committed_rows" in r]
+    if counted:
+        rows.append(("rows a `read_committed` consumer counts in the runner's topic",
+                     f"{counted[0]:,}" + ("" if counted[0] == a["events"] else " **wrong**")))
+    return command_line("kafka_out_bench", ("events", a["events"]), ("rounds", a["rounds"])), rows
 
 
 if __name__ == "__main__":
