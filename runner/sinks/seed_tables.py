@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from runner.sinks.base import APP_ID_KEY, commit_tags
+from runner.sinks.delta import open_if_table
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -17,17 +18,6 @@ __all__ = ["HASH_KEY", "write_seed_table"]
 
 HASH_KEY = "runner.seed.hash"
 """Commit-info key holding the content hash a seed commit wrote."""
-
-
-def _open(path: str) -> DeltaTable | None:
-    from deltalake import DeltaTable
-
-    from runner.storage.ops import delta_options
-
-    options = delta_options(path)
-    if not DeltaTable.is_deltatable(path, storage_options=options):
-        return None
-    return DeltaTable(path, storage_options=options)
 
 
 def _written(table: DeltaTable | None, app_id: str) -> tuple[str | None, int | None]:
@@ -56,7 +46,7 @@ def write_seed_table(path: str, data: Callable[[], pa.Table], *, app_id: str, co
 
     from runner.storage.ops import delta_options
 
-    table = _open(path)
+    table = open_if_table(path)
     written, txn = _written(table, app_id)
     if table is not None and written == content_hash:
         return "unchanged", table.version()
@@ -68,10 +58,10 @@ def write_seed_table(path: str, data: Callable[[], pa.Table], *, app_id: str, co
         write_deltalake(path, data(), mode="overwrite", schema_mode="overwrite",
                         commit_properties=properties, storage_options=delta_options(path))
     except CommitFailedError:
-        table = _open(path)
+        table = open_if_table(path)
         if table is None or _written(table, app_id)[0] != content_hash:
             raise
         return "unchanged", table.version()
-    table = _open(path)
+    table = open_if_table(path)
     assert table is not None
     return "written", table.version()

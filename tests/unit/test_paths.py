@@ -40,7 +40,8 @@ def _refused(root: Path, expected: str, command: str = "compile") -> None:
     assert result.exit_code == 2, result.output
     assert expected in result.output, result.output
     assert "Traceback" not in result.output
-    assert "project.yml:" in result.output  # names the file and the key's line
+    # names the file that set the key: project.yml (with its line) or the target's profile
+    assert "project.yml:" in result.output or "profiles.yml: " in result.output
 
 
 @pytest.mark.parametrize("kwargs, expected", [
