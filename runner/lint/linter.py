@@ -123,6 +123,16 @@ def _events_shape(project: Project) -> Shape:
     return Shape(tuple(columns))
 
 
+def _keys(project: Project, lookup: Lookup) -> tuple[frozenset[str], ...]:
+    """A lookup's keys: a seed's, read from its file; a source's, declared by ``unique`` data
+    tests. A join on one keeps a merge model's key unique (:mod:`runner.lint.join_keys`)."""
+    if lookup.kind == "seed":
+        from runner.project.seeds import seed_keys  # loaded only when a project has seeds
+
+        return next((seed_keys(s) for s in project.seeds if s.name == lookup.name), ())
+    return next((t.keys for t in project.sources if t.full_name == lookup.name), ())
+
+
 def lint_models(project: Project, models: Sequence[RenderedModel], *,
                 budget: RenderBudget = RenderBudget(),  # noqa: B008 - frozen
                 deadline: float | None = None,
@@ -173,7 +183,7 @@ class _Linter:
         self.how_to_read.update({s.name.lower(): f"{{{{ ref('{s.name}') }}}}"
                                  for s in project.seeds})
         self.lookup_shapes = {view: Shape(tuple((c.name, parse_type(c.type))
-                                                for c in lk.columns))
+                                                for c in lk.columns), unique=_keys(project, lk))
                               for view, lk in lookups.items()}
         # what the pass has found so far, model by model
         self.shapes: dict[str, Shape | None] = {}

@@ -79,6 +79,7 @@ class NameResolver:
         self.annotator = make_annotator()
         self.analysis = Analysis(shape=OPEN, outputs=[])
         self.refs_of: dict[int, tuple[Shape, str]] = {}  # plain column node -> (source, column)
+        self.source_of: dict[int, Shape] = {}  # resolved column node (struct paths too) -> source
         self.names: dict[int, str] = {}  # resolved reference node -> Spark's name for it
         self.tainted = 0  # references resolved to an unresolved column (Shape.unresolved)
 
@@ -216,6 +217,7 @@ class NameResolver:
             self.tainted += 1  # a column computed from a typo upstream: so is this one
         if src is self.events and name.lower() in self.event_fields:
             self.analysis.used_fields.add(name)
+        self.source_of[id(top)] = src
         if used == len(idents):
             self.refs_of[id(top)] = (src, name)
         self._descend(top, dtype, idents[used:], name)

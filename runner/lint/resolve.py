@@ -41,6 +41,7 @@ from runner.lint.infer import (
     parse_type,
     struct_fields,
 )
+from runner.lint.join_keys import joined_unique
 from runner.lint.names import Frame, NameResolver
 from runner.lint.shapes import OPEN, Analysis, Output, Shape
 from runner.lint.unique import time_window, unique_sets
@@ -220,9 +221,20 @@ class Resolver(NameResolver):
             self.walk(node.args.get(key), frame)
         self._outputs[id(node)] = outputs
         single = frame.sources[0][1] if len(frame.sources) == 1 else None
-        unique, rownums = unique_sets(node, outputs, single, self.refs_of)
+        joined = joined_unique(node, self._relations(node), self.source_of, self.refs_of) \
+            if node.args.get("joins") else []
+        unique, rownums = unique_sets(node, outputs, single, self.refs_of, joined)
         return Shape(tuple((o.name, o.type) for o in outputs), open=open_, unique=unique,
                      rownums=rownums, unresolved=frozenset(unresolved))
+
+    def _relations(self, node: exp.Select) -> list[Shape | None]:
+        """The shapes of ``node``'s FROM relation and of each JOIN's, in order (None: not
+        resolved as a relation of its scope)."""
+        from_ = node.args.get("from_")
+        nodes = ([from_.this] if from_ is not None else []) + [
+            j.this for j in node.args.get("joins") or []]
+        found = (self._sources.get(id(n)) or self._sources.get(id(n.unnest())) for n in nodes)
+        return [f[1] if f is not None else None for f in found]
 
     # -- outputs ------------------------------------------------------------------------------
     def _outputs_of(self, proj: exp.Expr, frame: Frame) -> tuple[list[Output], bool]:

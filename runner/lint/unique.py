@@ -8,17 +8,20 @@ Proofs recognised (sets of lower-cased output column names):
 - ``SELECT DISTINCT`` -> all output columns;
 - ``QUALIFY row_number() OVER (PARTITION BY p) = 1`` -> ``{p}`` (also rank/dense_rank);
 - ``WHERE rn = 1`` over a single source whose ``rn`` is such a row number -> ``{p}``;
-- a single source's unique sets, when its columns pass through unchanged.
+- a single source's unique sets, when its columns pass through unchanged;
+- the unique sets of joined relations that a join keeps (:mod:`.join_keys`: a join on a
+  unique key of the other side), when their columns pass through unchanged.
 
 A merge key K is unique when some proven set is a subset of K.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 from sqlglot import exp
 
+from runner.lint.join_keys import Key
 from runner.lint.shapes import Output, Shape
 
 __all__ = ["aggregates", "identifies_window", "is_aggregate", "time_window", "unique_sets"]
@@ -143,6 +146,12 @@ class _OutputNames:
         mapped = [self.output_of(e) for e in exprs]
         return None if any(m is None for m in mapped) else frozenset(m for m in mapped if m)
 
+    def passing(self, key: Key) -> frozenset[str] | None:
+        """The output columns that pass on the sources' columns ``key`` (id(source shape),
+        column); None unless all of them are passed on."""
+        mapped = [self.by_origin.get(pair) for pair in key]
+        return None if any(m is None for m in mapped) else frozenset(m for m in mapped if m)
+
     def through(self, cols: frozenset[str]) -> frozenset[str] | None:
         """The output columns that pass on the single source's columns ``cols``; None
         unless all of them are passed on."""
@@ -195,7 +204,7 @@ def _first_row_sets(select: exp.Select, names: _OutputNames) -> list[frozenset[s
 
 
 def unique_sets(select: exp.Select, outputs: list[Output], single: Shape | None,
-                refs_of: Mapping[int, tuple[Shape, str]]
+                refs_of: Mapping[int, tuple[Shape, str]], joined: Sequence[Key] = ()
                 ) -> tuple[tuple[frozenset[str], ...], dict[str, frozenset[str]]]:
     """The unique column sets of ``select`` and its row-number columns (see module doc).
 
@@ -204,12 +213,16 @@ def unique_sets(select: exp.Select, outputs: list[Output], single: Shape | None,
         outputs: its output columns.
         single: its only source, when it reads exactly one relation.
         refs_of: plain column reference node id -> (source shape, column name).
+        joined: the unique sets of the rows its FROM and JOINs yield
+            (:func:`~runner.lint.join_keys.joined_unique`).
     """
     names = _OutputNames(outputs, single, refs_of)
     aggregated = _aggregated(outputs)
     unique = [*_grouping_sets(select, names, aggregated), *_first_row_sets(select, names)]
     if single is not None and select.args.get("group") is None and not aggregated:
         unique.extend(names.through(u) for u in single.unique)  # the source's keys, passed on
+    if select.args.get("group") is None and not aggregated:
+        unique.extend(names.passing(k) for k in joined)  # keys a join keeps, passed on
 
     rownums: dict[str, frozenset[str]] = {}
     for o in outputs:

@@ -33,7 +33,7 @@ from sqlglot.errors import ParseError, TokenError
 from runner.compile.tree import TreeIndex
 from runner.errors import ConfigError, RunnerError, did_you_mean
 from runner.lint.allowlist import query_problems
-from runner.model_tests.data_test_args import (
+from runner.project.data_tests import (
     DATA_TESTS,
     AcceptedValues,
     DataTest,

@@ -49,7 +49,10 @@ from pydantic import (
 )
 
 from runner.errors import ConfigError, did_you_mean
-from runner.model_tests.data_test_args import (
+from runner.model_tests.unit_spec import SpecError, UnitTest
+from runner.model_tests.yml_explain import explain
+from runner.model_tests.yml_lines import dotted, locate
+from runner.project.data_tests import (
     DATA_TESTS,
     MODEL_LEVEL,
     AcceptedValues,
@@ -59,10 +62,7 @@ from runner.model_tests.data_test_args import (
     Relationships,
     Unique,
 )
-from runner.model_tests.data_test_args import Strict as _Strict
-from runner.model_tests.unit_spec import SpecError, UnitTest
-from runner.model_tests.yml_explain import explain
-from runner.model_tests.yml_lines import dotted, locate
+from runner.project.data_tests import Strict as _Strict
 from runner.project.loader import Project
 from runner.project.yaml_template import load_yaml
 

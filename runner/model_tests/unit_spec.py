@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, PrivateAttr
 
 from runner.errors import ConfigError
-from runner.model_tests.data_test_args import Strict as _Strict
+from runner.project.data_tests import Strict as _Strict
 
 __all__ = ["Expect", "Given", "SpecError", "UnitTest"]
 

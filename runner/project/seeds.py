@@ -12,6 +12,8 @@ Column types are declared in any ``seeds/*.yml`` (dbt's shape)::
 or, for the columns not declared, inferred from every row: BIGINT, DOUBLE, BOOLEAN, DATE,
 TIMESTAMP, else STRING (an empty cell is a null and fits any type). A model reads a seed with
 ``{{ ref('<name>') }}``; its version is its content hash (:attr:`Seed.content_hash`).
+Its keys (:func:`seed_keys`, the columns no two rows share a value of) are read from the file
+once, when lint first asks: a join on a seed's key keeps a merge model's key unique.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ import csv
 import hashlib
 import io
 import json
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +37,7 @@ from runner.errors import ConfigError, did_you_mean
 from runner.project.sources import ColumnDecl, load_yml, strict_error
 from runner.project.yaml_template import yaml_line
 
-__all__ = ["MAX_SEED_BYTES", "Seed", "infer_type", "load_seeds", "seed_rows"]
+__all__ = ["MAX_SEED_BYTES", "Seed", "infer_type", "load_seeds", "seed_keys", "seed_rows"]
 
 #: A seed larger than this is refused: declare a source (a Delta table) instead.
 MAX_SEED_BYTES = 50 * 1024 * 1024
@@ -257,3 +261,36 @@ def seed_rows(seed: Seed) -> list[tuple[Any, ...]]:
                                        "seeds/*.yml") from e
         out.append(tuple(values))
     return out
+
+
+def _comparable(value: Any) -> Any:
+    """``value`` as Spark's ``=`` and GROUP BY see it: every NaN is one value (Python's
+    ``nan != nan`` would count two NaN rows as distinct)."""
+    return "NaN" if isinstance(value, float) and math.isnan(value) else value
+
+
+@cache
+def seed_keys(seed: Seed) -> tuple[frozenset[str], ...]:
+    """The seed's single-column keys (lower-cased): the columns no two rows share a value of,
+    compared as typed values (BIGINT ``1`` and ``01`` are one value; TIMESTAMPs as instants)
+    and an empty cell counted as a value, as GROUP BY counts null. Only columns of the types
+    :func:`seed_rows` converts count (a declared ``decimal(10,2)`` stays text, where ``1.0``
+    and ``1.00`` would look distinct). Read once per seed (cached: a :class:`Seed` is frozen
+    and carries its content hash); a seed whose cells do not fit their types has no key
+    (compile reports nothing here: reading it fails the run with the cell's line).
+
+    >>> seed_keys(Seed("s", Path("/nonexistent.csv"), (("a", "BIGINT"),), "h", 0))
+    ()
+    """
+    try:
+        rows = seed_rows(seed)
+    except (ConfigError, OSError):
+        return ()
+    keys = []
+    for i, (name, kind) in enumerate(seed.columns):
+        if kind.strip().upper() not in _CONVERT:
+            continue
+        values = {_comparable(row[i]) for row in rows}
+        if len(values) == len(rows):
+            keys.append(frozenset({name.lower()}))
+    return tuple(keys)

@@ -9,7 +9,8 @@
             path: ref/customers        # a Delta table: relative to the project dir, or a URI
             # table: crm.customers     # or a catalog name (docs/CATALOG.md)
             columns:                   # optional when the table is readable at compile time
-              - {name: customer_id, data_type: string, description: The key.}
+              - {name: customer_id, data_type: string, description: The key.,
+                 data_tests: [unique]}       # its key, for lint (runner/project/source_keys.py)
 
 A model reads one with ``{{ source('crm', 'customers') }}``, which renders as the per-batch view
 ``crm__customers`` (:func:`source_view`). Validated strictly here: unknown keys, bad names and
@@ -23,11 +24,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from runner.errors import ConfigError, did_you_mean
 from runner.project.config import value_message
 from runner.project.paths import abfs_spelling, is_uri, resolve_location
+from runner.project.source_keys import declared_keys, older_spelling, parse_tests
 from runner.project.yaml_template import load_yaml, yaml_line
 
 __all__ = ["ColumnDecl", "SourceTable", "parse_declared_columns", "parse_sources",
@@ -46,18 +55,57 @@ class ColumnDecl(_Strict):
     description: str | None = None
 
 
+class _SourceColumnDecl(ColumnDecl):
+    """A source's column may declare data tests: the ``unique`` ones are its keys."""
+
+    data_tests: tuple[Any, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tests(cls, data: Any) -> Any:
+        return older_spelling(data)
+
+    @field_validator("data_tests")
+    @classmethod
+    def _parsed(cls, value: tuple[Any, ...]) -> tuple[Any, ...]:
+        return parse_tests(value)
+
+
 class _TableDecl(_Strict):
     name: str = Field(pattern=_NAME)
     description: str | None = None
     path: str | None = Field(default=None, min_length=1)
     table: str | None = Field(default=None, min_length=1)
-    columns: tuple[ColumnDecl, ...] | None = None
+    columns: tuple[_SourceColumnDecl, ...] | None = None
+    data_tests: tuple[Any, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tests(cls, data: Any) -> Any:
+        return older_spelling(data)
+
+    @field_validator("data_tests")
+    @classmethod
+    def _parsed(cls, value: tuple[Any, ...]) -> tuple[Any, ...]:
+        return parse_tests(value)
 
     @model_validator(mode="after")
     def _one_location(self) -> _TableDecl:
         if (self.path is None) == (self.table is None):
             raise ValueError("give exactly one of path (a Delta table's folder or URI) and "
                              "table (a catalog name)")
+        return self
+
+    @property
+    def keys(self) -> tuple[frozenset[str], ...]:
+        """The keys its tests declare (checked when the declaration is validated)."""
+        cols = self.columns
+        return declared_keys([(c.name, c.data_tests) for c in cols or ()], self.data_tests,
+                             declared=None if cols is None else [c.name for c in cols])
+
+    @model_validator(mode="after")
+    def _known_keys(self) -> _TableDecl:
+        _ = self.keys  # a key over a column the table does not declare is an error here
         return self
 
 
@@ -80,6 +128,8 @@ class SourceTable:
     descriptions: tuple[tuple[str, str], ...]  # column name -> its description
     path: str  # the yml file declaring it, relative to the project
     line: int | None  # the line of its ``- name:``
+    #: lower-cased column sets its ``unique`` data tests declare (runner/project/source_keys.py)
+    keys: tuple[frozenset[str], ...] = ()
 
     @property
     def view(self) -> str:
@@ -185,7 +235,7 @@ def parse_sources(root: Path, text: str, data: Mapping[str, Any], *, path: str,
                 description=table.description or decl.description,
                 descriptions=tuple((c.name, c.description) for c in table.columns or ()
                                    if c.description),
-                path=path, line=yaml_line(text, where)))
+                path=path, line=yaml_line(text, where), keys=table.keys))
     return out
 
 

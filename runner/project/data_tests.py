@@ -1,5 +1,6 @@
 """The data tests a ``models/*.yml`` declares and their arguments, validated strictly
-(:mod:`runner.model_tests.spec`), in every shape dbt writes them::
+(:mod:`runner.model_tests.spec` for models; :mod:`runner.project.source_keys` for the keys a
+source declares: here, in ``project/``, since both read it), in every shape dbt writes them::
 
     - not_null
     - unique: {config: {where: "amount > 0", severity: warn}}     # dbt's config:
@@ -39,7 +40,8 @@ from runner.project.config import validation_message
 
 __all__ = ["DATA_TESTS", "MODEL_LEVEL", "SQL_TESTS", "AcceptedRange", "AcceptedValues",
            "DataTest", "DataTestItem", "ExpressionIsTrue", "Generic", "NotNull",
-           "Relationships", "Strict", "TestArgs", "TestConfig", "Unique", "UniqueCombination"]
+           "Relationships", "Strict", "TestArgs", "TestConfig", "Unique", "UniqueCombination",
+           "parse_data_test"]
 
 
 class Strict(BaseModel):
@@ -233,6 +235,15 @@ def _data_test(value: Any, generic: frozenset[str]) -> DataTest:
         raise ValueError(f"{kind}: " + "; ".join(m for _, m in validation_message(
             e, model))) from None
     return DataTest(kind, args, None)  # type: ignore[arg-type]
+
+
+def parse_data_test(value: Any, generic: frozenset[str] = frozenset()) -> DataTest:
+    """One ``data_tests:`` entry as dbt writes it (``generic``: the project's test macros).
+
+    Raises:
+        ValueError: an unknown test (with "did you mean"), arguments that do not fit it.
+    """
+    return _data_test(value, generic)
 
 
 def _validate_item(value: Any, _handler: Any, info: ValidationInfo) -> DataTest:
