@@ -135,7 +135,7 @@ def compile_project(project: Project, *, select: Sequence[str] = (),
     steps = tuple(
         Step(m.name, m.path, m.sql, m.config, m.refs, tuple(lint.columns.get(m.name, ())),
              lint.reads_of(m.name),  # found from lint's walk of the model: no second one
-             m.lookups, relation_of(catalog, m.name, m.config), m.definition)
+             m.lookups, relation_of(catalog, m.name, m.config), m.definition, m.source_map)
         for m in ordered if m.name in selected)
     read = {v.lower() for s in steps for v in s.lookups}
     chosen = [v for model, v in violations if model in selected]

@@ -20,7 +20,7 @@ from typing import Any
 
 __all__ = ["bare_message", "chain", "delta_error", "first_line", "is_kafka_timeout",
            "is_storage_failure", "java_causes", "marked_text_in", "root_cause",
-           "runner_error_in"]
+           "runner_error_in", "sql_position"]
 
 _MAX_CHARS = 400
 _MAX_CAUSES = 32  # a Java cause chain is a few links long; bounds a cyclic one
@@ -44,10 +44,11 @@ def first_line(error: BaseException | str) -> str:
 _JAVA_CLASS = re.compile(r"(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)")
 
 
-def bare_message(line: str, error_class: str | None) -> str:
+def bare_message(line: str, error_class: str | None, *, position: bool = True) -> str:
     """Spark's first line without what the runner shows apart: a leading ``[error_class]``
     (shown once, by whoever prints the class), ``SQLSTATE: ...`` and the trailing ``;`` its
-    plan dump follows.
+    plan dump follows. Spark's position in the SQL it ran (``line 1 pos 28``) is kept in
+    parentheses, or dropped with ``position=False`` (the caller names the model file's).
 
     >>> bare_message("[TRAILING_COMMA_IN_SELECT] Trailing comma detected in SELECT clause. "
     ...              "SQLSTATE: 42601; line 1 pos 28;", "TRAILING_COMMA_IN_SELECT")
@@ -55,6 +56,8 @@ def bare_message(line: str, error_class: str | None) -> str:
     >>> bare_message("org.apache.spark.SparkArithmeticException: [DIVIDE_BY_ZERO] Division by "
     ...              "zero.", "DIVIDE_BY_ZERO")
     'Division by zero.'
+    >>> bare_message("[X] Bad. SQLSTATE: 42601; line 1 pos 28;", "X", position=False)
+    'Bad.'
     """
     java, sep, rest = line.partition(": ")  # a Java cause: "org.apache...Exception: [X] ..."
     if sep and _JAVA_CLASS.fullmatch(java):
@@ -62,9 +65,9 @@ def bare_message(line: str, error_class: str | None) -> str:
     if error_class and line.startswith(f"[{error_class}]"):
         line = line[len(error_class) + 2:].lstrip()
     text, _, where = line.partition(" SQLSTATE: ")
-    position = where.partition(";")[2].strip().rstrip(";").strip()
+    where = where.partition(";")[2].strip().rstrip(";").strip()
     text = text.rstrip().rstrip(";")
-    return f"{text} ({position})" if position else text
+    return f"{text} ({where})" if where and position else text
 
 
 def chain(error: BaseException) -> Iterator[BaseException]:
@@ -146,6 +149,35 @@ def root_cause(error: BaseException) -> str:
         except Py4JError:
             pass
     return first_line(error)
+
+
+def sql_position(error: BaseException) -> tuple[int, int, str] | None:
+    """Where Spark's ``error`` points in the SQL text it ran: ``(start, stop, fragment)``, the
+    0-based offsets of the fragment's first and last characters, or None.
+
+    Read from the error's query contexts (``getQueryContext()``, typed: the message's
+    ``== SQL (line 3, position 12) ==`` is their rendering), of a pyspark exception in its
+    chain, else of its Java causes, innermost first: the first context of the SQL text itself
+    (not of a view it reads, whose ``objectType`` is ``VIEW``). A DataFrame context (an error
+    of a frame the runner built in Python) has no SQL text: skipped.
+    """
+    from py4j.protocol import Py4JError
+
+    for source in [*chain(error), *reversed(java_causes(error))]:
+        get = getattr(source, "getQueryContext", None)
+        if not callable(get):
+            continue
+        try:
+            for context in get() or ():
+                if str(context.contextType()).rpartition(".")[2] != "SQL" \
+                        or context.objectType():
+                    continue
+                start, stop = int(context.startIndex()), int(context.stopIndex())
+                if 0 <= start <= stop:
+                    return start, stop, str(context.fragment())
+        except (Py4JError, AttributeError, TypeError, ValueError):
+            continue
+    return None
 
 
 def _is_a(java: Any, class_name: str) -> bool:

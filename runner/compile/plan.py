@@ -8,6 +8,7 @@ from typing import Any
 from runner.compile.definition import Definition
 from runner.compile.reads import ANY_READS, Reads
 from runner.compile.relations import Relation
+from runner.compile.sourcemap import SourceMap
 from runner.project.config import ModelConfig
 
 __all__ = ["HISTORY_COLUMNS", "Column", "Lookup", "Plan", "Step", "table_columns", "table_key"]
@@ -79,7 +80,13 @@ class Lookup:
 @dataclass(frozen=True)
 class Step:
     """One model, ready to run: compiled SQL, config, dependencies, inferred output columns,
-    and what its SQL reads (found once, at compile: :func:`runner.compile.reads.reads_of`)."""
+    and what its SQL reads (found once, at compile: :func:`runner.compile.reads.reads_of`).
+
+    ``source_map`` is render's map of the compiled SQL back to the model's file (after Jinja
+    loops, macros, a multi-line ``config()``): the runtime names the file's line of a position
+    Spark's error gives in the compiled SQL (:func:`runner.runtime.parking.source_position`),
+    without rendering anything again. Not in the manifest: the compiled SQL is.
+    """
 
     name: str
     path: str
@@ -92,6 +99,8 @@ class Step:
     relation: Relation | None = None  # its name in the catalog (project.yml's catalog:)
     #: what its table is computed by: recorded with the batches it writes
     definition: Definition | None = field(default=None, compare=False)
+    #: rendered SQL positions -> the model file's (None: a plan built without render)
+    source_map: SourceMap | None = field(default=None, compare=False, repr=False)
 
     @property
     def table_columns(self) -> tuple[Column, ...]:

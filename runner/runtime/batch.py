@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from runner.compile.graph import descendants
-from runner.compile.plan import Plan
+from runner.compile.plan import Plan, Step
 from runner.compile.reads import PARSED_EVENTS
 from runner.errors import (
     DuplicateKeyError,
@@ -64,7 +64,6 @@ from runner.runtime.parking import (
     ModelFailure,
     ParkedError,
     error_class,
-    from_spark,
     model_failure,
     parked_with,
 )
@@ -162,7 +161,7 @@ def persisted_models(plan: Plan) -> frozenset[str]:
 
 def _write(writer: DeltaWriter, spec: SinkSpec, df: DataFrame, batch_id: int,
            rows_hint: int | None = None, *, is_model: bool = True,
-           path: str | None = None) -> WriteResult:
+           step: Step | None = None) -> WriteResult:
     try:
         # Names this thread's Spark jobs (UI, event log): "runner: <model> batch <id>".
         df.sparkSession.sparkContext.setJobDescription(f"runner: {spec.model} batch {batch_id}")
@@ -186,7 +185,8 @@ def _write(writer: DeltaWriter, spec: SinkSpec, df: DataFrame, batch_id: int,
                 f"the dead-letter table {spec.path} failed in batch {batch_id}: {cause}",
                 hint="this write also computes the rows that models quarantine by expectation: "
                      "check those models, then restart (the batch is replayed)") from e
-        raise model_failure(spec.model, e, cause, batch_id=batch_id, path=path) from e
+        raise model_failure(spec.model, e, cause, batch_id=batch_id,
+                            path=step.path if step else None, step=step) from e
 
 
 def prepare(bp: BatchPlan) -> None:
@@ -338,11 +338,11 @@ class _Batch:
             try:
                 df = self.spark.sql(checked_query(self.spark, step.sql))  # runtime/sql_guard.py
             except Exception as e:  # analysis errors (the plan was linted, but be explicit)
-                if step.name not in bp.park or not from_spark(e):
-                    raise ExecutionError(f"model {step.name} failed in batch {self.batch_id}: "
-                                         f"{first_line(e)}", path=step.path) from e
-                self.own[step.name] = ParkedError(step.name, self.batch_id, error_class(e),
-                                                  first_line(e), step.path)
+                failed = model_failure(step.name, e, first_line(e), batch_id=self.batch_id,
+                                       path=step.path, step=step)
+                if step.name not in bp.park or not isinstance(failed, ModelFailure):
+                    raise failed from e
+                self.own[step.name] = failed.parked(self.batch_id)
                 self.skip |= descendants(step.name, self.edges)
                 continue
             if step.name in persisted:
@@ -391,7 +391,7 @@ class _Batch:
         if self.letters.any and bp.write_dead_letters and self.persist:
             futures[bp.dead_letter.model] = self.pool.submit(self._write_dead_letters)
         futures.update({name: self.pool.submit(_write, bp.writer, bp.sinks[name], df, batch_id,
-                                               rows_hint, path=bp.plan.step(name).path)
+                                               rows_hint, step=bp.plan.step(name))
                         for name, df in self.frames.items() if name in bp.sinks})
         raised: dict[str, BaseException] = {}
         for name, future in futures.items():
@@ -442,7 +442,7 @@ def _parkable(bp: BatchPlan, raised: Mapping[str, BaseException],
         if name not in bp.park or expectation_failure(e) is not None:
             continue
         if isinstance(e, ModelFailure):
-            out[name] = ParkedError(name, batch_id, e.error_class, e.first, e.path)
+            out[name] = e.parked(batch_id)
         elif isinstance(e, (DuplicateKeyError, KafkaRecordError)):  # the model's own records
             cls = e.error_class if isinstance(e, KafkaRecordError) else error_class(e)
             out[name] = ParkedError(name, batch_id, cls, first_line(e.message),

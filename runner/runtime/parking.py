@@ -18,35 +18,50 @@ rows (Spark is lazy: at its write), except:
 
 A merge model's duplicate keys are its own failure too (:class:`DuplicateKeyError`).
 A descendant is parked with its ancestor whatever its own policy (it reads the ancestor).
+
+Spark's error points into the SQL it ran, the compiled SQL (the model's checked query is that
+text, less trailing ``;``: same offsets); :func:`source_position` maps it back to the model's
+file through the plan step's source map, as compile's messages do (the macro named when the
+position is in a macro's expansion).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.compile.graph import descendants
-from runner.compile.plan import Plan
+from runner.compile.plan import Plan, Step
 from runner.errors import DuplicateKeyError, ExecutionError
 from runner.events import ModelParked, Reporter
-from runner.spark_errors import bare_message, chain, first_line, java_causes
+from runner.spark_errors import bare_message, chain, first_line, java_causes, sql_position
 from runner.storage.ops import Location
 
 __all__ = ["ModelFailure", "ParkedError", "Parking", "error_class", "from_spark", "model_failure",
-           "park_policy", "parked_event", "parked_with", "record_parked"]
+           "park_policy", "parked_event", "parked_with", "record_parked", "source_position"]
 
 
 class ModelFailure(ExecutionError):
-    """A model's own SQL failed at run time (raised by the batch's write of that model)."""
+    """A model's own SQL failed at run time (raised by the batch's write of that model);
+    ``at``: where in the model's file (:func:`source_position`), when Spark says."""
 
     def __init__(self, message: str, *, model: str, error_class: str | None, line: str,
-                 path: str | None = None, hint: str | None = None) -> None:
-        super().__init__(message, path=path, hint=hint)
+                 path: str | None = None, hint: str | None = None,
+                 at: tuple[int, int, str] | None = None) -> None:
+        super().__init__(message + (at[2] if at else ""), path=path, hint=hint,
+                         line=at[0] if at else None, column=at[1] if at else None)
         self.model = model
         self.error_class = error_class
         self.first = line
+        self.at = None if at is None or path is None else _where(path, at)
+
+    def parked(self, batch_id: int) -> ParkedError:
+        """The model parked from ``batch_id`` by this failure."""
+        return ParkedError(self.model, batch_id, self.error_class, self.first, self.path,
+                           at=self.at)
 
 
 @dataclass(frozen=True)
@@ -59,13 +74,17 @@ class ParkedError:
     message: str  # the first line of Spark's message
     path: str | None = None  # the model's SQL file
     ancestor: str | None = None
+    #: where in the model's file Spark's error points: ``models/m.sql:10:8`` (and the macro)
+    at: str | None = None
 
     @property
     def text(self) -> str:
-        """One line: the error class and message, or which ancestor failed."""
+        """One line: the error class, message and place in the model's file, or which
+        ancestor failed."""
         if self.ancestor is not None:
             return f"its ancestor {self.ancestor} failed"
-        return f"[{self.error_class}] {self.message}" if self.error_class else self.message
+        text = f"[{self.error_class}] {self.message}" if self.error_class else self.message
+        return f"{text} (at {self.at})" if self.at else text
 
 
 def error_class(error: BaseException) -> str | None:
@@ -99,18 +118,57 @@ def _condition(source: Any) -> str | None:
 
 
 def model_failure(model: str, error: BaseException, cause: str, *, batch_id: int,
-                  path: str | None) -> ExecutionError:
+                  path: str | None, step: Step | None = None) -> ExecutionError:
     """The error for ``error`` raised while computing ``model``'s rows: a
     :class:`ModelFailure` when Spark raised it (a job or an analysis failed), else (a failpoint,
-    a bug of the runner) a plain :class:`ExecutionError`, never parked."""
+    a bug of the runner) a plain :class:`ExecutionError`, never parked. With the model's
+    ``step``, it names the place in the model's file Spark's error points at, as compile does
+    (``path:line:col: message`` and the macro)."""
     message = f"model {model} failed in batch {batch_id}: {cause}"
     hint = (f"fix {path or f'models/{model}.sql'} (or its input), then restart: the batch is "
             "replayed, committed sinks are skipped")
     if not from_spark(error):
         return ExecutionError(message, path=path, hint=hint)
     cls = error_class(error)
-    return ModelFailure(message, model=model, error_class=cls,
-                        line=bare_message(first_line(cause), cls), path=path, hint=hint)
+    at = source_position(step, error) if step is not None else None
+    return ModelFailure(message, model=model, error_class=cls, at=at, path=path, hint=hint,
+                        line=bare_message(first_line(cause), cls, position=at is None))
+
+
+def source_position(step: Step, error: BaseException) -> tuple[int, int, str] | None:
+    """The model file's ``(line, column, note)`` of the SQL that Spark's ``error`` points at
+    (:func:`runner.spark_errors.sql_position`), or None when it points at none in the step's
+    own SQL (a ref'd model's query failing in this one's job, a view's text).
+
+    ``note`` is empty, or compile's note naming the macro whose expansion holds the position
+    (:meth:`runner.compile.sourcemap.SourceMap.locate`). Without a source map, the compiled
+    SQL's position.
+    """
+    found = sql_position(error)
+    if found is None:
+        return None
+    start, stop, fragment = found
+    if step.sql[start:stop + 1] != fragment:  # not this model's text
+        return None
+    line = step.sql.count("\n", 0, start) + 1
+    column = start - step.sql.rfind("\n", 0, start)
+    if step.source_map is None:
+        return line, column, ""
+    word = re.search(r"\w+", fragment)  # a word of it to find the line in a macro's body
+    found_line, found_column, note = step.source_map.locate(
+        line, column, word.group(0) if word else None)
+    return (found_line or line, found_column or column, note)
+
+
+def _where(path: str, at: tuple[int, int, str]) -> str:
+    """``models/m.sql:10:8``, then compile's macro note without its parentheses.
+
+    >>> _where("models/m.sql", (5, 8, " (in macro r, macros/r.sql:2, called at line 5)"))
+    'models/m.sql:5:8, in macro r, macros/r.sql:2, called at line 5'
+    """
+    line, column, note = at
+    macro = note.strip().removeprefix("(").removesuffix(")")
+    return f"{path}:{line}:{column}" + (f", {macro}" if macro else "")
 
 
 def from_spark(error: BaseException) -> bool:

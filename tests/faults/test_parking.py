@@ -178,10 +178,13 @@ def test_a_parked_model_that_fails_again_stays_parked_and_a_replay_parks_it_agai
 def test_on_model_error_halt_fails_the_batch_naming_the_model(
         tmp_path: Path, delta_engine: str) -> None:
     root = _project(tmp_path, delta_engine,
-                    fragile="{{ config(on_model_error='halt') }}\n" + FRAGILE)
+                    fragile="{{ config(\n    on_model_error='halt'\n) }}\n" + FRAGILE)
     _feed(root, 2, bad=True)
     with pytest.raises(ExecutionError, match="model fragile failed in batch 0") as caught:
         _run(root)
-    assert caught.value.path == "models/fragile.sql"
+    # the division's place in the file (line 4), not in the compiled SQL (line 2)
+    assert (caught.value.path, caught.value.line, caught.value.column) == \
+        ("models/fragile.sql", 4, 17)
+    assert str(caught.value).startswith("models/fragile.sql:4:17: model fragile failed")
     registry = load_registry(root / "cp")
     assert registry is not None and registry["fragile"].state != "parked"
