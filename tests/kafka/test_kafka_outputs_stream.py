@@ -78,6 +78,11 @@ def _stream(root: Path, failpoint: str = "", timeout: float = 240) -> tuple[int,
     return proc.returncode, out
 
 
+@pytest.mark.parametrize("delta_engine", [
+    "spark",
+    # the same walk with the rs engine and the Python Kafka reader: 2-3 minutes on the 2-core
+    # machine, so in the slow run (`-m slow`); the default suite keeps the spark path
+    pytest.param("rs", marks=pytest.mark.slow)])
 def test_kafka_and_delta_models_exactly_once_across_kills(tmp_path, apache_kafka,
                                                           delta_engine) -> None:
     source, out = f"events_{uuid.uuid4().hex[:8]}", f"out_{uuid.uuid4().hex[:8]}"
