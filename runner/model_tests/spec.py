@@ -64,6 +64,7 @@ from runner.project.data_tests import (
 )
 from runner.project.data_tests import Strict as _Strict
 from runner.project.loader import Project
+from runner.project.source_keys import older_spelling
 from runner.project.yaml_template import load_yaml
 
 __all__ = [
@@ -84,16 +85,6 @@ __all__ = [
 ]
 
 
-def _older_spelling(data: Any) -> Any:
-    """dbt's older ``tests:`` read as ``data_tests:`` (both at once: an error)."""
-    if isinstance(data, Mapping) and "tests" in data:
-        if "data_tests" in data:
-            raise ValueError("give data_tests or tests (dbt's older spelling of data_tests), "
-                             "not both")
-        return {("data_tests" if k == "tests" else k): v for k, v in data.items()}
-    return data
-
-
 class ColumnSpec(_Strict):
     name: str = Field(min_length=1)
     description: str | None = None
@@ -102,7 +93,7 @@ class ColumnSpec(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _tests(cls, data: Any) -> Any:
-        return _older_spelling(data)
+        return older_spelling(data)
 
 
 class ModelSpec(_Strict):
@@ -125,7 +116,7 @@ class ModelSpec(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _tests(cls, data: Any) -> Any:
-        return _older_spelling(data)
+        return older_spelling(data)
 
     @field_validator("data_tests")
     @classmethod

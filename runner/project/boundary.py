@@ -30,7 +30,7 @@ from runner.errors import ConfigError
 from runner.project.paths import is_uri
 from runner.project.yaml_template import yaml_line
 
-__all__ = ["LOCATION_KEYS", "MOVED", "check_boundary", "migrate", "split_deployment",
+__all__ = ["LOCATION_KEYS", "MOVED", "check_boundary", "merged", "migrate", "split_deployment",
            "write_target"]
 
 #: project.yml key path -> what it is (it goes to the same path in a profile's target).
@@ -161,17 +161,18 @@ def migrate(data: Mapping[str, Any], *, profiles: Path, profile: str,
     (and ``target``'s) become ``profile``'s ``dev`` target in the profiles.yml ``profiles``;
     returns project.yml's mapping, naming ``profile`` when a target was written."""
     project, moved = split_deployment(data)
-    moved = _merged(moved, target or {})
+    moved = merged(moved, target or {})
     if not moved:
         return project
     write_target(profiles, profile, moved)
     return {**project, "profile": profile}
 
 
-def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+def merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over``'s keys over it, mappings merged key by key."""
     out = dict(base)
     for key, value in over.items():
         inner = out.get(key)
-        out[key] = _merged(inner, value) if isinstance(value, Mapping) and \
+        out[key] = merged(inner, value) if isinstance(value, Mapping) and \
             isinstance(inner, Mapping) else value
     return out

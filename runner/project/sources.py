@@ -55,8 +55,9 @@ class ColumnDecl(_Strict):
     description: str | None = None
 
 
-class _SourceColumnDecl(ColumnDecl):
-    """A source's column may declare data tests: the ``unique`` ones are its keys."""
+class _DeclaresTests(BaseModel):
+    """``data_tests:`` (or dbt's older ``tests:``) on a source's column or table: the
+    ``unique`` ones are its keys (:mod:`runner.project.source_keys`)."""
 
     data_tests: tuple[Any, ...] = ()
 
@@ -71,23 +72,16 @@ class _SourceColumnDecl(ColumnDecl):
         return parse_tests(value)
 
 
-class _TableDecl(_Strict):
+class _SourceColumnDecl(ColumnDecl, _DeclaresTests):
+    """A source's column may declare data tests: the ``unique`` ones are its keys."""
+
+
+class _TableDecl(_Strict, _DeclaresTests):
     name: str = Field(pattern=_NAME)
     description: str | None = None
     path: str | None = Field(default=None, min_length=1)
     table: str | None = Field(default=None, min_length=1)
     columns: tuple[_SourceColumnDecl, ...] | None = None
-    data_tests: tuple[Any, ...] = ()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _tests(cls, data: Any) -> Any:
-        return older_spelling(data)
-
-    @field_validator("data_tests")
-    @classmethod
-    def _parsed(cls, value: tuple[Any, ...]) -> tuple[Any, ...]:
-        return parse_tests(value)
 
     @model_validator(mode="after")
     def _one_location(self) -> _TableDecl:

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from runner.project.boundary import migrate
+from runner.project.boundary import merged, migrate
 from runner.project.profile import PROFILES_DIR_ENV, PROFILES_FILE
 
 EVENT_SCHEMA = (
@@ -113,13 +113,4 @@ def update_target(root: Path, changes: Mapping[str, Any]) -> None:
     profile = yaml.safe_load((root / "project.yml").read_text())["profile"]
     data = yaml.safe_load(profiles_file().read_text()) or {}
     target = data[profile]["outputs"]["dev"]
-    migrate({}, profiles=profiles_file(), profile=profile, target=_merge(target, changes))
-
-
-def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        inner = out.get(key)
-        out[key] = _merge(inner, value) if isinstance(value, Mapping) and \
-            isinstance(inner, Mapping) else value
-    return out
+    migrate({}, profiles=profiles_file(), profile=profile, target=merged(target, changes))
