@@ -289,11 +289,13 @@ class KafkaWriter:
                                                    self.timeout)
 
     def close(self) -> None:
-        """Release every producer and consumer (open transactions: none between batches)."""
+        """Release every producer and consumer. Nothing is left to flush: between batches
+        every transaction is committed or aborted, and a fenced producer (its fatal error
+        raised by the write that met it) must not be flushed: its delivery callbacks would
+        raise again inside librdkafka's poll."""
         with self._lock:
             for model in self._models.values():
                 model.consumer.close()
-                model.producer.flush(5)
             self._models.clear()
 
 

@@ -117,7 +117,9 @@ def describe_tables(project: Project, *, limit: int = 3) -> list[TableInfo]:
             out.append(TableInfo(name, path, exists=False))
             continue
         dataset = table.to_pyarrow_dataset()
-        out.append(TableInfo(name, path, True, dataset.count_rows(), table.version(),
+        # no Arrow I/O threads either: they call back into Python (see sample_rows)
+        rows = dataset.count_rows(use_threads=False)
+        out.append(TableInfo(name, path, True, rows, table.version(),
                              tuple(dataset.schema.names), tuple(sample_rows(dataset, limit))))
     return out
 
