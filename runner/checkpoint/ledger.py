@@ -56,6 +56,7 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from runner.checkpoint.batch_files import BatchFiles
 from runner.errors import ExecutionError
@@ -90,8 +91,8 @@ class LedgerEntry:
     kafka: Mapping[str, TopicCut] = field(default_factory=dict, hash=False)
 
     def to_json(self) -> str:
-        doc = {"batch_id": self.batch_id, "query_id": self.query_id,
-               "written_at": self.written_at, "tables": dict(self.tables)}
+        doc: dict[str, Any] = {"batch_id": self.batch_id, "query_id": self.query_id,
+                               "written_at": self.written_at, "tables": dict(self.tables)}
         if self.parked:
             doc["parked"] = dict(self.parked)
         if self.kafka:
