@@ -237,9 +237,10 @@ class KafkaWriter:
             if permit is not None:
                 permit()
             producer.commit_transaction(self.timeout)
-        except BaseException as e:
+        except BaseException as e:  # judged before the abort, whose purge reports every
+            error = _error(spec, batch_id, list(model.errors), e)  # queued record as failed
             _abort(producer, self.timeout)
-            raise _error(spec, batch_id, model.errors, e) from e
+            raise error from e
         model.committed = batch_id
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return WriteResult(spec.model, rows, False, None, time.perf_counter() - started)
@@ -280,11 +281,18 @@ class KafkaWriter:
                                                    self.timeout)
 
     def close(self) -> None:
-        """Release every producer and consumer (open transactions: none between batches)."""
+        """Release every producer and consumer (open transactions: none between batches). A
+        fenced producer's flush fails (confluent-kafka raises it from the delivery callback as
+        a SystemError): nothing of it can commit any more, so that is not the caller's error."""
+        from confluent_kafka import KafkaException
+
         with self._lock:
             for model in self._models.values():
                 model.consumer.close()
-                model.producer.flush(5)
+                try:
+                    model.producer.flush(5)
+                except (KafkaException, SystemError):
+                    pass
             self._models.clear()
 
 
@@ -383,7 +391,9 @@ def _error(spec: SinkSpec, batch_id: int, delivered: list[Any], e: BaseException
             error_class=f"KAFKA_{name.lstrip('_')}", hint=_PARK_HINT)
     if type(e).__module__.startswith("runner."):
         return e
+    err = delivered[0] if delivered else None  # librdkafka's own error, when it reported one
+    reason = str(err.str()) if hasattr(err, "str") else _reason(e)
     return SinkError(f"model {spec.model}: Kafka transaction of batch {batch_id} to {where} "
-                     f"failed: {_reason(e)}",
+                     f"failed: {reason}",
                      hint="check the brokers, then restart: the batch is replayed, a committed "
                           "transaction is skipped")
