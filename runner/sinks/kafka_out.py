@@ -392,7 +392,7 @@ def _error(spec: SinkSpec, batch_id: int, delivered: list[Any], e: BaseException
     if type(e).__module__.startswith("runner."):
         return e
     err = delivered[0] if delivered else None  # librdkafka's own error, when it reported one
-    reason = str(err.str()) if hasattr(err, "str") else _reason(e)
+    reason = str(err.str()) if err is not None and hasattr(err, "str") else _reason(e)
     return SinkError(f"model {spec.model}: Kafka transaction of batch {batch_id} to {where} "
                      f"failed: {reason}",
                      hint="check the brokers, then restart: the batch is replayed, a committed "
