@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from runner.build import CompileResult, compile_project, write_target
     from runner.compile.plan import Plan
     from runner.errors import ConfigError, RunnerError, Violation
-    from runner.ops.snapshot import Snapshot, TableVersion, snapshot
+    from runner.ops.snapshot import Snapshot, TableVersion, TopicVersion, snapshot
     from runner.project.loader import Project, load_project
     from runner.runtime.stream import StreamSummary, run_stream
 
@@ -34,6 +34,7 @@ __all__ = [
     "Snapshot",
     "StreamSummary",
     "TableVersion",
+    "TopicVersion",
     "Violation",
     "compile_project",
     "load_project",
@@ -56,6 +57,7 @@ _HOME = {
     "run_stream": "runner.runtime.stream",
     "Snapshot": "runner.ops.snapshot",
     "TableVersion": "runner.ops.snapshot",
+    "TopicVersion": "runner.ops.snapshot",
     "snapshot": "runner.ops.snapshot",
 }
 

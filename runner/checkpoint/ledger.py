@@ -19,6 +19,15 @@ Layout: one small JSON file per batch under ``<checkpoint>/ledger/``::
 also say ``"parked": {"fragile": 40}``: that model was parked (its SQL failed,
 :mod:`runner.runtime.parking`) since batch 40, so its version holds its batches before 40 only.
 
+A Kafka model (``materialized='kafka'``) has no table and no version: the entry names it under
+``"kafka"`` with its topic (``null``: its rows route themselves with a ``topic`` column) and
+the last batch its marker held at that cut (:mod:`runner.sinks.kafka_markers`: the batch id
+committed in the same Kafka transaction as the records), e.g. ``"kafka": {"orders_out":
+{"topic": "orders-enriched", "batch": 42}}``. Written after the batch's transaction committed,
+so an entry of batch N names batch N unless the model is parked (then its ``parked`` mark says
+since when). A topic cannot be read at a version: the batch says which batches its records
+are complete through at that cut.
+
 Crash safety: an entry is written to a temporary name, flushed to disk, then linked to its
 final name, which fails when the name exists: an entry is all there or not there, and a batch
 that Spark replays (it crashed after the entry, before its commit-log entry) keeps the entry
@@ -47,16 +56,25 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from runner.checkpoint.batch_files import BatchFiles
 from runner.errors import ExecutionError
 from runner.storage.ops import Location, as_location, write_atomic, write_once
 
-__all__ = ["LEDGER_DIR", "Ledger", "LedgerEntry", "utc_now"]
+__all__ = ["LEDGER_DIR", "Ledger", "LedgerEntry", "TopicCut", "utc_now"]
 
 #: Folder of the ledger inside the pipeline's checkpoint.
 LEDGER_DIR = "ledger"
 
+
+@dataclass(frozen=True)
+class TopicCut:
+    """A Kafka model at a cut: its topic (None: routed by a ``topic`` column) and the last
+    batch committed to it (None: none)."""
+
+    topic: str | None
+    batch: int | None
 
 
 @dataclass(frozen=True)
@@ -69,12 +87,17 @@ class LedgerEntry:
     written_at: str | None = None
     # model -> the batch it is parked since (its version holds the batches before it)
     parked: Mapping[str, int] = field(default_factory=dict, hash=False)
+    # Kafka model -> its topic and last committed batch at this cut (no table, no version)
+    kafka: Mapping[str, TopicCut] = field(default_factory=dict, hash=False)
 
     def to_json(self) -> str:
-        doc = {"batch_id": self.batch_id, "query_id": self.query_id,
-               "written_at": self.written_at, "tables": dict(self.tables)}
+        doc: dict[str, Any] = {"batch_id": self.batch_id, "query_id": self.query_id,
+                               "written_at": self.written_at, "tables": dict(self.tables)}
         if self.parked:
             doc["parked"] = dict(self.parked)
+        if self.kafka:
+            doc["kafka"] = {m: {"topic": c.topic, "batch": c.batch}
+                            for m, c in self.kafka.items()}
         return json.dumps(doc, separators=(",", ":"))
 
     @classmethod
@@ -83,7 +106,10 @@ class LedgerEntry:
         tables = {str(k): (None if v is None else int(v)) for k, v in doc["tables"].items()}
         return cls(batch_id=int(doc["batch_id"]), tables=tables, query_id=doc.get("query_id"),
                    written_at=doc.get("written_at"),
-                   parked={str(k): int(v) for k, v in doc.get("parked", {}).items()})
+                   parked={str(k): int(v) for k, v in doc.get("parked", {}).items()},
+                   kafka={str(k): TopicCut(v["topic"], None if v["batch"] is None
+                                           else int(v["batch"]))
+                          for k, v in doc.get("kafka", {}).items()})
 
 
 class Ledger:

@@ -63,7 +63,7 @@ def maintain(project: Project, *, select: Sequence[str] = (),
                       app_id(project.config.name, name, query_id) if query_id else None, merge)
 
     targets = [target(m.name, m.config.materialized == "merge") for m in enabled
-               if m.name in chosen]
+               if m.name in chosen and m.config.materialized != "kafka"]  # a topic: no table
     targets += [target(name, None) for name in sorted(failed) if name in chosen]
     if not select:
         targets.append(target(project.config.dead_letter, False))

@@ -28,6 +28,14 @@ table. A table lags when its model sat out the batches after its last one
 Each lasts until the model catches up: the catch-up restates the entries it covers
 (:mod:`runner.runtime.restate`), which then name the version holding exactly their batches.
 A registry that cannot be read makes the snapshot refuse (it could not tell which tables lag).
+
+Kafka models (``materialized='kafka'``) have no table and no version: they are listed apart,
+under ``topics`` (JSON ``"topics": {"orders_out": {"topic": "orders-enriched", "batch": 41}}``),
+so that a reader opening every entry of ``tables`` as a Delta table never meets a topic.
+``batch`` is the last batch committed to the topic at that cut (its marker,
+:mod:`runner.sinks.kafka_markers`, recorded in the ledger entry): the same rule holds, a topic
+listed unmarked holds the snapshot's batch; one that does not (parked, left out, being
+backfilled) is marked with ``lag`` like a table.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from runner.checkpoint.ledger import Ledger, LedgerEntry
+from runner.checkpoint.ledger import Ledger, LedgerEntry, TopicCut
 from runner.checkpoint.query_id import read_query_id
 from runner.checkpoint.registry import Entry, load_registry
 from runner.errors import ConfigError, ExecutionError, RunnerError, StorageError
@@ -48,7 +56,8 @@ from runner.sinks.tables import last_batch_at
 if TYPE_CHECKING:
     from runner.sinks.inspect import DeltaTable
 
-__all__ = ["Lag", "Snapshot", "TableVersion", "lagging", "snapshot", "snapshot_of"]
+__all__ = ["Lag", "Snapshot", "TableVersion", "TopicVersion", "kafka_models", "lagging",
+           "snapshot", "snapshot_of"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +71,23 @@ class TableVersion:
     # holds (None: none); unset, the version holds exactly the batches up to the snapshot's.
     lag: str | None = None
     last_batch: int | None = None
+
+
+@dataclass(frozen=True)
+class TopicVersion:
+    """One Kafka model of a snapshot: its topic (None: routed by a ``topic`` column) and the
+    last batch committed to it at the cut (None: none); ``lag`` and ``parked_since`` as for a
+    table."""
+
+    topic: str | None
+    batch: int | None
+    parked_since: int | None = None
+    lag: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topic": self.topic, "batch": self.batch,
+                **({"parked_since": self.parked_since} if self.parked_since is not None else {}),
+                **({"lag": self.lag} if self.lag is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -81,6 +107,8 @@ class Snapshot:
     batch_id: int
     tables: Mapping[str, TableVersion] = field(hash=False)
     written_at: str | None = None
+    #: the Kafka models: no table, no version (see the module docstring)
+    topics: Mapping[str, TopicVersion] = field(default_factory=dict, hash=False)
 
     def path(self, table: str) -> str:
         return self._table(table).path
@@ -102,14 +130,19 @@ class Snapshot:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"batch_id": N, "tables": {name: {"path": ..., "version": V}}}``; a table that
-        lags also has ``"lag"`` (why) and ``"last_batch"``, and a parked one ``"parked_since"``."""
-        return {"batch_id": self.batch_id,
-                "tables": {name: {"path": t.path, "version": t.version,
-                                  **({"parked_since": t.parked_since}
-                                     if t.parked_since is not None else {}),
-                                  **({"lag": t.lag, "last_batch": t.last_batch}
-                                     if t.lag is not None else {})}
-                           for name, t in self.tables.items()}}
+        lags also has ``"lag"`` (why) and ``"last_batch"``, and a parked one ``"parked_since"``;
+        with Kafka models, ``"topics": {name: {"topic": ..., "batch": B}}`` too."""
+        doc: dict[str, Any] = {
+            "batch_id": self.batch_id,
+            "tables": {name: {"path": t.path, "version": t.version,
+                              **({"parked_since": t.parked_since}
+                                 if t.parked_since is not None else {}),
+                              **({"lag": t.lag, "last_batch": t.last_batch}
+                                 if t.lag is not None else {})}
+                       for name, t in self.tables.items()}}
+        if self.topics:
+            doc["topics"] = {name: t.to_dict() for name, t in self.topics.items()}
+        return doc
 
     def _table(self, table: str) -> TableVersion:
         try:
@@ -117,6 +150,12 @@ class Snapshot:
         except KeyError:
             from runner.errors import did_you_mean
 
+            if table in self.topics:
+                raise ConfigError(f"'{table}' is a Kafka model (topic "
+                                  f"{self.topics[table].topic or 'per row'}), not a table: "
+                                  "a topic has no version to read",
+                                  hint="read the topic with isolation.level=read_committed"
+                                  ) from None
             raise ConfigError(f"no table '{table}' in the snapshot of batch {self.batch_id}"
                               + did_you_mean(table, self.tables)) from None
 
@@ -187,8 +226,20 @@ def _entry(project: Project, batch: int | None) -> LedgerEntry:
 def _from_entry(project: Project, entry: LedgerEntry, registry: Mapping[str, Entry]
                 ) -> Snapshot:
     lags = lagging(project, entry, registry)
+    cuts = dict(entry.kafka)
+    new = [name for name in lags if name not in entry.tables and name not in cuts]
+    kafka = kafka_models(project) if new else {}  # a new Kafka model being backfilled
+    cuts.update({name: TopicCut(kafka[name], None) for name in new if name in kafka})
+    topics = {}
+    for name, cut in cuts.items():
+        lag = lags.get(name)
+        if lag is None and (cut.batch is None or cut.batch < entry.batch_id):  # never unmarked
+            lag = Lag(cut.batch, "its Kafka marker does not hold this batch")
+        topics[name] = TopicVersion(cut.topic, cut.batch,
+                                    lag.parked_since if lag is not None else None,
+                                    lag.reason if lag is not None else None)
     versions: dict[str, int | None] = dict(entry.tables)
-    versions.update({name: None for name in lags if name not in versions})
+    versions.update({name: None for name in lags if name not in versions and name not in cuts})
     tables = {}
     for name, version in versions.items():
         lag = lags.get(name)
@@ -196,7 +247,8 @@ def _from_entry(project: Project, entry: LedgerEntry, registry: Mapping[str, Ent
             str(project.table_path(name)), version,
             lag.parked_since if lag is not None else None,
             lag.reason if lag is not None else None, lag.last_batch if lag is not None else None)
-    return Snapshot(batch_id=entry.batch_id, tables=tables, written_at=entry.written_at)
+    return Snapshot(batch_id=entry.batch_id, tables=tables, written_at=entry.written_at,
+                    topics=topics)
 
 
 def lagging(project: Project, entry: LedgerEntry, registry: Mapping[str, Entry]
@@ -230,12 +282,13 @@ def lagging(project: Project, entry: LedgerEntry, registry: Mapping[str, Entry]
         return "disabled" if name in disabled[0] else "not selected in the last run"
 
     for name, e in registry.items():
-        if name in starts or not (name in entry.tables or e.state == "backfilling"):
+        listed = name in entry.tables or name in entry.kafka
+        if name in starts or not (listed or e.state == "backfilling"):
             continue
         if e.state in ("absent", "retired", "parked") and e.left_at <= n:
             starts[name] = (e.left_at, absent_reason(name, e),
                             e.left_at if e.state == "parked" else None)
-        elif e.state == "backfilling" and name not in entry.tables:
+        elif e.state == "backfilling" and not listed:
             if name in files:  # new (or being rebuilt): the ledger has none of its versions yet
                 starts[name] = (0, "being rebuilt" if e.drop else "new, being backfilled", None)
         elif e.state == "backfilling" and not e.drop and e.start <= n:
@@ -244,7 +297,7 @@ def lagging(project: Project, entry: LedgerEntry, registry: Mapping[str, Entry]
     out = {}
     for name, (start, reason, parked) in starts.items():
         version = entry.tables.get(name)
-        held = None
+        held = entry.kafka[name].batch if name in entry.kafka else None  # a topic: its marker
         if version is not None and query_id is not None:
             held = last_batch_at(project.table_path(name),
                                  app_id(project.config.name, name, query_id), version)
@@ -259,6 +312,15 @@ def _parked(error: str) -> str:
     return "parked" + (f": {first}" if first else "")
 
 
+def kafka_models(project: Project) -> dict[str, str | None]:
+    """The models whose config says ``materialized='kafka'``, with their topics (rendered now,
+    without Spark; a model that does not render is taken for a table)."""
+    from runner.compile.render import render_models
+
+    rendered, _ = render_models(project)
+    return {m.name: m.config.topic for m in rendered if m.config.materialized == "kafka"}
+
+
 def _disabled(project: Project) -> set[str]:
     """The models whose config says ``enabled=false`` (rendered now, without Spark; a
     model that does not render counts as not disabled)."""
@@ -270,12 +332,16 @@ def _disabled(project: Project) -> set[str]:
 
 def snapshot_lines(snap: Snapshot) -> list[str]:
     """The text form: the batch, then one line per table (name, version, path)."""
-    width = max((len(n) for n in snap.tables), default=0)
+    width = max((len(n) for n in [*snap.tables, *snap.topics]), default=0)
     lines = [f"batch {snap.batch_id}" + (f" (complete at {snap.written_at})"
                                          if snap.written_at else "")]
     for name, t in snap.tables.items():
         version = "no table yet" if t.version is None else f"version {t.version}"
         lines.append(f"  {name:<{width}}  {version:<14} {t.path}" + lag_note(t.lag, t.last_batch))
+    for name, k in snap.topics.items():
+        batch = "no batch" if k.batch is None else f"batch {k.batch}"
+        lines.append(f"  {name:<{width}}  {batch:<14} kafka topic {k.topic or '(per row)'}"
+                     + lag_note(k.lag, k.batch))
     return lines
 
 

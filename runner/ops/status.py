@@ -17,6 +17,12 @@ does not grow with the number of batches), the rest are small files. Reported:
 - the tables that lag behind the latest snapshot's batch, as ``runner snapshot`` marks them
   (:func:`runner.ops.snapshot.lagging`: not selected, disabled, removed, parked, being
   backfilled), with the last batch their snapshot version holds.
+
+A Kafka model (``materialized='kafka'``) has no table: it is shown with its topic, the last
+batch committed in Kafka for it (its marker, read with ``read_committed`` by the writer's own
+reader, :mod:`runner.sinks.kafka_markers`; no producer is made, so a running stream is never
+fenced) and the batch the latest snapshot names for it; JSON ``topics``, apart from ``tables``.
+Brokers that do not answer make that one line say so (asked once, with a short timeout).
 """
 
 from __future__ import annotations
@@ -39,10 +45,12 @@ from runner.compile.definition import changes
 from runner.console import plural
 from runner.errors import RunnerError, StorageError
 from runner.ops.backlog import Backlog, files_backlog, kafka_backlog
-from runner.ops.snapshot import Lag, lag_note, lagging
+from runner.ops.snapshot import Lag, kafka_models, lag_note, lagging
+from runner.project.kafka_outputs import KafkaOutputs
 from runner.project.loader import Project
 from runner.sinks.base import app_id
 from runner.sinks.inspect import dead_letter_rows, table_state
+from runner.sinks.kafka_markers import read_markers
 from runner.sinks.tables import is_table
 from runner.storage.ops import Location
 
@@ -73,6 +81,11 @@ class TableStatus:
     # more than one definition wrote its batches: (first batch, what changed) per later one
     # (runner.checkpoint.definitions)
     mixed: tuple[tuple[int, str], ...] = ()
+    # a Kafka model: no table; its topic (None: per row), last_batch is its marker's, and the
+    # batch the latest snapshot names for it
+    kafka: bool = False
+    topic: str | None = None
+    snapshot_batch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -102,8 +115,10 @@ class PipelineStatus:
             "pipeline": self.pipeline, "target": self.target, "checkpoint": self.checkpoint,
             "batches": {"snapshot": self.snapshot_batch, "snapshot_at": self.snapshot_at,
                         "committed": self.committed_batch, "in_flight": self.in_flight_batch},
-            "tables": {t.name: {k: v for k, v in vars(t).items() if k != "name"}
-                       for t in self.tables},
+            "tables": {t.name: {k: v for k, v in vars(t).items() if k not in _KAFKA_ONLY}
+                       for t in self.tables if not t.kafka},
+            "topics": {t.name: {k: getattr(t, k) for k in _TOPIC_KEYS}
+                       for t in self.tables if t.kafka},
             "backlog": self.backlog.to_dict(), "dead_letters": self.dead_letters,
             "lock": self.lock, "maintenance": self.maintenance_lock,
             "last_run": self.last_run, "seconds": round(self.seconds, 3),
@@ -111,6 +126,14 @@ class PipelineStatus:
                        for t in self.tables if t.parked_since is not None},
             "lookups": self.lookups,
         }
+
+
+#: Seconds ``runner status`` waits for the output brokers (once, whatever the Kafka models).
+KAFKA_TIMEOUT = 10.0
+
+_KAFKA_ONLY = ("name", "kafka", "topic", "snapshot_batch")
+_TOPIC_KEYS = ("topic", "last_batch", "snapshot_batch", "error", "parked_since", "parked_error",
+               "lag", "snapshot_last_batch", "retired")
 
 
 def _mixed(project: Project, checkpoint: Location, *, committed: int | None
@@ -155,9 +178,12 @@ def collect_status(project: Project, *, batches: int = 10) -> PipelineStatus:
     relations = read_names(checkpoint)
     names += [n for n, e in registry.items() if e.state == "retired" and n not in names]
     mixed = _mixed(project, checkpoint, committed=last_committed(checkpoint))
-    tables = tuple(replace(_table(project, n, query_id, latest, parked.get(n), lags.get(n)),
+    topics = _topics(project, query_id, latest)
+    names += [n for n in topics if n not in names]
+    tables = tuple(replace(topics[n] if n in topics else _table(project, n, query_id, latest),
                            relation=relations.get(n), mixed=mixed.get(n, ()),
-                           retired=n in registry and registry[n].state == "retired")
+                           retired=n in registry and registry[n].state == "retired",
+                           **_marks(parked.get(n), lags.get(n)))
                    for n in names)
     tables = tuple(t for t in tables if t.exists or t.parked_since is not None
                    or t.lag is not None or t.name in (latest.tables if latest else ()))
@@ -204,20 +230,44 @@ def _lookups(checkpoint: Location) -> dict[str, dict[str, Any]]:
             for name, p in sorted(pins.items())}
 
 
-def _table(project: Project, name: str, query_id: str | None,
-           latest: LedgerEntry | None, parked: Entry | None, lag: Lag | None) -> TableStatus:
-    path = str(project.table_path(name))
-    snap = latest.tables.get(name) if latest is not None else None
+def _marks(parked: Entry | None, lag: Lag | None) -> dict[str, Any]:
+    """A model's parked and lag marks, as :class:`TableStatus` fields."""
     since, why = (parked.left_at, parked.error) if parked is not None else (None, None)
     reason, held = (lag.reason, lag.last_batch) if lag is not None else (None, None)
+    return {"parked_since": since, "parked_error": why, "lag": reason,
+            "snapshot_last_batch": held}
+
+
+def _table(project: Project, name: str, query_id: str | None,
+           latest: LedgerEntry | None) -> TableStatus:
+    path = str(project.table_path(name))
+    snap = latest.tables.get(name) if latest is not None else None
     state = table_state(path, app_id(project.config.name, name, query_id) if query_id else None)
     if not state.exists:
-        return TableStatus(name, path, False, snapshot_version=snap, parked_since=since,
-                           parked_error=why, lag=reason, snapshot_last_batch=held)
+        return TableStatus(name, path, False, snapshot_version=snap)
     return TableStatus(name, path, True, state.last_batch, state.version, snap, state.files,
-                       state.size, state.log_files, state.log_bytes, error=state.error,
-                       parked_since=since, parked_error=why, lag=reason,
-                       snapshot_last_batch=held)
+                       state.size, state.log_files, state.log_bytes, error=state.error)
+
+
+def _topics(project: Project, query_id: str | None,
+            latest: LedgerEntry | None) -> dict[str, TableStatus]:
+    """The Kafka models (the project's, and those the latest snapshot names): topic, last batch
+    in Kafka (asked of the brokers once per model, the first failure ending the asking), and
+    the batch of the latest snapshot."""
+    cuts = dict(latest.kafka) if latest is not None else {}
+    topics = {**{m: c.topic for m, c in cuts.items()}, **kafka_models(project)}
+    if not topics:
+        return {}
+    batches: dict[str, int | None] = {}
+    problem = None
+    if query_id is not None:
+        outputs = project.config.kafka_outputs or KafkaOutputs()
+        batches, problem = read_markers(outputs, {m: app_id(project.config.name, m, query_id)
+                                                  for m in topics}, timeout=KAFKA_TIMEOUT)
+    return {m: TableStatus(m, "", True, last_batch=batches.get(m), kafka=True, topic=t,
+                           snapshot_batch=cuts[m].batch if m in cuts else None,
+                           error=None if m in batches or query_id is None else problem)
+            for m, t in topics.items()}
 
 
 def _dead_letters(project: Project, *, last: int, newest: int | None) -> dict[str, Any]:
@@ -282,6 +332,9 @@ def status_lines(s: PipelineStatus) -> list[str]:
                       "LAGS:", f"LAGS in snapshot {s.snapshot_batch}:"))
         name = t.name + (f" ({t.relation})" if t.relation else "")
         parked += "  RETIRED: its model is gone; table and name kept" if t.retired else ""
+        if t.kafka:
+            lines.append(f"  {name:<{width}}  {_topic_line(t)}{parked}")
+            continue
         if not t.exists:
             lines.append(f"  {name:<{width}}  no table yet{parked}")
             continue
@@ -323,6 +376,15 @@ def status_lines(s: PipelineStatus) -> list[str]:
             lines += ["    " + x for x in str(run["error"]).splitlines()]
     lines.append(f"({s.seconds:.2f}s)")
     return lines
+
+
+def _topic_line(t: TableStatus) -> str:
+    """A Kafka model's status: its topic, its last batch in Kafka, the snapshot's batch."""
+    where = f"kafka topic {t.topic}" if t.topic else "kafka topics per row"
+    if t.error:
+        return f"{where}, last batch in Kafka unknown: {t.error}"
+    return (f"{where}, last batch in Kafka {_opt(t.last_batch)} "
+            f"(snapshot {_opt(t.snapshot_batch)}), no Delta table")
 
 
 def _age(seconds: float) -> str:

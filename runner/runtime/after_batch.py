@@ -6,6 +6,9 @@ Both run inside ``foreachBatch``, between batches: no batch of this stream commi
 which is what lets the stream's own maintenance compact merge tables. A maintenance that fails
 is reported and retried at its next turn; it never fails the stream. A ledger entry that cannot
 be written fails the batch (Spark replays it; every sink is then skipped).
+
+A Kafka model has no table to probe: its entry is its topic and the last batch its writer
+committed (what the writer knows after the batch's transaction: no broker is asked per batch).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from runner.checkpoint.ledger import Ledger, LedgerEntry, utc_now
+from runner.checkpoint.ledger import Ledger, LedgerEntry, TopicCut, utc_now
 from runner.checkpoint.lock import MAINTENANCE, checkpoint_lock
 from runner.checkpoint.registry import load_registry
 from runner.errors import CheckpointBusyError, RunnerError
@@ -29,6 +32,7 @@ from runner.events import (
 )
 from runner.failpoints import failpoint
 from runner.sinks.maintenance import MaintenanceFailure, Target, maintain_tables
+from runner.sinks.outputs import Outputs, is_kafka
 from runner.sinks.tables import versions_of
 from runner.storage.ops import as_location
 
@@ -48,19 +52,24 @@ class Bookkeeper:
         self.query_id = query_id
         self.report = report
         self.ledger = Ledger(project.checkpoint)
-        specs = [*bp.sinks.values(), bp.dead_letter]
+        specs = [s for s in [*bp.sinks.values(), bp.dead_letter] if not is_kafka(s)]
         self.tables = {s.model: as_location(s.path) for s in specs}
         self.targets = [Target(s.model, s.path, s.app_id, s.materialized == "merge")
                         for s in specs]
+        self.topics = {s.model: s for s in bp.sinks.values() if is_kafka(s)}
+        self.writer = bp.writer if self.topics else None
         latest = self.ledger.latest()
         self.known: dict[str, int] = {}
+        self.cuts: dict[str, TopicCut] = {}  # Kafka models: as the last entry left them
         models = {m.name for m in project.models}
         if latest is not None:  # tables this run does not write (--select) stay in the cut
             for name, version in latest.tables.items():
-                if name in self.tables or name in models:  # (a deleted model's table leaves)
+                if (name in self.tables or name in models) and name not in self.topics:
                     self.tables.setdefault(name, project.table_path(name))
-                    if version is not None:
+                    if version is not None:  # (a deleted model's table leaves)
                         self.known[name] = version
+            self.cuts = {m: c for m, c in latest.kafka.items()
+                         if m in models and m not in self.tables}
         # Models parked when this run starts (the registry, after the start-up's catch-ups),
         # and from which batch; the batches of this run add theirs (``record``).
         self.parked = {m: e.left_at for m, e in (load_registry(project.checkpoint) or {}).items()
@@ -93,15 +102,29 @@ class Bookkeeper:
     def record(self, result: BatchResult) -> None:
         """Record batch ``result.batch_id`` in the ledger (kept as it is on a replay)."""
         versions = versions_of(self.tables, known=self.known)
+        cuts = self._topic_cuts()
         for m, p in result.parked.items():  # as record_parked keeps it: the earliest batch
             self.parked[m] = min(self.parked.get(m, p.batch_id), p.batch_id)
         parked = {m: k for m, k in self.parked.items()
-                  if k <= result.batch_id and m in versions}
+                  if k <= result.batch_id and (m in versions or m in cuts)}
         self.ledger.record(LedgerEntry(result.batch_id, versions, query_id=self.query_id,
-                                       written_at=utc_now(), parked=parked))
+                                       written_at=utc_now(), parked=parked, kafka=cuts))
         self.known = {name: v for name, v in versions.items() if v is not None}
+        self.cuts = cuts
         failpoint("batch.after_ledger", batch_id=result.batch_id)
         self._batches += 1
+
+    def _topic_cuts(self) -> dict[str, TopicCut]:
+        """Each Kafka model's topic and last committed batch, as its writer knows it (a model
+        this run has not opened, parked before it, keeps what the last entry said)."""
+        known = self.writer.kafka.last_batches() if isinstance(self.writer, Outputs) else {}
+        cuts = dict(self.cuts)
+        for m, spec in self.topics.items():
+            if spec.app_id in known:
+                cuts[m] = TopicCut(spec.topic, known[spec.app_id])
+            else:
+                cuts[m] = TopicCut(spec.topic, cuts[m].batch if m in cuts else None)
+        return cuts
 
     def maintain_if_due(self) -> None:
         if self._due():

@@ -46,6 +46,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from runner.checkpoint.ledger import TopicCut
 from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.checkpoint.spark_logs import last_committed
 from runner.compile.graph import ancestors
@@ -345,10 +346,13 @@ def finish_handover(spark: SparkSession, project: Project, bp: BatchPlan, handov
     if handover.committed is not None:  # the ledger names the tables' new versions
         blurred = {k for b in past_batches(project, handover.committed)
                    for k in range(b.first, b.batch_id)}
+        kafka = {m for m in todo if bp.sinks[m].materialized == "kafka"}  # no table: a marker
         restate(project.checkpoint, {m: (project.table_path(m), bp.sinks[m].app_id)
-                                     for m in todo},
+                                     for m in todo if m not in kafka},
                 starts=todo, through=handover.committed, blurred=blurred,
-                parked={m: entries[m].left_at for m in todo if entries[m].state == "parked"})
+                parked={m: entries[m].left_at for m in todo if entries[m].state == "parked"},
+                topics={m: TopicCut(bp.sinks[m].topic, bp.writer.committed_version(bp.sinks[m]))
+                        for m in kafka})
     failpoint("backfill.before_live")
     for m in todo:
         if entries[m].state != "parked":

@@ -18,6 +18,10 @@ those of a dropped table, or of a table that did not hold them yet. So:
   table instead. A model parked during the backfill at batch p is marked parked since p in
   the entries from p on (its version holds the batches before p).
 
+A Kafka model has no table: the entries from its backfill's first batch on name its topic and
+``min(entry's batch, its marker)`` (the last batch its writer committed, which a park during
+the backfill leaves before the batch it was parked at).
+
 Both are idempotent: a crash between two rewrites is repaired by the next start-up, which
 restates again before the models go live.
 """
@@ -27,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 
-from runner.checkpoint.ledger import Ledger
+from runner.checkpoint.ledger import Ledger, TopicCut
 from runner.sinks.tables import batch_versions
 from runner.storage.ops import Location
 
@@ -40,11 +44,13 @@ def forget(checkpoint: Location, models: Collection[str]) -> int:
     changed = 0
     for batch_id in ledger.batch_ids():
         entry = ledger.get(batch_id)
-        if entry is None or not any(m in entry.tables or m in entry.parked for m in models):
+        if entry is None or not any(m in entry.tables or m in entry.parked or m in entry.kafka
+                                    for m in models):
             continue
         ledger.rewrite(replace(
             entry, tables={t: v for t, v in entry.tables.items() if t not in models},
-            parked={t: b for t, b in entry.parked.items() if t not in models}))
+            parked={t: b for t, b in entry.parked.items() if t not in models},
+            kafka={t: c for t, c in entry.kafka.items() if t not in models}))
         changed += 1
     return changed
 
@@ -59,11 +65,13 @@ def _version_at(log: tuple[int, Mapping[int, int]], batch_id: int) -> int | None
 
 def restate(checkpoint: Location, tables: Mapping[str, tuple[Location, str]], *,
             starts: Mapping[str, int], through: int,
-            blurred: Collection[int] = (), parked: Mapping[str, int] | None = None) -> int:
+            blurred: Collection[int] = (), parked: Mapping[str, int] | None = None,
+            topics: Mapping[str, TopicCut] | None = None) -> int:
     """Rewrite the entries of batches ``starts[m]`` .. ``through`` for each backfilled model.
 
     Args:
         tables: model -> (table path, app id).
+        topics: Kafka model -> its topic and its marker's batch after the backfill.
         starts: model -> the first batch its backfill wrote (0 for a rebuild).
         blurred: batch ids whose input the backfill read merged with a later batch's (no
             version holds exactly them): the model leaves those entries.
@@ -74,26 +82,32 @@ def restate(checkpoint: Location, tables: Mapping[str, tuple[Location, str]], *,
     """
     ledger = Ledger(checkpoint)
     logs = {m: batch_versions(path, app) for m, (path, app) in tables.items()}
-    parked = parked or {}
+    parked, topics = parked or {}, topics or {}
     changed = 0
     for batch_id in ledger.batch_ids():
         if batch_id > through:
             break
         entry = ledger.get(batch_id)
-        models = [m for m in tables if starts[m] <= batch_id]
+        models = [m for m in [*tables, *topics] if starts[m] <= batch_id]
         if entry is None or not models:
             continue
-        versions, marks = dict(entry.tables), dict(entry.parked)
+        versions, marks, cuts = dict(entry.tables), dict(entry.parked), dict(entry.kafka)
         for m in models:
-            log = logs[m]
             marks.pop(m, None)
-            if log is None or batch_id in blurred:
+            log = logs.get(m)
+            if batch_id in blurred or (m in tables and log is None):
                 versions.pop(m, None)
+                cuts.pop(m, None)
                 continue
-            versions[m] = _version_at(log, batch_id)
+            if m in topics:
+                cut = topics[m]
+                cuts[m] = TopicCut(cut.topic, None if cut.batch is None
+                                   else min(batch_id, cut.batch))
+            elif log is not None:
+                versions[m] = _version_at(log, batch_id)
             if m in parked and batch_id >= parked[m]:
                 marks[m] = parked[m]
-        new = replace(entry, tables=versions, parked=marks)
+        new = replace(entry, tables=versions, parked=marks, kafka=cuts)
         if new.to_json() != entry.to_json():
             ledger.rewrite(new)
             changed += 1

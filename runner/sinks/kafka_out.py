@@ -10,7 +10,8 @@ query id, so a new checkpoint gets a new one and a restart keeps it). Per batch:
 2. the model's last committed batch is read: the committed offset of the consumer group named
    by the transactional id on partition 0 of the runner-owned control topic, fetched with
    ``isolation.level=read_committed`` (the broker answers only once no transaction holds a
-   pending offset for that group); a batch at or below it is skipped, as Delta's
+   pending offset for that group; :mod:`runner.sinks.kafka_markers`, which ``runner status``
+   reads it with too); a batch at or below it is skipped, as Delta's
    ``txnVersion`` check skips a table's;
 3. ``begin_transaction()``, every row produced as one record, then the batch id committed as
    that group's offset (``offset = batch id + 1``) with ``send_offsets_to_transaction``, then
@@ -36,6 +37,9 @@ from typing import TYPE_CHECKING, Any
 
 from runner.errors import KafkaRecordError, SinkError
 from runner.failpoints import failpoint
+from runner.sinks.kafka_markers import brokers_of as _brokers
+from runner.sinks.kafka_markers import marker_consumer, marker_of
+from runner.sinks.kafka_markers import reason_of as _reason
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -116,31 +120,16 @@ def producer_config(outputs: KafkaOutputs, transactional_id: str) -> dict[str, s
             **forced, "bootstrap.servers": _brokers(outputs)}
 
 
-def _brokers(outputs: KafkaOutputs) -> str:
-    if not outputs.bootstrap_servers:
-        from runner.errors import ConfigError
-
-        raise ConfigError("a materialized='kafka' model needs brokers: the profile target's "
-                          "kafka_outputs.bootstrap_servers (or a Kafka source's)",
-                          hint="add kafka_outputs: {bootstrap_servers: host:port} to the target"
-                               " in profiles.yml (docs/PROFILES.md)")
-    return outputs.bootstrap_servers
-
-
 class _Model:
     """One model's producer, its marker consumer and its last committed batch."""
 
     def __init__(self, outputs: KafkaOutputs, spec: SinkSpec, timeout: float) -> None:
-        from confluent_kafka import Consumer, Producer
+        from confluent_kafka import Producer
 
         self.errors: list[Any] = []
         config: dict[str, Any] = producer_config(outputs, spec.app_id)
         self.producer: Producer = Producer({**config, "on_delivery": self._delivered})
-        options = {k: v.get_secret_value() for k, v in outputs.options.items()}
-        self.consumer: Consumer = Consumer({
-            **options, "bootstrap.servers": config["bootstrap.servers"],
-            "group.id": spec.app_id, "isolation.level": "read_committed",
-            "enable.auto.commit": "false"})
+        self.consumer: Consumer = marker_consumer(outputs, spec.app_id)
         try:
             self.producer.init_transactions(timeout)  # fences a predecessor, aborts its txn
         except Exception as e:  # KafkaException: brokers unreachable, not authorized
@@ -206,15 +195,17 @@ class KafkaWriter:
         self._control_ready = True
 
     def _fetch_marker(self, spec: SinkSpec, model: _Model) -> int | None:
-        from confluent_kafka import TopicPartition
-
-        anchor = TopicPartition(self.outputs.control_topic, 0)
         try:
-            (got,) = model.consumer.committed([anchor], timeout=self.timeout)
+            return marker_of(model.consumer, self.outputs.control_topic, timeout=self.timeout)
         except Exception as e:
             raise SinkError(f"model {spec.model}: its last committed batch could not be read "
                             f"from Kafka: {_reason(e)}") from e
-        return got.offset - 1 if got.offset >= 0 else None
+
+    def last_batches(self) -> dict[str, int | None]:
+        """Transactional id -> last committed batch, of the models this writer has opened
+        (what it knows: no broker is asked; the batch ledger records it after each batch)."""
+        with self._lock:
+            return {app: m.committed for app, m in self._models.items()}
 
     def committed_version(self, spec: SinkSpec) -> int | None:
         """The last batch committed to ``spec``'s topic(s) under its transactional id."""
@@ -246,9 +237,10 @@ class KafkaWriter:
             if permit is not None:
                 permit()
             producer.commit_transaction(self.timeout)
-        except BaseException as e:
+        except BaseException as e:  # judged before the abort, whose purge reports every
+            error = _error(spec, batch_id, list(model.errors), e)  # queued record as failed
             _abort(producer, self.timeout)
-            raise _error(spec, batch_id, model.errors, e) from e
+            raise error from e
         model.committed = batch_id
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return WriteResult(spec.model, rows, False, None, time.perf_counter() - started)
@@ -381,12 +373,6 @@ def _code_name(e: BaseException, delivered: list[Any]) -> str | None:
     return err.name() if err is not None and hasattr(err, "name") else None
 
 
-def _reason(e: BaseException) -> str:
-    if e.args and hasattr(e.args[0], "str"):
-        return str(e.args[0].str())
-    return str(e) or type(e).__name__
-
-
 def _error(spec: SinkSpec, batch_id: int, delivered: list[Any], e: BaseException) -> Exception:
     """The project's error for a failed transaction: parked when the topic or a record is the
     model's fault, else a sink failure."""
@@ -400,7 +386,9 @@ def _error(spec: SinkSpec, batch_id: int, delivered: list[Any], e: BaseException
             error_class=f"KAFKA_{name.lstrip('_')}", hint=_PARK_HINT)
     if type(e).__module__.startswith("runner."):
         return e
+    err = delivered[0] if delivered else None  # librdkafka's own error, when it reported one
+    reason = str(err.str()) if err is not None and hasattr(err, "str") else _reason(e)
     return SinkError(f"model {spec.model}: Kafka transaction of batch {batch_id} to {where} "
-                     f"failed: {_reason(e)}",
+                     f"failed: {reason}",
                      hint="check the brokers, then restart: the batch is replayed, a committed "
                           "transaction is skipped")

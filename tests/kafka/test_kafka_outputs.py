@@ -74,3 +74,23 @@ def test_an_unknown_topic_is_the_model_s_error(apache_kafka) -> None:
     assert raised.value.error_class.startswith("KAFKA_")
     assert writer.committed_version(spec) is None
     writer.close()
+
+
+def test_a_record_over_the_size_limit_is_the_model_s_error(apache_kafka) -> None:
+    """``message.max.bytes`` set small in the profile's options: the transaction is aborted
+    (nothing of the batch visible) and the error parks the model; the same writer then
+    produces the batch once the records fit."""
+    topic = f"out_{uuid.uuid4().hex[:8]}"
+    create_topic(apache_kafka, topic, 1)
+    outputs = KafkaOutputs(bootstrap_servers=apache_kafka,
+                           options={"message.max.bytes": "2000"})  # type: ignore[dict-item]
+    writer = KafkaWriter(outputs, timeout=20)
+    spec = _spec(topic)
+    big = pa.table({"key": ["k0", "k1"], "id": [0, 1], "pad": ["x", "x" * 5000]})
+    with pytest.raises(KafkaRecordError, match="larger than") as raised:
+        writer.write(spec, big, 0)
+    assert raised.value.error_class == "KAFKA_MSG_SIZE_TOO_LARGE"
+    assert writer.committed_version(spec) is None
+    assert writer.write(spec, _rows(0, 3), 0).rows == 3
+    writer.close()
+    assert sorted(int(v["id"]) for v in read_committed(apache_kafka, topic)) == [0, 1, 2]

@@ -10,7 +10,7 @@ batches it holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -33,9 +33,13 @@ APPENDS = ("request_logs", "error_events", "performance_metrics")
 DEAD = "_dead_letter"
 
 
-def make_project(root: Path, *, maintenance: str = "") -> Project:
+def make_project(root: Path, *, maintenance: str = "", models: Mapping[str, str] | None = None,
+                 target: Mapping[str, Any] | None = None) -> Project:
+    """The example project and ``endpoint_counts``, plus ``models`` (path -> text), with
+    ``target``'s keys in its profile target."""
     yml = BASE_YML.replace("vars:\n  slow_ms: 1000\n", "vars:\n  slow_request_ms: 1000\n")
-    write_project(root, MODELS, project_yml=yml + maintenance)
+    write_project(root, {**MODELS, **(models or {})}, project_yml=yml + maintenance,
+                  target=target)
     (root / "incoming").mkdir(exist_ok=True)
     return load_project(root)
 
