@@ -11,7 +11,8 @@ whose definition differs for a model that holds batches:
   SQL, which is often what a changed filter means): says which model, since which batch and
   what changed (a var and its two values, a macro file, the model's SQL), and goes on;
 - ``refuse`` (default for merge models: their rows accumulate, so a mix is wrong in every
-  row): exit 2 before anything is written, naming the same and the ways out;
+  row): exit 2 before anything is written, naming the same and the ways out; except for a
+  parked model, whose changed SQL is the fix parking asks for: it is warned about instead;
 - ``rebuild``: rebuilds the table from the retained history with the new definition, as
   ``--full-refresh --select`` does.
 
@@ -75,9 +76,12 @@ def check_definitions(checkpoint: Location, plan: Plan, *,
         what = changes(last, step.definition.to_dict(), path=step.path) if last else []
         if not what:
             continue
-        since = _next_batch(registry.get(step.name), committed)
+        entry = registry.get(step.name)
+        since = _next_batch(entry, committed)
         held = max(since - 1, last["since"]) if last else since - 1
         policy = policy_of(step, default)
+        if policy == "refuse" and entry is not None and entry.state == "parked":
+            policy = "warn"  # the change is the parked model's fix (OPERATIONS.md: parking)
         if policy == "refuse":
             refused.append(_refusal(step, held, what))
         else:

@@ -189,3 +189,16 @@ def test_comments_layout_and_tags_are_no_new_definition(tmp_path) -> None:
                           .replace("request.endpoint AS", "'request.endpoint' AS"))
     assert literal.step("revenue").definition.fingerprint != \
         plan.step("revenue").definition.fingerprint
+
+
+def test_a_parked_merge_models_fix_is_warned_not_refused(tmp_path) -> None:
+    """Parking's way out is "fix the SQL and run again": the fix is a new definition, and
+    refusing it would leave a parked merge model no way back but a rebuild."""
+    project, plan = _started(tmp_path, vars='{"vat_rate": 0.1}')
+    save_registry(project.checkpoint, {"revenue": Entry("parked", left_at=3),
+                                       "slow": Entry("live")})
+    seen: list[Event] = []
+    assert check_definitions(project.checkpoint, plan, default=None, rebuild=(),
+                             report=seen.append) == frozenset()
+    (event,) = seen
+    assert (event.model, event.since, event.last_batch, event.action) == ("revenue", 3, 2, "warn")
