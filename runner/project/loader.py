@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -19,7 +19,7 @@ from runner.project.config import ProjectConfig, parse_project_config
 from runner.project.event_schema import EventSchema, metadata_columns
 from runner.project.paths import check_project_paths, resolve_location
 from runner.project.profile import Target, TargetChoice, apply_target, load_target
-from runner.project.secrets import public_env_var, set_secret_values
+from runner.project.secrets import is_secret_name, public_env_var, set_secret_values
 from runner.project.yaml_template import load_yaml, render_yaml
 from runner.storage.objects import ObjectPath
 from runner.storage.ops import Location
@@ -143,11 +143,14 @@ def _read_sources(root: Path, folder: str) -> list[tuple[str, Path]]:
     return sorted((p.relative_to(root).as_posix(), p) for p in base.rglob("*.sql") if p.is_file())
 
 
-def _check_env_reads(names: tuple[str, ...], config: ProjectConfig) -> None:
+def _check_env_reads(names: tuple[str, ...], prefixes: Sequence[Any]) -> None:
     """project.yml reads only public environment variables (an ``env_var_prefixes``
-    prefix): its values reach models, target/ and messages; secrets belong in the profile."""
+    prefix): its values reach models, target/ and messages; secrets belong in the profile.
+    Checked on the raw file first (before a validation message could quote a value; a
+    prefix that is no string or names a secret counts as none), then on the validated one."""
+    public = [p for p in prefixes if isinstance(p, str) and p and not is_secret_name(p)]
     for name in dict.fromkeys(names):
-        if not public_env_var(name, config.env_var_prefixes):
+        if not public_env_var(name, public):
             raise ConfigError(
                 f"env_var('{name}'): project.yml reads only public variables (names starting "
                 "with an env_var_prefixes prefix); its values reach the models, target/ and "
@@ -173,18 +176,24 @@ def load_project(project_dir: str | os.PathLike[str] = ".", *, profiles_dir: str
         raise ConfigError(f"no project.yml in {root}",
                           hint="run from the project directory or pass --project-dir")
     rendered = render_yaml(yml.read_text(encoding="utf-8"), path="project.yml")
+    # masked until the names are checked: no message before that may quote a value
+    set_secret_values(rendered.reads.values())
     text = rendered.text
     raw = load_yaml(text, path="project.yml")
     name: Any = None
+    prefixes: Any = ()
     if isinstance(raw, Mapping):
+        prefixes = raw.get("env_var_prefixes") or ()
+        _check_env_reads(rendered.names, prefixes if isinstance(prefixes, list) else ())
         check_boundary(raw, text=text)
         name = raw.get("profile") or raw.get("name")
     choice = load_target(root, name, profiles_dir=profiles_dir, target=target_name) \
         if isinstance(name, str) else TargetChoice("dev", _NO_TARGET, None)
-    set_secret_values(choice.secrets)
+    set_secret_values([*choice.secrets, *rendered.reads.values()])
     config = parse_project_config(text, path="project.yml",
                                   opt_ins=choice.target.allow_spark_conf)
-    _check_env_reads(rendered.names, config)
+    _check_env_reads(rendered.names, config.env_var_prefixes)
+    set_secret_values(choice.secrets)  # project.yml's values are public: checked above
     config = apply_target(config, choice)
     overrides = _CLI_VARS.get() or {}
     cli_vars = tuple(k for k in overrides if k not in config.vars)

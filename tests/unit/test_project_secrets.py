@@ -66,6 +66,20 @@ def test_project_yml_cannot_read_a_secret(tmp_path: Path, template: str,
     assert not (root / "target").exists()
 
 
+def test_a_secret_read_into_an_invalid_key_is_never_quoted(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """A value that fails validation is quoted in its message (``name: ... (got '...')``):
+    the read is refused first, and the value masked meanwhile."""
+    monkeypatch.setenv("PIPELINE_NAME", "not an identifier " + TOKEN)
+    yml = BASE_YML.replace("name: test_pipeline", "name: \"{{ env_var('PIPELINE_NAME') }}\"")
+    root = write_project(tmp_path, MODEL, project_yml=yml)
+    for fmt in ("text", "json", "github"):
+        code, out = _outputs(root, ["compile", "--format", fmt])[0]
+        assert code == 2 and TOKEN not in out, out
+        assert "PIPELINE_NAME" in out
+
+
 def test_a_var_from_a_public_variable_or_a_default_renders(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
