@@ -159,22 +159,10 @@ def _check_env_reads(names: tuple[str, ...], prefixes: Sequence[Any]) -> None:
                      "(docs/PROFILES.md); a public value: add its prefix under env_var_prefixes")
 
 
-def load_project(project_dir: str | os.PathLike[str] = ".", *, profiles_dir: str | None = None,
-                 target: str | None = None) -> Project:
-    """Read and validate a project directory, with the deployment's target
-    (:func:`runner.project.profile.load_target`: ``profiles_dir`` and ``target`` over the
-    command line's and the environment's choice).
-
-    Raises:
-        ConfigError: project.yml, the profile or the target is missing or invalid, or model
-            file names clash.
-    """
-    target_name = target
-    root = Path(project_dir).resolve()
-    yml = root / "project.yml"
-    if not yml.is_file():
-        raise ConfigError(f"no project.yml in {root}",
-                          hint="run from the project directory or pass --project-dir")
+def _configured(root: Path, yml: Path, *, profiles_dir: str | None, target: str | None
+                ) -> tuple[str, ProjectConfig, TargetChoice, tuple[str, ...]]:
+    """project.yml rendered and validated, with the target's settings and ``--vars`` in their
+    places: (its text, the configuration, the target, the ``--vars`` keys it does not hold)."""
     rendered = render_yaml(yml.read_text(encoding="utf-8"), path="project.yml")
     # masked until the names are checked: no message before that may quote a value
     set_secret_values(rendered.reads.values())
@@ -187,7 +175,7 @@ def load_project(project_dir: str | os.PathLike[str] = ".", *, profiles_dir: str
         _check_env_reads(rendered.names, prefixes if isinstance(prefixes, list) else ())
         check_boundary(raw, text=text)
         name = raw.get("profile") or raw.get("name")
-    choice = load_target(root, name, profiles_dir=profiles_dir, target=target_name) \
+    choice = load_target(root, name, profiles_dir=profiles_dir, target=target) \
         if isinstance(name, str) else TargetChoice("dev", _NO_TARGET, None)
     set_secret_values([*choice.secrets, *rendered.reads.values()])
     config = parse_project_config(text, path="project.yml",
@@ -199,6 +187,26 @@ def load_project(project_dir: str | os.PathLike[str] = ".", *, profiles_dir: str
     cli_vars = tuple(k for k in overrides if k not in config.vars)
     if overrides:
         config = config.model_copy(update={"vars": {**config.vars, **overrides}})
+    return text, config, choice, cli_vars
+
+
+def load_project(project_dir: str | os.PathLike[str] = ".", *, profiles_dir: str | None = None,
+                 target: str | None = None) -> Project:
+    """Read and validate a project directory, with the deployment's target
+    (:func:`runner.project.profile.load_target`: ``profiles_dir`` and ``target`` over the
+    command line's and the environment's choice).
+
+    Raises:
+        ConfigError: project.yml, the profile or the target is missing or invalid, or model
+            file names clash.
+    """
+    root = Path(project_dir).resolve()
+    yml = root / "project.yml"
+    if not yml.is_file():
+        raise ConfigError(f"no project.yml in {root}",
+                          hint="run from the project directory or pass --project-dir")
+    text, config, choice, cli_vars = _configured(root, yml, profiles_dir=profiles_dir,
+                                                 target=target)
     schema = EventSchema.parse(config.schema_ddl)
 
     models: list[ModelSource] = []
