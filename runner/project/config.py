@@ -13,7 +13,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -21,6 +20,7 @@ from pydantic import (
 
 from runner.errors import ConfigError, did_you_mean
 from runner.project.kafka_outputs import KafkaOutputs, check_kafka_model
+from runner.project.maps import SecretMap, StrMap
 from runner.project.secrets import MASK, is_secret_name
 from runner.project.spark_conf import check_spark_conf, deployment_opt_ins
 from runner.project.triggers import validate_interval
@@ -43,7 +43,6 @@ __all__ = [
     "SparkConfig",
     "Severity",
     "parse_project_config",
-    "stringify",
     "validation_message",
     "value_message",
 ]
@@ -56,14 +55,6 @@ OnDefinitionChange = Literal["warn", "refuse", "rebuild"]
 #: What a model's own run-time failure does: ``park`` it (and its descendants) and go on, or
 #: ``halt`` the batch (the stream fails; every replay fails the same way until fixed).
 OnModelError = Literal["park", "halt"]
-
-
-def stringify(value: Any) -> Any:
-    """YAML scalars of a settings map as the strings Spark/Kafka expect (true, not True)."""
-    if isinstance(value, dict):
-        return {str(k): str(v).lower() if isinstance(v, bool) else
-                v if isinstance(v, str) else str(v) for k, v in value.items()}
-    return value
 
 
 class _Strict(BaseModel):
@@ -95,7 +86,7 @@ class KafkaSource(_Strict):
     #: attempts, Spark's Kafka source for each offset look-up) before it stops with exit 2.
     connect_timeout: str = "30 seconds"
     #: the deployment's client properties, from the profile's target
-    options: dict[str, SecretStr] = Field(default_factory=dict)
+    options: SecretMap = Field(default_factory=dict)
 
     @field_validator("connect_timeout")
     @classmethod
@@ -110,11 +101,6 @@ class KafkaSource(_Strict):
     @property
     def connect_timeout_seconds(self) -> float:
         return validate_interval(self.connect_timeout)
-
-    @field_validator("options", mode="before")
-    @classmethod
-    def _stringify_options(cls, value: Any) -> Any:
-        return stringify(value)
 
     @property
     def brokers(self) -> str:
@@ -149,12 +135,7 @@ class SparkConfig(_Strict):
     it; ``master`` is the target's (``local[*]`` in the built-in dev target)."""
 
     master: str = "local[*]"
-    conf: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("conf", mode="before")
-    @classmethod
-    def _stringify_conf(cls, value: Any) -> Any:
-        return stringify(value)
+    conf: StrMap = Field(default_factory=dict)
 
 
 class LintConfig(_Strict):

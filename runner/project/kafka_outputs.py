@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field
+
+from runner.project.maps import SecretMap
 
 __all__ = ["CONTROL_TOPIC", "KafkaOutputs", "check_kafka_model"]
 
@@ -28,16 +30,8 @@ class KafkaOutputs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     bootstrap_servers: str | None = None
-    options: dict[str, SecretStr] = Field(default_factory=dict)
+    options: SecretMap = Field(default_factory=dict)
     control_topic: str = Field(default=CONTROL_TOPIC, min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
-
-    @field_validator("options", mode="before")
-    @classmethod
-    def _strings(cls, value: Any) -> Any:
-        if isinstance(value, dict):  # YAML scalars as librdkafka's strings (true, not True)
-            return {str(k): str(v).lower() if isinstance(v, bool) else str(v)
-                    for k, v in value.items()}
-        return value
 
 
 #: Config keys that only mean something for a Delta table.

@@ -36,11 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.errors import ConfigError, did_you_mean
-from runner.project.config import MetricsConfig, ProjectConfig, stringify, validation_message
+from runner.project.config import MetricsConfig, ProjectConfig, validation_message
 from runner.project.kafka_outputs import KafkaOutputs
+from runner.project.maps import SecretMap, StrMap
 from runner.project.secrets import set_secret_values
 from runner.project.spark_conf import FORCED
 from runner.project.yaml_template import load_yaml, render_values, yaml_line
@@ -67,24 +68,14 @@ class TargetSource(_Strict):
 
     path: str | None = None
     bootstrap_servers: str | None = None
-    options: dict[str, SecretStr] = Field(default_factory=dict)
-
-    @field_validator("options", mode="before")
-    @classmethod
-    def _strings(cls, value: Any) -> Any:
-        return stringify(value)
+    options: SecretMap = Field(default_factory=dict)
 
 
 class TargetSpark(_Strict):
     """Spark's master and the deployment's own settings (any key: it is the operator's file)."""
 
     master: str | None = None
-    conf: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("conf", mode="before")
-    @classmethod
-    def _strings(cls, value: Any) -> Any:
-        return stringify(value)
+    conf: StrMap = Field(default_factory=dict)
 
 
 class Target(_Strict):
@@ -93,17 +84,12 @@ class Target(_Strict):
     warehouse: str | None = None
     checkpoint: str | None = None
     source: TargetSource = Field(default_factory=TargetSource)
-    storage: dict[str, str] = Field(default_factory=dict)
+    storage: StrMap = Field(default_factory=dict)
     spark: TargetSpark = Field(default_factory=TargetSpark)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     allow_spark_conf: tuple[str, ...] = ()
     #: where materialized='kafka' models produce (unset keys: the Kafka source's)
     kafka_outputs: KafkaOutputs = Field(default_factory=KafkaOutputs)
-
-    @field_validator("storage", mode="before")
-    @classmethod
-    def _strings(cls, value: Any) -> Any:
-        return stringify(value)
 
 
 @dataclass(frozen=True)
