@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2, help="measured rounds of scd1 (each both)")
     args = ap.parse_args(argv)
 
-    from runner.runtime.session import build_session
+    from runner.runtime.client.session import build_session
     from tests.support.cdc import change_log, reference
 
     spark = build_session(master=args.master, app_name="cdc-bench")

@@ -308,8 +308,8 @@ def _counters() -> dict[str, float]:
 def worker(cfg: dict[str, Any]) -> int:
     from runner.build import compile_project
     from runner.project.loader import load_project
-    from runner.runtime import query as query_mod
-    from runner.runtime.stream import run_stream
+    from runner.runtime.start import query as query_mod
+    from runner.runtime.start.stream import run_stream
 
     run_batch = getattr(query_mod, "run_batch")  # noqa: B009 - wrapped below
     prepare = getattr(query_mod, "prepare")  # noqa: B009 - wrapped below
@@ -347,8 +347,8 @@ def _warm_up(bp: Any, records: int) -> None:
 
     from runner.compile.reads import PARSED_EVENTS
     from runner.demo import event_lines
-    from runner.runtime.parse import parse_batch
-    from runner.runtime.sql_guard import checked_query
+    from runner.runtime.batches.parse import parse_batch
+    from runner.runtime.batches.sql_guard import checked_query
 
     active = SparkSession.getActiveSession()
     assert active is not None

@@ -100,7 +100,7 @@ FROM parsed_events e
 def _runner(root: Path, out: Path, max_files: int, model: str = MODEL) -> None:
     from runner.build import compile_project
     from runner.project.loader import load_project
-    from runner.runtime.stream import run_stream
+    from runner.runtime.start.stream import run_stream
 
     proj = out / "proj"
     (proj / "models").mkdir(parents=True)
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                     "plain, hand-plain")
     args = ap.parse_args(argv)
     os.environ["BENCH_MASTER"] = args.master
-    from runner.runtime.session import build_session, stop_session
+    from runner.runtime.client.session import build_session, stop_session
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="enrich-bench-"))
     started = time.perf_counter()

@@ -14,7 +14,7 @@ plain+notnull   plus a NOT NULL flag (record, eventId or timestamp null)
 plain+barrier   plus ``spark_partition_id()`` in the parsing projection (the runner's
                 optimizer barrier that keeps filters from re-running from_json)
 plain+metadata  plus ``_batch_id`` and ``_source_file`` columns
-runner.valid    ``runner.runtime.parse.parse_batch(...).valid`` -> noop (valid rows only)
+runner.valid    ``runner.runtime.batches.parse.parse_batch(...).valid`` -> noop (valid rows only)
 runner.frame    ``parse_batch(...).frame`` -> noop (the frame the runner persists: parsed
                 fields, dead flag, corrupt flag, raw text of dead rows, metadata columns)
 runner.pruned   ``parse_batch(..., fields=<fields the example models read>).frame`` (when
@@ -24,7 +24,7 @@ fill:plain+metadata  the same with ``_batch_id`` and ``_source_file`` in the cac
 fill:runner-nometa   persist + count of the runner's frame without metadata columns
 fill:runner     persist + count of ``runner.frame`` (the runner's cache fill)
 fill:runner-uncompressed  the same with ``spark.sql.inMemoryColumnarStorage.compressed=false``
-                (what ``runner.runtime.batch.prepare`` sets unless project.yml sets it)
+                (what ``runner.runtime.batches.batch.prepare`` sets unless project.yml sets it)
 fill:runner-one-read      ``fill:runner`` without the record's second read, as an array's
                 element (``parse.as_element`` replaced by a constant ``[{}]``): what the
                 checks it serves cost, text after the object and wrapped epoch seconds;
@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import functions as F
 
     from runner.demo import write_demo_files
-    from runner.runtime.parse import JSON_OPTIONS, parse_batch, parse_schema
-    from runner.runtime.session import build_session
+    from runner.runtime.batches.parse import JSON_OPTIONS, parse_batch, parse_schema
+    from runner.runtime.client.session import build_session
     from runner.sources.files import BLANK_CHARS
 
     ddl = example_config()["schema"]
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         cases["fill:plain+metadata"] = fill(with_meta)
         cases["fill:runner-nometa"] = fill(parse_batch(
             raw.select("value"), schema_ddl=ddl, batch_id=0, metadata_columns=()).frame)
-        import runner.runtime.parse as parse_mod
+        import runner.runtime.batches.parse as parse_mod
 
         def uncompressed(df: Any) -> Callable[[], None]:
             def run() -> None:

@@ -3,9 +3,9 @@
 Two cases, each run with the persist forced on and off, alternating, after one warm-up round:
 
 - ``parsed``: one model reads ``parsed_events``; the dead-letter search reads it too
-  (:func:`runner.runtime.batch.should_persist`);
+  (:func:`runner.runtime.batches.batch.should_persist`);
 - ``child``: that model is ``ref``'d by one other model (an aggregate over it)
-  (:func:`runner.runtime.batch.persisted_models`).
+  (:func:`runner.runtime.batches.batch.persisted_models`).
 
 Wall time drifts with the machine's load; the CPU seconds of the process and its JVM (user +
 system, from ``/proc``) drift much less. Usage::
@@ -47,8 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     from runner.compile.plan import Plan, Step
     from runner.demo import write_demo_files
     from runner.project.config import ModelConfig
-    from runner.runtime import batch
-    from runner.runtime.session import build_session
+    from runner.runtime.batches import batch
+    from runner.runtime.client.session import build_session
     from runner.sinks import RsWriter, sink_specs
 
     spark = build_session(master=args.master, app_name="persist-bench")

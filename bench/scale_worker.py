@@ -28,8 +28,8 @@ def worker(cfg: dict[str, Any]) -> None:
     from runner.build import compile_project
     from runner.events import BatchDone, Event
     from runner.project.loader import load_project
-    from runner.runtime.batch import BatchResult
-    from runner.runtime.stream import run_stream
+    from runner.runtime.batches.batch import BatchResult
+    from runner.runtime.start.stream import run_stream
 
     if cfg.get("arrow_appends"):  # contrast: every append through toArrow + write_deltalake
         import runner.sinks.rs as rs
@@ -68,7 +68,7 @@ def worker(cfg: dict[str, Any]) -> None:
     if cfg.get("profile"):
         from pyspark.sql.streaming import StreamingQueryListener
 
-        from runner.runtime.session import build_session
+        from runner.runtime.client.session import build_session
 
         spark = build_session(master=project.config.spark.master,
                               conf=dict(project.config.spark.conf),
@@ -101,7 +101,7 @@ def worker(cfg: dict[str, Any]) -> None:
     jvms = _jvm_pids(os.getpid())
     from pyspark.sql import SparkSession
 
-    from runner.runtime.session import session_info
+    from runner.runtime.client.session import session_info
 
     active = SparkSession.getActiveSession()
     print(PREFIX + json.dumps({

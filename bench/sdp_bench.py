@@ -40,7 +40,7 @@ the driver JVM only through ``spark-defaults.conf`` (``SPARK_CONF_DIR``, written
 
 Same for both: the data, ``--master`` (default ``local[2]``), ``SPARK_LOCAL_IP=127.0.0.1``,
 the jars of ``--jars`` (default ``$RUNNER_JARS_DIR`` or ``.jars/spark``, as
-``runner.runtime.session.spark_jars`` picks them) with Delta's SQL extension and catalog, the
+``runner.runtime.client.session.spark_jars`` picks them) with Delta's SQL extension and catalog, the
 runner's session defaults that matter for the work (``spark.sql.shuffle.partitions`` = 2 x
 cores, delta-spark's ``snapshotPartitions`` likewise, UTC, ``TIMESTAMP_MICROS``, UI and
 console progress off, loopback binding), Spark's default driver memory, ``--conf`` extra
@@ -59,7 +59,7 @@ What differs, by design of each tool (not settable to the same):
   delta-rs (an application transaction per batch for idempotence); SDP writes through
   delta-spark (``USING delta``), tables registered in the session catalog with their data in
   ``spark.sql.warehouse.dir`` (a per-run folder).
-- Dead letters: the runner's parse (``runner.runtime.parse``) sends every record that is not
+- Dead letters: the runner's parse (``runner.runtime.batches.parse``) sends every record that is not
   a JSON object of the declared types (a NOT NULL field missing, a value Spark would convert,
   invalid UTF-8...) to its dead-letter table with its reason, in Spark expressions added to
   the one ``from_json``; SDP's view is the bare ``from_json`` (a malformed line would be a row
@@ -67,7 +67,7 @@ What differs, by design of each tool (not settable to the same):
   lines, so both must hold the same rows. The runner also keeps its run record and its
   ledger under the checkpoint; SDP its event log.
 - Seeds: the runner builds ``endpoint_owners`` from the CSV kept in its checkpoint, as an
-  Arrow table (``runner.runtime.pinned_lookups.seed_frame``: a local relation, no Python
+  Arrow table (``runner.runtime.batches.pinned_lookups.seed_frame``: a local relation, no Python
   worker; a list of rows made PySpark fork workers that stayed up for the run, which this
   bench found); SDP's view reads the CSV with Spark's reader, in the JVM.
 - Processes: the runner is one Python process and its one JVM; SDP is two JVMs (the
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     gs["runner_snapshot_digest"] = tree_digest(src)
     gs["spark_jars"] = jars
     jars_dir = str(Path(args.jars).resolve()) if args.jars.strip() else ""
-    from runner.runtime.session import spark_jars as session_jars
+    from runner.runtime.client.session import spark_jars as session_jars
 
     cfg: dict[str, Any] = {
         "runner_src": str(src), "data": str((workdir / "data").resolve()),

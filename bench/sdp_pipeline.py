@@ -107,7 +107,7 @@ for _name, _csv, _ddl in SEEDS:
 def sdp_session_conf(*, jars: list[str], master: str, warehouse: Path,
                      extra: dict[str, str]) -> dict[str, str]:
     """The SDP driver's settings: the runner's session defaults that matter for this work
-    (``runner.runtime.session``), the jars with Delta's extension and catalog, ``extra``."""
+    (``runner.runtime.client.session``), the jars with Delta's extension and catalog, ``extra``."""
     from runner.sinks.conf import DELTA_SESSION_CONF, local_delta_conf
 
     m = re.fullmatch(r"local\[(\d+|\*)\]", master)

@@ -41,7 +41,7 @@ Diagnostic variants (not run unless named in ``--variants``; see docs/BENCHMARKS
 hand-par
     ``hand`` with the three sinks written from a thread pool (the runner's ``parallelism``).
 hand-rparse
-    ``hand`` on the runner's own parse (``runner.runtime.parse.parse_batch``: dead-letter flags,
+    ``hand`` on the runner's own parse (``runner.runtime.batches.parse.parse_batch``: dead-letter flags,
     ``_batch_id``/``_source_file`` columns), its ``count()`` to fill the cache and its
     dead-letter ``toArrow`` - everything the runner adds, without the runner around it.
 runner-prof
@@ -57,7 +57,7 @@ The work tree's ``runner/`` is copied once at start and every variant imports th
 ``runner@HEAD``) runs ``runner stream`` from ``git archive REF runner`` instead, to compare
 versions in one run.
 
-Same for all: ``build_session`` from ``runner.runtime.session`` (UTC, loopback, quiet logs, 2 x
+Same for all: ``build_session`` from ``runner.runtime.client.session`` (UTC, loopback, quiet logs, 2 x
 cores shuffle partitions; the jars of ``--jars``, default ``$RUNNER_JARS_DIR`` or ``.jars/spark``,
 on ``spark.jars`` with Delta's SQL extension and catalog, in every variant, so every session
 is started alike), ``--master`` (default ``local[2]``, also written into the runner

@@ -33,7 +33,7 @@ def _emit(doc: dict[str, Any]) -> None:
 
 
 def _session(cfg: dict[str, Any], name: str):  # type: ignore[no-untyped-def]
-    from runner.runtime.session import build_session, session_info
+    from runner.runtime.client.session import build_session, session_info
 
     spark = build_session(master=cfg["master"], app_name=f"bench-{name}",
                           conf=cfg.get("spark_conf", {}), log_dir=str(Path(cfg["out"]) / "logs"))
@@ -56,7 +56,7 @@ def _parse(lines, cfg: dict[str, Any]):  # type: ignore[no-untyped-def]
     """from_json with every field of the project schema, flattened (the hand-written pattern's parse)."""
     from pyspark.sql import functions as F
 
-    from runner.runtime.parse import parse_schema
+    from runner.runtime.batches.parse import parse_schema
 
     schema = parse_schema(cfg["schema_ddl"])
     return lines.select(F.from_json(F.col("value"), schema).alias("e")).select("e.*")
@@ -156,7 +156,7 @@ def worker_hand(cfg: dict[str, Any], *, parallel: bool = False, runner_parse: bo
     from concurrent.futures import ThreadPoolExecutor
 
     if delta_spark:  # what delta's configure_spark_with_delta_pip sets, with local jars
-        from runner.runtime.session import spark_jars
+        from runner.runtime.client.session import spark_jars
 
         if not any(Path(j).name.startswith("delta-spark_") for j in spark_jars()):
             raise RuntimeError("hand-spark needs the delta-spark jar: none in --jars "
@@ -176,7 +176,7 @@ def worker_hand(cfg: dict[str, Any], *, parallel: bool = False, runner_parse: bo
     warehouse = out / "warehouse"
     batches: list[dict[str, Any]] = []
     if runner_parse:
-        from runner.runtime.parse import parse_batch
+        from runner.runtime.batches.parse import parse_batch
         from runner.sources.files import read_files_stream
 
         source = read_files_stream(spark, path=cfg["data"], max_files_per_trigger=cfg["max_files"])
@@ -252,13 +252,13 @@ def worker_runner_prof(cfg: dict[str, Any], *, arrow: bool = False) -> None:
     path for tiny batches) instead of Spark-written Parquet."""
     import pyspark.sql.classic.dataframe as classic
 
-    import runner.runtime.batch as batch_mod
+    import runner.runtime.batches.batch as batch_mod
     import runner.sinks.rs as rs
     from runner.build import compile_project
     from runner.console import render
     from runner.events import BatchDone, Event
     from runner.project.loader import load_project
-    from runner.runtime.stream import run_stream
+    from runner.runtime.start.stream import run_stream
 
     timings: list[dict[str, Any]] = []
     lock = threading.Lock()

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from runner.errors import ConfigError, RunnerError, Violation
     from runner.ops.snapshot import Snapshot, TableVersion, TopicVersion, snapshot
     from runner.project.loader import Project, load_project
-    from runner.runtime.stream import StreamSummary, run_stream
+    from runner.runtime.start.stream import StreamSummary, run_stream
 
 __all__ = [
     "CompileResult",
@@ -53,8 +53,8 @@ _HOME = {
     "Violation": "runner.errors",
     "Project": "runner.project.loader",
     "load_project": "runner.project.loader",
-    "StreamSummary": "runner.runtime.stream",
-    "run_stream": "runner.runtime.stream",
+    "StreamSummary": "runner.runtime.start.stream",
+    "run_stream": "runner.runtime.start.stream",
     "Snapshot": "runner.ops.snapshot",
     "TableVersion": "runner.ops.snapshot",
     "TopicVersion": "runner.ops.snapshot",

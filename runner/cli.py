@@ -170,7 +170,7 @@ def stream(project_dir: str, select: tuple[str, ...], available_now: bool, trigg
     full_refresh = full_refresh and not rebuild
     console = Console()
     printer = console.json_line if progress == "json" else None
-    from runner.runtime.stream import run_stream
+    from runner.runtime.start.stream import run_stream
 
     show = (lambda e: printer(event_doc(e))) if printer else console.event
     port = metrics_port or project.config.metrics.port

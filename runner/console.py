@@ -45,7 +45,7 @@ from runner.events import (
 from runner.project.secrets import mask_secrets
 
 if TYPE_CHECKING:
-    from runner.runtime.stream import StreamSummary
+    from runner.runtime.start.stream import StreamSummary
     from runner.sinks.tables import TableInfo
 
 __all__ = ["Console", "Format", "backfill_doc", "batch_doc", "event_doc", "plural", "render",
@@ -277,7 +277,9 @@ def render(e: Event) -> str:
 
 
 def _decision_line(e: Event) -> str | None:
-    """The start-up's decisions about the model set (:func:`runner.runtime.backfill.decide`)."""
+    """The start-up's decisions about the model set
+    (:func:`runner.runtime.start.backfill.decide`).
+    """
     match e:
         case ModelRebuilding(model=model, committed=committed):
             return (f"model {model}: --full-refresh: its table is dropped and rebuilt from "

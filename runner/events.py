@@ -8,7 +8,7 @@ can report (the one-way import rule of tests/unit/test_layout.py).
 
 Spark's ``StreamingQuery.lastProgress`` dict, which feeds the Prometheus exporter, is not an
 event: it is Spark's telemetry (polled twice a second, repeats included), not something that
-happened, and travels on its own hook (:func:`runner.runtime.stream.run_stream`).
+happened, and travels on its own hook (:func:`runner.runtime.start.stream.run_stream`).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class SchemaChanged(Event):
 @dataclass(frozen=True)
 class DefinitionChanged(Event):
     """A model's definition differs from the one that wrote its table's batches up to
-    ``last_batch`` (:mod:`runner.runtime.definitions`); ``action``: ``warn`` (the table mixes
+    ``last_batch`` (:mod:`runner.runtime.start.definitions`); ``action``: ``warn`` (the table mixes
     both from ``since``) or ``rebuild`` (it is rebuilt from the history with the new one)."""
 
     model: str
@@ -138,7 +138,7 @@ class KafkaStartUnknown(Event):
     partitions: tuple[str, ...]  # "topic[partition]"
 
 
-# -- the model set (runner.runtime.backfill.decide) -----------------------------------
+# -- the model set (runner.runtime.start.backfill.decide) -----------------------------------
 @dataclass(frozen=True)
 class ModelRebuilding(Event):
     """``--full-refresh --select``: the model's table is dropped and rebuilt."""
@@ -204,7 +204,7 @@ class ModelAbsent(Event):
 @dataclass(frozen=True)
 class ModelParked(Event):
     """A model's SQL failed (or an ancestor's): parked from ``batch_id`` on
-    (the data of :class:`runner.runtime.parking.ParkedError`)."""
+    (the data of :class:`runner.runtime.batches.parking.ParkedError`)."""
 
     model: str
     batch_id: int
@@ -251,8 +251,8 @@ class _Parked(Protocol):
 
 
 class BatchFacts(Protocol):
-    """What :class:`BatchDone` reads of :class:`runner.runtime.batch.BatchResult` (a protocol:
-    this module imports nothing of the runtime)."""
+    """What :class:`BatchDone` reads of :class:`runner.runtime.batches.batch.BatchResult` (a
+    protocol: this module imports nothing of the runtime)."""
 
     @property
     def batch_id(self) -> int: ...
@@ -276,7 +276,9 @@ class BatchFacts(Protocol):
 
 @dataclass(frozen=True)
 class BatchDone(Event):
-    """A micro-batch committed every sink (its :class:`~runner.runtime.batch.BatchResult`)."""
+    """A micro-batch committed every sink (its
+    :class:`~runner.runtime.batches.batch.BatchResult`).
+    """
 
     result: BatchFacts
 

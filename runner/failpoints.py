@@ -17,7 +17,7 @@ Known points: ``batch.start`` (Spark has written the previous batch's commit log
 ``CREATE TABLE IF NOT EXISTS``),
 ``sink.before_commit:<model>``, ``sink.after_commit:<model>``, ``batch.after_sinks`` (all sinks
 done), ``batch.after_ledger`` (the batch's ledger entry written, before Spark's commit log
-entry); during a backfill (:mod:`runner.runtime.backfill`) ``backfill.start``,
+entry); during a backfill (:mod:`runner.runtime.start.backfill`) ``backfill.start``,
 ``backfill.after_commit:<model>``, ``backfill.before_live`` and ``backfill.after_live`` (the
 batch and sink points fire there too, with the original batch ids); on the Kafka Python
 reader ``kafka.initial_offset`` (batch 0's resolved start recorded in the checkpoint, before

@@ -3,10 +3,11 @@
 Groups, one pom each under ``jvm/``:
 
 - ``spark``: delta-spark and Spark's Kafka source, for the runner's Spark session
-  (``runner/runtime/session.py`` puts them on ``spark.jars``).
+  (``runner/runtime/client/session.py`` puts them on ``spark.jars``).
 - ``kafka-broker``: an Apache Kafka broker for tests (``tests/support/brokers.py``).
 - ``cloud``: object storage for the Spark session: hadoop-aws (S3A) with the AWS SDK v2 modules
-  it uses, hadoop-azure (ABFS), spark-hadoop-cloud (``runner/runtime/session.py`` adds them to
+  it uses, hadoop-azure (ABFS), spark-hadoop-cloud (``runner/runtime/client/session.py`` adds them
+  to
   ``spark.jars`` when ``.jars/cloud/`` is there).
 
 Each group is copied with its transitive runtime dependencies by

@@ -62,7 +62,7 @@ def _dumps(document: dict[str, object]) -> str:
 
 
 def main() -> int:
-    from runner.runtime.session import build_session, stop_session
+    from runner.runtime.client.session import build_session, stop_session
 
     spark = build_session(master="local[1]", app_name="spark-functions")
     try:

@@ -1,7 +1,7 @@
 """Shared pytest fixtures.
 
 ``spark``: one local SparkSession (``local[2]``) for the whole test run, built with the
-runner's own :func:`runner.runtime.session.build_session` and stopped at the end. Tests that
+runner's own :func:`runner.runtime.client.session.build_session` and stopped at the end. Tests that
 use it carry ``@pytest.mark.spark`` (added here when a test reaches it through a fixture, so
 ``-m "not spark and not kafka"`` starts no JVM: the Apache Kafka broker is a JVM too). Spark's log goes to a file under the run's base temp dir.
 The session gets the JVM jars ``scripts/setup.sh`` fetched (delta-spark, Spark's Kafka source)
@@ -65,7 +65,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     """The test run's shared SparkSession (``local[2]``, UTC, loopback, quiet)."""
-    from runner.runtime.session import build_session, stop_session
+    from runner.runtime.client.session import build_session, stop_session
 
     log_dir = tmp_path_factory.mktemp("spark-logs")
     # One session serves the whole suite (hundreds of streams, the 10 MB hostile records):
@@ -82,7 +82,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 
 
 def _require_jars(session: SparkSession) -> None:
-    from runner.runtime.session import missing_jars_note, stop_session
+    from runner.runtime.client.session import missing_jars_note, stop_session
     from runner.sinks import delta_spark_available
     from runner.sources.kafka import spark_kafka_available
 
@@ -107,7 +107,7 @@ def delta_spark(request: pytest.FixtureRequest) -> None:
 
     session = request.getfixturevalue("spark")
     if not delta_spark_available(session):
-        from runner.runtime.session import missing_jars_note
+        from runner.runtime.client.session import missing_jars_note
 
         pytest.skip(f"delta-spark did not load: {missing_jars_note()}")
 

@@ -17,7 +17,8 @@ Layout: one small JSON file per batch under ``<checkpoint>/ledger/``::
 
 ``null`` means the table did not exist at that cut (a reader treats it as empty). An entry may
 also say ``"parked": {"fragile": 40}``: that model was parked (its SQL failed,
-:mod:`runner.runtime.parking`) since batch 40, so its version holds its batches before 40 only.
+:mod:`runner.runtime.batches.parking`) since batch 40, so its version holds its batches before 40
+only.
 
 A Kafka model (``materialized='kafka'``) has no table and no version: the entry names it under
 ``"kafka"`` with its topic (``null``: its rows route themselves with a ``topic`` column) and
@@ -37,7 +38,7 @@ the replay skips every sink (they all committed), so no table gains data.
 Versions are found without opening the tables (:func:`runner.sinks.tables.versions_of`): a
 few ``stat`` calls per table per batch.
 
-Rebuilds and backfills (:mod:`runner.runtime.restate`): a table that is rebuilt or backfilled
+Rebuilds and backfills (:mod:`runner.runtime.start.restate`): a table that is rebuilt or backfilled
 gets new versions for old batches. Before a rebuild drops a table, the table is removed from
 every entry (a snapshot of those batches then lacks it rather than naming versions of a dropped
 table); once the backfill is complete, every entry from the backfill's first batch on is
@@ -155,7 +156,7 @@ class Ledger:
 
     def rewrite(self, entry: LedgerEntry) -> None:
         """Replace the entry of ``entry.batch_id`` (atomic, durable): only for a backfill or
-        rebuild restating the versions of the tables it wrote (:mod:`runner.runtime.restate`);
+        rebuild restating the versions of the tables it wrote (:mod:`runner.runtime.start.restate`);
         the stream's entries are write-once (:meth:`record`)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         write_atomic(self._path(entry.batch_id), entry.to_json(), durable=True)

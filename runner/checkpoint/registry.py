@@ -15,7 +15,7 @@ Each model has one entry:
   when it is back it catches up from there.
 - ``retired``: its SQL file is gone since batch ``left_at``; the table is left in place.
 - ``parked``: its SQL failed at run time in batch ``left_at`` (``error``: why), or an
-  ancestor's did (``on_model_error: park``, :mod:`runner.runtime.parking`); its table stays
+  ancestor's did (``on_model_error: park``, :mod:`runner.runtime.batches.parking`); its table stays
   at its last good batch, and the next start-up catches it up from ``left_at`` like a model
   that is back.
 
@@ -25,7 +25,7 @@ The file is replaced atomically and durably (written, fsynced, renamed into plac
 fsynced): a crash leaves the old entries or the new, never a part. ``--full-refresh`` removes it
 with the rest of the checkpoint. A checkpoint without the file (written before it existed, or
 whose file was deleted because it was unreadable, as the error's hint says) gets it rebuilt at
-the next start-up from the tables' own batch ids (:func:`runner.runtime.backfill.decide`): a
+the next start-up from the tables' own batch ids (:func:`runner.runtime.start.backfill.decide`): a
 model whose table holds this checkpoint's batches up to ``v`` is taken as having left at
 ``v + 1`` and catches up from there, whatever it was (live, parked, disabled, backfilling).
 """

@@ -4,7 +4,7 @@ A model's rows depend on more than its file: the vars its SQL read (``--vars`` o
 project.yml's), the macros it called, the config it set. A table written by two definitions
 (batches 0-4 with ``vat_rate`` 0.1, batch 5 with 0.2) is wrong without an error, so the stream
 records each model's definition with the batches it wrote (:mod:`runner.checkpoint.definitions`)
-and compares at every start (:mod:`runner.runtime.definitions`).
+and compares at every start (:mod:`runner.runtime.start.definitions`).
 
 The **fingerprint** decides: the SHA-256 of the compiled SQL's tokens without comments or
 layout (an edited comment or indentation is no new definition) and of the config

@@ -2,7 +2,7 @@
 
 dbt's ``--state`` compares with the manifest of production; here the comparison says what the
 pull request would do to each deployed model's table at the stream's next start (its output
-columns against the deployed manifest's, the rules of :mod:`runner.runtime.evolution`):
+columns against the deployed manifest's, the rules of :mod:`runner.runtime.start.evolution`):
 
 - new columns: ``on_schema_change='append_new_columns'`` adds them (a warning: rows written
   before read null); ``'fail'`` (the default) makes the stream refuse to start (an error);

@@ -5,7 +5,7 @@ failing rows (dbt's semantics: the test passes when it returns none).
 
 The session reads no file by path (``spark.sql.runSQLOnFiles=false``, set on every session the
 runner builds), and the query text passed Spark's own parser check first
-(:func:`runner.runtime.sql_guard.checked_query`).
+(:func:`runner.runtime.batches.sql_guard.checked_query`).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class SqlTestRunner:
             RunnerError: the test cannot run (it does not render, the guard refuses it, a
                 table is missing, Spark refuses the query).
         """
-        from runner.runtime.sql_guard import checked_query
+        from runner.runtime.batches.sql_guard import checked_query
         from runner.spark_errors import first_line
 
         rendered = test_sql(self.project, test, model=model, key=key, macros=self.macros)

@@ -112,7 +112,7 @@ def run_suite(suite: Suite, *, spark: SparkSession | None = None,
                                           on_result=on_result)
     finally:
         if made:
-            from runner.runtime.session import stop_session
+            from runner.runtime.client.session import stop_session
 
             stop_session(made[0])
     summary.seconds = time.perf_counter() - started
@@ -120,7 +120,7 @@ def run_suite(suite: Suite, *, spark: SparkSession | None = None,
 
 
 def _session(project: Project) -> SparkSession:
-    from runner.runtime.session import build_session
+    from runner.runtime.client.session import build_session
 
     conf = project.config.spark
     return build_session(master=conf.master, conf=dict(conf.conf),

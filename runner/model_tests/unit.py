@@ -3,7 +3,8 @@
 For each case: a scratch warehouse in a temp dir; the target table seeded with
 ``given.prior_rows``; ``given.events`` turned into the raw batch the source would deliver
 (one line per event, with the source's metadata columns); then
-:func:`runner.runtime.batch.run_batch` -- parse, dead letters, the model and its ancestors in
+:func:`runner.runtime.batches.batch.run_batch` -- parse, dead letters, the model and its ancestors
+in
 DAG order, Delta writes with merge semantics -- on the ``rs`` engine. The model's table after
 the batch is compared with ``expect.rows`` (order-insensitive, only the columns listed).
 
@@ -75,7 +76,7 @@ def run_unit_tests(project: Project, plan: Plan, cases: Sequence[tuple[ModelSpec
         return []
     own = spark is None
     if spark is None:
-        from runner.runtime.session import build_session
+        from runner.runtime.client.session import build_session
 
         conf = project.config.spark
         spark = build_session(master=conf.master, conf=dict(conf.conf),
@@ -83,7 +84,7 @@ def run_unit_tests(project: Project, plan: Plan, cases: Sequence[tuple[ModelSpec
                               log_dir=str(project.root / "logs"))
     results = []
     try:
-        from runner.runtime.evolution import model_output_schemas
+        from runner.runtime.start.evolution import model_output_schemas
         from runner.sinks import make_writer
         from runner.spark_errors import first_line
 
@@ -105,7 +106,7 @@ def run_unit_tests(project: Project, plan: Plan, cases: Sequence[tuple[ModelSpec
             on_result(result)
     finally:
         if own:
-            from runner.runtime.session import stop_session
+            from runner.runtime.client.session import stop_session
 
             stop_session(spark)
     return results
@@ -145,7 +146,7 @@ def _raw_frame(session: SparkSession, project: Project, lines: Sequence[str],
 def _run_case(project: Project, plan: Plan, spec: ModelSpec, case: UnitTest,
               spark: SparkSession, writer: DeltaWriter,
               schemas: Mapping[str, StructType | str]) -> tuple[Status, str, list[str]]:
-    from runner.runtime.batch import BatchPlan, run_batch
+    from runner.runtime.batches.batch import BatchPlan, run_batch
     from runner.sinks import SinkSpec, app_id, sink_specs
     from runner.sinks.tables import read_table
 
@@ -202,7 +203,7 @@ def _given_lookups(session: SparkSession, plan: Plan, case: UnitTest) -> None:
     """The sources and seeds the steps read, as temp views of ``given.sources`` /
     ``given.seeds`` rows (a seed not given: its CSV file), typed by their declared columns."""
     from runner.checkpoint.pins import SeedContent
-    from runner.runtime.pinned_lookups import lookups_of, seed_frame
+    from runner.runtime.batches.pinned_lookups import lookups_of, seed_frame
 
     for lk in lookups_of(plan):
         given = (case.given.sources if lk.kind == "source" else case.given.seeds).get(lk.name)
@@ -289,7 +290,7 @@ def _typed_frame(session: SparkSession, rows: Sequence[Mapping[str, Any]], schem
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from runner.runtime.parse import parse_batch
+    from runner.runtime.batches.parse import parse_batch
     from runner.sinks.schema import nullable_type
 
     by_lower = {n.lower(): n for n in schema.names}

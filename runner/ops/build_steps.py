@@ -27,7 +27,7 @@ from runner.project.loader import Project
 
 if TYPE_CHECKING:
     from runner.model_tests import TestResult, TestSummary
-    from runner.runtime.query import StreamSummary
+    from runner.runtime.start.query import StreamSummary
 
 __all__ = ["BuildHooks", "StageFailed", "run_build"]
 
@@ -69,7 +69,7 @@ def run_build(project: Project, *, select: Sequence[str] = (), full_refresh: boo
     from runner.build import compile_project
     from runner.model_tests import collect_suite, run_suite
     from runner.ops.plans import ModelErrors, stream_plan
-    from runner.runtime.stream import run_stream
+    from runner.runtime.start.stream import run_stream
 
     hooks.stage("compile")
     result = compile_project(project, select=select)

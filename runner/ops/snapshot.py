@@ -26,7 +26,7 @@ table. A table lags when its model sat out the batches after its last one
   null``: the cut holds none of its batches yet).
 
 Each lasts until the model catches up: the catch-up restates the entries it covers
-(:mod:`runner.runtime.restate`), which then name the version holding exactly their batches.
+(:mod:`runner.runtime.start.restate`), which then name the version holding exactly their batches.
 A registry that cannot be read makes the snapshot refuse (it could not tell which tables lag).
 
 Kafka models (``materialized='kafka'``) have no table and no version: they are listed apart,

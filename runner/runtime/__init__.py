@@ -1,5 +1,12 @@
-"""The stream at run time: the Spark session, start-up and the one query
-(:mod:`.stream`), checkpoint and lock, the per-batch function (:mod:`.batch`: parse once,
-models in DAG order, every sink), expectations, schema-change checks and Spark error
-classification. Reads through :mod:`runner.sources`, writes through :mod:`runner.sinks`.
+"""The stream at run time, in rooms by what each part talks to:
+
+- :mod:`.client`: Spark itself (building the session, its JVM options);
+- :mod:`.start`: one run of ``runner stream`` up to a started query (checkpoint, lock,
+  registry, definitions, schema evolution, backfill, history checks, restatements);
+- :mod:`.batches`: the per-batch function (parse once, models in DAG order, every sink,
+  expectations, dead letters, parking, pinned lookups, the SQL guard);
+- :mod:`.catalog`, :mod:`.after_batch`, :mod:`.prometheus`: the metastore, what follows a
+  committed batch, and metrics.
+
+Reads through :mod:`runner.sources`, writes through :mod:`runner.sinks`.
 """

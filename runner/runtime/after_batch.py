@@ -38,7 +38,7 @@ from runner.storage.ops import as_location
 
 if TYPE_CHECKING:
     from runner.project.loader import Project
-    from runner.runtime.batch import BatchPlan, BatchResult
+    from runner.runtime.batches.batch import BatchPlan, BatchResult
 
 __all__ = ["Bookkeeper"]
 
@@ -83,7 +83,7 @@ class Bookkeeper:
     def wrap(self, report: Reporter) -> Reporter:
         """``report``, with a :class:`~runner.events.BatchDone` reported between the batch's
         ledger entry and the maintenance it makes due."""
-        from runner.runtime.batch import BatchResult
+        from runner.runtime.batches.batch import BatchResult
 
         def both(event: Event) -> None:
             if not (isinstance(event, BatchDone) and isinstance(event.result, BatchResult)):

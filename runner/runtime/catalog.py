@@ -262,7 +262,7 @@ def register_seeds(project: Project, seeds: list[str], *, report: Reporter) -> d
     """
     from runner.compile.relations import relation_of
     from runner.project.config import ModelConfig
-    from runner.runtime.session import build_session, stop_session
+    from runner.runtime.client.session import build_session, stop_session
 
     relations = {s: r for s in seeds
                  if (r := relation_of(project.config.catalog, s, ModelConfig())) is not None}

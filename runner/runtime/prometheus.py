@@ -1,7 +1,7 @@
 """Prometheus metrics of ``runner stream`` (``--metrics-port N`` or the target's ``metrics.port``).
 
 Fed from the two places progress already comes from, so the figures match the progress lines:
-each batch's :class:`~runner.runtime.batch.BatchResult` (what ``runner stream`` prints per
+each batch's :class:`~runner.runtime.batches.batch.BatchResult` (what ``runner stream`` prints per
 batch: rows per table, skipped replays, dead letters, write seconds) and Spark's own query
 progress (``StreamingQuery.lastProgress``: input rows, rates, trigger durations, source
 offsets). Names, labels and meanings: docs/METRICS.md.
@@ -30,7 +30,7 @@ from runner.events import BatchDone, Event, Reporter
 if TYPE_CHECKING:
     from runner.compile.plan import Plan
     from runner.project.loader import Project
-    from runner.runtime.batch import BatchResult
+    from runner.runtime.batches.batch import BatchResult
 
 __all__ = ["COMMIT_BUCKETS", "StreamMetrics", "serve", "start_metrics"]
 
@@ -126,7 +126,7 @@ class StreamMetrics:
 
     def wrap(self, report: Reporter) -> Reporter:
         """``report``, recording each :class:`~runner.events.BatchDone` here first."""
-        from runner.runtime.batch import BatchResult
+        from runner.runtime.batches.batch import BatchResult
 
         def both(event: Event) -> None:
             if isinstance(event, BatchDone) and isinstance(event.result, BatchResult):

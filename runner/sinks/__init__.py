@@ -66,7 +66,7 @@ class EngineChoice:
         engine: ``spark`` (delta-spark) or ``rs`` (delta-rs).
         reason: one clause saying why, for the start-up line.
         classes_missing: ``auto`` fell back to ``rs`` because the io.delta classes did not
-            load (the caller may add why: :func:`runner.runtime.session.missing_jars_note`).
+            load (the caller may add why: :func:`runner.runtime.client.session.missing_jars_note`).
     """
 
     engine: Literal["spark", "rs"]

@@ -52,7 +52,7 @@ class Outputs(DeltaWriter):
 
     def drop(self, spec: SinkSpec) -> None:
         """A topic is not dropped (the start-up refuses a refresh that would produce a Kafka
-        model's batches again: :func:`runner.runtime.startup.refuse_kafka_refresh`)."""
+        model's batches again: :func:`runner.runtime.start.startup.refuse_kafka_refresh`)."""
         if not is_kafka(spec):
             self.delta.drop(spec)
 

@@ -163,7 +163,7 @@ def _check_directory(spark: SparkSession, path: str, *, create_missing: bool) ->
     """Check (or create) the directory through Hadoop's FileSystem, as Spark will read it.
 
     Errors of the file system itself (an unknown scheme, no access) propagate as py4j raises
-    them; :mod:`runner.runtime.stream` reports them with their Java cause.
+    them; :mod:`runner.runtime.start.stream` reports them with their Java cause.
     """
     if any(ch in path for ch in "*?[{"):
         return  # a glob: Spark expands it on every trigger; matches may appear later

@@ -21,7 +21,7 @@ from runner.checkpoint.query_id import read_query_id
 from runner.checkpoint.registry import load_registry
 from runner.demo import write_demo_files
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks.base import app_id
 from tests.support.events import results_into
 from tests.support.projects import (

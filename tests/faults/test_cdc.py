@@ -21,7 +21,7 @@ import pytest
 
 from runner.build import compile_project
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from tests.support.cdc import (
     CDC_MODEL,
     CDC_SCHEMA,

@@ -22,7 +22,7 @@ from runner.demo import write_demo_files
 from runner.errors import ConfigError, ExecutionError, RunnerError
 from runner.failpoints import FailpointError
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks.tables import current_version, read_table
 from tests.support.genops import BAD_LATENCY, FIXED, FRAGILE
 from tests.support.projects import BASE_YML, EXAMPLE_FILES, write_project

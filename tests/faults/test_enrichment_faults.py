@@ -28,7 +28,7 @@ from runner.build import compile_project
 from runner.model_tests import load_specs
 from runner.model_tests.unit import run_unit_tests
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from tests.support.projects import BASE_YML, REPO_ROOT, write_project
 
 pytestmark = pytest.mark.spark

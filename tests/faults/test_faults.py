@@ -26,7 +26,7 @@ from runner.demo import write_demo_files
 from runner.errors import ConfigError, ExecutionError
 from runner.events import Event, PipelineStarted
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks import app_id
 from runner.sinks.tables import read_table
 from tests.support.events import results_into

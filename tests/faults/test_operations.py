@@ -17,7 +17,7 @@ from runner.checkpoint.registry import REGISTRY_FILE
 from runner.demo import write_demo_files
 from runner.errors import ConfigError, RunnerError
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks.tables import current_version
 from tests.support.projects import BASE_YML, EXAMPLE_FILES, write_project
 from tests.support.reference import assert_exact

@@ -22,7 +22,7 @@ from runner.demo import write_demo_files
 from runner.events import Event, ModelParked
 from runner.ops.status import collect_status, status_lines
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from tests.support.projects import BASE_YML, write_project
 
 pytestmark = pytest.mark.spark

@@ -26,7 +26,7 @@ from runner.errors import ExecutionError, RunnerError
 from runner.ops.snapshot import snapshot_of
 from runner.ops.status import collect_status, status_lines
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks.tables import read_table
 from tests.support.projects import BASE_YML, EXAMPLE_FILES, REPO_ROOT, write_project
 from tests.support.reference import DEAD, assert_exact, valid_event
@@ -135,7 +135,7 @@ def test_a_failing_model_is_parked_then_caught_up_once_fixed(
     assert _table_ids(root, "fragile_child") == _ids(root, everything)
     registry = load_registry(root / "cp")
     assert registry is not None and registry["fragile"].state == "live"
-    # The catch-up restates the ledger (runner.runtime.restate): the snapshot of batch 2, which
+    # The catch-up restates the ledger (runner.runtime.start.restate): the snapshot of batch 2, which
     # said fragile lagged, now names the version of fragile holding exactly batches 0..2.
     old = snapshot_of(load_project(root), batch=2)
     assert old.tables["fragile"].parked_since is None

@@ -25,7 +25,7 @@ from runner.errors import ConfigError, ExecutionError
 from runner.events import Event, ReplayWithoutOffsets
 from runner.project.config import KafkaSource
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sources.kafka.offset_plan import Watermarks
 from runner.sources.same_input import ReplayGuard, stat_files
 from tests.faults.test_faults import SINKS, YML, _reap, assert_exactly_once, committed

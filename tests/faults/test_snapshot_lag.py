@@ -26,7 +26,7 @@ from runner.cli import cli
 from runner.demo import write_demo_files
 from runner.failpoints import FailpointError
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from tests.support.projects import BASE_YML, write_project
 from tests.support.reference import DEAD, valid_event
 

@@ -24,7 +24,7 @@ from runner.build import compile_project
 from runner.errors import ConfigError, ExecutionError
 from runner.events import BatchDone
 from runner.project.loader import Project, load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from tests.kafka.test_stream_kafka import EVENT_OFFSETS, Topic, _check_tables, _project, _run
 from tests.kafka.test_stream_kafka import _unused_port as unused_port
 from tests.support.brokers import SASL_PASSWORD, SASL_USER

@@ -1,7 +1,7 @@
 """`runner stream` from real Kafka brokers (Apache Kafka, Tansu) into the example tables,
 through both readers (Spark's Kafka source and the runner's Python reader).
 
-Every run goes through :func:`runner.runtime.stream.run_stream` (the real pipeline: one query,
+Every run goes through :func:`runner.runtime.start.stream.run_stream` (the real pipeline: one query,
 one checkpoint, the repo's models and macros); tables are read back with delta-rs. The
 reference for every check is computed here, in plain Python, from what was produced: which
 record went to which partition at which offset.
@@ -25,8 +25,8 @@ from runner.build import compile_project
 from runner.demo import POISON, event_lines
 from runner.errors import ExecutionError
 from runner.project.loader import Project, load_project
-from runner.runtime.batch import BatchResult
-from runner.runtime.stream import StreamSummary, run_stream
+from runner.runtime.batches.batch import BatchResult
+from runner.runtime.start.stream import StreamSummary, run_stream
 from runner.sinks.tables import read_table
 from tests.support.brokers import create_topic, produce
 from tests.support.events import Recorder

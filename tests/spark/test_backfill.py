@@ -20,7 +20,7 @@ from runner.errors import ConfigError, ExecutionError, SourceError
 from runner.events import ModelJoining, ModelRebuilding, ModelRetired
 from runner.failpoints import FailpointError
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks.base import batch_id_of_commit
 from runner.sinks.tables import read_table
 from tests.support.events import Recorder
@@ -129,7 +129,7 @@ def test_new_models_are_backfilled_then_join_the_stream(tmp_path, delta_engine) 
         "'target.errors + source.errors', 'slowest': 'greatest(target.slowest, source.slowest)'"
     ).replace("AS errors\n", "AS errors, max(request.latency_ms) AS slowest\n")})
     # (a merge model whose definition changed is refused before its schema is compared:
-    # runner/runtime/definitions.py; the schema refusal itself: tests/spark/test_schema_change.py)
+    # runner/runtime/start/definitions.py; the schema refusal itself: tests/spark/test_schema_change.py)
     with pytest.raises(ConfigError, match="(?s)model endpoint_counts: its definition changed "
                                           ".*--full-refresh --select endpoint_counts"):
         _run(project)

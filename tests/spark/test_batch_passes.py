@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 from runner.compile.plan import Plan, Step
 from runner.compile.reads import reads_of
 from runner.project.config import ModelConfig
-from runner.runtime.batch import CACHE_COMPRESSION, BatchPlan, prepare, run_batch
+from runner.runtime.batches.batch import CACHE_COMPRESSION, BatchPlan, prepare, run_batch
 from runner.sinks import RsWriter, SinkSpec
 from runner.sinks.staged import STAGING_DIR
 

@@ -12,7 +12,7 @@ import pytest
 from runner.build import compile_project
 from runner.model_tests import collect_suite, result_lines, run_suite
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from tests.support.projects import REPO_ROOT
 
 EXAMPLE = REPO_ROOT / "examples" / "cdc"

@@ -20,7 +20,7 @@ from runner.errors import ConfigError
 from runner.events import DefinitionChanged, Event
 from runner.ops.status import collect_status, status_lines
 from runner.project.loader import command_line_vars, load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks.tables import current_version
 from tests.support.projects import BASE_YML, write_project
 

@@ -20,7 +20,7 @@ from runner.checkpoint.query_id import read_query_id
 from runner.demo import write_demo_files
 from runner.errors import ExecutionError
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks.base import APP_ID_KEY, BATCH_ID_KEY, app_id
 from tests.support.events import results_into
 from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, write_project

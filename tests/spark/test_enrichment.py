@@ -24,7 +24,7 @@ from runner.checkpoint.pins import Pins
 from runner.compile.plan import Column, Lookup, Plan
 from runner.errors import ConfigError, ExecutionError
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from tests.support.projects import BASE_YML, write_project
 
 pytestmark = pytest.mark.spark

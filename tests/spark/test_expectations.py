@@ -9,7 +9,7 @@ import pytest
 from runner.compile.plan import Step
 from runner.errors import ExecutionError
 from runner.project.config import ModelConfig
-from runner.runtime.expectations import apply_expectations, expectation_failure
+from runner.runtime.batches.expectations import apply_expectations, expectation_failure
 
 pytestmark = pytest.mark.spark
 

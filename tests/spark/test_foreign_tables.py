@@ -17,7 +17,7 @@ from deltalake import DeltaTable, write_deltalake
 from runner.build import compile_project
 from runner.errors import ConfigError
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, write_project
 
 pytestmark = pytest.mark.spark

@@ -2,7 +2,7 @@
 
 Every non-blank line is either a row in the model tables or a dead letter with a reason; the
 pipeline carries on and the good records land. The reasons follow the semantics decided (and
-documented) in :mod:`runner.runtime.parse`; tests/spark/test_parse.py has the finer catalogue at the
+documented) in :mod:`runner.runtime.batches.parse`; tests/spark/test_parse.py has the finer catalogue at the
 parse level. Duplicate event ids are not an input error: append models keep every copy, a
 merge model keyed on eventId keeps one row per id (docs/RELIABILITY.md).
 """
@@ -17,7 +17,7 @@ import pytest
 
 from runner.build import compile_project
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks.tables import read_table
 from tests.support.events import results_into
 from tests.support.projects import BASE_YML, EXAMPLE_FILES, write_project

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from runner.runtime.jvm_options import JAVA_OPTION_ENVS, names_collector
+from runner.runtime.client.jvm_options import JAVA_OPTION_ENVS, names_collector
 
 
 def test_the_local_driver_runs_the_serial_collector(spark) -> None:  # type: ignore[no-untyped-def]

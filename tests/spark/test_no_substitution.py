@@ -23,7 +23,7 @@ from runner.build import compile_project
 from runner.model_tests.report import result_lines
 from runner.model_tests.suite import collect_suite, run_suite
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks.tables import read_table
 from tests.support.projects import write_project
 

@@ -16,8 +16,8 @@ from runner.build import compile_project
 from runner.console import plural
 from runner.demo import write_demo_files
 from runner.project.loader import load_project
-from runner.runtime.reasons import TRAILING_REASON
-from runner.runtime.stream import run_stream
+from runner.runtime.batches.reasons import TRAILING_REASON
+from runner.runtime.start.stream import run_stream
 from runner.sinks.tables import read_table
 from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, write_project
 from tests.support.reference import DEAD, actual_tables, expected_tables
@@ -112,7 +112,7 @@ def test_many_dead_letters_do_not_go_through_the_driver(tmp_path, monkeypatch) -
     here to keep the batch small. On rs only: the spark engine never collects a table write."""
     from deltalake import DeltaTable
 
-    from runner.runtime import batch
+    from runner.runtime.batches import batch
 
     monkeypatch.setattr(batch, "DEAD_LETTER_ARROW_MAX_BYTES", 20_000, raising=False)
     project = _project(tmp_path)

@@ -21,7 +21,7 @@ from runner.checkpoint.spark_logs import last_committed
 from runner.demo import write_demo_files
 from runner.ops.status import collect_status
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sources.history import file_batches
 from tests.support.reference import actual_tables, compare, expected_tables
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from runner.errors import ConfigError
-from runner.runtime.parse import DEAD_COLUMNS, parse_batch, prepare_parse
+from runner.runtime.batches.parse import DEAD_COLUMNS, parse_batch, prepare_parse
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -185,7 +185,7 @@ def test_schema_errors(spark: SparkSession) -> None:
     with pytest.raises(ConfigError, match="_batch_id"):
         parse_batch(raw, schema_ddl="_batch_id BIGINT", batch_id=0,
                     metadata_columns=["_source_file"])
-    # prepared before the query starts (runner.runtime.batch.prepare): the same errors, no batch
+    # prepared before the query starts (runner.runtime.batches.batch.prepare): the same errors, no batch
     with pytest.raises(ConfigError, match="_source_file"):
         prepare_parse("eventId STRING, _source_file STRING", metadata_columns=["_source_file"])
 
@@ -257,7 +257,7 @@ def test_pruned_parse_none_and_unknown_names(spark: SparkSession) -> None:
 def test_prune_schema_unit() -> None:
     from pyspark.sql import types as T
 
-    from runner.runtime.parse import prune_schema
+    from runner.runtime.batches.parse import prune_schema
 
     schema = T.StructType([
         T.StructField("a", T.IntegerType(), nullable=False),

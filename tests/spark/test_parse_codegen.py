@@ -2,7 +2,7 @@
 
 Spark writes a plain ``F.lit(batch_id)`` into the Java it generates, so each batch's plans would
 be new code compiled again (the dead-letter reason alone is over 100 KB of Java);
-:func:`runner.runtime.parse.batch_id_column` keeps the id out of it. Spark's own counter of
+:func:`runner.runtime.batches.parse.batch_id_column` keeps the id out of it. Spark's own counter of
 compilations (``CodegenMetrics``) is the measure: deterministic, unlike a timing.
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from runner.runtime.parse import parse_batch, prepare_parse
+from runner.runtime.batches.parse import parse_batch, prepare_parse
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

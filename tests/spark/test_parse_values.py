@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from runner.runtime.parse import parse_batch
+from runner.runtime.batches.parse import parse_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -264,7 +264,7 @@ def test_boundary_years_read_back_from_delta(tmp_path, delta_engine) -> None:
     fails on year 275760); beyond them, dead letters naming the field."""
     from runner.build import compile_project
     from runner.project.loader import load_project
-    from runner.runtime.stream import run_stream
+    from runner.runtime.start.stream import run_stream
     from runner.sinks.tables import read_table
     from tests.support.projects import BASE_YML, EXAMPLE_FILES, write_project
 

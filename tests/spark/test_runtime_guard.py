@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from runner.errors import ExecutionError
-from runner.runtime.sql_guard import checked_query
+from runner.runtime.batches.sql_guard import checked_query
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

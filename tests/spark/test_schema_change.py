@@ -20,8 +20,8 @@ from runner.compile.plan import Column, Step
 from runner.errors import ExecutionError
 from runner.events import SchemaChanged
 from runner.project.loader import load_project
-from runner.runtime.evolution import plan_schema_changes
-from runner.runtime.stream import run_stream
+from runner.runtime.start.evolution import plan_schema_changes
+from runner.runtime.start.stream import run_stream
 from runner.sinks.tables import read_table
 from tests.support.events import Recorder, results_into
 from tests.support.projects import BASE_YML, EVENT_SCHEMA, EXAMPLE_FILES, write_project

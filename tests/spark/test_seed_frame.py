@@ -15,7 +15,7 @@ import pytest
 
 from runner.checkpoint.pins import SeedContent
 from runner.errors import ConfigError
-from runner.runtime.pinned_lookups import seed_frame
+from runner.runtime.batches.pinned_lookups import seed_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -17,7 +17,7 @@ import pytest
 from runner.build import compile_project
 from runner.events import SeedChanged
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks.tables import read_table
 from tests.support.events import Recorder
 from tests.support.projects import BASE_YML, write_project

@@ -14,7 +14,7 @@ from runner.build import compile_project
 from runner.demo import POISON, write_demo_files
 from runner.errors import ConfigError, ExecutionError
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks.tables import read_table
 from tests.support.events import results_into
 from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, write_project

@@ -24,7 +24,7 @@ def test_delta_spark_table_on_azurite(spark: SparkSession, delta_spark: None,
                                       azure_container: Bucket) -> None:
     from deltalake import DeltaTable
 
-    from runner.runtime.session import cloud_jars_dir
+    from runner.runtime.client.session import cloud_jars_dir
 
     if cloud_jars_dir() is None:
         pytest.skip("no .jars/cloud (run scripts/setup.sh)")

@@ -40,7 +40,7 @@ CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
 @pytest.fixture
 def s3_spark(spark: SparkSession, delta_spark: None, s3_bucket: Bucket) -> Iterator[Bucket]:
     """The shared session, given ``s3_bucket``'s settings at run time (per bucket)."""
-    from runner.runtime.session import cloud_jars_dir
+    from runner.runtime.client.session import cloud_jars_dir
 
     if cloud_jars_dir() is None:
         pytest.skip("no .jars/cloud (run scripts/setup.sh)")
@@ -152,7 +152,7 @@ def test_a_named_profile_reaches_s3a_by_name(spark: SparkSession, delta_spark: N
     source of keys)."""
     from deltalake import DeltaTable
 
-    from runner.runtime.session import cloud_jars_dir
+    from runner.runtime.client.session import cloud_jars_dir
     from runner.storage.settings import storage_settings
 
     if cloud_jars_dir() is None:

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = textwrap.dedent("""
     import sys
-    from runner.runtime.session import build_session, cloud_jars_dir
+    from runner.runtime.client.session import build_session, cloud_jars_dir
     from runner.storage.settings import storage_settings
 
     uri = sys.argv[1]

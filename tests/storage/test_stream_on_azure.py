@@ -44,7 +44,7 @@ def _exact(project: Any, container: Any) -> None:
 
 def test_rs_stream_and_replay_with_every_table_in_an_azure_container(
         tmp_path: Path, azure_container, monkeypatch, armed) -> None:
-    from runner.runtime.session import cloud_jars_dir
+    from runner.runtime.client.session import cloud_jars_dir
 
     if cloud_jars_dir() is None:
         pytest.skip("no .jars/cloud (run scripts/setup.sh)")

@@ -18,7 +18,7 @@ from runner.checkpoint.registry import REGISTRY_FILE
 from runner.demo import write_demo_files
 from runner.errors import ExecutionError
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.storage.objects import ObjectPath
 from runner.storage.ops import names
 from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, write_project
@@ -81,7 +81,7 @@ def test_stream_and_replay_with_every_table_in_a_bucket(tmp_path, s3_env, delta_
     # Spark's own checkpoint files went through spark-hadoop-cloud's manager (one PUT each)
     from pyspark.sql import SparkSession
 
-    from runner.runtime.session import CHECKPOINT_MANAGER_KEY, CLOUD_CHECKPOINT_MANAGER
+    from runner.runtime.client.session import CHECKPOINT_MANAGER_KEY, CLOUD_CHECKPOINT_MANAGER
 
     active = SparkSession.getActiveSession()
     assert active is not None

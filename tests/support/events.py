@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from runner.events import BackfillProgress, BatchDone, Event, Reporter
-from runner.runtime.batch import BatchResult
+from runner.runtime.batches.batch import BatchResult
 
 E = TypeVar("E", bound=Event)
 

@@ -71,7 +71,7 @@ from runner.errors import ConfigError, RunnerError
 from runner.ops.maintain import maintain
 from runner.ops.snapshot import snapshot_of
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks.tables import current_version, read_table
 from runner.storage.ops import Location, as_location, write_atomic
 from tests.support.locations import child_names, move_tree, put
@@ -144,7 +144,7 @@ def _copy_runner() -> Path:
     atexit.register(shutil.rmtree, folder, True)
     shutil.copytree(REPO_ROOT / "runner", folder / "runner",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    if (REPO_ROOT / ".jars").exists():  # runner.runtime.session finds the jars next to runner/
+    if (REPO_ROOT / ".jars").exists():  # runner.runtime.client.session finds the jars next to runner/
         (folder / ".jars").symlink_to(REPO_ROOT / ".jars")
     return folder
 

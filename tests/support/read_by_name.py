@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--storage", action="append", default=[],
                         help="a bucket URI whose settings (from the environment) Spark gets")
     args = parser.parse_args(argv)
-    from runner.runtime.session import build_session
+    from runner.runtime.client.session import build_session
     from runner.spark_errors import first_line
     from runner.storage.settings import storage_settings
 

@@ -32,7 +32,7 @@ OWNERS_CSV = Path(__file__).resolve().parents[2] / "seeds" / "endpoint_owners.cs
 
 
 def valid_event(line: str) -> dict[str, Any] | None:
-    """The event when the project schema accepts the line (``runner.runtime.parse``'s rules
+    """The event when the project schema accepts the line (``runner.runtime.batches.parse``'s rules
     for the example schema), else None."""
     try:
         event = json.loads(line)

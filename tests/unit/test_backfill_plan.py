@@ -14,7 +14,7 @@ from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.checkpoint.spark_logs import kafka_start_offsets, last_committed
 from runner.errors import ExecutionError
 from runner.events import ModelAbsent, ModelJoining, ModelRebuilding, ModelRetired
-from runner.runtime.backfill import decide
+from runner.runtime.start.backfill import decide
 from runner.sources.history import (
     KafkaSpan,
     PastBatch,
@@ -229,7 +229,7 @@ def test_full_refresh_with_select_rebuilds_the_selection_and_runs_every_model(
         tmp_path, monkeypatch) -> None:
     from click.testing import CliRunner
 
-    import runner.runtime.stream as stream_module
+    import runner.runtime.start.stream as stream_module
     from runner.cli import cli
     from tests.support.projects import write_project
 
@@ -239,7 +239,7 @@ def test_full_refresh_with_select_rebuilds_the_selection_and_runs_every_model(
     calls = []
 
     def fake_run_stream(project, plan, **kw):
-        from runner.runtime.stream import StreamSummary
+        from runner.runtime.start.stream import StreamSummary
 
         calls.append(([s.name for s in plan.steps], kw))
         return StreamSummary()
@@ -262,7 +262,7 @@ def test_backfill_progress_as_text_and_json() -> None:
     import io
 
     from runner.console import Console, event_doc
-    from runner.runtime.backfill import BackfillProgress
+    from runner.runtime.start.backfill import BackfillProgress
 
     step = BackfillProgress(("m",), 3, 9, 1200, {"m": 40}, (), 0.5)
     done = BackfillProgress(("m",), 9, 9, 12000, {"m": 400}, (), 5.25, batches=10, done=True)

@@ -1,5 +1,5 @@
 """``runner compile --state`` (runner/compile/state.py): what a change does to each deployed
-model's table, at compile time, as the stream's start-up would (runner/runtime/evolution.py):
+model's table, at compile time, as the stream's start-up would (runner/runtime/start/evolution.py):
 the pull request sees a refusal before it is merged."""
 
 from __future__ import annotations

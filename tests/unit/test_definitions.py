@@ -1,5 +1,5 @@
 """Model definitions pinned per batch (runner/compile/definition.py, runner/checkpoint/
-definitions.py, runner/runtime/definitions.py) and ``--vars`` keys nobody reads.
+definitions.py, runner/runtime/start/definitions.py) and ``--vars`` keys nobody reads.
 
 The finding: ``--full-refresh --select product_revenue --vars '{"vat_rate": 0.1}'`` rebuilt
 batches 0-4 with 0.1; the next plain run wrote batch 5 with project.yml's 0.2 without a word.
@@ -24,7 +24,7 @@ from runner.compile.definition import changes
 from runner.errors import ConfigError
 from runner.events import DefinitionChanged, Event
 from runner.project.loader import command_line_vars, load_project
-from runner.runtime.definitions import check_definitions, record_definitions
+from runner.runtime.start.definitions import check_definitions, record_definitions
 from tests.support.projects import BASE_YML, write_project
 
 REVENUE = """

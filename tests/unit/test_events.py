@@ -40,8 +40,8 @@ from runner.events import (
     event_classes,
     event_type,
 )
-from runner.runtime.batch import BatchResult
-from runner.runtime.parking import ParkedError
+from runner.runtime.batches.batch import BatchResult
+from runner.runtime.batches.parking import ParkedError
 from runner.sinks import WriteResult
 
 BATCH = BatchResult(batch_id=4, input_rows=1500, dead_letters=2, seconds=0.25, writes=(

@@ -21,7 +21,7 @@ from runner.build import compile_project
 from runner.cli import cli
 from runner.errors import ConfigError
 from runner.project.loader import load_project
-from runner.runtime.stream import run_stream
+from runner.runtime.start.stream import run_stream
 from runner.sinks.ownership import foreign_table
 from tests.support.projects import ENDPOINT_COUNTS, write_project
 

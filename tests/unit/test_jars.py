@@ -1,5 +1,5 @@
 """The JVM jars: what set-up asks Maven for (``scripts/jars.py``) and what a session puts on
-its classpath (``runner.runtime.session.spark_jars``). No Maven run, no JVM."""
+its classpath (``runner.runtime.client.session.spark_jars``). No Maven run, no JVM."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.runtime import session
+from runner.runtime.client import session
 from scripts import jars
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.runtime.jvm_options import (
+from runner.runtime.client.jvm_options import (
     JAVA_OPTION_ENVS,
     LOCAL_GC_OPTION,
     add_gc_default,

@@ -27,8 +27,8 @@ from runner.ops.snapshot import snapshot_lines, snapshot_of
 from runner.ops.status import collect_status, status_lines
 from runner.project.loader import load_project
 from runner.runtime.after_batch import Bookkeeper
-from runner.runtime.parking import ParkedError
-from runner.runtime.restate import restate
+from runner.runtime.batches.parking import ParkedError
+from runner.runtime.start.restate import restate
 from runner.sinks.base import SinkSpec, app_id
 from runner.sinks.outputs import Outputs
 from tests.support.fake_stream import APPENDS, FakeStream, make_project

@@ -13,8 +13,8 @@ from runner.compile.plan import Plan, Step
 from runner.errors import ConfigError
 from runner.events import ModelJoining, ModelParked
 from runner.project.config import ModelConfig, parse_project_config
-from runner.runtime.backfill import decide
-from runner.runtime.parking import ParkedError, park_policy, parked_event, parked_with
+from runner.runtime.batches.parking import ParkedError, park_policy, parked_event, parked_with
+from runner.runtime.start.backfill import decide
 
 SCHEMA = "eventId STRING"
 

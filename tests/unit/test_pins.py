@@ -1,4 +1,4 @@
-"""Pins (runner/checkpoint/pins.py) and the start-up refusals of runner/runtime/pinned_lookups.py that
+"""Pins (runner/checkpoint/pins.py) and the start-up refusals of runner/runtime/batches/pinned_lookups.py that
 need no JVM: a source's Delta table is written with delta-rs, independently of the runner."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from runner.compile.plan import Column, Lookup, Step
 from runner.errors import ConfigError
 from runner.ops.status import _lookups as status_lookups
 from runner.project.config import ModelConfig
-from runner.runtime.pinned_lookups import Lookups
+from runner.runtime.batches.pinned_lookups import Lookups
 
 
 def test_a_pin_is_written_once_and_a_later_lookup_is_added_without_changing_it(tmp_path):

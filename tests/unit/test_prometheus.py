@@ -10,8 +10,8 @@ import pytest
 
 from runner.errors import ConfigError
 from runner.events import BatchDone, Event, FullRefreshDone, StopRequested
-from runner.runtime.batch import BatchResult
-from runner.runtime.parking import ParkedError
+from runner.runtime.batches.batch import BatchResult
+from runner.runtime.batches.parking import ParkedError
 from runner.runtime.prometheus import StreamMetrics, serve
 from runner.sinks.base import WriteResult
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from runner.compile.plan import Plan, Step
 from runner.compile.reads import reads_of
 from runner.project.config import ModelConfig
-from runner.runtime.batch import should_persist
+from runner.runtime.batches.batch import should_persist
 
 SCHEMA = "eventId STRING NOT NULL, a INT"
 

@@ -13,8 +13,8 @@ from runner.cli import cli
 from runner.errors import ConfigError
 from runner.events import Event, KafkaStartUnknown
 from runner.project.loader import load_project
-from runner.runtime.history_check import check_history, missing_files
-from runner.runtime.restate import forget
+from runner.runtime.start.history_check import check_history, missing_files
+from runner.runtime.start.restate import forget
 from runner.sources.history import PastBatch, local_path
 from tests.support.projects import BASE_YML, write_project
 

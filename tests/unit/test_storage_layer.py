@@ -193,7 +193,7 @@ def test_replay_guard_sees_a_file_gone_or_rewritten_in_a_bucket(s3_env) -> None:
 
 def test_a_rebuild_sees_input_gone_from_a_bucket_or_a_store_it_cannot_reach(s3_env,
                                                                             monkeypatch) -> None:
-    from runner.runtime.history_check import missing_files
+    from runner.runtime.start.history_check import missing_files
     from runner.sources.history import PastBatch
 
     write_atomic(object_path(f"{s3_env.uri}/in/here.json"), "{}\n")

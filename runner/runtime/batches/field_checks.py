@@ -1,7 +1,8 @@
 """The parse's per-field checks, as Spark expressions over the parsed value (no Python UDF):
-NOT NULL fields missing, values out of range (:func:`runner.runtime.reasons.value_out_of_range`)
-and wrapped epoch numbers (:func:`runner.runtime.reasons.wrapped_epoch`), at every nesting
-(structs, arrays, map values). :mod:`runner.runtime.parse` combines them into its dead flag;
+NOT NULL fields missing, values out of range
+(:func:`runner.runtime.batches.reasons.value_out_of_range`)
+and wrapped epoch numbers (:func:`runner.runtime.batches.reasons.wrapped_epoch`), at every nesting
+(structs, arrays, map values). :mod:`runner.runtime.batches.parse` combines them into its dead flag;
 the hot path: each runs once per record.
 """
 
@@ -11,7 +12,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from runner.runtime.reasons import parse_type, value_out_of_range, wrapped_epoch
+from runner.runtime.batches.reasons import parse_type, value_out_of_range, wrapped_epoch
 
 __all__ = ["any_of", "epoch_schema", "epoch_violation", "not_null_violation", "nullable",
            "range_violation"]

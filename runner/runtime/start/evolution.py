@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 from runner.compile.plan import HISTORY_COLUMNS, Column, Plan, Step
 from runner.errors import ExecutionError, SinkError
 from runner.events import Reporter, SchemaChanged, ignore
-from runner.runtime.parse import parse_schema
-from runner.runtime.sql_guard import checked_query
+from runner.runtime.batches.parse import parse_schema
+from runner.runtime.batches.sql_guard import checked_query
 from runner.sinks.base import quote_column
 from runner.sinks.schema import (
     add_columns,
@@ -163,7 +163,7 @@ def model_output_schemas(spark: SparkSession, plan: Plan,
             out[step.name] = f"it refs model {broken[0]}, which does not analyse"
             continue
         try:
-            df = session.sql(checked_query(session, step.sql))  # runtime/sql_guard.py
+            df = session.sql(checked_query(session, step.sql))  # runtime/batches/sql_guard.py
             df.createOrReplaceTempView(step.name)
             out[step.name] = df.schema
         except Exception as e:  # noqa: BLE001 - Spark's analysis errors

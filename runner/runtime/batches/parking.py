@@ -6,7 +6,7 @@ model, and the model and its descendants in the plan are *parked* from that batc
 tables stay at their last good batch). The stream records them in the checkpoint's model
 registry (:mod:`runner.checkpoint.registry`) before Spark's commit-log entry, skips them in
 later batches, and the next start-up catches them up from the retained history like a backfill
-(:mod:`runner.runtime.backfill`).
+(:mod:`runner.runtime.start.backfill`).
 
 A model's own failure is an error raised while Spark analyses (``spark.sql``) or computes its
 rows (Spark is lazy: at its write), except:

@@ -12,7 +12,7 @@ A record is dead when
       ``{...}{...}``, ``{...},{...}``). Jackson itself ignores anything after the first
       complete value; so the record is read as a member of a wrapper object (the typed
       parse) and as the only element of a wrapper array, and text after the object breaks
-      one or the other (:func:`runner.runtime.reasons.as_member`, ``as_element``);
+      one or the other (:func:`runner.runtime.batches.reasons.as_member`, ``as_element``);
     - a declared field holds a value Spark cannot convert to the declared type (nothing is
       silently nulled), or a container has the wrong shape (a string where a STRUCT/ARRAY/MAP
       is declared);
@@ -57,7 +57,7 @@ Coercions Spark performs (kept, deliberately, so they are documented here):
       strings (10 MB tested) are fine.
 
 Values Spark would change (measured on Spark 4.2: it converts them without failing, so the
-parse checks them, in every nesting, as Spark expressions; :mod:`runner.runtime.reasons`):
+parse checks them, in every nesting, as Spark expressions; :mod:`runner.runtime.batches.reasons`):
     - TIMESTAMP, TIMESTAMP_NTZ, DATE are stored for years 0001-9999 (UTC) only: Spark accepts
       ``"+10000-01-01"``, ``"275760-09-13T00:00:00Z"``, year 0 and negative years, which
       Python's datetime (PySpark's ``collect``, pyarrow's ``to_pylist``, so deltalake readers)
@@ -78,7 +78,7 @@ parse checks them, in every nesting, as Spark expressions; :mod:`runner.runtime.
       rejects more than p - s integer digits (``expected DECIMAL(10,2)``, as before).
 
 Dead-letter reasons name the field (``field request.latency_ms: expected INT, got "abc"``); they
-are computed for dead rows only, after the filter (:mod:`runner.runtime.reasons`).
+are computed for dead rows only, after the filter (:mod:`runner.runtime.batches.reasons`).
 
 Parse only what is used (opt-in, ``parse_only_used_fields: true`` in project.yml): given
 ``fields`` (the top-level event fields the models read, known at compile time as
@@ -110,7 +110,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from runner.errors import ConfigError
-from runner.runtime.field_checks import (
+from runner.runtime.batches.field_checks import (
     any_of,
     epoch_schema,
     epoch_violation,
@@ -118,7 +118,7 @@ from runner.runtime.field_checks import (
     nullable,
     range_violation,
 )
-from runner.runtime.reasons import (
+from runner.runtime.batches.reasons import (
     as_element,
     as_member,
     dead_letter_reason,

@@ -1,7 +1,8 @@
 """The streaming query of ``runner stream``: one query, one checkpoint, one ``foreachBatch``.
 
-:class:`Query` starts it once the start-up (:mod:`runner.runtime.startup`) is done, runs each
-micro-batch through :func:`runner.runtime.batch.run_batch` (after keeping the Kafka offsets and
+:class:`Query` starts it once the start-up (:mod:`runner.runtime.start.startup`) is done, runs each
+micro-batch through :func:`runner.runtime.batches.batch.run_batch` (after keeping the Kafka
+offsets and
 recording, or on a replay comparing, the batch's input), and watches it: SIGINT and SIGTERM
 (:class:`Stopper`) stop it after the batch in flight, once Spark has logged that batch as
 committed. A failure is raised as the batch's own error when there is one.
@@ -26,9 +27,9 @@ from runner.checkpoint.spark_logs import is_committed
 from runner.errors import ExecutionError, RunnerError, SourceError
 from runner.events import BatchDone, Reporter, StopRequested
 from runner.project.loader import Project
-from runner.runtime.batch import BatchPlan, BatchResult, prepare, run_batch
-from runner.runtime.parking import ParkedError, Parking
-from runner.runtime.session import session_info
+from runner.runtime.batches.batch import BatchPlan, BatchResult, prepare, run_batch
+from runner.runtime.batches.parking import ParkedError, Parking
+from runner.runtime.client.session import session_info
 from runner.sources.same_input import ReplayGuard
 from runner.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
 from runner.storage.ops import Location

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING
 from runner.compile.plan import Step
 from runner.errors import ExecutionError
 from runner.project.config import Expectation
-from runner.runtime.observation import ready_metrics
-from runner.runtime.parse import batch_id_column
+from runner.runtime.batches.observation import ready_metrics
+from runner.runtime.batches.parse import batch_id_column
 from runner.sinks.base import quote_column
 from runner.spark_errors import first_line, marked_text_in
 

@@ -1,8 +1,8 @@
 """``runner stream``: one Structured Streaming query, one checkpoint, one ``foreachBatch``.
 
 :func:`run_stream` locks the checkpoint, records the run, and hands over to the start-up
-(:mod:`runner.runtime.startup`: every check and decision before the first batch, in order),
-which ends by starting the query (:mod:`runner.runtime.query`). SIGINT and SIGTERM stop it
+(:mod:`runner.runtime.start.startup`: every check and decision before the first batch, in order),
+which ends by starting the query (:mod:`runner.runtime.start.query`). SIGINT and SIGTERM stop it
 after the batch in flight (or the backfill after its batch in flight). Every refusal happens
 before the first batch, so nothing is written then.
 """
@@ -19,8 +19,8 @@ from runner.compile.plan import Plan
 from runner.errors import ConfigError
 from runner.events import Reporter, ignore
 from runner.project.loader import Project
-from runner.runtime.query import Progress, Stopper, StreamSummary
-from runner.runtime.startup import StartUp
+from runner.runtime.start.query import Progress, Stopper, StreamSummary
+from runner.runtime.start.startup import StartUp
 
 __all__ = ["StreamSummary", "run_stream"]
 
@@ -37,7 +37,7 @@ def run_stream(project: Project, plan: Plan, *, mode: Literal["available_now", "
 
     Before the query starts, models new to the checkpoint (and those in ``rebuild``, whose
     tables are dropped first) are backfilled from the checkpoint's history
-    (:mod:`runner.runtime.backfill`), each batch reported as a ``BackfillProgress``.
+    (:mod:`runner.runtime.start.backfill`), each batch reported as a ``BackfillProgress``.
 
     Raises:
         ConfigError: a fresh checkpoint over tables written by another one (no --full-refresh).

@@ -1,7 +1,7 @@
 """Sources and seeds joined per batch at a pinned version (docs/OPERATIONS.md, "Sources and
 seeds: one version per batch").
 
-:meth:`Lookups.register` runs first in every batch (:func:`runner.runtime.batch.run_batch`),
+:meth:`Lookups.register` runs first in every batch (:func:`runner.runtime.batches.batch.run_batch`),
 before any table is written: it pins each lookup the batch's models read (a source's latest
 committed Delta version, a seed's content hash) unless the batch has a pin already
 (:mod:`runner.checkpoint.pins`: a replay, a backfill, a rebuild), then registers each as the

@@ -9,16 +9,17 @@ At start-up, before the query starts (:func:`prepare_handover`, then the schema 
    ``left_at`` .. last committed; ``--full-refresh --select`` asks for a *rebuild*; a model
    whose SQL file is gone is *retired* (its table is left in place, and the start-up says so).
 2. Check, then act: the history each backfill replays must be complete (input files still
-   there, Kafka offsets still retained: :mod:`runner.runtime.history_check`), else the start-up
+   there, Kafka offsets still retained: :mod:`runner.runtime.start.history_check`), else the
+   start-up
    refuses with nothing changed. The registry is saved first, then rebuilt tables leave the
    snapshot ledger and are dropped, then every model to backfill
    runs on the checkpoint's committed batches, read again from the source
    (:mod:`runner.sources.history`, :mod:`runner.sources.replay`), through the same per-batch
-   function as the stream (:func:`runner.runtime.batch.run_batch`) with a plan cut down to
+   function as the stream (:func:`runner.runtime.batches.batch.run_batch`) with a plan cut down to
    those models and their ancestors (computed from their logic, not read from their tables)
    that writes only their tables: no other table is touched, the dead-letter table included.
 3. Then the ledger entries of the batches they wrote name their new versions
-   (:mod:`runner.runtime.restate`), the registry marks them live and the stream goes on from
+   (:mod:`runner.runtime.start.restate`), the registry marks them live and the stream goes on from
    the next batch with them.
 
 One backfill batch per original batch, with the original batch id: an accumulating
@@ -66,10 +67,10 @@ from runner.events import (
 )
 from runner.failpoints import failpoint
 from runner.project.loader import Project
-from runner.runtime.batch import BatchPlan, prepare, run_batch
-from runner.runtime.history_check import check_history, past_batches
-from runner.runtime.parking import ParkedError
-from runner.runtime.restate import forget, restate
+from runner.runtime.batches.batch import BatchPlan, prepare, run_batch
+from runner.runtime.batches.parking import ParkedError
+from runner.runtime.start.history_check import check_history, past_batches
+from runner.runtime.start.restate import forget, restate
 from runner.sinks import SinkSpec
 from runner.sinks.base import app_id
 from runner.sinks.tables import check_droppable, is_table

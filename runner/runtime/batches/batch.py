@@ -7,7 +7,8 @@ sink is (see :mod:`runner.sinks`): a replayed batch skips the sinks that already
 No avoidable passes over the batch:
 
 - With ``parse_only_used_fields: true`` in project.yml, the parse reads only the event fields
-  the models use (``Plan.used_fields``, see :mod:`runner.runtime.parse`). Off by default: then
+  the models use (``Plan.used_fields``, see :mod:`runner.runtime.batches.parse`). Off by default:
+  then
   every declared field is type-checked on every record, as the dead-letter contract says.
 - The source's metadata columns (``_source_file``, or the Kafka ones) are cached for dead rows
   only when no model can read them (no model SQL names one or uses ``*``: ``Step.reads``):
@@ -53,23 +54,23 @@ from runner.errors import (
     StorageError,
 )
 from runner.failpoints import failpoint
-from runner.runtime.dead_letters import DEAD_LETTER_ARROW_MAX_BYTES, DeadLetters
-from runner.runtime.expectations import (
+from runner.runtime.batches.dead_letters import DEAD_LETTER_ARROW_MAX_BYTES, DeadLetters
+from runner.runtime.batches.expectations import (
     ExpectationOutcome,
     apply_expectations,
     expectation_failure,
 )
-from runner.runtime.observation import ready_metrics
-from runner.runtime.parking import (
+from runner.runtime.batches.observation import ready_metrics
+from runner.runtime.batches.parking import (
     ModelFailure,
     ParkedError,
     error_class,
     model_failure,
     parked_with,
 )
-from runner.runtime.parse import parse_batch, prepare_parse
-from runner.runtime.pinned_lookups import Lookups
-from runner.runtime.sql_guard import checked_query
+from runner.runtime.batches.parse import parse_batch, prepare_parse
+from runner.runtime.batches.pinned_lookups import Lookups
+from runner.runtime.batches.sql_guard import checked_query
 from runner.sinks import DeltaWriter, SinkSpec, WriteResult
 from runner.spark_errors import first_line, is_storage_failure, root_cause
 
@@ -92,14 +93,17 @@ class BatchPlan:
     writer: DeltaWriter
     parallelism: int = 4
     parse_only_used_fields: bool = False  # project.yml: prune the parse to Plan.used_fields
-    # A backfill (runner.runtime.backfill) runs a model and its ancestors on past batches: only
+    # A backfill (runner.runtime.start.backfill) runs a model and its ancestors on past batches:
+    # only
     # the steps with a sink are written, and the dead-letter table (which holds those batches
     # already) is left alone.
     write_dead_letters: bool = True
-    # The models parked (runner.runtime.parking) when their own SQL fails, rather than failing
+    # The models parked (runner.runtime.batches.parking) when their own SQL fails, rather than
+    # failing
     # the batch: on_model_error 'park' (project.yml, or the model's config). Empty: all halt.
     park: frozenset[str] = frozenset()
-    # The sources and seeds the models join, pinned per batch (runner.runtime.pinned_lookups).
+    # The sources and seeds the models join, pinned per batch
+    # (runner.runtime.batches.pinned_lookups).
     lookups: Lookups | None = None
     # The files source: batch id -> (file URI, reason) for each file of the batch that cannot
     # be read whole (runner.sources.files.unreadable_files): one dead letter each.
@@ -336,7 +340,7 @@ class _Batch:
             if step.name in self.skip:
                 continue
             try:
-                df = self.spark.sql(checked_query(self.spark, step.sql))  # runtime/sql_guard.py
+                df = self.spark.sql(checked_query(self.spark, step.sql))  # batches/sql_guard.py
             except Exception as e:  # analysis errors (the plan was linted, but be explicit)
                 failed = model_failure(step.name, e, first_line(e), batch_id=self.batch_id,
                                        path=step.path, step=step)
@@ -436,7 +440,7 @@ class _Batch:
 def _parkable(bp: BatchPlan, raised: Mapping[str, BaseException],
               batch_id: int) -> dict[str, ParkedError]:
     """The write failures that are their model's own (parkable, see
-    :mod:`runner.runtime.parking`): not a sink's, not a 'fail' expectation's."""
+    :mod:`runner.runtime.batches.parking`): not a sink's, not a 'fail' expectation's."""
     out = {}
     for name, e in raised.items():
         if name not in bp.park or expectation_failure(e) is not None:

@@ -1,7 +1,7 @@
 """``runner stream``'s start-up: every check and decision before the first batch, in order.
 
 :class:`StartUp` runs the steps its docstring lists, each a method, with the checkpoint already
-locked (:func:`runner.runtime.stream.run_stream`). Every refusal happens before the first
+locked (:func:`runner.runtime.start.stream.run_stream`). Every refusal happens before the first
 batch, so nothing is written then; the refusals that need no JVM come before the session.
 """
 
@@ -21,14 +21,14 @@ from runner.project.event_schema import source_metadata_columns
 from runner.project.kafka_outputs import KafkaOutputs
 from runner.project.loader import Project
 from runner.runtime.after_batch import Bookkeeper
-from runner.runtime.backfill import Handover, finish_handover, prepare_handover
-from runner.runtime.batch import BatchPlan
+from runner.runtime.batches.batch import BatchPlan
+from runner.runtime.batches.parking import Parking, park_policy
+from runner.runtime.batches.pinned_lookups import Lookups, start_lookups
 from runner.runtime.catalog import Names, catalog_session_conf
-from runner.runtime.definitions import check_definitions, record_definitions
-from runner.runtime.evolution import check_schema_changes, model_output_schemas
-from runner.runtime.parking import Parking, park_policy
-from runner.runtime.pinned_lookups import Lookups, start_lookups
-from runner.runtime.query import Progress, Query, Stopper, StreamSummary
+from runner.runtime.start.backfill import Handover, finish_handover, prepare_handover
+from runner.runtime.start.definitions import check_definitions, record_definitions
+from runner.runtime.start.evolution import check_schema_changes, model_output_schemas
+from runner.runtime.start.query import Progress, Query, Stopper, StreamSummary
 from runner.sinks import DeltaWriter, SinkSpec, engine_choice, make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
 from runner.sinks.kafka_out import KafkaWriter, refuse_kafka_refresh
@@ -68,7 +68,7 @@ class StartUp:
         definitions recorded with the batch each model writes next.
     12. :meth:`schema_check`: each model's output columns against its table.
     13. :meth:`backfill`: models new to the checkpoint from its history; names registered.
-    14. :meth:`query`: the streaming query (:mod:`runner.runtime.query`).
+    14. :meth:`query`: the streaming query (:mod:`runner.runtime.start.query`).
     """
 
     spark: SparkSession
@@ -137,7 +137,7 @@ class StartUp:
         self.rebuild = (*self.rebuild, *sorted(by_policy - set(self.rebuild)))
 
     def session(self) -> None:
-        from runner.runtime.session import build_session, choose_checkpoint_manager
+        from runner.runtime.client.session import build_session, choose_checkpoint_manager
 
         project, conf = self.project, self.project.config.spark
         spark_conf = {**project.spark_storage_conf(), **conf.conf}
@@ -153,7 +153,7 @@ class StartUp:
                                   and SCHEMES[checkpoint.scheme] == "s3")
 
     def engine(self) -> None:
-        from runner.runtime.session import missing_jars_note
+        from runner.runtime.client.session import missing_jars_note
 
         choice = engine_choice(self.project.config.delta.engine, self.spark)
         self.writer = make_writer(choice.engine, self.spark,
