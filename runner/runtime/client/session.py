@@ -149,7 +149,7 @@ def spark_jars_dir() -> Path | None:
     override = os.environ.get(JARS_DIR_ENV)
     if override is not None:
         return Path(override).expanduser() if override.strip() else None
-    return Path(__file__).resolve().parents[2] / ".jars" / "spark"
+    return Path(__file__).resolve().parents[3] / ".jars" / "spark"
 
 
 def cloud_jars_dir() -> Path | None:
@@ -159,7 +159,7 @@ def cloud_jars_dir() -> Path | None:
     is set (that folder alone is then the session's jars: put the connectors in it too)."""
     if os.environ.get(JARS_DIR_ENV) is not None:
         return None
-    folder = Path(__file__).resolve().parents[2] / ".jars" / "cloud"
+    folder = Path(__file__).resolve().parents[3] / ".jars" / "cloud"
     return folder if folder.is_dir() else None
 
 
