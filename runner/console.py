@@ -277,8 +277,7 @@ def render(e: Event) -> str:
 
 
 def _decision_line(e: Event) -> str | None:
-    """The start-up's decisions about the model set
-    (:func:`runner.runtime.start.backfill.decide`).
+    """The start-up's decisions about the model set (:func:`runner.runtime.start.backfill.decide`).
     """
     match e:
         case ModelRebuilding(model=model, committed=committed):

@@ -276,8 +276,7 @@ class BatchFacts(Protocol):
 
 @dataclass(frozen=True)
 class BatchDone(Event):
-    """A micro-batch committed every sink (its
-    :class:`~runner.runtime.batches.batch.BatchResult`).
+    """A micro-batch committed every sink (its :class:`~runner.runtime.batches.batch.BatchResult`).
     """
 
     result: BatchFacts

@@ -7,8 +7,7 @@ Groups, one pom each under ``jvm/``:
 - ``kafka-broker``: an Apache Kafka broker for tests (``tests/support/brokers.py``).
 - ``cloud``: object storage for the Spark session: hadoop-aws (S3A) with the AWS SDK v2 modules
   it uses, hadoop-azure (ABFS), spark-hadoop-cloud (``runner/runtime/client/session.py`` adds them
-  to
-  ``spark.jars`` when ``.jars/cloud/`` is there).
+  to ``spark.jars`` when ``.jars/cloud/`` is there).
 
 Each group is copied with its transitive runtime dependencies by
 ``mvn -B -q dependency:copy-dependencies``. A group is fetched again only when its pom changes:

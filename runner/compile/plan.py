@@ -85,8 +85,8 @@ class Step:
     ``source_map`` is render's map of the compiled SQL back to the model's file (after Jinja
     loops, macros, a multi-line ``config()``): the runtime names the file's line of a position
     Spark's error gives in the compiled SQL
-    (:func:`runner.runtime.batches.parking.source_position`),
-    without rendering anything again. Not in the manifest: the compiled SQL is.
+    (:func:`runner.runtime.batches.parking.source_position`), without rendering anything again. Not
+    in the manifest: the compiled SQL is.
     """
 
     name: str

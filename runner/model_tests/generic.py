@@ -15,8 +15,7 @@ A test macro is a pull request's code, like a model: it renders in the models' J
 and budget (:func:`runner.compile.render.render_test`), and its SQL passes the guard a model
 passes (:func:`guard_test_sql`: one query, allowlisted functions, only the tables it is given)
 before Spark's own parser checks it again (:func:`runner.runtime.batches.sql_guard.checked_query`)
-in a
-session that reads no file by path. This module renders and guards; :mod:`.sql_tests` runs.
+in a session that reads no file by path. This module renders and guards; :mod:`.sql_tests` runs.
 """
 
 from __future__ import annotations

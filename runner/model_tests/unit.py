@@ -4,9 +4,8 @@ For each case: a scratch warehouse in a temp dir; the target table seeded with
 ``given.prior_rows``; ``given.events`` turned into the raw batch the source would deliver
 (one line per event, with the source's metadata columns); then
 :func:`runner.runtime.batches.batch.run_batch` -- parse, dead letters, the model and its ancestors
-in
-DAG order, Delta writes with merge semantics -- on the ``rs`` engine. The model's table after
-the batch is compared with ``expect.rows`` (order-insensitive, only the columns listed).
+in DAG order, Delta writes with merge semantics -- on the ``rs`` engine. The model's table after the
+batch is compared with ``expect.rows`` (order-insensitive, only the columns listed).
 
 Test data goes through the same strict JSON parse as events (:func:`parse_batch` against the
 model's output schema), so ``"2026-01-01T00:00:00Z"`` is a TIMESTAMP in a timestamp column and

@@ -8,8 +8,7 @@ No avoidable passes over the batch:
 
 - With ``parse_only_used_fields: true`` in project.yml, the parse reads only the event fields
   the models use (``Plan.used_fields``, see :mod:`runner.runtime.batches.parse`). Off by default:
-  then
-  every declared field is type-checked on every record, as the dead-letter contract says.
+  then every declared field is type-checked on every record, as the dead-letter contract says.
 - The source's metadata columns (``_source_file``, or the Kafka ones) are cached for dead rows
   only when no model can read them (no model SQL names one or uses ``*``: ``Step.reads``):
   the dead-letter table needs them, no model would see them.
@@ -94,16 +93,13 @@ class BatchPlan:
     parallelism: int = 4
     parse_only_used_fields: bool = False  # project.yml: prune the parse to Plan.used_fields
     # A backfill (runner.runtime.start.backfill) runs a model and its ancestors on past batches:
-    # only
-    # the steps with a sink are written, and the dead-letter table (which holds those batches
+    # only the steps with a sink are written, and the dead-letter table (which holds those batches
     # already) is left alone.
     write_dead_letters: bool = True
-    # The models parked (runner.runtime.batches.parking) when their own SQL fails, rather than
-    # failing
-    # the batch: on_model_error 'park' (project.yml, or the model's config). Empty: all halt.
+    # The models parked (batches/parking.py) when their own SQL fails, rather than failing the
+    # batch: on_model_error 'park' (project.yml, or the model's config). Empty: all halt.
     park: frozenset[str] = frozenset()
-    # The sources and seeds the models join, pinned per batch
-    # (runner.runtime.batches.pinned_lookups).
+    # The sources and seeds the models join, pinned per batch (batches/pinned_lookups.py).
     lookups: Lookups | None = None
     # The files source: batch id -> (file URI, reason) for each file of the batch that cannot
     # be read whole (runner.sources.files.unreadable_files): one dead letter each.

@@ -1,9 +1,9 @@
 """The parse's per-field checks, as Spark expressions over the parsed value (no Python UDF):
 NOT NULL fields missing, values out of range
-(:func:`runner.runtime.batches.reasons.value_out_of_range`)
-and wrapped epoch numbers (:func:`runner.runtime.batches.reasons.wrapped_epoch`), at every nesting
-(structs, arrays, map values). :mod:`runner.runtime.batches.parse` combines them into its dead flag;
-the hot path: each runs once per record.
+(:func:`runner.runtime.batches.reasons.value_out_of_range`) and wrapped epoch numbers
+(:func:`runner.runtime.batches.reasons.wrapped_epoch`), at every nesting (structs, arrays, map
+values). :mod:`runner.runtime.batches.parse` combines them into its dead flag; the hot path: each
+runs once per record.
 """
 
 from __future__ import annotations

@@ -3,19 +3,17 @@
 ``field request.latency_ms: expected INT, got "abc"``, ``field errors[1].severity: expected
 STRING...``, ``missing NOT NULL field eventId``, ``NOT NULL field eventId is null``, ``not a
 JSON object (array)``, ``invalid JSON``. :func:`dead_letter_reason` is a Spark expression over
-dead rows only (the parse in :mod:`runner.runtime.batches.parse` finds them): it walks the record
-as a
-VARIANT (``try_parse_json``) against the schema, and checks each leaf with ``from_json`` on the
-single value, under the parse's own JSON options, so a reason follows Spark's own conversion
-rules, then applies the runner's value checks (:func:`value_out_of_range`, the epoch-seconds
-range of a number in a TIMESTAMP) the parse applies.
+dead rows only (the parse in :mod:`runner.runtime.batches.parse` finds them): it walks the record as
+a VARIANT (``try_parse_json``) against the schema, and checks each leaf with ``from_json`` on the
+single value, under the parse's own JSON options, so a reason follows Spark's own conversion rules,
+then applies the runner's value checks (:func:`value_out_of_range`, the epoch-seconds range of a
+number in a TIMESTAMP) the parse applies.
 
 Value checks shared with the parse (:mod:`runner.runtime.batches.parse`): :func:`parse_type` (the
-type
-``from_json`` is given for a declared type), :func:`value_out_of_range` (a converted value the
+type ``from_json`` is given for a declared type), :func:`value_out_of_range` (a converted value the
 runner does not store), :func:`wrapped_epoch` (a JSON number in a TIMESTAMP whose conversion
-overflows) and :func:`lone_surrogate` (an escaped half of a UTF-16 pair); and the two
-wrappers the parse reads every record in, :func:`as_member` and :func:`as_element`.
+overflows) and :func:`lone_surrogate` (an escaped half of a UTF-16 pair); and the two wrappers the
+parse reads every record in, :func:`as_member` and :func:`as_element`.
 """
 
 from __future__ import annotations

@@ -10,14 +10,13 @@ At start-up, before the query starts (:func:`prepare_handover`, then the schema 
    whose SQL file is gone is *retired* (its table is left in place, and the start-up says so).
 2. Check, then act: the history each backfill replays must be complete (input files still
    there, Kafka offsets still retained: :mod:`runner.runtime.start.history_check`), else the
-   start-up
-   refuses with nothing changed. The registry is saved first, then rebuilt tables leave the
-   snapshot ledger and are dropped, then every model to backfill
-   runs on the checkpoint's committed batches, read again from the source
-   (:mod:`runner.sources.history`, :mod:`runner.sources.replay`), through the same per-batch
-   function as the stream (:func:`runner.runtime.batches.batch.run_batch`) with a plan cut down to
-   those models and their ancestors (computed from their logic, not read from their tables)
-   that writes only their tables: no other table is touched, the dead-letter table included.
+   start-up refuses with nothing changed. The registry is saved first, then rebuilt tables leave the
+   snapshot ledger and are dropped, then every model to backfill runs on the checkpoint's committed
+   batches, read again from the source (:mod:`runner.sources.history`,
+   :mod:`runner.sources.replay`), through the same per-batch function as the stream
+   (:func:`runner.runtime.batches.batch.run_batch`) with a plan cut down to those models and their
+   ancestors (computed from their logic, not read from their tables) that writes only their tables:
+   no other table is touched, the dead-letter table included.
 3. Then the ledger entries of the batches they wrote name their new versions
    (:mod:`runner.runtime.start.restate`), the registry marks them live and the stream goes on from
    the next batch with them.

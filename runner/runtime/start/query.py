@@ -1,11 +1,10 @@
 """The streaming query of ``runner stream``: one query, one checkpoint, one ``foreachBatch``.
 
 :class:`Query` starts it once the start-up (:mod:`runner.runtime.start.startup`) is done, runs each
-micro-batch through :func:`runner.runtime.batches.batch.run_batch` (after keeping the Kafka
-offsets and
-recording, or on a replay comparing, the batch's input), and watches it: SIGINT and SIGTERM
-(:class:`Stopper`) stop it after the batch in flight, once Spark has logged that batch as
-committed. A failure is raised as the batch's own error when there is one.
+micro-batch through :func:`runner.runtime.batches.batch.run_batch` (after keeping the Kafka offsets
+and recording, or on a replay comparing, the batch's input), and watches it: SIGINT and SIGTERM
+(:class:`Stopper`) stop it after the batch in flight, once Spark has logged that batch as committed.
+A failure is raised as the batch's own error when there is one.
 """
 
 from __future__ import annotations
