@@ -35,10 +35,16 @@ class SparkSyntaxError:
 @functools.lru_cache(maxsize=4096)
 def spark_syntax_error(sql: str) -> SparkSyntaxError | None:
     """Why Spark's parser refuses ``sql`` (the first error, as Spark reports it), or None."""
-    from runner.lint.spark_parser.recognizers import Refused, parse  # 0.3s to load the ATNs
+    from antlr4 import Token
+
+    from runner.lint.spark_parser.recognizers import Refused, parse  # 0.5s to load the ATNs
 
     try:
         parse(sql)
     except Refused as e:
-        return SparkSyntaxError(e.message, e.token.line, e.token.column + 1)
+        if e.token.type != Token.EOF:
+            return SparkSyntaxError(e.message, e.token.line, e.token.column + 1)
+        end = len(sql.rstrip())  # the end of the input: just after its last character
+        line = sql.count("\n", 0, end) + 1
+        return SparkSyntaxError(e.message, line, end - (sql.rfind("\n", 0, end) + 1) + 1)
     return None

@@ -36,13 +36,13 @@ from antlr4.atn.ParserATNSimulator import ParserATNSimulator
 from antlr4.atn.PredictionMode import PredictionMode
 from antlr4.atn.Transition import Transition
 from antlr4.dfa.DFA import DFA
-from antlr4.error.ErrorStrategy import DefaultErrorStrategy
 from antlr4.error.Errors import (
     FailedPredicateException,
     InputMismatchException,
     ParseCancellationException,
     RecognitionException,
 )
+from antlr4.error.ErrorStrategy import DefaultErrorStrategy
 from antlr4.ParserRuleContext import InterpreterRuleContext, ParserRuleContext
 from antlr4.tree.Tree import ParseTreeListener, TerminalNode
 
@@ -112,16 +112,20 @@ class SparkLexer(Lexer):  # type: ignore[misc]  # untyped runtime
         super().__init__(_UpperCaseStream(text))
         self._interp = LexerATNSimulator(self, self.atn, self.decisionsToDFA,
                                          _LEXER_CACHE)
-        self.complex_type_level = 0
+        self.complex_type_level: int = 0
         self.tags: list[str] = []
         self.unclosed_comment = False
         self.removeErrorListeners()  # the grammar's last rule takes any character: no errors
 
-    def sempred(self, localctx: Any, ruleIndex: int, predIndex: int) -> bool:  # noqa: ARG002, N803 - runtime hook
-        return _LEXER_PREDICATES[predIndex](self)
+    def sempred(self, localctx: Any, ruleIndex: int, predIndex: int) -> bool:  # noqa: ARG002 - runtime hook
+        return bool(_LEXER_PREDICATES[predIndex](self))
 
-    def action(self, localctx: Any, ruleIndex: int, actionIndex: int) -> None:  # noqa: ARG002, N803 - runtime hook
+    def action(self, localctx: Any, ruleIndex: int, actionIndex: int) -> None:  # noqa: ARG002 - runtime hook
         _LEXER_ACTIONS[actionIndex](self)
+
+    def next_char(self) -> int:
+        """The (upper-cased) character after the text matched so far (``_input.LA(1)``)."""
+        return int(self._input.LA(1))
 
 
 def _pop_tag(lexer: SparkLexer) -> None:
@@ -133,9 +137,9 @@ LEXER_CODE: dict[str, Callable[[SparkLexer], Any]] = {
     # `>>` is a shift unless it closes ARRAY<...>/MAP<...>/STRUCT<...>
     "isShiftRightOperator()": lambda lx: lx.complex_type_level == 0,
     # `2.` in `2.3`, `1.5` in `1.5x`: not a decimal when a letter, digit or `_` follows
-    "isValidDecimal()": lambda lx: not _is_letter_digit_or_underscore(lx._input.LA(1)),
+    "isValidDecimal()": lambda lx: not _is_letter_digit_or_underscore(lx.next_char()),
     # `/*+` starts a hint, not a comment
-    "!isHint()": lambda lx: lx._input.LA(1) != ord("+"),
+    "!isHint()": lambda lx: lx.next_char() != ord("+"),
     # a $tag$ string ends at the same tag
     "getText().equals(tags.peek())": lambda lx: bool(lx.tags) and lx.text == lx.tags[-1],
     "incComplexTypeLevelCounter()": lambda lx: setattr(
@@ -166,44 +170,49 @@ def _display(token: Token) -> str:
     return f"'{text}'"
 
 
-def _syntax_error(token: Token, hint: str = "") -> Refused:
-    return Refused(f"[PARSE_SYNTAX_ERROR] Syntax error at or near {_display(token)}{hint}",
-                   token)
+def _syntax_error(token: Token) -> Refused:
+    """Spark's message, without the ``: extra input 'x'`` or ``: missing 'y'`` it adds in some
+    cases: which one depends on how its generated code reaches the error, which this loop does
+    not copy (the token and the position are the same)."""
+    return Refused(f"[PARSE_SYNTAX_ERROR] Syntax error at or near {_display(token)}", token)
 
 
 class _SparkErrors(DefaultErrorStrategy):  # type: ignore[misc]  # untyped runtime
     """``SparkParserErrorStrategy`` with Spark's error listener: the first error reported
     ends the parse (:class:`Refused`)."""
 
-    def reportInputMismatch(self, recognizer: Parser, e: InputMismatchException) -> None:  # noqa: ARG002, N802 - runtime hook
+    def reportInputMismatch(self, recognizer: Parser, e: InputMismatchException) -> None:  # noqa: ARG002 - runtime hook
         raise _syntax_error(e.offendingToken)
 
-    def reportNoViableAlternative(self, recognizer: Parser, e: RecognitionException) -> None:  # noqa: ARG002, N802 - runtime hook
+    def reportNoViableAlternative(self, recognizer: Parser, e: RecognitionException) -> None:  # noqa: ARG002 - runtime hook
         raise _syntax_error(e.offendingToken)
 
-    def reportFailedPredicate(self, recognizer: Parser, e: FailedPredicateException) -> None:  # noqa: N802 - runtime hook
+    def reportFailedPredicate(self, recognizer: Parser, e: FailedPredicateException) -> None:
         raise _syntax_error(e.offendingToken or recognizer.getCurrentToken())
 
-    def reportUnwantedToken(self, recognizer: Parser) -> None:  # noqa: N802 - runtime hook
+    def reportUnwantedToken(self, recognizer: Parser) -> None:
         if not self.inErrorRecoveryMode(recognizer):
-            token = recognizer.getCurrentToken()
-            raise _syntax_error(token, f": extra input {_display(token)}")
+            raise _syntax_error(recognizer.getCurrentToken())
 
-    def reportMissingToken(self, recognizer: Parser) -> None:  # noqa: N802 - runtime hook
+    def reportMissingToken(self, recognizer: Parser) -> None:
         if not self.inErrorRecoveryMode(recognizer):
-            expected = self.getExpectedTokens(recognizer).toString(
-                recognizer.literalNames, recognizer.symbolicNames)
-            raise _syntax_error(recognizer.getCurrentToken(), f": missing {expected}")
+            raise _syntax_error(recognizer.getCurrentToken())
 
 
 class _SparkBail(_SparkErrors):
     """``SparkParserBailErrorStrategy``: the SLL stage gives up (for the LL stage to try)
-    instead of recovering."""
+    instead of recovering. It also gives up where Spark's would report: Spark's generated
+    code decides many one-token choices without prediction, and a mismatch there gives up; this
+    loop predicts at every choice, and SLL prediction can fail where LL's would not
+    (``SELECT 1 UNION SELECT 2``). The LL stage then reports, as Spark's does."""
+
+    def reportError(self, recognizer: Parser, e: RecognitionException) -> None:  # noqa: ARG002 - runtime hook
+        raise ParseCancellationException(e)
 
     def recover(self, recognizer: Parser, e: RecognitionException) -> None:  # noqa: ARG002 - runtime hook
         raise ParseCancellationException(e)
 
-    def recoverInline(self, recognizer: Parser) -> Token:  # noqa: N802 - runtime hook
+    def recoverInline(self, recognizer: Parser) -> Token:
         raise ParseCancellationException(InputMismatchException(recognizer))
 
     def sync(self, recognizer: Parser) -> None:
@@ -213,7 +222,7 @@ class _SparkBail(_SparkErrors):
 def _pipe_start(parser: SparkParser) -> bool:
     """``isOperatorPipeStart()``: whether the token after ``|`` starts a pipe operator."""
     return (FLAGS["single_character_pipe_operator_enabled"]
-            and parser._input.LA(2) in _PIPE_START)
+            and parser.getTokenStream().LA(2) in _PIPE_START)
 
 
 _PIPE_START = frozenset(_TOKEN[name] for name in generated.PIPE_START_TOKENS)
@@ -224,7 +233,7 @@ def _parser_code(java: str) -> Callable[[SparkParser], bool]:
     found = _PRECPRED.fullmatch(java)
     if found:
         precedence = int(found.group(1))
-        return lambda p: bool(p.precpred(p._ctx, precedence))
+        return lambda p: bool(p.precpred(p.getContext(), precedence))
     if java == "isOperatorPipeStart()":
         return _pipe_start
     if java == "!isOperatorPipeStart()":
@@ -245,7 +254,7 @@ class _PostProcessor(ParseTreeListener):  # type: ignore[misc]  # untyped runtim
         self.lexer = lexer
         self.tokens = tokens
 
-    def exitEveryRule(self, ctx: ParserRuleContext) -> None:  # noqa: N802 - runtime hook
+    def exitEveryRule(self, ctx: ParserRuleContext) -> None:
         rule = ctx.ruleIndex  # InterpreterRuleContext: getRuleIndex() is -1
         if rule == _RULE["errorCapturingIdentifierExtra"] and ctx.getChildCount():
             ident = ctx.parentCtx.getText()  # `a-b`: the #errorIdent alternative
@@ -277,19 +286,25 @@ class SparkParser(Parser):  # type: ignore[misc]  # untyped runtime
     literalNames = list(generated.LITERAL_NAMES)
     symbolicNames = list(generated.SYMBOLIC_NAMES)
     grammarFileName = "SqlBaseParser.g4"
+    state: int  # the ATN state the parse is in (the runtime's attribute)
     _push_states = frozenset(s.stateNumber for s in _PARSER_ATN.states
                              if isinstance(s, StarLoopEntryState) and s.isPrecedenceDecision)
 
-    def __init__(self, tokens: CommonTokenStream) -> None:
+    def __init__(self, lexer: SparkLexer, tokens: CommonTokenStream, *, sll: bool) -> None:
+        """A parser of ``tokens`` for one stage: SLL with the bail-out strategy, or LL with
+        Spark's error strategy; with Spark's listeners."""
         super().__init__(tokens)
         self._interp = ParserATNSimulator(self, self.atn, self.decisionsToDFA, _PARSER_CACHE)
+        self._interp.predictionMode = PredictionMode.SLL if sll else PredictionMode.LL
+        self._errHandler = _SparkBail() if sll else _SparkErrors()
         self._parents: list[tuple[ParserRuleContext, int]] = []
         self.removeErrorListeners()
+        self.addParseListener(_PostProcessor(lexer, tokens))
 
-    def sempred(self, localctx: Any, ruleIndex: int, predIndex: int) -> bool:  # noqa: ARG002, N803 - runtime hook
+    def sempred(self, localctx: Any, ruleIndex: int, predIndex: int) -> bool:  # noqa: ARG002 - runtime hook
         return _PARSER_PREDICATES[predIndex](self)
 
-    def enterRecursionRule(self, localctx: ParserRuleContext, state: int, ruleIndex: int,  # noqa: N802, N803 - runtime hook
+    def enterRecursionRule(self, localctx: ParserRuleContext, state: int, ruleIndex: int,
                            precedence: int) -> None:
         self._parents.append((self._ctx, localctx.invokingState))
         super().enterRecursionRule(localctx, state, ruleIndex, precedence)
@@ -372,7 +387,7 @@ def check_generated(module: ModuleType) -> None:
     """Every predicate and action of a generated grammar module is one this module knows, and
     its ATNs deserialize (the generator's last step). Raises KeyError or an ATN error."""
     for java in (*module.LEXER_PREDICATES.values(), *module.LEXER_ACTIONS.values()):
-        LEXER_CODE[java]  # noqa: B018 - a KeyError names the unknown code
+        LEXER_CODE[java]
     for java in module.PARSER_PREDICATES.values():
         _parser_code(java)
     for name in module.PIPE_START_TOKENS:
@@ -396,23 +411,22 @@ def _caches() -> tuple[Any, Any]:
 _LEXER_CACHE, _PARSER_CACHE = _caches()
 
 
+#: What Java's String.trim() removes: every character up to the space.
+_JAVA_TRIMMED = "".join(chr(c) for c in range(33))
+
+
 def parse(sql: str, rule: str = "compoundOrSingleStatement") -> None:
     """Parse ``sql`` as Spark's ``parsePlan`` does (its start rule, both stages, its
     listeners). Raises :class:`Refused` where Spark's parser refuses it."""
     lexer = SparkLexer(sql)
+    if not sql.strip(_JAVA_TRIMMED):  # Spark's check before parsing
+        raise Refused("[PARSE_EMPTY_STATEMENT] Syntax error, unexpected empty statement",
+                      lexer.nextToken())
     tokens = CommonTokenStream(lexer)
-    parser = SparkParser(tokens)
-    parser.addParseListener(_PostProcessor(lexer, tokens))
-    parser._errHandler = _SparkBail()
-    parser._interp.predictionMode = PredictionMode.SLL
     try:
-        parser.run(_RULE[rule])
+        SparkParser(lexer, tokens, sll=True).run(_RULE[rule])
         return
     except ParseCancellationException:
         pass
     tokens.seek(0)  # a new parser: the runtime's reset() fails with a parse listener installed
-    parser = SparkParser(tokens)
-    parser.addParseListener(_PostProcessor(lexer, tokens))
-    parser._errHandler = _SparkErrors()
-    parser._interp.predictionMode = PredictionMode.LL
-    parser.run(_RULE[rule])
+    SparkParser(lexer, tokens, sll=False).run(_RULE[rule])
