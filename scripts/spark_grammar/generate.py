@@ -103,6 +103,17 @@ def _tuple(name: str, values: tuple[object, ...], per_line: int) -> str:
     return "\n".join(lines)
 
 
+def _numbers(name: str, values: list[int], per_line: int = 24) -> str:
+    """``values`` as one string of space-separated numbers, split over lines: a string compiles
+    in a blink where a tuple of 50,000 literals takes a second (Python compiles this module at
+    each start where it writes no bytecode)."""
+    lines = [f"{name} = ("]
+    for i in range(0, len(values), per_line):
+        lines.append("    " + repr(" ".join(map(str, values[i:i + per_line])) + " "))
+    lines.append(")")
+    return "\n".join(lines)
+
+
 def _dict(name: str, values: dict[int, str]) -> str:
     body = "".join(f"    {k}: {v!r},\n" for k, v in sorted(values.items()))
     return f"{name} = {{\n{body}}}"
@@ -136,8 +147,8 @@ def render(jar: Path) -> str:
         _dict("LEXER_ACTIONS", switch_cases(lexer_java, "action")),
         _dict("PARSER_PREDICATES", switch_cases(parser_java, "sempred")),
         _tuple("PIPE_START_TOKENS", pipe_start_tokens(parser_java), 8),
-        _tuple("LEXER_ATN", tuple(int(x) for x in lex["atn"][0].strip("[]").split(",")), 20),
-        _tuple("PARSER_ATN", tuple(int(x) for x in par["atn"][0].strip("[]").split(",")), 20),
+        _numbers("LEXER_ATN", [int(x) for x in lex["atn"][0].strip("[]").split(",")]),
+        _numbers("PARSER_ATN", [int(x) for x in par["atn"][0].strip("[]").split(",")]),
     ]
     if _names(lex["token symbolic names"]) != _names(par["token symbolic names"]):
         raise GenerateError("the lexer's and the parser's token vocabularies differ")

@@ -73,8 +73,9 @@ FLAGS: dict[str, bool] = {
 _PRECPRED = re.compile(r"precpred\(_ctx, (\d+)\)")
 
 
-def _deserialize(atn: tuple[int, ...]) -> ATN:
-    return ATNDeserializer().deserialize(list(atn))
+def _deserialize(atn: str) -> ATN:
+    """An ATN from its serialized numbers (space-separated, as the generator writes them)."""
+    return ATNDeserializer().deserialize([int(x) for x in atn.split()])
 
 
 _LEXER_ATN = _deserialize(generated.LEXER_ATN)
