@@ -1,4 +1,4 @@
-"""Regenerate ``runner/lint/spark_parser/generated.py``: Spark's SQL grammar, for Python.
+"""Regenerate ``runner/lint/spark_parser/spark_grammar.json``: Spark's SQL grammar, for Python.
 
 Spark's parser is ANTLR's: ``SqlBaseLexer.g4`` and ``SqlBaseParser.g4`` compiled into two ATNs
 (the state machines the ANTLR runtime runs), with a few Java predicates and actions. Spark's
@@ -9,8 +9,8 @@ holds exactly what its build compiled: ``SqlBaseLexer.interp`` and ``SqlBasePars
 holds no ``.g4`` file, so the ATN is taken as ANTLR compiled it for Spark, not recompiled: the
 Python runtime (``antlr4-python3-runtime``) runs the same ATN as Spark's JVM.
 
-What this writes: the two ATNs, the names, and each predicate's and action's Java text by
-index. ``runner/lint/spark_parser/recognizers.py`` maps each Java text to its Python at
+What this writes (JSON): the two ATNs, the names, and each predicate's and action's Java text
+by index. ``runner/lint/spark_parser/recognizers.py`` maps each Java text to its Python at
 Spark's defaults; a predicate or action it does not know fails the generation (a new Spark
 version's new flag is then mapped by hand, not guessed).
 
@@ -27,6 +27,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -37,7 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 POM = ROOT / "jvm" / "spark-grammar" / "pom.xml"
-TARGET = ROOT / "runner" / "lint" / "spark_parser" / "generated.py"
+TARGET = ROOT / "runner" / "lint" / "spark_parser" / "spark_grammar.json"
 _PARSER_DIR = "org/apache/spark/sql/catalyst/parser/"
 
 
@@ -70,11 +71,11 @@ def read_interp(text: str) -> dict[str, list[str]]:
     return sections
 
 
-def _names(lines: list[str]) -> tuple[str | None, ...]:
-    return tuple(None if n == "null" else n for n in lines)
+def _names(lines: list[str]) -> list[str | None]:
+    return [None if n == "null" else n for n in lines]
 
 
-def switch_cases(java: str, method: str) -> dict[int, str]:
+def switch_cases(java: str, method: str) -> dict[str, str]:
     """index -> Java text of each case of the per-rule switches that ``method`` (``sempred``
     or ``action``) dispatches to: ``case 3: return isValidDecimal();`` gives ``{3:
     'isValidDecimal()'}``."""
@@ -84,43 +85,24 @@ def switch_cases(java: str, method: str) -> dict[int, str]:
     for body in re.findall(pattern, java, flags=re.S):
         for index, text in re.findall(r"case (\d+):\s*(.*?);\s*(?:break;|\n)", body, flags=re.S):
             found[int(index)] = re.sub(r"^return ", "", text.strip())
-    return found
+    return {str(k): found[k] for k in sorted(found)}
 
 
-def pipe_start_tokens(java: str) -> tuple[str, ...]:
+def pipe_start_tokens(java: str) -> list[str]:
     """The token names ``isOperatorPipeStart()`` accepts after ``|`` (its ``la == NAME``)."""
     body = re.search(r"public boolean isOperatorPipeStart\(\) \{(.*?)\n\t  \}", java, re.S)
     if body is None:
         raise GenerateError("SqlBaseParser.java has no isOperatorPipeStart()")
-    return tuple(re.findall(r"la == (\w+)", body.group(1)))
+    return re.findall(r"la == (\w+)", body.group(1))
 
 
-def _tuple(name: str, values: tuple[object, ...], per_line: int) -> str:
-    lines = [f"{name} = ("]
-    for i in range(0, len(values), per_line):
-        lines.append("    " + " ".join(f"{v!r}," for v in values[i:i + per_line]))
-    lines.append(")")
-    return "\n".join(lines)
-
-
-def _numbers(name: str, values: list[int], per_line: int = 24) -> str:
-    """``values`` as one string of space-separated numbers, split over lines: a string compiles
-    in a blink where a tuple of 50,000 literals takes a second (Python compiles this module at
-    each start where it writes no bytecode)."""
-    lines = [f"{name} = ("]
-    for i in range(0, len(values), per_line):
-        lines.append("    " + repr(" ".join(map(str, values[i:i + per_line])) + " "))
-    lines.append(")")
-    return "\n".join(lines)
-
-
-def _dict(name: str, values: dict[int, str]) -> str:
-    body = "".join(f"    {k}: {v!r},\n" for k, v in sorted(values.items()))
-    return f"{name} = {{\n{body}}}"
+def _ints(atn: list[str]) -> str:
+    """An ATN's numbers as one string, space-separated."""
+    return " ".join(x.strip() for x in atn[0].strip("[]").split(","))
 
 
 def render(jar: Path) -> str:
-    """The generated module's text, from the sources jar."""
+    """The grammar file's text (JSON), from the sources jar."""
     with zipfile.ZipFile(jar) as z:
         def read(name: str) -> str:
             try:
@@ -131,38 +113,34 @@ def render(jar: Path) -> str:
         lexer_java, parser_java = read("SqlBaseLexer.java"), read("SqlBaseParser.java")
     tool = re.search(r"by ANTLR ([\d.]+)", parser_java)
     lex, par = read_interp(lexer), read_interp(parser)
-    parts = [
-        f'"""Spark\'s SQL grammar for the ANTLR Python runtime: generated from {jar.name} by '
-        "``python\n-m scripts.spark_grammar.generate``. Do not edit: regenerate.\"\"\"",
-        "# ruff: noqa: E501",
-        f"SOURCE = {jar.name!r}",
-        f"ANTLR_VERSION = {(tool.group(1) if tool else 'unknown')!r}",
-        _tuple("LEXER_RULE_NAMES", tuple(lex["rule names"]), 6),
-        _tuple("CHANNEL_NAMES", tuple(lex["channel names"]), 6),
-        _tuple("MODE_NAMES", tuple(lex["mode names"]), 6),
-        _tuple("PARSER_RULE_NAMES", tuple(par["rule names"]), 6),
-        _tuple("LITERAL_NAMES", _names(par["token literal names"]), 8),
-        _tuple("SYMBOLIC_NAMES", _names(par["token symbolic names"]), 6),
-        _dict("LEXER_PREDICATES", switch_cases(lexer_java, "sempred")),
-        _dict("LEXER_ACTIONS", switch_cases(lexer_java, "action")),
-        _dict("PARSER_PREDICATES", switch_cases(parser_java, "sempred")),
-        _tuple("PIPE_START_TOKENS", pipe_start_tokens(parser_java), 8),
-        _numbers("LEXER_ATN", [int(x) for x in lex["atn"][0].strip("[]").split(",")]),
-        _numbers("PARSER_ATN", [int(x) for x in par["atn"][0].strip("[]").split(",")]),
-    ]
     if _names(lex["token symbolic names"]) != _names(par["token symbolic names"]):
         raise GenerateError("the lexer's and the parser's token vocabularies differ")
-    return "\n\n".join(parts) + "\n"
+    grammar = {
+        "generated_by": "python -m scripts.spark_grammar.generate: do not edit",
+        "source": jar.name,
+        "antlr_version": tool.group(1) if tool else "unknown",
+        "lexer_rule_names": lex["rule names"],
+        "channel_names": lex["channel names"],
+        "mode_names": lex["mode names"],
+        "parser_rule_names": par["rule names"],
+        "literal_names": _names(par["token literal names"]),
+        "symbolic_names": _names(par["token symbolic names"]),
+        "lexer_predicates": switch_cases(lexer_java, "sempred"),
+        "lexer_actions": switch_cases(lexer_java, "action"),
+        "parser_predicates": switch_cases(parser_java, "sempred"),
+        "pipe_start_tokens": pipe_start_tokens(parser_java),
+        "lexer_atn": _ints(lex["atn"]),
+        "parser_atn": _ints(par["atn"]),
+    }
+    return json.dumps(grammar, indent=1) + "\n"
 
 
 def _verify(module: Path) -> None:
     """Load the generated module into the recognizers: every predicate and action is mapped,
     and both ATNs deserialize with the installed runtime."""
-    check = ("import importlib.util, sys\n"
-             f"spec = importlib.util.spec_from_file_location('g', {str(module)!r})\n"
-             "g = importlib.util.module_from_spec(spec); spec.loader.exec_module(g)\n"
+    check = ("import json, pathlib\n"
              "from runner.lint.spark_parser import recognizers\n"
-             "recognizers.check_generated(g)\n")
+             f"recognizers.check_grammar(json.loads(pathlib.Path({str(module)!r}).read_text()))\n")
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
                           cwd=ROOT, check=False)
     if done.returncode != 0:
@@ -186,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if opts.check:
             with tempfile.TemporaryDirectory() as tmp:
-                fresh = Path(tmp) / "generated.py"
+                fresh = Path(tmp) / "spark_grammar.json"
                 generate(fresh)
                 if fresh.read_bytes() != TARGET.read_bytes():
                     print(f"{TARGET.relative_to(ROOT)} differs from what the grammar of "

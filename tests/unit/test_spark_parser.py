@@ -8,6 +8,9 @@ runs the same lists through ``sqlParser().parsePlan``).
 
 from __future__ import annotations
 
+import importlib.metadata
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,3 +120,19 @@ def test_compile_what_spark_refuses_after_parsing_and_what_sqlglot_cannot_read(
     assert "trailing comma before FROM" in errors[0][4]
     assert "empty list after IN" in errors[1][4]
     assert "Spark's parser accepts this, but lint's SQL reader (sqlglot) does not" in errors[2][4]
+
+
+def test_the_grammar_is_pyspark_s_and_all_its_code_is_mapped() -> None:
+    from runner.lint.spark_parser.recognizers import GRAMMAR, check_grammar
+
+    spark = importlib.metadata.version("pyspark")
+    assert GRAMMAR["source"] == f"spark-sql-api_2.13-{spark}-sources.jar"
+    check_grammar(GRAMMAR)  # a predicate or action with no Python: KeyError
+
+
+@pytest.mark.slow  # Maven fetches spark-sql-api's sources jar (network on a cold repository)
+def test_the_committed_grammar_is_what_the_generator_writes() -> None:
+    done = subprocess.run([sys.executable, "-m", "scripts.spark_grammar.generate", "--check"],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                          text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
