@@ -7,8 +7,10 @@ through ``runner compile`` and through Spark itself (``spark.sql`` over empty vi
 - Every model in :data:`VALID` is accepted by both.
 
 sqlglot's Spark dialect is lenient where Spark is not (a trailing comma, an empty ``GROUP BY``
-or ``IN ()``, MySQL's ``LIMIT m, n``, a string as an alias: runner/lint/spark_grammar.py); this
-corpus is how such places are found. Engine-free: no table is written.
+or ``IN ()``, MySQL's ``LIMIT m, n``, a string as an alias): compile parses with Spark's own
+grammar (runner/lint/spark_parser), and checks what Spark refuses right after parsing on tokens
+(runner/lint/spark_grammar.py); this corpus, parse and analysis, holds both. Engine-free: no
+table is written.
 """
 
 from __future__ import annotations
