@@ -94,6 +94,15 @@ def _first_statement(tokens: list[Token], sql: str) -> str:
     return sql
 
 
+def _sqlglot_problem(e: ParseError) -> SyntaxProblem:
+    """sqlglot's parse error, where it is (in SQL Spark's parser accepts)."""
+    first = e.errors[0] if e.errors else {}
+    line, col, highlight = first.get("line"), first.get("col"), first.get("highlight") or ""
+    if isinstance(col, int) and highlight and "\n" not in highlight:
+        col -= len(highlight) - 1  # sqlglot reports the token's last column; we use its first
+    return SyntaxProblem(_SQLGLOT_ONLY + _readable(str(first.get("description") or e)), line, col)
+
+
 def _token_problem(tokenizer: Tokenizer, sql: str, e: TokenError) -> SyntaxProblem:
     """sqlglot's tokenizer error, where it starts (what Spark's parser accepts and sqlglot
     cannot read)."""
@@ -111,8 +120,11 @@ def parse_sql(sql: str, *, max_chars: int = 2_000_000, max_depth: int = 40
     """Parse Spark SQL into its statements (empty ones dropped), or say why it does not parse.
 
     Spark's own grammar decides (:mod:`runner.lint.spark_parser`); then the few refusals that
-    follow Spark's parse (:func:`~runner.lint.spark_grammar.analyzer_refuses`); then sqlglot
-    reads the tree the rules check, and what it cannot read is refused as such.
+    follow Spark's parse (:func:`~runner.lint.spark_grammar.analyzer_refuses`); then what
+    sqlglot, which reads the tree the rules check, cannot read is refused as such. sqlglot
+    parses first all the same: SQL too deep for it is refused before Spark's grammar spends
+    its time on it.
+
     SQL longer than ``max_chars`` or nested deeper than ``max_depth`` is not parsed (a
     problem at its start, or where it gets too deep): parsing is bounded by its input.
     """
@@ -128,25 +140,22 @@ def parse_sql(sql: str, *, max_chars: int = 2_000_000, max_depth: int = 40
     deep = _too_deep(tokens, sql, max_depth)
     if deep is not None:
         return (), deep
+    after = analyzer_refuses(tokens)
+    time_window_calls(tokens)
+    try:
+        parsed, unread = dialect.parser().parse(tokens, sql), None
+    except RecursionError:  # before Spark's grammar, whose cold prediction is slow this deep
+        return (), SyntaxProblem("the SQL nests too deeply to parse", 1, 1)
+    except ParseError as e:
+        parsed, unread = [], _sqlglot_problem(e)
     if tokens:  # a text of comments only is single-select's (no statement), not a syntax error
         refused = _spark_refuses(_first_statement(tokens, sql))
         if refused is not None:
             return (), refused
-    after = analyzer_refuses(tokens)
     if after is not None:
         return (), SyntaxProblem(after.message, *_line_col(sql, after.offset))
-    time_window_calls(tokens)
-    try:
-        parsed = dialect.parser().parse(tokens, sql)
-    except RecursionError:
-        return (), SyntaxProblem("the SQL nests too deeply to parse", 1, 1)
-    except ParseError as e:
-        first = e.errors[0] if e.errors else {}
-        line, col, highlight = first.get("line"), first.get("col"), first.get("highlight") or ""
-        if isinstance(col, int) and highlight and "\n" not in highlight:
-            col -= len(highlight) - 1  # sqlglot reports the token's last column; we use its first
-        return (), SyntaxProblem(_SQLGLOT_ONLY + _readable(str(first.get("description") or e)),
-                                 line, col)
+    if unread is not None:
+        return (), unread
     return tuple(s for s in parsed if s is not None), None
 
 

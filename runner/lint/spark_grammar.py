@@ -7,6 +7,7 @@ them as something else:
 - a trailing comma before a clause (``SELECT a, FROM t``): Spark's grammar takes ``FROM`` for
   a column and ``t`` for its alias, and its analyzer refuses the column;
 - ``DISTINCT`` with nothing after it (``count(DISTINCT)``): a column named ``distinct``;
+- PostgreSQL's ``DISTINCT ON (a)``: a call of a function ``on``, which Spark does not have;
 - an empty ``IN ()`` or ``TABLESAMPLE ()``: refused by Spark's AST builder
   (``[INVALID_SQL_SYNTAX.EMPTY_IN_PREDICATE]``).
 
@@ -102,6 +103,11 @@ def analyzer_refuses(tokens: Sequence[Token]) -> GrammarProblem | None:
         if kind == T.DISTINCT and _ends_list(tokens, i + 1):
             return GrammarProblem(f"DISTINCT has nothing after it (before {_name(nxt)}): "
                                   "Spark refuses it", token.start)
+        if (kind == T.DISTINCT and nxt is not None and nxt.token_type == T.ON
+                and i + 2 < len(tokens) and tokens[i + 2].token_type == T.L_PAREN):
+            return GrammarProblem("DISTINCT ON is PostgreSQL's: Spark reads on(...) as a "
+                                  "function, which it does not have; use row_number() OVER "
+                                  "(PARTITION BY ...) = 1, or GROUP BY", nxt.start)
         if (kind in _NO_EMPTY_LIST and nxt is not None and nxt.token_type == T.L_PAREN
                 and i + 2 < len(tokens) and tokens[i + 2].token_type == T.R_PAREN):
             return GrammarProblem(f"empty list after {token.text.upper()}: Spark refuses it",

@@ -58,6 +58,7 @@ REFUSED_BY_SPARK = {
     "join_on_where": "SELECT p.eventId FROM parsed_events p JOIN parsed_events q ON "
                      "WHERE p.eventId = 'a'",
     "distinct_nothing": "SELECT count(DISTINCT) AS n FROM parsed_events",
+    "distinct_on": "SELECT DISTINCT ON (eventId) eventId FROM parsed_events",
     "mysql_limit": "SELECT eventId FROM parsed_events LIMIT 1, 2",
     "string_alias": "SELECT eventId AS 'id' FROM parsed_events",
     "double_quoted_alias": "SELECT eventId AS \"id\" FROM parsed_events",
