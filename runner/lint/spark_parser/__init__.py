@@ -6,8 +6,8 @@ Spark.
 says what Spark's ``parsePlan`` would refuse, worded as Spark words it, with its line and
 column. sqlglot still builds the tree lint's rules read; this only decides accept or refuse.
 
-Verdicts are kept in memory for the process, keyed by the SQL text (never on disk, where a
-project could plant one).
+Verdicts are kept in memory for the process, keyed by a digest of the SQL text (never on
+disk, where a project could plant one).
 
 >>> spark_syntax_error("SELECT a, , b FROM t").message
 "[PARSE_SYNTAX_ERROR] Syntax error at or near ','"
@@ -17,7 +17,7 @@ True
 
 from __future__ import annotations
 
-import functools
+import hashlib
 from dataclasses import dataclass
 
 __all__ = ["SparkSyntaxError", "spark_syntax_error"]
@@ -32,9 +32,24 @@ class SparkSyntaxError:
     column: int
 
 
-@functools.lru_cache(maxsize=4096)
+#: Verdicts of this process by a digest of the SQL (a model's SQL may be megabytes: not kept).
+_VERDICTS: dict[bytes, SparkSyntaxError | None] = {}
+_MAX_VERDICTS = 4096
+
+
 def spark_syntax_error(sql: str) -> SparkSyntaxError | None:
     """Why Spark's parser refuses ``sql`` (the first error, as Spark reports it), or None."""
+    key = hashlib.blake2b(sql.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    if key not in _VERDICTS:
+        if len(_VERDICTS) >= _MAX_VERDICTS:
+            _VERDICTS.clear()
+        _VERDICTS[key] = _parse(sql)
+    return _VERDICTS[key]
+
+
+def _parse(sql: str) -> SparkSyntaxError | None:
+    """Spark's parser's verdict on ``sql``; an end-of-input error is placed just after the
+    text's last character (not after trailing blank lines, outside the file's text)."""
     from antlr4 import Token
 
     from runner.lint.spark_parser.recognizers import Refused, parse, reset_tables  # 0.3 s: ATNs
