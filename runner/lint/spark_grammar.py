@@ -8,8 +8,9 @@ them as something else:
   a column and ``t`` for its alias, and its analyzer refuses the column;
 - ``DISTINCT`` with nothing after it (``count(DISTINCT)``): a column named ``distinct``;
 - PostgreSQL's ``DISTINCT ON (a)``: a call of a function ``on``, which Spark does not have;
-- an empty ``IN ()`` or ``TABLESAMPLE ()``: refused by Spark's AST builder
-  (``[INVALID_SQL_SYNTAX.EMPTY_IN_PREDICATE]``).
+- an empty ``IN ()`` or ``TABLESAMPLE ()``, a window name defined twice in a ``WINDOW``
+  clause: refused by Spark's AST builder (``[INVALID_SQL_SYNTAX.EMPTY_IN_PREDICATE]``,
+  ``[INVALID_SQL_SYNTAX.REPETITIVE_WINDOW_DEFINITION]``).
 
 :func:`analyzer_refuses` finds these on sqlglot's token stream, after Spark's grammar accepted
 the text. The cases come from running a corpus of models through both (``tests/spark/
@@ -89,6 +90,39 @@ def _ends_list(tokens: Sequence[Token], i: int) -> bool:
 _QUERY_START = frozenset({T.SELECT, T.WITH, T.L_PAREN, T.FROM, T.VALUES})
 
 
+def _window_names(tokens: Sequence[Token], i: int) -> list[Token]:
+    """The names a ``WINDOW`` clause starting at ``tokens[i]`` defines (``w AS (...)`` or
+    ``v AS w``, separated by commas)."""
+    names: list[Token] = []
+    j = i + 1
+    while j + 2 < len(tokens) and tokens[j + 1].token_type == T.ALIAS:
+        names.append(tokens[j])
+        j += 2
+        if tokens[j].token_type == T.L_PAREN:  # skip the spec to its closing parenthesis
+            depth = 0
+            while j < len(tokens):
+                depth += {T.L_PAREN: 1, T.R_PAREN: -1}.get(tokens[j].token_type, 0)
+                j += 1
+                if depth == 0:
+                    break
+        else:
+            j += 1
+        if j >= len(tokens) or tokens[j].token_type != T.COMMA:
+            break
+        j += 1
+    return names
+
+
+def _repeated_window(tokens: Sequence[Token], i: int) -> GrammarProblem | None:
+    seen: set[str] = set()
+    for name in _window_names(tokens, i):
+        if name.text in seen:  # Spark compares the names as written
+            return GrammarProblem(f"window {name.text} is defined twice: Spark refuses it",
+                                  name.start)
+        seen.add(name.text)
+    return None
+
+
 def analyzer_refuses(tokens: Sequence[Token]) -> GrammarProblem | None:
     """The first place where Spark refuses, after parsing, what sqlglot would accept, or None
     (also for a text that is not a query: ``not-a-query`` says what is wrong with it)."""
@@ -108,6 +142,10 @@ def analyzer_refuses(tokens: Sequence[Token]) -> GrammarProblem | None:
             return GrammarProblem("DISTINCT ON is PostgreSQL's: Spark reads on(...) as a "
                                   "function, which it does not have; use row_number() OVER "
                                   "(PARTITION BY ...) = 1, or GROUP BY", nxt.start)
+        if kind == T.WINDOW and _is_clause(tokens, i):
+            repeated = _repeated_window(tokens, i)
+            if repeated is not None:
+                return repeated
         if (kind in _NO_EMPTY_LIST and nxt is not None and nxt.token_type == T.L_PAREN
                 and i + 2 < len(tokens) and tokens[i + 2].token_type == T.R_PAREN):
             return GrammarProblem(f"empty list after {token.text.upper()}: Spark refuses it",

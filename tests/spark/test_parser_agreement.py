@@ -59,6 +59,8 @@ REFUSED_BY_SPARK = {
                      "WHERE p.eventId = 'a'",
     "distinct_nothing": "SELECT count(DISTINCT) AS n FROM parsed_events",
     "distinct_on": "SELECT DISTINCT ON (eventId) eventId FROM parsed_events",
+    "repeated_window": "SELECT eventId, rank() OVER w AS r FROM parsed_events "
+                       "WINDOW w AS (ORDER BY `timestamp`), `w` AS (ORDER BY eventId)",
     "mysql_limit": "SELECT eventId FROM parsed_events LIMIT 1, 2",
     "string_alias": "SELECT eventId AS 'id' FROM parsed_events",
     "double_quoted_alias": "SELECT eventId AS \"id\" FROM parsed_events",
@@ -88,6 +90,9 @@ VALID = {
                      "GROUP BY GROUPING SETS ((user.country), ())",
     "named_window": "SELECT eventId, rank() OVER w AS r FROM parsed_events "
                     "WINDOW w AS (ORDER BY `timestamp`)",
+    # Spark compares window names as written: w and W are two windows
+    "windows_w_and_W": "SELECT eventId, rank() OVER w AS r, rank() OVER W AS s FROM "
+                       "parsed_events WINDOW w AS (ORDER BY `timestamp`), W AS (ORDER BY eventId)",
     "left_join_on": "SELECT p.eventId FROM parsed_events p LEFT JOIN parsed_events q "
                     "ON p.eventId = q.eventId",
     "in_list": "SELECT eventId FROM parsed_events WHERE eventId IN ('a', 'b')",

@@ -19,7 +19,8 @@ from tests.unit.test_spark_parser import ACCEPTED, REFUSED
 pytestmark = pytest.mark.spark
 
 #: What Spark's AST builder refuses after its grammar accepted it -> Spark's error class. The
-#: grammar tier passes these; lint's later tiers catch the empty IN (runner/lint/spark_grammar.py).
+#: grammar tier passes these; runner/lint/spark_grammar.py catches the repeated window and the
+#: empty IN, not the literals.
 AFTER_THE_GRAMMAR = {
     "SELECT 128Y": "INVALID_NUMERIC_LITERAL_RANGE",
     "SELECT 99999999999999999999L": "INVALID_NUMERIC_LITERAL_RANGE",

@@ -112,6 +112,9 @@ def test_compile_what_spark_refuses_after_parsing_and_what_sqlglot_cannot_read(
         "empty_in": "SELECT eventId FROM parsed_events WHERE eventId IN ()\n",
         # Spark parses on(eventId) as a call, and has no such function
         "distinct_on": "SELECT DISTINCT ON (eventId) eventId FROM parsed_events\n",
+        # Spark's AST builder refuses a window name defined twice
+        "window": "SELECT eventId, rank() OVER w AS r FROM parsed_events\n"
+                  "WINDOW w AS (ORDER BY `timestamp`), `w` AS (ORDER BY eventId)\n",
         # Spark's parser accepts it; sqlglot cannot read it, so lint cannot check it
         "pivot": "SELECT * FROM parsed_events PIVOT (count(*) + 1 AS n FOR eventId IN ('a'))\n",
     })
@@ -119,11 +122,13 @@ def test_compile_what_spark_refuses_after_parsing_and_what_sqlglot_cannot_read(
         ("models/comma.sql", "SQL syntax error"),
         ("models/distinct_on.sql", "SQL syntax error"),
         ("models/empty_in.sql", "SQL syntax error"),
-        ("models/pivot.sql", "SQL syntax error")]
+        ("models/pivot.sql", "SQL syntax error"),
+        ("models/window.sql", "SQL syntax error")]
     assert "trailing comma before FROM" in errors[0][4]
     assert "DISTINCT ON is PostgreSQL's" in errors[1][4]
     assert "empty list after IN" in errors[2][4]
     assert "Spark's parser accepts this, but lint's SQL reader (sqlglot) does not" in errors[3][4]
+    assert errors[4][2:] == (2, 37, "SQL syntax error: window w is defined twice: Spark refuses it")
 
 
 def test_the_grammar_is_pyspark_s_and_all_its_code_is_mapped() -> None:
