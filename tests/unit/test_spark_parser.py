@@ -50,6 +50,14 @@ REFUSED: dict[str, tuple[str, int, int]] = {
                           "letters, digits and underbar (_)", 1, 8),
     "SELECT a, TRANSFORM(a) USING 'cat' FROM t": (_NEAR + "''cat''", 1, 30),
     " \n ": ("[PARSE_EMPTY_STATEMENT] Syntax error, unexpected empty statement", 1, 1),
+    # refused by Spark's AST builder as it builds the plan (parsePlan's refusal all the same)
+    "SELECT 1 - 128Y AS y": ("[INVALID_NUMERIC_LITERAL_RANGE] Numeric literal 128 is outside the "
+                             "valid range for tinyint with minimum value of -128 and maximum "
+                             "value of 127. Please adjust the value accordingly.", 1, 12),
+    "SELECT 9223372036854775808L": (
+        "[INVALID_NUMERIC_LITERAL_RANGE] Numeric literal 9223372036854775808 is outside the valid "
+        "range for bigint with minimum value of -9223372036854775808 and maximum value of "
+        "9223372036854775807. Please adjust the value accordingly.", 1, 8),
 }
 
 #: SQL Spark's parser accepts, some of it in ways sqlglot does not read alike.
@@ -64,6 +72,7 @@ ACCEPTED = [
     "SELECT /*+ BROADCAST(t) */ a FROM t /* a /* nested */ comment */",
     "FROM t |> WHERE a > 1 |> SELECT a",
     "SELECT 'a' 'b' AS s, 2.5E10 AS d, 1.5BD AS b, 10L AS l, 5Y AS y, 3S AS sm",
+    "SELECT -128Y AS y, -32768S AS s, -9223372036854775808L AS l",
     "SELECT left, offset, window, select, on FROM t",
     "SELECT DISTINCT ON (a) a FROM t",  # parses: `on(a)` is a call (Spark's analyzer refuses)
     "SELECT j:a.b AS v, a::INT AS i, transform(xs, x -> x + 1) AS ys FROM t",

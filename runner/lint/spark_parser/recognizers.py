@@ -14,7 +14,8 @@ scripts.spark_grammar.generate``); this module is the rest of what Spark's own
   error listener throws on it), worded as Spark words it;
 - the parse listeners Spark adds (``PostProcessor``: an identifier like ``a-b`` and a non-ASCII
   unquoted identifier are refused; ``UnclosedCommentProcessor``: an unclosed ``/*`` is refused
-  when the statement ends).
+  when the statement ends), and the range of typed integer literals its AST builder checks
+  (:mod:`.literals`).
 
 The ATN is run by :class:`SparkParser`'s own loop (the runtime's ``ParserInterpreter`` reads it
 the same way; its Python port does not run as shipped). The loop does what ANTLR's generated
@@ -48,6 +49,8 @@ from antlr4.error.ErrorStrategy import DefaultErrorStrategy
 from antlr4.ParserRuleContext import InterpreterRuleContext, ParserRuleContext
 from antlr4.PredictionContext import PredictionContextCache
 from antlr4.tree.Tree import ParseTreeListener, TerminalNode
+
+from runner.lint.spark_parser.literals import out_of_range
 
 __all__ = ["FLAGS", "GRAMMAR", "Refused", "check_grammar", "parse", "reset_tables"]
 
@@ -258,6 +261,7 @@ class _PostProcessor(ParseTreeListener):  # type: ignore[misc]  # untyped runtim
     def __init__(self, lexer: SparkLexer, tokens: CommonTokenStream) -> None:
         self.lexer = lexer
         self.tokens = tokens
+        self.after_parse: Refused | None = None  # the AST builder's first refusal
 
     def exitEveryRule(self, ctx: ParserRuleContext) -> None:
         rule = ctx.ruleIndex  # InterpreterRuleContext: getRuleIndex() is -1
@@ -270,6 +274,9 @@ class _PostProcessor(ParseTreeListener):  # type: ignore[misc]  # untyped runtim
             if isinstance(child, TerminalNode) and not all(
                     c.isascii() and (c.isalnum() or c == "_") for c in text):
                 raise Refused(_invalid_identifier(text), ctx.start)
+        if rule == _RULE["number"] and self.after_parse is None:
+            found = out_of_range(ctx.getText(), GRAMMAR["symbolic_names"][ctx.stop.type])
+            self.after_parse = Refused(found, ctx.start) if found else None
         if rule in self._ENDS and self.lexer.unclosed_comment:
             comment = self.tokens.get(len(self.tokens.tokens) - 2)
             raise Refused("[UNCLOSED_BRACKETED_COMMENT] Found an unclosed bracketed comment. "
@@ -304,7 +311,8 @@ class SparkParser(Parser):  # type: ignore[misc]  # untyped runtime
         self._errHandler = _SparkBail() if sll else _SparkErrors()
         self._parents: list[tuple[ParserRuleContext, int]] = []
         self.removeErrorListeners()
-        self.addParseListener(_PostProcessor(lexer, tokens))
+        self.post = _PostProcessor(lexer, tokens)
+        self.addParseListener(self.post)
 
     def sempred(self, localctx: Any, ruleIndex: int, predIndex: int) -> bool:  # noqa: ARG002 - runtime hook
         return _PARSER_PREDICATES[predIndex](self)
@@ -329,6 +337,8 @@ class SparkParser(Parser):  # type: ignore[misc]  # untyped runtime
             if p.stateType == ATNState.RULE_STOP:
                 if self._ctx is root:
                     self.exitRule()
+                    if self.post.after_parse is not None:
+                        raise self.post.after_parse
                     return root
                 self._leave(p)
                 continue
@@ -406,10 +416,7 @@ _LEXER_PREDICATES = {int(i): LEXER_CODE[java] for i, java in GRAMMAR["lexer_pred
 _LEXER_ACTIONS = {int(i): LEXER_CODE[java] for i, java in GRAMMAR["lexer_actions"].items()}
 _PARSER_PREDICATES = {int(i): _parser_code(java)
                       for i, java in GRAMMAR["parser_predicates"].items()}
-
-
-_LEXER_CACHE = PredictionContextCache()
-_PARSER_CACHE = PredictionContextCache()
+_LEXER_CACHE, _PARSER_CACHE = PredictionContextCache(), PredictionContextCache()
 
 
 def reset_tables() -> None:
