@@ -11,13 +11,14 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, build_scope
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from runner.compile.render import RenderedModel
 from runner.compile.tree import TreeIndex
 from runner.lint.allowlist import Problem, query_problems
 from runner.lint.shapes import Analysis, Shape
-from runner.lint.spark_grammar import spark_refuses, time_window_calls
+from runner.lint.spark_grammar import analyzer_refuses, time_window_calls
+from runner.lint.spark_parser import spark_syntax_error
 from runner.project.loader import Project
 
 __all__ = ["ModelContext", "SyntaxProblem", "parse_sql"]
@@ -68,9 +69,61 @@ def _too_deep(tokens: list[Token], sql: str, max_depth: int) -> SyntaxProblem | 
     return None
 
 
+#: The start of a problem found by sqlglot in SQL Spark's own parser accepts: lint reads the SQL
+#: with sqlglot, and refuses what it cannot read (the rules could not check it).
+_SQLGLOT_ONLY = "Spark's parser accepts this, but lint's SQL reader (sqlglot) does not: "
+
+
+def _spark_refuses(sql: str) -> SyntaxProblem | None:
+    """Why Spark's own parser refuses ``sql`` (:mod:`runner.lint.spark_parser`), or None."""
+    try:
+        refused = spark_syntax_error(sql)
+    except RecursionError:
+        return SyntaxProblem("the SQL nests too deeply to parse", 1, 1)
+    return None if refused is None else SyntaxProblem(refused.message, refused.line,
+                                                      refused.column)
+
+
+def _first_statement(tokens: list[Token], sql: str) -> str:
+    """The text up to the end of its first statement: Spark parses one statement, and a
+    second one is single-select's to report (a model is one query)."""
+    for i, token in enumerate(tokens[:-1]):
+        if token.token_type == TokenType.SEMICOLON and tokens[i + 1].token_type != \
+                TokenType.SEMICOLON:
+            return sql[:token.end + 1]
+    return sql
+
+
+def _sqlglot_problem(e: ParseError) -> SyntaxProblem:
+    """sqlglot's parse error, where it is (in SQL Spark's parser accepts)."""
+    first = e.errors[0] if e.errors else {}
+    line, col, highlight = first.get("line"), first.get("col"), first.get("highlight") or ""
+    if isinstance(col, int) and highlight and "\n" not in highlight:
+        col -= len(highlight) - 1  # sqlglot reports the token's last column; we use its first
+    return SyntaxProblem(_SQLGLOT_ONLY + _readable(str(first.get("description") or e)), line, col)
+
+
+def _token_problem(tokenizer: Tokenizer, sql: str, e: TokenError) -> SyntaxProblem:
+    """sqlglot's tokenizer error, where it starts (what Spark's parser accepts and sqlglot
+    cannot read)."""
+    # where the failing token starts (a private attribute: absent in compiled builds)
+    start = getattr(getattr(tokenizer, "_core", tokenizer), "_start", None)
+    line, col = _line_col(sql, start) if isinstance(start, int) else (None, None)
+    cause = str(e.__cause__ if isinstance(e.__cause__, TokenError) else e).split(" from ")[0]
+    if cause.startswith("Missing "):
+        cause = f"missing closing {cause[8:]} (unterminated string, name or comment)"
+    return SyntaxProblem(_SQLGLOT_ONLY + cause, line, col)
+
+
 def parse_sql(sql: str, *, max_chars: int = 2_000_000, max_depth: int = 40
               ) -> tuple[tuple[exp.Expr, ...], SyntaxProblem | None]:
     """Parse Spark SQL into its statements (empty ones dropped), or say why it does not parse.
+
+    Spark's own grammar decides (:mod:`runner.lint.spark_parser`); then the few refusals that
+    follow Spark's parse (:func:`~runner.lint.spark_grammar.analyzer_refuses`); then what
+    sqlglot, which reads the tree the rules check, cannot read is refused as such. sqlglot
+    parses first all the same: SQL too deep for it is refused before Spark's grammar spends
+    its time on it.
 
     SQL longer than ``max_chars`` or nested deeper than ``max_depth`` is not parsed (a
     problem at its start, or where it gets too deep): parsing is bounded by its input.
@@ -82,31 +135,27 @@ def parse_sql(sql: str, *, max_chars: int = 2_000_000, max_depth: int = 40
     tokenizer = dialect.tokenizer()
     try:
         tokens = tokenizer.tokenize(sql)
-        deep = _too_deep(tokens, sql, max_depth)
-        if deep is not None:
-            return (), deep
-        refused = spark_refuses(tokens)
-        if refused is not None:
-            return (), SyntaxProblem(refused.message, *_line_col(sql, refused.offset))
-        time_window_calls(tokens)
     except TokenError as e:
-        # where the failing token starts (a private attribute: absent in compiled builds)
-        start = getattr(getattr(tokenizer, "_core", tokenizer), "_start", None)
-        line, col = _line_col(sql, start) if isinstance(start, int) else (None, None)
-        cause = str(e.__cause__ if isinstance(e.__cause__, TokenError) else e).split(" from ")[0]
-        if cause.startswith("Missing "):
-            cause = f"missing closing {cause[8:]} (unterminated string, name or comment)"
-        return (), SyntaxProblem(cause, line, col)
+        return (), _spark_refuses(sql) or _token_problem(tokenizer, sql, e)
+    deep = _too_deep(tokens, sql, max_depth)
+    if deep is not None:
+        return (), deep
+    after = analyzer_refuses(tokens)
+    time_window_calls(tokens)
     try:
-        parsed = dialect.parser().parse(tokens, sql)
-    except RecursionError:
+        parsed, unread = dialect.parser().parse(tokens, sql), None
+    except RecursionError:  # before Spark's grammar, whose cold prediction is slow this deep
         return (), SyntaxProblem("the SQL nests too deeply to parse", 1, 1)
     except ParseError as e:
-        first = e.errors[0] if e.errors else {}
-        line, col, highlight = first.get("line"), first.get("col"), first.get("highlight") or ""
-        if isinstance(col, int) and highlight and "\n" not in highlight:
-            col -= len(highlight) - 1  # sqlglot reports the token's last column; we use its first
-        return (), SyntaxProblem(_readable(str(first.get("description") or e)), line, col)
+        parsed, unread = [], _sqlglot_problem(e)
+    if tokens:  # a text of comments only is single-select's (no statement), not a syntax error
+        refused = _spark_refuses(_first_statement(tokens, sql))
+        if refused is not None:
+            return (), refused
+    if after is not None:
+        return (), SyntaxProblem(after.message, *_line_col(sql, after.offset))
+    if unread is not None:
+        return (), unread
     return tuple(s for s in parsed if s is not None), None
 
 

@@ -7,8 +7,10 @@ through ``runner compile`` and through Spark itself (``spark.sql`` over empty vi
 - Every model in :data:`VALID` is accepted by both.
 
 sqlglot's Spark dialect is lenient where Spark is not (a trailing comma, an empty ``GROUP BY``
-or ``IN ()``, MySQL's ``LIMIT m, n``, a string as an alias: runner/lint/spark_grammar.py); this
-corpus is how such places are found. Engine-free: no table is written.
+or ``IN ()``, MySQL's ``LIMIT m, n``, a string as an alias): compile parses with Spark's own
+grammar (runner/lint/spark_parser), and checks what Spark refuses right after parsing on tokens
+(runner/lint/spark_grammar.py); this corpus, parse and analysis, holds both. Engine-free: no
+table is written.
 """
 
 from __future__ import annotations
@@ -56,6 +58,9 @@ REFUSED_BY_SPARK = {
     "join_on_where": "SELECT p.eventId FROM parsed_events p JOIN parsed_events q ON "
                      "WHERE p.eventId = 'a'",
     "distinct_nothing": "SELECT count(DISTINCT) AS n FROM parsed_events",
+    "distinct_on": "SELECT DISTINCT ON (eventId) eventId FROM parsed_events",
+    "repeated_window": "SELECT eventId, rank() OVER w AS r FROM parsed_events "
+                       "WINDOW w AS (ORDER BY `timestamp`), `w` AS (ORDER BY eventId)",
     "mysql_limit": "SELECT eventId FROM parsed_events LIMIT 1, 2",
     "string_alias": "SELECT eventId AS 'id' FROM parsed_events",
     "double_quoted_alias": "SELECT eventId AS \"id\" FROM parsed_events",
@@ -85,6 +90,9 @@ VALID = {
                      "GROUP BY GROUPING SETS ((user.country), ())",
     "named_window": "SELECT eventId, rank() OVER w AS r FROM parsed_events "
                     "WINDOW w AS (ORDER BY `timestamp`)",
+    # Spark compares window names as written: w and W are two windows
+    "windows_w_and_W": "SELECT eventId, rank() OVER w AS r, rank() OVER W AS s FROM "
+                       "parsed_events WINDOW w AS (ORDER BY `timestamp`), W AS (ORDER BY eventId)",
     "left_join_on": "SELECT p.eventId FROM parsed_events p LEFT JOIN parsed_events q "
                     "ON p.eventId = q.eventId",
     "in_list": "SELECT eventId FROM parsed_events WHERE eventId IN ('a', 'b')",
