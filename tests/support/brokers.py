@@ -291,6 +291,27 @@ class ApacheKafkaBroker:
         raise RuntimeError(f"Apache Kafka did not serve metadata on {self.bootstrap} within "
                            f"{self.startup_timeout} s: {tail}")
 
+    def restart(self, *, down: float = 0.0, kill: bool = False) -> float:
+        """Stop the JVM (SIGTERM, a clean shutdown; ``kill``: SIGKILL, as a crash) and start
+        it again on the same ports and storage after ``down`` seconds: its topics, committed
+        offsets and transaction log survive. Returns the seconds until it served metadata.
+
+        Raises:
+            RuntimeError: it did not come back in time (the message carries the log's tail).
+        """
+        if kill and self._proc is not None:
+            self._proc.kill()
+            self._proc.wait(timeout=10)
+        _terminate(self._proc, grace=20)
+        time.sleep(down)
+        started = time.monotonic()
+        with open(self._log_file, "ab") as log:
+            self._proc = subprocess.Popen(
+                self._java("kafka.Kafka", str(self._dir / "server.properties")), stdout=log,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        self._wait_ready(started + self.startup_timeout)
+        return time.monotonic() - started
+
     def log(self) -> str:
         """The last 3000 characters of the broker's log."""
         try:
