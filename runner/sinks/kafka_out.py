@@ -40,6 +40,8 @@ from runner.failpoints import failpoint
 from runner.sinks.kafka_markers import brokers_of as _brokers
 from runner.sinks.kafka_markers import marker_of
 from runner.sinks.kafka_markers import reason_of as _reason
+from runner.sinks.kafka_producer import PARK_HINT as _PARK_HINT
+from runner.sinks.kafka_producer import PARKING as _PARKING
 from runner.sinks.kafka_producer import ModelProducer, renewable
 
 if TYPE_CHECKING:
@@ -72,20 +74,6 @@ PRODUCER_DEFAULTS: Mapping[str, str] = {
 
 #: Set by the runner whatever the options say: what exactly-once rests on.
 _FORCED = ("transactional.id", "enable.idempotence")
-
-#: librdkafka's error names that are the model's own (its topic, its records): parked.
-_PARKING = {"UNKNOWN_TOPIC_OR_PART": "the topic does not exist",
-            "_UNKNOWN_TOPIC": "the topic does not exist",
-            "TOPIC_AUTHORIZATION_FAILED": "this client may not write the topic",
-            "MSG_SIZE_TOO_LARGE": "a record is larger than the topic or client allows",
-            "RECORD_LIST_TOO_LARGE": "a record is larger than the topic or client allows",
-            "INVALID_RECORD": "the broker refused a record",
-            "_UNKNOWN_PARTITION": "a partition column names a partition the topic has not"}
-
-
-_PARK_HINT = ("create the topic or grant the producer's principal write on it (or fix the "
-              "record), then restart: the model catches up from the retained history")
-
 
 def refuse_kafka_refresh(plan: Plan, *, full_refresh: bool, rebuild: Collection[str]) -> None:
     """Refuse, before anything changes, a refresh that would produce a Kafka model's batches

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from runner.errors import SinkError
+from runner.errors import KafkaRecordError, SinkError
 from runner.sinks.kafka_markers import marker_consumer
 from runner.sinks.kafka_markers import reason_of as _reason
 
@@ -34,9 +34,25 @@ if TYPE_CHECKING:
     from runner.project.kafka_outputs import KafkaOutputs
     from runner.sinks.base import SinkSpec
 
-__all__ = ["ModelProducer", "StuckCall", "bounded", "renewable"]
+__all__ = ["PARKING", "PARK_HINT", "ModelProducer", "StuckCall", "bounded", "renewable"]
 
 T = TypeVar("T")
+
+#: librdkafka's error names that are the model's own (its topic, its records, its
+#: transactional id): the transaction is aborted and the model parked, not the pipeline.
+PARKING = {"UNKNOWN_TOPIC_OR_PART": "the topic does not exist",
+           "_UNKNOWN_TOPIC": "the topic does not exist",
+           "TOPIC_AUTHORIZATION_FAILED": "this client may not write the topic",
+           "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": "this client may not use the model's "
+                                                    "transactional id",
+           "MSG_SIZE_TOO_LARGE": "a record is larger than the topic or client allows",
+           "RECORD_LIST_TOO_LARGE": "a record is larger than the topic or client allows",
+           "INVALID_RECORD": "the broker refused a record",
+           "_UNKNOWN_PARTITION": "a partition column names a partition the topic has not"}
+
+PARK_HINT = ("create the topic or grant the producer's principal write on it and on the "
+             "model's transactional id (or fix the record), then restart: the model catches "
+             "up from the retained history")
 
 #: Seconds a transactional call may run past its own timeout before it counts as stuck.
 GRACE = 10.0
@@ -112,6 +128,11 @@ class ModelProducer:
             self.call(lambda: self.producer.init_transactions(timeout), "init_transactions")
         except Exception as e:  # KafkaException: brokers unreachable, not authorized
             self.abandon()
+            name = e.args[0].name() if e.args and hasattr(e.args[0], "name") else None
+            if name in PARKING:
+                raise KafkaRecordError(
+                    f"model {spec.model}: {PARKING[name]} (transactional id {spec.app_id}; "
+                    f"Kafka {name})", error_class=f"KAFKA_{name}", hint=PARK_HINT) from e
             raise SinkError(f"model {spec.model}: the Kafka producer could not start its "
                             f"transactions: {_reason(e)}",
                             hint="check kafka_outputs in the profile (brokers, security) and "

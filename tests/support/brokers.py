@@ -38,8 +38,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-__all__ = ["ApacheKafkaBroker", "RecordProducer", "TansuBroker", "apache_kafka_jars",
-           "create_topic", "delete_topic", "produce", "start_with_retries", "tansu_binary"]
+__all__ = ["AUTHORIZER", "ApacheKafkaBroker", "RecordProducer", "TansuBroker",
+           "apache_kafka_jars", "create_topic", "delete_topic", "deny", "produce", "start_with_retries", "tansu_binary"]
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_JARS_ENV = "RUNNER_KAFKA_BROKER_JARS"
@@ -162,6 +162,15 @@ def _die_with_parent() -> None:
 SASL_USER, SASL_PASSWORD = "runner", "runner-secret"
 
 
+#: ``server.properties`` of a node with ACLs: the broker and controller (plaintext listeners,
+#: ``User:ANONYMOUS``) are super users; a principal no ACL names may do anything.
+AUTHORIZER = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+    "super.users": "User:ANONYMOUS",
+}
+
+
 class ApacheKafkaBroker:
     """One Apache Kafka KRaft node (broker + controller) on 127.0.0.1; a context manager.
 
@@ -170,6 +179,10 @@ class ApacheKafkaBroker:
         java: the java executable (default: ``$JAVA_HOME/bin/java``, else ``java`` on PATH).
         startup_timeout: seconds to wait until the broker answers a metadata request.
         properties: extra ``server.properties`` entries (override the defaults).
+        authorizer: run KRaft's ``StandardAuthorizer`` (:data:`AUTHORIZER`): the plaintext
+            listeners' ``User:ANONYMOUS`` (the node itself, the tests' admin) is a super user,
+            the SASL user is allowed whatever no ACL names, so a test can deny it one
+            resource (:func:`deny`) and leave every other test as it was.
 
     ``bootstrap`` is ``127.0.0.1:PORT``; ``log()`` returns the tail of its log (Kafka's own
     log4j output and the JVM's), kept in the broker's temp folder until :meth:`stop`.
@@ -178,8 +191,9 @@ class ApacheKafkaBroker:
     """
 
     def __init__(self, jars: Path, *, java: str | None = None, startup_timeout: float = 60.0,
-                 properties: dict[str, str] | None = None) -> None:
+                 properties: dict[str, str] | None = None, authorizer: bool = False) -> None:
         self.jars = Path(jars)
+        self.authorizer = authorizer
         java_home = os.environ.get("JAVA_HOME")
         self.java = java or (str(Path(java_home) / "bin" / "java") if java_home else "java")
         self.port = _free_port()
@@ -228,6 +242,7 @@ class ApacheKafkaBroker:
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
+            **(AUTHORIZER if self.authorizer else {}),
             **self._extra,
         }
 
@@ -357,6 +372,36 @@ def delete_topic(bootstrap: str, name: str) -> None:
     deadline = time.monotonic() + 10
     while name in admin.list_topics(timeout=5).topics and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def deny(bootstrap: str, *, topic: str | None = None, transactional_id: str | None = None,
+         principal: str = f"User:{SASL_USER}") -> None:
+    """Deny ``principal`` writing ``topic`` (it may still describe it) or using
+    ``transactional_id``, through the admin client of ``bootstrap`` (a super user's listener
+    of a node started with ``authorizer=True``)."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    admin = AdminClient(_quiet({"bootstrap.servers": bootstrap}))
+    bindings = []
+    if topic is not None:
+        bindings += [
+            AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*",
+                       AclOperation.WRITE, AclPermissionType.DENY),
+            AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*",
+                       AclOperation.DESCRIBE, AclPermissionType.ALLOW)]
+    if transactional_id is not None:
+        bindings.append(AclBinding(ResourceType.TRANSACTIONAL_ID, transactional_id,
+                                   ResourcePatternType.LITERAL, principal, "*",
+                                   AclOperation.WRITE, AclPermissionType.DENY))
+    for future in admin.create_acls(bindings).values():
+        future.result(timeout=10)
 
 
 class RecordProducer:
