@@ -21,10 +21,12 @@ query id, so a new checkpoint gets a new one and a restart keeps it). Per batch:
 The rows reach the driver once (``toArrow()`` of the record columns, built in Spark:
 ``value`` is the model's ``value`` column or ``to_json(struct(<other columns>))``) and are
 produced from there: one producer per model, no executor holds a producer, so a batch is one
-transaction whatever its partitions. A topic that does not exist, a topic the client may not
-write, and a record over the size limit abort the transaction and park the model
-(:class:`~runner.errors.KafkaRecordError`); any other failure (brokers gone, fenced) fails the
-batch, whose replay finds the marker or not and produces accordingly.
+transaction whatever its partitions. A topic that does not exist, a topic or transactional id
+the client may not use, and a record over the size limit abort the transaction and park the
+model (:class:`~runner.errors.KafkaRecordError`). A transaction that failed because the brokers
+went away is tried once more on a fresh producer (:mod:`runner.sinks.kafka_producer`: same
+transactional id, the marker read again first); any other failure (fenced, or the retry failed
+too) fails the batch, whose replay finds the marker or not and produces accordingly.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ PRODUCER_DEFAULTS: Mapping[str, str] = {
 
 #: Set by the runner whatever the options say: what exactly-once rests on.
 _FORCED = ("transactional.id", "enable.idempotence")
+
 
 def refuse_kafka_refresh(plan: Plan, *, full_refresh: bool, rebuild: Collection[str]) -> None:
     """Refuse, before anything changes, a refresh that would produce a Kafka model's batches

@@ -12,8 +12,8 @@ import pytest
 from runner.checkpoint.kafka_offsets import KAFKA_OFFSETS_DIR, keep_offsets, kept_offsets
 from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.checkpoint.spark_logs import kafka_start_offsets, last_committed
-from runner.errors import ExecutionError
 from runner.console import render
+from runner.errors import ExecutionError
 from runner.events import ModelAbsent, ModelJoining, ModelRebuilding, ModelRetired
 from runner.runtime.start.backfill import decide
 from runner.sources.history import (
