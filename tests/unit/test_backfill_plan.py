@@ -203,9 +203,9 @@ def test_decide_a_kafka_model_leaves_and_comes_back_as_its_topic() -> None:
     assert ModelAbsent("out", left_at=7, topic="topic orders") in h.events
     assert ModelRetired("gone_out", table=None, left_at=7, topic="topic old") in h.events
     assert [render(e) for e in h.events] == [
-        "model out is not in this run (enabled=false or not selected): its topic orders stops "
-        "at batches up to 6; it catches up from batch 7 when it is back",
-        "model gone_out is retired (its SQL file is gone): its topic old keeps its records "
+        "model out is not in this run (enabled=false or not selected): what it produces to its "
+        "topic orders stops at batches up to 6; it catches up from batch 7 when it is back",
+        "model gone_out is retired (its SQL file is gone): the records in its topic old stay "
         "(batches up to 6)"]
     back = decide(entries=h.entries, run=["a", "out"], files={"a", "out"}, committed=9)
     assert ModelJoining("out", "back", "backfill", start=7, committed=9,

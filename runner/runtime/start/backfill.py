@@ -79,8 +79,6 @@ from runner.sources.history import PastBatch
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from runner.storage.ops import Location
-
 __all__ = ["BackfillProgress", "Handover", "decide", "finish_handover", "prepare_handover",
            "refuse_moved_table"]
 
@@ -214,15 +212,25 @@ def _next_of(version: int | None) -> int:
     return 0 if version is None else version + 1
 
 
-def _kafka_models(checkpoint: Location, bp: BatchPlan) -> dict[str, TopicCut]:
-    """The checkpoint's Kafka models, which have no table: those of this run (their last
-    batch in Kafka, from their markers), and those the last ledger entry names (models not in
-    this run; the batch their marker held then)."""
-    latest = Ledger(checkpoint).latest()
+def _kafka_models(project: Project, bp: BatchPlan, away: Collection[str],
+                  query_id: str) -> dict[str, TopicCut]:
+    """The checkpoint's Kafka models, which have no table: those of this run, those the last
+    ledger entry names (with the batch their marker held then), and models of the registry not
+    in this run that have no table but a batch marker in Kafka (a model retired or left out
+    for a while: the ledger keeps only the models with a SQL file)."""
+    latest = Ledger(project.checkpoint).latest()
     found = dict(latest.kafka) if latest is not None else {}
     for m, spec in bp.sinks.items():
         if spec.materialized == "kafka":
             found[m] = TopicCut(spec.topic, found[m].batch if m in found else None)
+    outputs = project.config.kafka_outputs
+    ask = {m: app_id(bp.plan.project, m, query_id) for m in sorted(away)
+           if m not in found and not is_table(project.table_path(m))}
+    if ask and outputs is not None and outputs.bootstrap_servers:
+        from runner.sinks.kafka_markers import read_markers
+
+        markers, _problem = read_markers(outputs, ask)  # unanswered: no table, no topic
+        found.update({m: TopicCut(None, b) for m, b in markers.items() if b is not None})
     return found
 
 
@@ -236,7 +244,7 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
     committed = last_committed(checkpoint)
     entries = load_registry(checkpoint)
     run = [s.name for s in bp.plan.steps]
-    kafka = _kafka_models(checkpoint, bp)
+    kafka = _kafka_models(project, bp, set(entries or {}) - set(run), query_id)
 
     def spec(m: str) -> SinkSpec:
         return bp.sinks.get(m) or SinkSpec(model=m, path=str(project.table_path(m)),
