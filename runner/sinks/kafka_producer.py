@@ -3,7 +3,7 @@
 A producer that lost its brokers (a broker restart, a network cut) is not trusted with another
 transaction: librdkafka can keep a stale group coordinator and then block in
 ``send_offsets_to_transaction`` far past the timeout it was given (a broker restart mid-batch
-held a stream for about ten minutes). So:
+held a stream until it was killed). So:
 
 - the producer's ``error_cb`` notes a lost connection (:attr:`ModelProducer.lost`); the writer
   replaces such a producer before its next transaction, and retries a failed transaction once on
