@@ -375,10 +375,11 @@ def delete_topic(bootstrap: str, name: str) -> None:
 
 
 def deny(bootstrap: str, *, topic: str | None = None, transactional_id: str | None = None,
-         principal: str = f"User:{SASL_USER}") -> None:
+         principal: str = f"User:{SASL_USER}", remove: bool = False) -> None:
     """Deny ``principal`` writing ``topic`` (it may still describe it) or using
     ``transactional_id``, through the admin client of ``bootstrap`` (a super user's listener
-    of a node started with ``authorizer=True``)."""
+    of a node started with ``authorizer=True``); ``remove``: delete those ACLs again (the
+    resource is then allowed: no ACL names it)."""
     from confluent_kafka.admin import (
         AclBinding,
         AclOperation,
@@ -400,6 +401,14 @@ def deny(bootstrap: str, *, topic: str | None = None, transactional_id: str | No
         bindings.append(AclBinding(ResourceType.TRANSACTIONAL_ID, transactional_id,
                                    ResourcePatternType.LITERAL, principal, "*",
                                    AclOperation.WRITE, AclPermissionType.DENY))
+    if remove:
+        from confluent_kafka.admin import AclBindingFilter
+
+        filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal,
+                                    b.host, b.operation, b.permission_type) for b in bindings]
+        for future in admin.delete_acls(filters).values():
+            future.result(timeout=10)
+        return
     for future in admin.create_acls(bindings).values():
         future.result(timeout=10)
 
