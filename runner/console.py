@@ -288,6 +288,9 @@ def _decision_line(e: Event) -> str | None:
         case BackfillResumes():
             return (f"model {e.model}: its {'rebuild' if e.rebuild else 'backfill'} goes on "
                     f"({_history(e.start, e.committed)})")
+        case ModelRetired(model=model, topic=str(topic), left_at=left_at):
+            return (f"model {model} is retired (its SQL file is gone): the records in its "
+                    f"{topic} stay ({_held(left_at)})")
         case ModelRetired(model=model, table=None):
             return f"model {model} is retired (its SQL file is gone) and has no table"
         case ModelRetired(model=model, table=table, left_at=left_at):
@@ -296,10 +299,11 @@ def _decision_line(e: Event) -> str | None:
                     "needed")
         case ModelStaysParked(model=model, batch_id=batch_id, error=error):
             return f"model {model} is parked since batch {batch_id} ({error}) and not in this run"
-        case ModelAbsent(model=model, left_at=left_at):
-            return (f"model {model} is not in this run (enabled=false or not selected): its "
-                    f"table stops at {_held(left_at)}; it catches up from batch {left_at} when "
-                    "it is back")
+        case ModelAbsent(model=model, left_at=left_at, topic=topic):
+            what = f"what it produces to its {topic}" if topic else "its table"
+            return (f"model {model} is not in this run (enabled=false or not selected): {what} "
+                    f"stops at {_held(left_at)}; it catches up from batch {left_at} when it is "
+                    "back")
     return None
 
 

@@ -176,11 +176,13 @@ class BackfillResumes(Event):
 @dataclass(frozen=True)
 class ModelRetired(Event):
     """The model's SQL file is gone; its table (``table``; None: it has none) stays, holding
-    the batches before ``left_at``."""
+    the batches before ``left_at``; a Kafka model's ``topic`` (``"topic X"``) keeps its records
+    instead."""
 
     model: str
     table: str | None
     left_at: int
+    topic: str | None = None
 
 
 @dataclass(frozen=True)
@@ -194,10 +196,12 @@ class ModelStaysParked(Event):
 
 @dataclass(frozen=True)
 class ModelAbsent(Event):
-    """A model is not in this run (``enabled=false``, not selected): its table stops."""
+    """A model is not in this run (``enabled=false``, not selected): its table (a Kafka
+    model's ``topic``, ``"topic X"``) stops."""
 
     model: str
     left_at: int
+    topic: str | None = None
 
 
 # -- while running -------------------------------------------------------------------

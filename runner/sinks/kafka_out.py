@@ -21,10 +21,12 @@ query id, so a new checkpoint gets a new one and a restart keeps it). Per batch:
 The rows reach the driver once (``toArrow()`` of the record columns, built in Spark:
 ``value`` is the model's ``value`` column or ``to_json(struct(<other columns>))``) and are
 produced from there: one producer per model, no executor holds a producer, so a batch is one
-transaction whatever its partitions. A topic that does not exist, a topic the client may not
-write, and a record over the size limit abort the transaction and park the model
-(:class:`~runner.errors.KafkaRecordError`); any other failure (brokers gone, fenced) fails the
-batch, whose replay finds the marker or not and produces accordingly.
+transaction whatever its partitions. A topic that does not exist, a topic or transactional id
+the client may not use, and a record over the size limit abort the transaction and park the
+model (:class:`~runner.errors.KafkaRecordError`). A transaction that failed because the brokers
+went away is tried once more on a fresh producer (:mod:`runner.sinks.kafka_producer`: same
+transactional id, the marker read again first); any other failure (fenced, or the retry failed
+too) fails the batch, whose replay finds the marker or not and produces accordingly.
 """
 
 from __future__ import annotations
@@ -38,14 +40,17 @@ from typing import TYPE_CHECKING, Any
 from runner.errors import KafkaRecordError, SinkError
 from runner.failpoints import failpoint
 from runner.sinks.kafka_markers import brokers_of as _brokers
-from runner.sinks.kafka_markers import marker_consumer, marker_of
+from runner.sinks.kafka_markers import marker_of
 from runner.sinks.kafka_markers import reason_of as _reason
+from runner.sinks.kafka_producer import PARK_HINT as _PARK_HINT
+from runner.sinks.kafka_producer import PARKING as _PARKING
+from runner.sinks.kafka_producer import ModelProducer, renewable
 
 if TYPE_CHECKING:
     from collections.abc import Collection
 
     import pyarrow as pa
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Producer
     from pyspark.sql import DataFrame
 
     from runner.compile.plan import Plan
@@ -71,19 +76,6 @@ PRODUCER_DEFAULTS: Mapping[str, str] = {
 
 #: Set by the runner whatever the options say: what exactly-once rests on.
 _FORCED = ("transactional.id", "enable.idempotence")
-
-#: librdkafka's error names that are the model's own (its topic, its records): parked.
-_PARKING = {"UNKNOWN_TOPIC_OR_PART": "the topic does not exist",
-            "_UNKNOWN_TOPIC": "the topic does not exist",
-            "TOPIC_AUTHORIZATION_FAILED": "this client may not write the topic",
-            "MSG_SIZE_TOO_LARGE": "a record is larger than the topic or client allows",
-            "RECORD_LIST_TOO_LARGE": "a record is larger than the topic or client allows",
-            "INVALID_RECORD": "the broker refused a record",
-            "_UNKNOWN_PARTITION": "a partition column names a partition the topic has not"}
-
-
-_PARK_HINT = ("create the topic or grant the producer's principal write on it (or fix the "
-              "record), then restart: the model catches up from the retained history")
 
 
 def refuse_kafka_refresh(plan: Plan, *, full_refresh: bool, rebuild: Collection[str]) -> None:
@@ -120,31 +112,6 @@ def producer_config(outputs: KafkaOutputs, transactional_id: str) -> dict[str, s
             **forced, "bootstrap.servers": _brokers(outputs)}
 
 
-class _Model:
-    """One model's producer, its marker consumer and its last committed batch."""
-
-    def __init__(self, outputs: KafkaOutputs, spec: SinkSpec, timeout: float) -> None:
-        from confluent_kafka import Producer
-
-        self.errors: list[Any] = []
-        config: dict[str, Any] = producer_config(outputs, spec.app_id)
-        self.producer: Producer = Producer({**config, "on_delivery": self._delivered})
-        self.consumer: Consumer = marker_consumer(outputs, spec.app_id)
-        try:
-            self.producer.init_transactions(timeout)  # fences a predecessor, aborts its txn
-        except Exception as e:  # KafkaException: brokers unreachable, not authorized
-            raise SinkError(f"model {spec.model}: the Kafka producer could not start its "
-                            f"transactions: {_reason(e)}",
-                            hint="check kafka_outputs in the profile (brokers, security) and "
-                                 "the transactional id's ACLs") from e
-        self.committed: int | None = None
-        self.topics_ok: set[str] = set()
-
-    def _delivered(self, err: Any, msg: Any) -> None:  # noqa: ARG002 - librdkafka's signature
-        if err is not None and len(self.errors) < 1:
-            self.errors.append(err)
-
-
 class KafkaWriter:
     """Produces each Kafka model's batches, once per (transactional id, batch id).
 
@@ -157,17 +124,26 @@ class KafkaWriter:
 
     def __init__(self, outputs: KafkaOutputs, *, timeout: float = 60.0) -> None:
         self.outputs, self.timeout = outputs, timeout
-        self._models: dict[str, _Model] = {}
+        self._models: dict[str, ModelProducer] = {}
         self._lock = threading.Lock()
         self._control_ready = False
 
-    def _model(self, spec: SinkSpec) -> _Model:
+    def _model(self, spec: SinkSpec, *, renew: bool = False) -> ModelProducer:
+        """The model's producer; a fresh one (same transactional id: it fences the old one and
+        aborts its open transaction; the marker read again) when ``renew`` or when the old one
+        lost its brokers."""
         with self._lock:
             if not self._control_ready:
                 self._ensure_control_topic()
             model = self._models.get(spec.app_id)
+            if model is not None and (renew or model.lost):
+                del self._models[spec.app_id]
+                model.close()
+                model = None
             if model is None:
-                model = self._models[spec.app_id] = _Model(self.outputs, spec, self.timeout)
+                config = producer_config(self.outputs, spec.app_id)
+                model = ModelProducer(self.outputs, spec, config, self.timeout)
+                self._models[spec.app_id] = model
                 model.committed = self._fetch_marker(spec, model)
             return model
 
@@ -194,9 +170,10 @@ class KafkaWriter:
                             "control_topic in the profile") from e
         self._control_ready = True
 
-    def _fetch_marker(self, spec: SinkSpec, model: _Model) -> int | None:
+    def _fetch_marker(self, spec: SinkSpec, model: ModelProducer) -> int | None:
         try:
-            return marker_of(model.consumer, self.outputs.control_topic, timeout=self.timeout)
+            return model.call(lambda: marker_of(model.consumer, self.outputs.control_topic,
+                                                timeout=self.timeout), "the marker's fetch")
         except Exception as e:
             raise SinkError(f"model {spec.model}: its last committed batch could not be read "
                             f"from Kafka: {_reason(e)}") from e
@@ -226,26 +203,51 @@ class KafkaWriter:
         if model.committed is not None and model.committed >= batch_id:
             return WriteResult(spec.model, 0, True, None, time.perf_counter() - started)
         table = records_of(data)
-        producer = model.producer
-        model.errors.clear()
         self._check_topics(spec, model, table, batch_id)
         try:
-            producer.begin_transaction()
+            rows = self._transaction(spec, model, table, batch_id, permit)
+        except _Renew:  # once more on a fresh producer, which reads the marker again first
+            model = self._model(spec, renew=True)
+            if model.committed is not None and model.committed >= batch_id:  # it did commit
+                return WriteResult(spec.model, 0, True, None, time.perf_counter() - started)
+            try:
+                rows = self._transaction(spec, model, table, batch_id, permit)
+            except _Renew as again:
+                raise again.error from again.__cause__
+        failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
+        return WriteResult(spec.model, rows, False, None, time.perf_counter() - started)
+
+    def _transaction(self, spec: SinkSpec, model: ModelProducer, table: pa.Table,
+                     batch_id: int, permit: Any) -> int:
+        """One transaction: the rows and the marker, committed; returns the rows produced.
+
+        Raises:
+            _Renew: it failed in a way a fresh producer may not (lost brokers, a stuck or
+                abortable call), carrying the error to raise if the retry fails too.
+            KafkaRecordError: the model's own topic or records failed (aborted).
+            SinkError: any other failure (aborted).
+        """
+        producer = model.producer
+        model.errors.clear()
+        try:
+            model.call(producer.begin_transaction, "begin_transaction")
             rows = _produce(producer, table, spec.topic, model.errors)
             self._mark(model, batch_id)
             failpoint(f"sink.before_commit:{spec.model}", batch_id=batch_id)
             if permit is not None:
                 permit()
-            producer.commit_transaction(self.timeout)
+            model.call(lambda: producer.commit_transaction(self.timeout), "commit_transaction")
         except BaseException as e:  # judged before the abort, whose purge reports every
             error = _error(spec, batch_id, list(model.errors), e)  # queued record as failed
-            _abort(producer, self.timeout)
+            if not model.lost:
+                _abort(model, self.timeout)
+            if not isinstance(error, KafkaRecordError) and renewable(e):
+                raise _Renew(error) from e
             raise error from e
         model.committed = batch_id
-        failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
-        return WriteResult(spec.model, rows, False, None, time.perf_counter() - started)
+        return rows
 
-    def _check_topics(self, spec: SinkSpec, model: _Model, table: pa.Table,
+    def _check_topics(self, spec: SinkSpec, model: ModelProducer, table: pa.Table,
                       batch_id: int) -> None:
         """Every topic the batch goes to exists and this client may write it (asked of the
         brokers' metadata before the transaction: librdkafka would otherwise hold the records
@@ -272,13 +274,14 @@ class KafkaWriter:
                     hint=_PARK_HINT)
             model.topics_ok.add(topic)
 
-    def _mark(self, model: _Model, batch_id: int) -> None:
+    def _mark(self, model: ModelProducer, batch_id: int) -> None:
         from confluent_kafka import TopicPartition
 
         anchor = TopicPartition(self.outputs.control_topic, 0, batch_id + 1, f"batch {batch_id}")
-        model.producer.send_offsets_to_transaction([anchor],
-                                                   model.consumer.consumer_group_metadata(),
-                                                   self.timeout)
+        group = model.consumer.consumer_group_metadata()
+        model.call(lambda: model.producer.send_offsets_to_transaction([anchor], group,
+                                                                      self.timeout),
+                   "send_offsets_to_transaction")
 
     def close(self) -> None:
         """Release every producer and consumer. Nothing is left to flush: between batches
@@ -287,7 +290,7 @@ class KafkaWriter:
         raise again inside librdkafka's poll."""
         with self._lock:
             for model in self._models.values():
-                model.consumer.close()
+                model.close()
             self._models.clear()
 
 
@@ -353,17 +356,26 @@ def _produce(producer: Producer, table: pa.Table, topic: str | None, errors: lis
     return n
 
 
+class _Renew(Exception):
+    """A failed transaction worth one more try on a fresh producer (``error``: what to raise
+    if that fails too)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class _DeliveryFailed(Exception):
     def __init__(self, err: Any) -> None:
         super().__init__(str(err))
         self.err = err
 
 
-def _abort(producer: Producer, timeout: float) -> None:
+def _abort(model: ModelProducer, timeout: float) -> None:
     try:
-        producer.abort_transaction(timeout)
-    except Exception:  # noqa: BLE001 - fenced or fatal: the next start aborts it anyway
-        pass
+        model.call(lambda: model.producer.abort_transaction(timeout), "abort_transaction")
+    except Exception:  # noqa: BLE001 - fenced, fatal or stuck: a fresh producer aborts it
+        model.lost = True
 
 
 def _code_name(e: BaseException, delivered: list[Any]) -> str | None:

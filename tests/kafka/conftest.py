@@ -37,14 +37,16 @@ def kafka_broker() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def apache_kafka_node() -> Iterator[ApacheKafkaBroker]:
-    """An Apache Kafka node shared by the test run (plaintext and SASL/PLAIN listeners)."""
+    """An Apache Kafka node shared by the test run (plaintext and SASL/PLAIN listeners), with
+    ACLs on: the plaintext listener is a super user's, the SASL user is denied only what a test
+    denies it (:func:`tests.support.brokers.deny`)."""
     jars = apache_kafka_jars()
     if jars is None:
         reason = "Apache Kafka broker jars not in .jars/kafka-broker (run scripts/setup.sh)"
         if os.environ.get("RUNNER_REQUIRE_JARS") == "1":
             pytest.fail(f"RUNNER_REQUIRE_JARS=1: {reason}", pytrace=False)
         pytest.skip(reason)
-    broker = start_with_retries(lambda: ApacheKafkaBroker(jars))
+    broker = start_with_retries(lambda: ApacheKafkaBroker(jars, authorizer=True))
     try:
         yield broker
     finally:

@@ -1,6 +1,7 @@
 """The Kafka output writer on a real Apache Kafka node, without Spark: a batch is one
 transaction with its marker, a replay is skipped, a second writer fences the first, and a
-topic that does not exist is the model's own error (parked by the batch).
+topic that does not exist, a record too large and an authorization failure are the model's own
+error (parked by the batch).
 
 Counting is a ``read_committed`` consumer's, as a downstream service would read.
 """
@@ -16,7 +17,7 @@ from runner.errors import KafkaRecordError, SinkError
 from runner.project.kafka_outputs import KafkaOutputs
 from runner.sinks.base import SinkSpec
 from runner.sinks.kafka_out import KafkaWriter
-from tests.support.brokers import create_topic
+from tests.support.brokers import SASL_PASSWORD, SASL_USER, ApacheKafkaBroker, create_topic, deny
 from tests.support.kafka_out import read_committed
 
 pytestmark = [pytest.mark.kafka]
@@ -94,3 +95,34 @@ def test_a_record_over_the_size_limit_is_the_model_s_error(apache_kafka) -> None
     assert writer.write(spec, _rows(0, 3), 0).rows == 3
     writer.close()
     assert sorted(int(v["id"]) for v in read_committed(apache_kafka, topic)) == [0, 1, 2]
+
+
+def _sasl_outputs(node: ApacheKafkaBroker) -> KafkaOutputs:
+    """The writer as the SASL user, whom the shared node's ACLs may deny a resource."""
+    return KafkaOutputs(bootstrap_servers=node.sasl_bootstrap, options={  # type: ignore[arg-type]
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+        "sasl.username": SASL_USER, "sasl.password": SASL_PASSWORD})
+
+
+def test_an_authorization_failure_is_the_model_s_error(apache_kafka_node) -> None:
+    """A topic the principal may not write (an ACL denies it), and a transactional id it may
+    not use, park the model (KafkaRecordError: nothing of the batch visible); the writer's
+    other model, on a topic it may write, goes on."""
+    node = apache_kafka_node
+    denied, allowed = f"out_{uuid.uuid4().hex[:8]}", f"out_{uuid.uuid4().hex[:8]}"
+    create_topic(node.bootstrap, denied, 1)
+    create_topic(node.bootstrap, allowed, 1)
+    deny(node.bootstrap, topic=denied)
+    no_id = _spec(allowed, model="no_id_out")
+    deny(node.bootstrap, transactional_id=no_id.app_id)
+    writer = KafkaWriter(_sasl_outputs(node), timeout=20)
+    with pytest.raises(KafkaRecordError, match="may not write the topic") as raised:
+        writer.write(_spec(denied), _rows(0, 3), 0)
+    assert raised.value.error_class == "KAFKA_TOPIC_AUTHORIZATION_FAILED"
+    with pytest.raises(KafkaRecordError, match="transactional id") as raised:
+        writer.write(no_id, _rows(0, 3), 0)
+    assert raised.value.error_class == "KAFKA_TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+    assert writer.write(_spec(allowed, model="other_out"), _rows(0, 3), 0).rows == 3
+    writer.close()
+    assert read_committed(node.bootstrap, denied) == []
+    assert sorted(int(v["id"]) for v in read_committed(node.bootstrap, allowed)) == [0, 1, 2]

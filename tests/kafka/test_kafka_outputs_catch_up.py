@@ -1,6 +1,7 @@
 """Kafka models through a real stream (rs engine, the Python Kafka reader, Apache Kafka): a model
-whose topic does not exist is parked, the other models' tables stay exact, and with the topic
-created the next start catches it up exactly once; Kafka models added to a checkpoint that
+whose topic does not exist and one whose topic an ACL denies the producer's principal are
+parked, the other models' tables stay exact, and with the topic created and the write granted
+the next start catches them up exactly once; Kafka models added to a checkpoint that
 holds batches are backfilled from the history (the default) or start at the next batch
 (``backfill=false``). ``runner status`` and ``runner snapshot`` show them as topics.
 
@@ -24,7 +25,7 @@ from runner.events import ModelJoining
 from runner.ops.snapshot import snapshot_of
 from runner.ops.status import collect_status, status_lines
 from tests.kafka.test_stream_kafka import EVENT_OFFSETS, Topic, _check_tables, _project, _rows, _run
-from tests.support.brokers import create_topic
+from tests.support.brokers import SASL_PASSWORD, SASL_USER, ApacheKafkaBroker, create_topic, deny
 from tests.support.events import Recorder
 from tests.support.kafka_out import read_committed
 
@@ -38,9 +39,11 @@ FROM parsed_events
 RATE = "  max_offsets_per_trigger: 50\n"
 
 
-def _models(parked: str, late: str | None = None, nxt: str | None = None) -> dict[str, str]:
+def _models(parked: str, denied: str, late: str | None = None,
+            nxt: str | None = None) -> dict[str, str]:
     models = {"models/event_offsets.sql": EVENT_OFFSETS,
-              "models/events_out.sql": OUT.format(topic=parked, extra="")}
+              "models/events_out.sql": OUT.format(topic=parked, extra=""),
+              "models/denied_out.sql": OUT.format(topic=denied, extra="")}
     if late is not None:
         models["models/late_out.sql"] = OUT.format(topic=late, extra="")
     if nxt is not None:
@@ -57,21 +60,34 @@ def _once(bootstrap: str, topic: str) -> dict[str, int]:
 
 
 def test_a_parked_kafka_model_catches_up_and_added_ones_backfill_exactly_once(
-        apache_kafka: str, spark: Any, tmp_path: Path) -> None:
+        apache_kafka_node: ApacheKafkaBroker, spark: Any, tmp_path: Path) -> None:
+    apache_kafka = apache_kafka_node.bootstrap
     source = Topic.create(apache_kafka, partitions=2)
     source.send(120, poison_every=25)
-    parked_t, late_t, next_t = (f"out_{uuid.uuid4().hex[:8]}" for _ in range(3))
+    parked_t, denied_t, late_t, next_t = (f"out_{uuid.uuid4().hex[:8]}" for _ in range(4))
+    create_topic(apache_kafka, denied_t, 2)
+    deny(apache_kafka, topic=denied_t)
     root = tmp_path / "p"
+    # the Kafka models produce as the SASL user, whom the node's ACLs may deny a topic
+    target = {"kafka_outputs": {
+        "bootstrap_servers": apache_kafka_node.sasl_bootstrap,
+        "options": {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                    "sasl.username": SASL_USER, "sasl.password": SASL_PASSWORD}}}
 
-    # 1. events_out's topic does not exist: parked at batch 0, the tables go on.
+    # 1. events_out's topic does not exist, denied_out's topic is not the client's to write:
+    # both parked at batch 0, the tables go on.
     project = _project(root, source, source_extra=RATE, reader="python", engine="rs",
-                       models=_models(parked_t))
+                       models=_models(parked_t, denied_t), target=target)
     summary, batches = _run(project)
     assert [b.batch_id for b in batches] == [0, 1, 2]
-    assert set(summary.parked) == {"events_out"}
+    assert set(summary.parked) == {"events_out", "denied_out"}
     entry = load_registry(project.checkpoint)["events_out"]  # type: ignore[index]
     assert (entry.state, entry.left_at) == ("parked", 0)
     assert "KAFKA_UNKNOWN_TOPIC_OR_PART" in entry.error and parked_t in entry.error
+    entry = load_registry(project.checkpoint)["denied_out"]  # type: ignore[index]
+    assert (entry.state, entry.left_at) == ("parked", 0)
+    assert "KAFKA_TOPIC_AUTHORIZATION_FAILED" in entry.error and denied_t in entry.error
+    assert read_committed(apache_kafka, denied_t) == []
     _check_tables(project, source)
     status = collect_status(project)
     line = next(x for x in status_lines(status) if x.strip().startswith("events_out "))
@@ -80,14 +96,16 @@ def test_a_parked_kafka_model_catches_up_and_added_ones_backfill_exactly_once(
     topic = snapshot_of(project).to_dict()["topics"]["events_out"]
     assert topic["batch"] is None and topic["parked_since"] == 0
 
-    # 2. The topic is created; late_out (backfilled) and next_out (backfill=false) join; the
-    # next start catches events_out up, backfills late_out, then the stream goes on.
+    # 2. The topic is created and the write granted; late_out (backfilled) and next_out
+    # (backfill=false) join; the next start catches events_out and denied_out up, backfills
+    # late_out, then the stream goes on.
     for name in (parked_t, late_t, next_t):
         create_topic(apache_kafka, name, 2)
+    deny(apache_kafka, topic=denied_t, remove=True)
     later = {json.loads(r.value)["eventId"] for r in source.send(60, poison_every=25)
              if not r.poison}
     project = _project(root, source, source_extra=RATE, reader="python", engine="rs",
-                       models=_models(parked_t, late_t, next_t))
+                       models=_models(parked_t, denied_t, late_t, next_t), target=target)
     events = Recorder()
     summary, batches = _run(project, report=events)
     assert not summary.parked and [b.batch_id for b in batches] == [3, 4]
@@ -99,6 +117,7 @@ def test_a_parked_kafka_model_catches_up_and_added_ones_backfill_exactly_once(
     # tables' own); next_out only from batch 3 on.
     tables = {r["eventId"]: r["_batch_id"] for r in _rows(project, "event_offsets")}
     assert _once(apache_kafka, parked_t) == tables
+    assert _once(apache_kafka, denied_t) == tables
     assert _once(apache_kafka, late_t) == tables
     nxt = _once(apache_kafka, next_t)
     assert set(nxt) == later and set(nxt.values()) <= {3, 4}
@@ -106,10 +125,12 @@ def test_a_parked_kafka_model_catches_up_and_added_ones_backfill_exactly_once(
     doc = snapshot_of(project).to_dict()
     assert doc["batch_id"] == 4 and not any("lag" in t for t in doc["tables"].values())
     assert doc["topics"] == {"events_out": {"topic": parked_t, "batch": 4},
+                             "denied_out": {"topic": denied_t, "batch": 4},
                              "late_out": {"topic": late_t, "batch": 4},
                              "next_out": {"topic": next_t, "batch": 4}}
     assert snapshot_of(project, batch=1).to_dict()["topics"] == {
-        "events_out": {"topic": parked_t, "batch": 1}, "late_out": {"topic": late_t, "batch": 1}}
+        "events_out": {"topic": parked_t, "batch": 1}, "denied_out": {"topic": denied_t, "batch": 1},
+        "late_out": {"topic": late_t, "batch": 1}}
     topics = collect_status(project).to_dict()["topics"]
     assert {m: (t["last_batch"], t["error"], t["parked_since"]) for m, t in topics.items()} == {
-        m: (4, None, None) for m in ("events_out", "late_out", "next_out")}
+        m: (4, None, None) for m in ("events_out", "denied_out", "late_out", "next_out")}

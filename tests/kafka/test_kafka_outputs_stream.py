@@ -37,7 +37,7 @@ FROM parsed_events
 
 
 def _project(root: Path, bootstrap: str, source: str, out: str, *, engine: str,
-             reader: str) -> Path:
+             reader: str, models: dict[str, str] | None = None) -> Path:
     yml = f"""\
 name: kafka_out_pipeline
 source:
@@ -58,9 +58,9 @@ spark:
 vars:
   slow_request_ms: 1000
 """
-    return write_project(root, {**EXAMPLE_FILES,
-                                "models/events_out.sql": KAFKA_MODEL.format(topic=out)},
-                         project_yml=yml)
+    files = {**EXAMPLE_FILES, "models/events_out.sql": KAFKA_MODEL.format(topic=out),
+             **(models or {})}
+    return write_project(root, files, project_yml=yml)
 
 
 def _stream(root: Path, failpoint: str = "", timeout: float = 240) -> tuple[int, str]:

@@ -86,7 +86,8 @@ class Topic:
 
 def _project(root: Path, topic: Topic, *, source_extra: str = "", models: dict[str, str]
              | None = None, bootstrap: str | None = None, reader: str = "auto",
-             engine: str = "rs", master: str = "local[2]", spark_extra: str = "") -> Project:
+             engine: str = "rs", master: str = "local[2]", spark_extra: str = "",
+             target: dict[str, Any] | None = None) -> Project:
     yml = f"""\
 name: kafka_pipeline
 source:
@@ -107,7 +108,7 @@ spark:
 vars:
   slow_request_ms: 1000
 """
-    write_project(root, {**EXAMPLE_FILES, **(models or {})}, project_yml=yml)
+    write_project(root, {**EXAMPLE_FILES, **(models or {})}, project_yml=yml, target=target)
     return load_project(root)
 
 

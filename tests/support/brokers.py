@@ -38,8 +38,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-__all__ = ["ApacheKafkaBroker", "RecordProducer", "TansuBroker", "apache_kafka_jars",
-           "create_topic", "delete_topic", "produce", "start_with_retries", "tansu_binary"]
+__all__ = ["AUTHORIZER", "ApacheKafkaBroker", "RecordProducer", "TansuBroker",
+           "apache_kafka_jars", "create_topic", "delete_topic", "deny", "produce", "start_with_retries", "tansu_binary"]
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_JARS_ENV = "RUNNER_KAFKA_BROKER_JARS"
@@ -162,6 +162,15 @@ def _die_with_parent() -> None:
 SASL_USER, SASL_PASSWORD = "runner", "runner-secret"
 
 
+#: ``server.properties`` of a node with ACLs: the broker and controller (plaintext listeners,
+#: ``User:ANONYMOUS``) are super users; a principal no ACL names may do anything.
+AUTHORIZER = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+    "super.users": "User:ANONYMOUS",
+}
+
+
 class ApacheKafkaBroker:
     """One Apache Kafka KRaft node (broker + controller) on 127.0.0.1; a context manager.
 
@@ -170,6 +179,10 @@ class ApacheKafkaBroker:
         java: the java executable (default: ``$JAVA_HOME/bin/java``, else ``java`` on PATH).
         startup_timeout: seconds to wait until the broker answers a metadata request.
         properties: extra ``server.properties`` entries (override the defaults).
+        authorizer: run KRaft's ``StandardAuthorizer`` (:data:`AUTHORIZER`): the plaintext
+            listeners' ``User:ANONYMOUS`` (the node itself, the tests' admin) is a super user,
+            the SASL user is allowed whatever no ACL names, so a test can deny it one
+            resource (:func:`deny`) and leave every other test as it was.
 
     ``bootstrap`` is ``127.0.0.1:PORT``; ``log()`` returns the tail of its log (Kafka's own
     log4j output and the JVM's), kept in the broker's temp folder until :meth:`stop`.
@@ -178,8 +191,9 @@ class ApacheKafkaBroker:
     """
 
     def __init__(self, jars: Path, *, java: str | None = None, startup_timeout: float = 60.0,
-                 properties: dict[str, str] | None = None) -> None:
+                 properties: dict[str, str] | None = None, authorizer: bool = False) -> None:
         self.jars = Path(jars)
+        self.authorizer = authorizer
         java_home = os.environ.get("JAVA_HOME")
         self.java = java or (str(Path(java_home) / "bin" / "java") if java_home else "java")
         self.port = _free_port()
@@ -228,6 +242,7 @@ class ApacheKafkaBroker:
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
+            **(AUTHORIZER if self.authorizer else {}),
             **self._extra,
         }
 
@@ -291,6 +306,27 @@ class ApacheKafkaBroker:
         raise RuntimeError(f"Apache Kafka did not serve metadata on {self.bootstrap} within "
                            f"{self.startup_timeout} s: {tail}")
 
+    def restart(self, *, down: float = 0.0, kill: bool = False) -> float:
+        """Stop the JVM (SIGTERM, a clean shutdown; ``kill``: SIGKILL, as a crash) and start
+        it again on the same ports and storage after ``down`` seconds: its topics, committed
+        offsets and transaction log survive. Returns the seconds until it served metadata.
+
+        Raises:
+            RuntimeError: it did not come back in time (the message carries the log's tail).
+        """
+        if kill and self._proc is not None:
+            self._proc.kill()
+            self._proc.wait(timeout=10)
+        _terminate(self._proc, grace=20)
+        time.sleep(down)
+        started = time.monotonic()
+        with open(self._log_file, "ab") as log:
+            self._proc = subprocess.Popen(
+                self._java("kafka.Kafka", str(self._dir / "server.properties")), stdout=log,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        self._wait_ready(started + self.startup_timeout)
+        return time.monotonic() - started
+
     def log(self) -> str:
         """The last 3000 characters of the broker's log."""
         try:
@@ -336,6 +372,45 @@ def delete_topic(bootstrap: str, name: str) -> None:
     deadline = time.monotonic() + 10
     while name in admin.list_topics(timeout=5).topics and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def deny(bootstrap: str, *, topic: str | None = None, transactional_id: str | None = None,
+         principal: str = f"User:{SASL_USER}", remove: bool = False) -> None:
+    """Deny ``principal`` writing ``topic`` (it may still describe it) or using
+    ``transactional_id``, through the admin client of ``bootstrap`` (a super user's listener
+    of a node started with ``authorizer=True``); ``remove``: delete those ACLs again (the
+    resource is then allowed: no ACL names it)."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    admin = AdminClient(_quiet({"bootstrap.servers": bootstrap}))
+    bindings = []
+    if topic is not None:
+        bindings += [
+            AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*",
+                       AclOperation.WRITE, AclPermissionType.DENY),
+            AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*",
+                       AclOperation.DESCRIBE, AclPermissionType.ALLOW)]
+    if transactional_id is not None:
+        bindings.append(AclBinding(ResourceType.TRANSACTIONAL_ID, transactional_id,
+                                   ResourcePatternType.LITERAL, principal, "*",
+                                   AclOperation.WRITE, AclPermissionType.DENY))
+    if remove:
+        from confluent_kafka.admin import AclBindingFilter
+
+        filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal,
+                                    b.host, b.operation, b.permission_type) for b in bindings]
+        for future in admin.delete_acls(filters).values():
+            future.result(timeout=10)
+        return
+    for future in admin.create_acls(bindings).values():
+        future.result(timeout=10)
 
 
 class RecordProducer:

@@ -33,6 +33,15 @@ must be refused), and the operations at the edges of a crash or a loss:
 
 A model file change is followed by a run, so its outcome belongs to the step.
 
+``kafka`` (a broker's bootstrap address): the project also has the Kafka model ``events_out``
+(``materialized='kafka'``, a topic of its own), which every operation may pick as it picks a
+table; after each step a ``read_committed`` consumer must see every valid event of the input
+exactly once in its topic while it is live, and a start-up that takes it back after it sat out
+(``enable``, ``add``) must say it is back, not new. A rebuild or ``--full-refresh`` with it
+enabled is refused (a topic cannot be emptied); the operations that would produce its history
+a second time under a new checkpoint (``full_refresh`` while it is disabled or removed,
+``refresh_crash``) and ``rename_model`` (a table folder's move) leave it out.
+
 ``bucket`` (an ``s3://`` URI): the checkpoint, the warehouse and the source folder are in that
 bucket, the project files stay local. The input files are written locally first (the reference
 reads them there) and then uploaded; the table moves, the registry's loss and an input file's
@@ -68,12 +77,14 @@ from runner.checkpoint.ledger import Ledger
 from runner.checkpoint.registry import REGISTRY_FILE, load_registry
 from runner.demo import write_demo_files
 from runner.errors import ConfigError, RunnerError
+from runner.events import ModelJoining
 from runner.ops.maintain import maintain
 from runner.ops.snapshot import snapshot_of
 from runner.project.loader import load_project
 from runner.runtime.start.stream import run_stream
 from runner.sinks.tables import current_version, read_table
 from runner.storage.ops import Location, as_location, write_atomic
+from tests.support.events import Recorder
 from tests.support.locations import child_names, move_tree, put
 from tests.support.projects import (
     BASE_YML,
@@ -104,6 +115,9 @@ MODELS = {**{Path(k).stem: v for k, v in EXAMPLE_FILES.items() if k.startswith("
 REFS = {"slow_requests": "performance_metrics"}  # model -> the model it refs
 DISABLED = "{{ config(enabled=false) }}\n"
 NO_BACKFILL = "{{ config(backfill=false) }}\n"
+KAFKA = "events_out"  # the Kafka model of a walk with a broker (``GenOps.kafka``)
+KAFKA_SQL = ("{{{{ config(materialized='kafka', topic='{topic}') }}}}\n"
+             "SELECT eventId AS key, eventId, _batch_id FROM parsed_events\n")
 RENAMED = "_renamed"  # a model renamed by rename_model is <model>_renamed until renamed back
 CRASH_POINTS = ("batch.start", "sink.before_commit:{m}", "sink.after_commit:{m}",
                 "batch.after_sinks", "batch.after_ledger")
@@ -218,6 +232,11 @@ class GenOps:
     #: model -> batches its ledger entries do not name it in (run while it was renamed): a
     #: snapshot of those batches lacks it, as runner snapshot says of tables it cannot serve
     gaps: dict[str, set[int]] = field(default_factory=dict)
+    #: a Kafka broker's bootstrap address: the walk gains the Kafka model :data:`KAFKA`
+    kafka: str | None = None
+    #: when set, an operation that picks a model picks this one whenever it can
+    focus: str | None = None
+    topic: str = ""
     #: the second of the last input file's upload (``bucket``)
     _uploaded: int = 0
 
@@ -225,6 +244,14 @@ class GenOps:
         if self.crash is subprocess_crash:
             _runner_copy()  # now, as close to this process's imports as the harness gets
         self.rng = random.Random(self.seed)
+        target: dict[str, Any] | None = None
+        if self.kafka is not None:
+            from tests.support.brokers import create_topic
+
+            self.topic = f"genops_{self.seed}_{os.urandom(4).hex()}"
+            create_topic(self.kafka, self.topic, 2)
+            self.models = tuple(m for m in self.models if m != KAFKA) + (KAFKA,)
+            target = {"kafka_outputs": {"bootstrap_servers": self.kafka}}
         self.present = set(self.models)
         macros = {k: v for k, v in EXAMPLE_FILES.items() if k.startswith(("macros/", "seeds/"))}
         yml = YML
@@ -232,9 +259,9 @@ class GenOps:
             yml = (yml.replace("warehouse: wh\n", f"warehouse: {self.bucket}/wh\n")
                    .replace("checkpoint: cp\n", f"checkpoint: {self.bucket}/cp\n")
                    .replace("  path: incoming\n", f"  path: {self.bucket}/incoming\n"))
-        write_project(self.root, {**macros, **{f"models/{m}.sql": MODELS[m]
+        write_project(self.root, {**macros, **{f"models/{m}.sql": self._sql(m)
                                                for m in self.models}},
-                      project_yml=yml, engine=self.engine)
+                      project_yml=yml, engine=self.engine, target=target)
         (self.root / "incoming").mkdir(exist_ok=True)
 
     # -- the locations: local folders of the project, or prefixes of the bucket -------------
@@ -259,6 +286,13 @@ class GenOps:
 
     def live(self) -> set[str]:
         return self.present - self.disabled
+
+    def _sql(self, name: str) -> str:
+        return KAFKA_SQL.format(topic=self.topic) if name == KAFKA else MODELS[name]
+
+    def _pick(self, among: list[str]) -> str:
+        """:attr:`focus` when it is among the candidates, else a random one."""
+        return self.focus if self.focus in among else self.rng.choice(among)
 
     def _model(self, name: str) -> Path:
         return self.root / "models" / f"{name}.sql"
@@ -300,7 +334,17 @@ class GenOps:
         ledger = hashlib.sha256()
         for name in child_names(cp / "ledger"):
             ledger.update(name.encode() + (cp / "ledger" / name).read_bytes())
-        return {"versions": versions, "registry": registry, "ledger": ledger.hexdigest()}
+        state: dict[str, Any] = {"versions": versions, "registry": registry,
+                                 "ledger": ledger.hexdigest()}
+        if self.kafka is not None:
+            state["topic"] = Counter(self._topic())
+        return state
+
+    def _topic(self) -> list[str]:
+        from tests.support.kafka_out import read_committed
+
+        assert self.kafka is not None
+        return [r["eventId"] for r in read_committed(self.kafka, self.topic)]
 
     def check_exact(self, files: list[Path] | None = None,
                     versions: dict[str, int | None] | None = None,
@@ -315,7 +359,8 @@ class GenOps:
                 f.unlink()
             for f in files:
                 (incoming / f.name).write_bytes(f.read_bytes())
-        names = [m for m in sorted(self.live()) if m != "fragile" and m not in skip] + [DEAD]
+        names = [m for m in sorted(self.live()) if m not in ("fragile", KAFKA)
+                 and m not in skip] + [DEAD]
         expected = expected_tables(incoming, names)
         # a model renamed (rename_model) is read from its table under the name it has now
         actual = actual_tables(self.wh, versions, names=self.renamed)
@@ -332,6 +377,14 @@ class GenOps:
             if want != got:
                 wrong["fragile"] = (f"{sum((want - got).values())} lost, "
                                     f"{sum((got - want).values())} extra")
+        if KAFKA in self.live() and KAFKA not in skip and files is None:
+            want = Counter(e["eventId"] for f in sorted(incoming.glob("*.json"))
+                           for line in f.read_text().splitlines()
+                           if (e := valid_event(line)) is not None)
+            got = Counter(self._topic())
+            if want != got:
+                wrong[KAFKA] = (f"topic {self.topic}: {sum((want - got).values())} lost, "
+                                f"{sum((got - want).values())} extra")
         if wrong:
             raise StepFailed(f"tables not exact: {wrong}")
 
@@ -403,17 +456,20 @@ class GenOps:
         self._feed()
         ids = Ledger(self.cp).batch_ids()
         batch = ids[-1] + 1 if ids else 0
-        point = self.rng.choice(CRASH_POINTS).format(m=self.rng.choice(sorted(self.live())))
+        point = self.rng.choice(CRASH_POINTS).format(m=self._pick(sorted(self.live())))
         step["at"] = f"{point}@{batch}"
         step["died"] = self.crash(self.root, step["at"])
         self._attempt(step)  # the restart
 
     def _op_full_refresh(self, step: dict[str, Any]) -> None:
+        if self.kafka is not None and KAFKA not in self.live():
+            step["skipped"] = True  # it would come back new and produce its history again
+            return
         if self._attempt(step, full_refresh=True):
             self.gaps.clear()  # a new checkpoint: a new ledger
 
     def _op_rebuild(self, step: dict[str, Any]) -> None:
-        model = step["model"] = self.rng.choice(sorted(self.live()))
+        model = step["model"] = self._pick(sorted(self.live()))
         if self._attempt(step, rebuild=[model]):
             self.gaps.pop(model, None)  # every entry names the rebuilt table
 
@@ -426,7 +482,7 @@ class GenOps:
         if not ok or len(self.live()) <= 2 and among <= self.live():
             step["skipped"] = True
             return None
-        step["model"] = self.rng.choice(ok)
+        step["model"] = self._pick(ok)
         return str(step["model"])
 
     def _op_disable(self, step: dict[str, Any]) -> None:
@@ -452,7 +508,7 @@ class GenOps:
         if not ready:
             step["skipped"] = True
             return
-        model = step["model"] = self.rng.choice(ready)
+        model = step["model"] = self._pick(ready)
         path = self._model(model)
         old = path.read_text()
         path.write_text(old.removeprefix(DISABLED))
@@ -462,7 +518,16 @@ class GenOps:
             path.write_text(old)
             self.disabled.add(model)
 
-        self._attempt(step, undo, way_out=model)
+        self._joining(step, model, undo)
+
+    def _joining(self, step: dict[str, Any], model: str, undo: Callable[[], None]) -> None:
+        """Run with ``model`` joining again; a Kafka model that holds batches is back."""
+        said = Recorder()
+        self._attempt(step, undo, way_out=model, report=said)
+        joined = [e for e in said.of(ModelJoining) if e.model == model]
+        step["joined"] = [e.status for e in joined]
+        if model == KAFKA and "new" in step["joined"] and self._topic():
+            raise StepFailed(f"{KAFKA}, whose topic holds batches, joined as new: {joined}")
 
     def _op_remove(self, step: dict[str, Any]) -> None:
         model = self._choose(step, self.present)
@@ -488,19 +553,19 @@ class GenOps:
         if not ready:
             step["skipped"] = True
             return
-        model = step["model"] = self.rng.choice(ready)
+        model = step["model"] = self._pick(ready)
         path = self._model(model)
-        path.write_text(MODELS[model])
+        path.write_text(self._sql(model))
         self.present.add(model)
 
         def undo() -> None:
             path.unlink()
             self.present.discard(model)
 
-        self._attempt(step, undo, way_out=model)
+        self._joining(step, model, undo)
 
     def _op_change_sql(self, step: dict[str, Any]) -> None:
-        model = step["model"] = self.rng.choice(sorted(self.live()))
+        model = step["model"] = self._pick(sorted(self.live()))
         path = self._model(model)
         self.revision += 1
         # At the end: after a merge model's GROUP BY once broke the merge-key proof (026f6e5)
@@ -539,7 +604,7 @@ class GenOps:
             snap = snapshot_of(project, batch=batch)
             versions = {name: t.version for name, t in snap.tables.items()}
             renamed = frozenset(m for m, ids in self.gaps.items() if batch in ids)
-            missing = (self.live() | {DEAD}) - set(versions) - renamed
+            missing = (self.live() | {DEAD}) - set(versions) - renamed - {KAFKA}
             if missing:
                 raise StepFailed(f"the snapshot of batch {batch} lacks {sorted(missing)}")
             step.setdefault("batches", []).append(batch)
@@ -562,7 +627,7 @@ class GenOps:
         """A new input file, then a run that dies at a failpoint of its batch: right after
         ``model``'s own commit half the time (when given), else anywhere."""
         self._feed()
-        target = model or self.rng.choice(sorted(self.live()))
+        target = model or self._pick(sorted(self.live()))
         point = (f"sink.after_commit:{model}" if model is not None and self.rng.random() < 0.5
                  else self.rng.choice(CRASH_POINTS).format(m=target))
         step["at"] = f"{point}@{self._next_batch()}"
@@ -580,7 +645,7 @@ class GenOps:
             move_tree(self.wh / old, self.wh / new)
 
     def _op_rename_model(self, step: dict[str, Any]) -> None:
-        model = self._choose(step, self.live() - {"fragile"})
+        model = self._choose(step, self.live() - {"fragile", KAFKA})
         if model is None:
             return
         original = self._model(model).read_text()
@@ -619,6 +684,9 @@ class GenOps:
         self.gaps.setdefault(model, set()).update(range(first_batch, last + 1))
 
     def _op_refresh_crash(self, step: dict[str, Any]) -> None:
+        if self.kafka is not None:  # refused while it is enabled; produced again if it is not
+            step["skipped"] = True
+            return
         ready = sorted(m for m in self.disabled
                        if REFS.get(m) is None or REFS[m] in self.live())
         if ready:

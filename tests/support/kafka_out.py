@@ -24,10 +24,7 @@ def read_values(bootstrap: str, topic: str, *, timeout: float = 30.0) -> list[by
                          "auto.offset.reset": "earliest", "log_level": 3})
     try:
         parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {}
-        for p in parts:
-            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            ends[p] = high
+        ends = {p: _high(consumer, TopicPartition(topic, p)) for p in parts}
         consumer.assign([TopicPartition(topic, p, 0) for p in parts])
         out: list[bytes] = []
         done: set[int] = {p for p, end in ends.items() if end == 0}
@@ -48,3 +45,22 @@ def read_values(bootstrap: str, topic: str, *, timeout: float = 30.0) -> list[by
         return out
     finally:
         consumer.close()
+
+
+_NO_LEADER_YET = {"NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART"}
+
+
+def _high(consumer: Any, partition: Any, attempts: int = 20) -> int:
+    """The partition's high watermark, asked again while the broker answers with a retriable
+    error (a topic just created: ``NOT_LEADER_FOR_PARTITION`` until its leader is known)."""
+    from confluent_kafka import KafkaException
+
+    for attempt in range(attempts):
+        try:
+            return int(consumer.get_watermark_offsets(partition, timeout=10)[1])
+        except KafkaException as e:
+            err = e.args[0]
+            if attempt == attempts - 1 or not (err.retriable() or err.name() in _NO_LEADER_YET):
+                raise
+            time.sleep(0.25)
+    raise AssertionError("unreachable")

@@ -12,6 +12,7 @@ import pytest
 from runner.checkpoint.kafka_offsets import KAFKA_OFFSETS_DIR, keep_offsets, kept_offsets
 from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.checkpoint.spark_logs import kafka_start_offsets, last_committed
+from runner.console import render
 from runner.errors import ExecutionError
 from runner.events import ModelAbsent, ModelJoining, ModelRebuilding, ModelRetired
 from runner.runtime.start.backfill import decide
@@ -189,6 +190,26 @@ def test_decide_retired_absent_and_back() -> None:
     forgot = decide(entries=h.entries, run=["a"], files={"a", "off"}, committed=6,
                     exists=lambda m: m != "gone")
     assert "gone" not in forgot.entries
+
+
+def test_decide_a_kafka_model_leaves_and_comes_back_as_its_topic() -> None:
+    """A Kafka model has no table: whether it holds batches is its topic's (the start-up asks
+    the markers' cut in the ledger), and the events name the topic, so a model re-enabled is
+    "back" (catching up what it missed), not "new"."""
+    entries = {"a": Entry("live"), "out": Entry("live"), "gone_out": Entry("live")}
+    h = decide(entries=entries, run=["a"], files={"a", "out"}, committed=6,
+               table=lambda m: f"wh/{m}", exists=lambda m: True,
+               topics={"out": "topic orders", "gone_out": "topic old"})
+    assert ModelAbsent("out", left_at=7, topic="topic orders") in h.events
+    assert ModelRetired("gone_out", table=None, left_at=7, topic="topic old") in h.events
+    assert [render(e) for e in h.events] == [
+        "model out is not in this run (enabled=false or not selected): what it produces to its "
+        "topic orders stops at batches up to 6; it catches up from batch 7 when it is back",
+        "model gone_out is retired (its SQL file is gone): the records in its topic old stay "
+        "(batches up to 6)"]
+    back = decide(entries=h.entries, run=["a", "out"], files={"a", "out"}, committed=9)
+    assert ModelJoining("out", "back", "backfill", start=7, committed=9,
+                        next_batch=10) in back.events
 
 
 def test_decide_a_backfill_cut_short_and_an_old_checkpoint() -> None:

@@ -46,7 +46,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from runner.checkpoint.ledger import TopicCut
+from runner.checkpoint.ledger import Ledger, TopicCut
 from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.checkpoint.spark_logs import last_committed
 from runner.compile.graph import ancestors
@@ -101,7 +101,8 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
            rebuild: Collection[str] = (), known: Collection[str] = (),
            version: Callable[[str], int | None] = lambda m: None,
            table: Callable[[str], str] = str,
-           exists: Callable[[str], bool] = lambda m: True) -> Handover:
+           exists: Callable[[str], bool] = lambda m: True,
+           topics: Mapping[str, str] | None = None) -> Handover:
     """The registry after this start-up's decisions (pure: no I/O).
 
     Args:
@@ -112,7 +113,9 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
         rebuild: models to drop and rebuild (``--full-refresh --select``).
         known: without a registry, the models whose tables this checkpoint wrote.
         version: a table's application-transaction version (a backfill cut short).
-        table: a model's table path, for events; ``exists``: whether it has a table.
+        table: a model's table path, for events; ``exists``: whether it has a table (a
+            Kafka model: whether its topic holds a batch of it).
+        topics: the Kafka models of the checkpoint (``"topic X"``, for events).
 
     Without a registry (an older checkpoint, or the file deleted as its error's hint says), the
     registry is rebuilt from the tables' own batch ids: a model of ``known`` whose table holds
@@ -125,7 +128,8 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
     if entries is None:
         entries = ({m: Entry("live") for m in run} if committed is None
                    else {m: Entry("absent", left_at=_next_of(version(m))) for m in known})
-    d = _Decisions(dict(entries), committed=committed, next_batch=nxt, legacy=legacy)
+    d = _Decisions(dict(entries), committed=committed, next_batch=nxt, legacy=legacy,
+                   topics=dict(topics or {}))
     for m in run:
         d.in_run(m, entries.get(m), rebuild=m in rebuild, no_backfill=m in no_backfill)
     for m, e in entries.items():
@@ -143,6 +147,7 @@ class _Decisions:
     committed: int | None
     next_batch: int
     legacy: bool  # no registry: rebuilt from the tables' batch ids
+    topics: dict[str, str] = field(default_factory=dict)  # Kafka models: "topic X"
     said: list[Event] = field(default_factory=list)
 
     def in_run(self, m: str, e: Entry | None, *, rebuild: bool, no_backfill: bool) -> None:
@@ -196,12 +201,36 @@ class _Decisions:
         else:
             left, drop = e.left_at, e.drop
         self.new[m] = Entry("retired" if gone else "absent", left_at=left, drop=drop)
-        self.said.append(ModelRetired(m, table(m), left) if gone else ModelAbsent(m, left))
+        topic = self.topics.get(m)
+        self.said.append(ModelRetired(m, None if topic else table(m), left, topic) if gone
+                         else ModelAbsent(m, left, topic))
 
 
 def _next_of(version: int | None) -> int:
     """The first batch a table does not hold, from its application-transaction version."""
     return 0 if version is None else version + 1
+
+
+def _kafka_models(project: Project, bp: BatchPlan, away: Collection[str],
+                  query_id: str) -> dict[str, TopicCut]:
+    """The checkpoint's Kafka models, which have no table: those of this run, those the last
+    ledger entry names (with the batch their marker held then), and models of the registry not
+    in this run that have no table but a batch marker in Kafka (a model retired or left out
+    for a while: the ledger keeps only the models with a SQL file)."""
+    latest = Ledger(project.checkpoint).latest()
+    found = dict(latest.kafka) if latest is not None else {}
+    for m, spec in bp.sinks.items():
+        if spec.materialized == "kafka":
+            found[m] = TopicCut(spec.topic, found[m].batch if m in found else None)
+    outputs = project.config.kafka_outputs
+    ask = {m: app_id(bp.plan.project, m, query_id) for m in sorted(away)
+           if m not in found and not is_table(project.table_path(m))}
+    if ask and outputs is not None and outputs.bootstrap_servers:
+        from runner.sinks.kafka_markers import read_markers
+
+        markers, _problem = read_markers(outputs, ask)  # unanswered: no table, no topic
+        found.update({m: TopicCut(None, b) for m, b in markers.items() if b is not None})
+    return found
 
 
 def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
@@ -214,6 +243,7 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
     committed = last_committed(checkpoint)
     entries = load_registry(checkpoint)
     run = [s.name for s in bp.plan.steps]
+    kafka = _kafka_models(project, bp, set(entries or {}) - set(run), query_id)
 
     def spec(m: str) -> SinkSpec:
         return bp.sinks.get(m) or SinkSpec(model=m, path=str(project.table_path(m)),
@@ -231,7 +261,9 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         no_backfill={s.name for s in bp.plan.steps if not s.config.backfill},
         rebuild=rebuild, known=known, version=lambda m: bp.writer.committed_version(spec(m)),
         table=lambda m: str(project.table_path(m)),
-        exists=lambda m: is_table(project.table_path(m)))
+        exists=lambda m: (kafka[m].batch is not None if m in kafka
+                          else is_table(project.table_path(m))),
+        topics={m: f"topic {c.topic}" if c.topic else "topics" for m, c in kafka.items()})
     starts = {}  # check, then act: the history each backfill replays must be complete
     for m, e in handover.entries.items():
         if e.state == "backfilling" and m in run:
