@@ -42,6 +42,7 @@ from runner.lint.rules import (
     UnnamedOutputColumn,
 )
 from runner.lint.shapes import Shape
+from runner.lint.signatures import ArgumentType, FunctionArguments
 from runner.lint.streaming import (
     AppendAggregate,
     AppendWindow,
@@ -60,6 +61,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     NondeterministicMerge(), AppendAggregate(), AppendWindow(), MergeKeyNotUnique(),
     MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
     AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(), ChangeDataCapture(), KafkaColumns(),
+    FunctionArguments(), ArgumentType(),
 )
 
 

@@ -1,0 +1,135 @@
+"""Spark's built-in functions and operators as its analyser checks a call of them: the
+signatures ``scripts/spark_functions.py`` records in ``runner/lint/functions.json``, and the
+types of arguments lint can vouch for.
+
+>>> signature("if").wrong_nargs >= {2}
+True
+>>> signature("bool_and").kind
+'aggregate'
+>>> operator_refuses("+", "date", "array")
+'DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+
+from runner.lint.infer import is_known
+
+__all__ = ["Signature", "aggregate_names", "arg_type", "operator_refuses", "signature"]
+
+T = exp.DType
+
+
+@dataclass(frozen=True)
+class Signature:
+    """How Spark's analyser checks a call of one built-in (see scripts/spark_functions.py).
+
+    Attributes:
+        name: the function's name (lower case).
+        kind: ``aggregate``, ``window``, ``generator``, ``higher_order`` or ``scalar``.
+        wrong_nargs: argument counts Spark refuses with ``WRONG_NUM_ARGS`` (probed up to 6: 6
+            refused means more are too).
+        nargs: the counts it accepts (up to 6).
+        params: names of its named arguments (none: it takes none).
+        literal: 0-based position -> the error class Spark gives a column there.
+        types: 0-based position -> (the type Spark requires, the basic types it refuses).
+    """
+
+    name: str
+    kind: str
+    wrong_nargs: frozenset[int]
+    nargs: tuple[int, ...]
+    params: tuple[str, ...]
+    literal: Mapping[int, str]
+    types: Mapping[int, tuple[str, frozenset[str]]]
+
+    def refuses_count(self, n: int) -> bool:
+        """Spark refuses ``n`` arguments with ``WRONG_NUM_ARGS``."""
+        return n in self.wrong_nargs or (n > 6 and 6 in self.wrong_nargs)
+
+    @property
+    def expected(self) -> str:
+        """The accepted counts as Spark words them: ``3``, ``[2, 3]``, ``> 0``."""
+        if not self.nargs:
+            return "?"
+        if 6 in self.nargs and 6 not in self.wrong_nargs:
+            return f">= {self.nargs[0]}"
+        return str(self.nargs[0]) if len(self.nargs) == 1 else str(list(self.nargs))
+
+
+@cache
+def _document() -> dict[str, Any]:
+    text = Path(__file__).with_name("functions.json").read_text(encoding="utf-8")
+    document: dict[str, Any] = json.loads(text)
+    return document
+
+
+@cache
+def signature(name: str) -> Signature | None:
+    """The recorded signature of built-in ``name`` (any case), or None."""
+    f = _document()["functions"].get(name.lower())
+    if f is None or "kind" not in f:
+        return None
+    return Signature(
+        name=name.lower(), kind=f["kind"], wrong_nargs=frozenset(f.get("wrong_nargs", ())),
+        nargs=tuple(f.get("nargs", ())), params=tuple(f.get("params", ())),
+        literal={int(k): v for k, v in f.get("literal", {}).items()},
+        types={int(k): (v[0], frozenset(v[1])) for k, v in f.get("types", {}).items()})
+
+
+@cache
+def aggregate_names() -> frozenset[str]:
+    """Names of Spark's aggregate functions (``every``, ``bool_and``, ``any``, ``some``...)."""
+    return frozenset(n for n, f in _document()["functions"].items() if f.get("kind") == "aggregate")
+
+
+def operator_refuses(op: str, left: str, right: str | None = None) -> str | None:
+    """The error class Spark refuses ``left op right`` (``op left`` when ``right`` is None)
+    with, for basic type names (``int``, ``string``, ``array``...); None when it accepts it."""
+    table: dict[str, str] = _document()["operators"].get(op if right is not None
+                                                          else f"unary {op}", {})
+    return table.get(left if right is None else f"{left} {right}")
+
+
+_KEYS: dict[exp.DType, str] = {
+    T.BOOLEAN: "boolean", T.INT: "int", T.BIGINT: "bigint", T.DOUBLE: "double",
+    T.DECIMAL: "decimal", T.TEXT: "string", T.VARCHAR: "string", T.BINARY: "binary",
+    T.DATE: "date", T.TIMESTAMP: "timestamp", T.TIMESTAMPLTZ: "timestamp",
+    T.TIMESTAMPTZ: "timestamp", T.TIMESTAMPNTZ: "timestamp_ntz", T.ARRAY: "array",
+    T.MAP: "map", T.STRUCT: "struct",
+}
+
+
+def _number_type(text: str) -> str | None:
+    """Spark's type of an unsuffixed numeric literal: INT, BIGINT, DECIMAL or DOUBLE."""
+    if "e" in text.lower():
+        return "double"
+    if "." in text:
+        return "decimal"
+    value = int(text)
+    return "int" if value < 2 ** 31 else "bigint" if value < 2 ** 63 else "decimal"
+
+
+def arg_type(node: exp.Expr) -> str | None:
+    """The basic type name of an argument, when lint can vouch for it: a numeric or boolean
+    literal, a column name resolution typed, a CAST. None otherwise, and for string and NULL
+    literals, which Spark coerces to what the call needs."""
+    node = node.unnest()
+    if isinstance(node, exp.Literal):
+        return None if node.is_string else _number_type(node.name)
+    if isinstance(node, exp.Boolean):
+        return "boolean"
+    if isinstance(node, (exp.Cast, exp.TryCast)):
+        to = node.args.get("to")
+        return _KEYS.get(to.this) if isinstance(to, exp.DataType) else None
+    if isinstance(node, (exp.Column, exp.Dot)) and is_known(node.type):
+        return _KEYS.get(node.type.this)
+    return None
