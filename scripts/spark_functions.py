@@ -123,7 +123,7 @@ class Prober:
         import py4j.protocol
 
         # py4j's own error (not pyspark's conversion, which costs a Python traceback per probe)
-        py4j.java_gateway.get_return_value = py4j.protocol.get_return_value  # type: ignore[attr-defined]
+        py4j.java_gateway.get_return_value = py4j.protocol.get_return_value
         self.session = spark._jsparkSession  # noqa: SLF001 - the JVM session, through py4j
         self.jvm = spark._jvm  # noqa: SLF001
         self.count = 0
@@ -231,8 +231,11 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
                    and _refused_among(prober, name, arity, i, t, accepted)]
         if refused:
             types[str(i)] = [required, refused]
-        for column in [t for t in _PREFERRED if t in ok][:3]:  # a column of a type it takes
-            args = ["NULL"] * arity
+        # a column of a type the position takes (else of one it does not refuse: some
+        # functions refuse every NULL there), the other arguments constants of such types
+        for column in _candidates(ok, refused)[:3]:
+            args = [_sample(_candidates(*accepted[j][:2])) if j in accepted else "NULL"
+                    for j in range(arity)]
             args[i] = "c"
             error = prober.error(_call(name, args) + f" FROM (SELECT {_null(column)} AS c)")
             if error is None:
@@ -245,6 +248,23 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
     if literal:
         out["literal"] = literal
     return out
+
+
+#: A value of each type, for the other arguments of a literal-ness probe (some functions refuse
+#: a NULL there before they look at the column).
+_SAMPLES = {"string": "'1'", "int": "1", "double": "0.5D", "bigint": "1L", "decimal": "0.5",
+            "boolean": "true", "date": "DATE'2020-01-01'",
+            "timestamp": "TIMESTAMP'2020-01-01 00:00:00'", "array": "array(1)",
+            "map": "map('a', 1)", "struct": "named_struct('a', 1)"}
+
+
+def _candidates(ok: list[str], refused: list[str]) -> list[str]:
+    """The types to try at a position: those it accepts, else those it does not refuse."""
+    return [t for t in _PREFERRED if t in ok] or [t for t in _PREFERRED if t not in refused]
+
+
+def _sample(types: list[str]) -> str:
+    return next((_SAMPLES[t] for t in types if t in _SAMPLES), "NULL")
 
 
 def _accepted(prober: Prober, name: str, arity: int, i: int
@@ -332,9 +352,10 @@ def main() -> int:
             functions.setdefault(name, {"class": "", "group": "", "category": cat})
         prober = Prober(spark)
         for name in sorted(functions):
-            f = functions[name]
-            if f["category"] == "allowed" and name[0].isalpha() and f["group"] != "table_funcs":
-                f.update(_probe(prober, name, f["class"], f["group"]))
+            record = functions[name]
+            if record["category"] == "allowed" and name[0].isalpha() and \
+                    record["group"] != "table_funcs":
+                record.update(_probe(prober, name, record["class"], record["group"]))
         document = {
             "spark_version": spark.version,
             "generated_by": "python scripts/spark_functions.py",

@@ -41,9 +41,8 @@ def _is_aggregate(node: exp.Expr) -> bool:
         return node.name.lower() in _AGGREGATE_NAMES
     if isinstance(node, exp.Filter):  # count(*) FILTER (WHERE ...): the filter is inside
         return _is_aggregate(node.this)
-    if isinstance(node, exp.Any):  # any(x) is bool_or; x = ANY (SELECT ...) a predicate
-        return not isinstance(node.this.unnest() if isinstance(node.this, exp.Paren)
-                              else node.this, (exp.Query, exp.Subquery))
+    if isinstance(node, exp.Any):  # any(x) is bool_or; x = ANY (...), LIKE ANY (...) are not
+        return not (isinstance(node.parent, exp.Predicate) and node.parent.expression is node)
     return isinstance(node, (exp.AggFunc, exp.WithinGroup))
 
 

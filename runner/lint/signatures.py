@@ -20,11 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from runner.errors import Violation
@@ -32,6 +29,8 @@ from runner.lint.builtins import Signature, arg_type, operator_refuses, signatur
 from runner.lint.context import ModelContext
 from runner.lint.infer import element_type, is_, is_known
 from runner.lint.rules import ModelRule
+from runner.lint.sql_tokens import tokens as sql_tokens
+from runner.lint.sql_tokens import violation_at
 
 __all__ = ["ArgumentType", "FunctionArguments", "calls"]
 
@@ -85,14 +84,6 @@ _QUANTIFIERS = frozenset({"in", "any", "some", "all"})
 _TYPE_NAMES = frozenset({"decimal", "dec", "numeric", "char", "varchar", "character"})
 
 
-@cache
-def _tokens(sql: str) -> tuple[Token, ...]:
-    try:
-        return tuple(Dialect.get_or_raise("spark").tokenizer().tokenize(sql))
-    except TokenError:
-        return ()
-
-
 def _spans(root: exp.Expr) -> dict[tuple[int, int], exp.Expr]:
     """(first offset, last offset) in the SQL -> the outermost node that spans exactly that."""
     order = list(root.walk(bfs=False))
@@ -119,7 +110,8 @@ def _spans(root: exp.Expr) -> dict[tuple[int, int], exp.Expr]:
 def _split(tokens: tuple[Token, ...], open_at: int) -> tuple[list[tuple[int, int]], int] | None:
     """The token ranges ``[i, j)`` of the top-level arguments of the call whose ``(`` is at
     ``open_at``, and the index of its ``)``; None for special syntax."""
-    depth, start, ranges = 0, open_at + 1, []
+    depth, start = 0, open_at + 1
+    ranges: list[tuple[int, int]] = []
     for k in range(open_at + 1, len(tokens)):
         kind = tokens[k].token_type
         if kind in (TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.CASE):
@@ -141,6 +133,7 @@ def _split(tokens: tuple[Token, ...], open_at: int) -> tuple[list[tuple[int, int
 def _arg(tokens: tuple[Token, ...], i: int, j: int,
          spans: dict[tuple[int, int], exp.Expr]) -> Arg:
     name = None
+    first = tokens[i].start if j > i else 0
     kinds = [t.token_type for t in tokens[i:j]]
     if j - i > 2 and kinds[1] == TokenType.FARROW:
         name, i = tokens[i].text, i + 2
@@ -150,7 +143,7 @@ def _arg(tokens: tuple[Token, ...], i: int, j: int,
            and _split(tokens, i) == ([(i + 1, j - 1)], j - 1)):
         i, j = i + 1, j - 1  # (expr): the node spans what is inside
     node = spans.get((tokens[i].start, tokens[j - 1].end)) if j > i else None
-    return Arg(node, tokens[i].start if j > i else 0, name, is_lambda)
+    return Arg(node, first, name, is_lambda)
 
 
 def calls(ctx: ModelContext) -> list[Call]:
@@ -162,7 +155,7 @@ def calls(ctx: ModelContext) -> list[Call]:
 
 
 def _calls(sql: str, query: exp.Expr) -> list[Call]:
-    tokens = _tokens(sql)
+    tokens = sql_tokens(sql)
     spans: dict[tuple[int, int], exp.Expr] | None = None
     out = []
     for k in range(len(tokens) - 1):
@@ -206,14 +199,28 @@ def _non_constant(arg: exp.Expr, select: exp.Select | None) -> exp.Expr | None:
     return None
 
 
-def _at(rule: ModelRule, ctx: ModelContext, offset: int, message: str, hint: str
-        ) -> Violation:
-    """A violation at ``offset`` of the rendered SQL, placed in the model's file."""
-    sql = ctx.model.sql
-    line = sql.count("\n", 0, offset) + 1
-    column = offset - (sql.rfind("\n", 0, offset) + 1) + 1
-    line_, column_, note = ctx.source_position(line, column)
-    return Violation(rule.id, "error", ctx.model.path, line_, column_, message + note, hint)
+def argument_problem(call: Call) -> tuple[int, str, str] | None:
+    """(offset, message, hint) of the first problem of ``call``'s arguments, or None."""
+    name, sig, args = call.name, call.signature, call.args
+    named = [a for a in args if a.name is not None]
+    params = {p.lower() for p in sig.params}
+    if named and not params:
+        return (named[0].start, f"[NAMED_PARAMETERS_NOT_SUPPORTED] {name}() takes no named "
+                f"arguments ({named[0].name} => ...)", "pass the arguments by position")
+    unknown = next((a for a in named if (a.name or "").lower() not in params), None)
+    if unknown is not None:
+        return (unknown.start, f"[UNRECOGNIZED_PARAMETER_NAME] {name}() has no argument "
+                f"named {unknown.name}", f"its arguments: {', '.join(sig.params)}")
+    if not named and sig.refuses_count(len(args)):
+        return (call.start, f"[WRONG_NUM_ARGS] {name}() takes {sig.expected} "
+                f"argument(s), not {len(args)}", f"call {name}() with {sig.expected} "
+                "argument(s)")
+    lam = next((a for a in args if a.is_lambda), None)
+    if lam is not None and sig.kind != "higher_order":
+        return (lam.start, "[INVALID_LAMBDA_FUNCTION_CALL.NON_HIGHER_ORDER_FUNCTION] "
+                f"{name}() is not a higher-order function: it takes no lambda (x -> ...)",
+                "lambdas go in transform, filter, exists, forall, aggregate, zip_with...")
+    return None
 
 
 class FunctionArguments(ModelRule):
@@ -226,35 +233,11 @@ class FunctionArguments(ModelRule):
 
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
         for call in calls(ctx):
-            found = self._call(call)
+            found = argument_problem(call)
             if found is not None:
-                yield _at(self, ctx, *found)
+                yield violation_at(self, ctx, *found)
                 continue
             yield from self._constants(ctx, call)
-
-    @staticmethod
-    def _call(call: Call) -> tuple[int, str, str] | None:
-        """(offset, message, hint) of the first problem of ``call``'s arguments, or None."""
-        name, sig, args = call.name, call.signature, call.args
-        named = [a for a in args if a.name is not None]
-        params = {p.lower() for p in sig.params}
-        if named and not params:
-            return (named[0].start, f"[NAMED_PARAMETERS_NOT_SUPPORTED] {name}() takes no named "
-                    f"arguments ({named[0].name} => ...)", "pass the arguments by position")
-        unknown = next((a for a in named if (a.name or "").lower() not in params), None)
-        if unknown is not None:
-            return (unknown.start, f"[UNRECOGNIZED_PARAMETER_NAME] {name}() has no argument "
-                    f"named {unknown.name}", f"its arguments: {', '.join(sig.params)}")
-        if not named and sig.refuses_count(len(args)):
-            return (call.start, f"[WRONG_NUM_ARGS] {name}() takes {sig.expected} "
-                    f"argument(s), not {len(args)}", f"call {name}() with {sig.expected} "
-                    "argument(s)")
-        lam = next((a for a in args if a.is_lambda), None)
-        if lam is not None and sig.kind != "higher_order":
-            return (lam.start, "[INVALID_LAMBDA_FUNCTION_CALL.NON_HIGHER_ORDER_FUNCTION] "
-                    f"{name}() is not a higher-order function: it takes no lambda (x -> ...)",
-                    "lambdas go in transform, filter, exists, forall, aggregate, zip_with...")
-        return None
 
     def _constants(self, ctx: ModelContext, call: Call) -> Iterator[Violation]:
         for i, error in call.signature.literal.items():
@@ -309,7 +292,7 @@ class ArgumentType(ModelRule):
         if ctx.query is None or ctx.analysis is None:
             return
         for call in calls(ctx):
-            if FunctionArguments._call(call) is not None:
+            if argument_problem(call) is not None:
                 continue  # the arguments are wrong already
             for i, arg in enumerate(call.args):
                 rule = call.signature.types.get(i)
