@@ -32,6 +32,9 @@ against, from the registry where it says so and else by asking the analyser (eac
 - ``types``: per argument position (the first three), the basic types Spark refuses there with
   ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE`` naming that position (the other arguments NULL),
   and the type it requires.
+- ``probed_nargs``: the argument count ``literal`` and ``types`` were probed with (the largest
+  accepted up to 3): they hold for calls of at most that many arguments (``make_timestamp``'s
+  six-argument form takes other types than its two-argument one).
 
 ``operators`` holds the same for the operators: each pair of basic types a binary operator
 refuses (each type a unary one refuses), with the error class.
@@ -74,6 +77,9 @@ TYPES: dict[str, str] = {
     "timestamp": "TIMESTAMP", "timestamp_ntz": "TIMESTAMP_NTZ",
     "interval_day": "INTERVAL DAY TO SECOND", "interval_month": "INTERVAL YEAR TO MONTH",
     "array": "ARRAY<INT>", "map": "MAP<STRING, INT>", "struct": "STRUCT<a: INT>",
+    # a string literal: Spark coerces it where it would refuse a string column
+    # (``'a' - DATE'2020-01-01'``), so it is probed as a type of its own
+    "string_literal": "STRING",
 }
 #: A column's type for the literal-ness probe: the first of these a position accepts.
 _PREFERRED = ("string", "int", "double", "bigint", "decimal", "boolean", "date", "timestamp",
@@ -181,7 +187,8 @@ def _call(name: str, args: list[str]) -> str:
 
 
 def _null(t: str) -> str:
-    return f"CAST(NULL AS {TYPES[t]})"
+    """A value of type ``t``: a typed NULL (a string literal for ``string_literal``)."""
+    return "'1'" if t == "string_literal" else f"CAST(NULL AS {TYPES[t]})"
 
 
 def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, Any]:
@@ -247,6 +254,8 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
         out["types"] = types
     if literal:
         out["literal"] = literal
+    if types or literal:
+        out["probed_nargs"] = arity
     return out
 
 

@@ -41,6 +41,9 @@ class Signature:
         params: names of its named arguments (none: it takes none).
         literal: 0-based position -> the error class Spark gives a column there.
         types: 0-based position -> (the type Spark requires, the basic types it refuses).
+        probed_nargs: the argument count ``literal`` and ``types`` were probed with: they
+            hold for calls of at most that many arguments (an overload with more arguments
+            may take other types: ``make_timestamp``).
     """
 
     name: str
@@ -50,6 +53,11 @@ class Signature:
     params: tuple[str, ...]
     literal: Mapping[int, str]
     types: Mapping[int, tuple[str, frozenset[str]]]
+    probed_nargs: int = 0
+
+    def checks_arguments_of(self, n: int) -> bool:
+        """``literal`` and ``types`` hold for a call of ``n`` arguments."""
+        return 0 < n <= self.probed_nargs
 
     def refuses_count(self, n: int) -> bool:
         """Spark refuses ``n`` arguments with ``WRONG_NUM_ARGS``."""
@@ -82,7 +90,8 @@ def signature(name: str) -> Signature | None:
         name=name.lower(), kind=f["kind"], wrong_nargs=frozenset(f.get("wrong_nargs", ())),
         nargs=tuple(f.get("nargs", ())), params=tuple(f.get("params", ())),
         literal={int(k): v for k, v in f.get("literal", {}).items()},
-        types={int(k): (v[0], frozenset(v[1])) for k, v in f.get("types", {}).items()})
+        types={int(k): (v[0], frozenset(v[1])) for k, v in f.get("types", {}).items()},
+        probed_nargs=f.get("probed_nargs", 0))
 
 
 @cache
@@ -119,12 +128,12 @@ def _number_type(text: str) -> str | None:
 
 
 def arg_type(node: exp.Expr) -> str | None:
-    """The basic type name of an argument, when lint can vouch for it: a numeric or boolean
-    literal, a column name resolution typed, a CAST. None otherwise, and for string and NULL
-    literals, which Spark coerces to what the call needs."""
+    """The basic type name of an argument, when lint can vouch for it: a literal (a string
+    literal is ``string_literal``: Spark coerces it where it refuses a string column), a
+    column name resolution typed, a CAST. None otherwise (NULL, an expression)."""
     node = node.unnest()
     if isinstance(node, exp.Literal):
-        return None if node.is_string else _number_type(node.name)
+        return "string_literal" if node.is_string else _number_type(node.name)
     if isinstance(node, exp.Boolean):
         return "boolean"
     if isinstance(node, (exp.Cast, exp.TryCast)):

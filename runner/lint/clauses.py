@@ -10,8 +10,8 @@
 - ``QUALIFY`` has a window function in it or in the select list
   (``[QUALIFY_REQUIRES_WINDOW_FUNCTION]``).
 
-A select list with a ``*`` has a number of columns lint does not count: ordinals and
-subqueries over one are left alone.
+A select list with a ``*``, ``AS (a, b)`` or a generator has a number of columns lint does not
+count: ordinals and subqueries over one are left alone.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from sqlglot import exp
 
 from runner.errors import Violation
 from runner.lint.analysis import _grouping_aggregates
+from runner.lint.builtins import signature
 from runner.lint.context import ModelContext
+from runner.lint.infer import is_generator
 from runner.lint.rules import ModelRule
 
 __all__ = ["QueryShape"]
@@ -38,11 +40,22 @@ def _width(query: exp.Expr) -> int | None:
         query = query.this
     if isinstance(query, exp.SetOperation):
         return _width(query.left)
-    if not isinstance(query, exp.Select) or any(
-            isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star)
-            for p in query.expressions):
+    if not isinstance(query, exp.Select) or any(_many(p) for p in query.expressions):
         return None
     return len(query.expressions)
+
+
+def _many(projection: exp.Expr) -> bool:
+    """A projection that may be several columns: a ``*``, ``AS (a, b)``, a generator."""
+    if isinstance(projection, (exp.Star, exp.Aliases)) or (
+            isinstance(projection, exp.Column) and projection.is_star):
+        return True
+    inner = projection.unalias()
+    if is_generator(inner) or isinstance(inner, (exp.Explode, exp.Posexplode, exp.Inline)):
+        return True
+    name = inner.name if isinstance(inner, exp.Anonymous) else inner.key
+    sig = signature(name) if isinstance(inner, exp.Func) else None
+    return sig is not None and sig.kind == "generator"
 
 
 def _ordinal(node: exp.Expr) -> int | None:

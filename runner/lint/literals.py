@@ -45,11 +45,23 @@ _SPECIAL = frozenset({"epoch", "now", "today", "yesterday", "tomorrow", "allball
 _TYPED = {TokenType.DATE: "DATE", TokenType.TIMESTAMP: "TIMESTAMP",
           TokenType.TIMESTAMPTZ: "TIMESTAMP",
           TokenType.TIMESTAMPNTZ: "TIMESTAMP_NTZ", TokenType.TIMESTAMPLTZ: "TIMESTAMP_LTZ"}
-_INTEGER = r"\s*[+-]?\d+\s*"
-_UNIT_TEXT = {"YEAR": _INTEGER, "MONTH": _INTEGER, "WEEK": _INTEGER, "DAY": _INTEGER,
-              "HOUR": _INTEGER, "MINUTE": _INTEGER,
-              "SECOND": r"\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*",
-              "YEAR TO MONTH": r"\s*[+-]?\d+-\d+\s*"}
+_INTEGER = r"\s*[+-]?\s*\d+\s*"
+#: A unit -> the pattern its text matches (None: not checked).
+_UNIT_TEXT: dict[str, str | None] = {
+              "YEAR": _INTEGER, "MONTH": _INTEGER, "WEEK": _INTEGER, "DAY": _INTEGER,
+              "HOUR": _INTEGER, "MINUTE": _INTEGER, "MILLISECOND": None, "MICROSECOND": None,
+              "SECOND": r"\s*[+-]?\s*(\d+(\.\d*)?|\.\d+)\s*",
+              "YEAR TO MONTH": r"\s*[+-]?\s*\d+-\d+\s*",
+              "DAY TO HOUR": r"\s*[+-]?\s*\d+\s+\d+\s*",
+              "DAY TO MINUTE": r"\s*[+-]?\s*\d+\s+\d+:\d+\s*",
+              "DAY TO SECOND": r"\s*[+-]?\s*\d+\s+\d+:\d+:\d+(\.\d*)?\s*",
+              "HOUR TO MINUTE": r"\s*[+-]?\s*\d+:\d+\s*",
+              "HOUR TO SECOND": r"\s*[+-]?\s*\d+:\d+:\d+(\.\d*)?\s*",
+              "MINUTE TO SECOND": r"\s*[+-]?\s*\d+:\d+(\.\d*)?\s*"}
+#: A unit-less interval string that is no number-unit pair at all: ``'1'``, ``'1.2'``, ``'+'``,
+#: ``'3-3'``.
+_NO_UNIT = re.compile(r"\s*[+-]?\s*[\d.]*\s*|\s*[+-]?\s*\d+-\d+\s*")
+_WORD = re.compile(r"[^\W\d_]+")
 _UNITS = frozenset({"year", "month", "week", "day", "hour", "minute", "second", "millisecond",
                     "microsecond"})
 
@@ -133,18 +145,24 @@ def _interval(toks: tuple[Token, ...], k: int) -> str | None:
     if j >= len(toks) or toks[j].token_type != TokenType.STRING:
         return None
     text = toks[j].text
-    words = [t.text.upper() for t in toks[j + 1:j + 4]]
+    words: list[str] = []
+    for t in toks[j + 1:j + 4]:  # the unit words right after the string (not an alias's AS)
+        if t.token_type != TokenType.VAR:
+            break
+        words.append(t.text.upper())
     unit = None
     if words[:1] and words[0].rstrip("S") in _UNIT_TEXT:
         unit = words[0].rstrip("S")
         if words[1:2] == ["TO"] and len(words) > 2:
             unit = f"{unit} TO {words[2].rstrip('S')}"
+    if unit is None and words:
+        return None  # a unit lint does not know, or an alias: Spark's to judge
     if unit is None:  # INTERVAL '1 day 2 hours': number-unit pairs
-        parts = text.lower().split()
-        if parts and parts[0] == "interval":
-            parts = parts[1:]
-        bad = [p for p in parts[1::2] if p.rstrip("s") not in _UNITS]
-        if len(parts) % 2 == 0 and bad:
+        if _NO_UNIT.fullmatch(text):
+            return f"[INVALID_TYPED_LITERAL] INTERVAL '{text}' names no unit"
+        words = [w.lower() for w in _WORD.findall(text)]
+        bad = [w for w in words if w.rstrip("s") not in _UNITS and w != "interval"]
+        if bad:
             return f"[INVALID_TYPED_LITERAL] INTERVAL '{text}': {bad[0]} is no unit"
         return None
     pattern = _UNIT_TEXT.get(unit)

@@ -12,8 +12,9 @@ recorded from Spark's registry (:mod:`runner.lint.builtins`):
 Spark refuses every finding (each example is run through its analyser by
 tests/spark/test_signatures_vs_spark.py). When in doubt a rule does not flag: a call whose
 arguments lint cannot map to Spark's positions, an argument whose type it cannot vouch for
-(:func:`~runner.lint.builtins.arg_type`: a string literal Spark coerces), a count or type the
-registry has no record of.
+(:func:`~runner.lint.builtins.arg_type`: NULL, an expression), a count or type the registry
+has no record of, an overload with more arguments than the one probed, the grammar's own forms
+(``DATE_ADD(DAY, 1, d)``, ``trim(BOTH 'x' FROM s)``, ``count(DISTINCT a)``).
 """
 
 from __future__ import annotations
@@ -81,6 +82,10 @@ _NOT_BEFORE_CALL = frozenset({
     TokenType.ALIAS, TokenType.DOT, TokenType.DCOLON, TokenType.COLON})
 #: Names that are also syntax: ``x IN (...)``, ``LIKE ANY (...)``, ``> SOME (...)``.
 _QUANTIFIERS = frozenset({"in", "any", "some", "all"})
+_DATETIME_UNITS = frozenset({
+    "YEAR", "YEARS", "QUARTER", "QUARTERS", "MONTH", "MONTHS", "WEEK", "WEEKS", "DAY", "DAYS",
+    "DAYOFYEAR", "HOUR", "HOURS", "MINUTE", "MINUTES", "SECOND", "SECONDS", "MILLISECOND",
+    "MILLISECONDS", "MICROSECOND", "MICROSECONDS", "NANOSECOND", "NANOSECONDS"})
 _TYPE_NAMES = frozenset({"decimal", "dec", "numeric", "char", "varchar", "character"})
 
 
@@ -173,6 +178,9 @@ def _calls(sql: str, query: exp.Expr) -> list[Call]:
         if split is None:
             continue
         ranges = split[0]
+        if ranges and ranges[0][1] - ranges[0][0] == 1 and \
+                tokens[ranges[0][0]].text.upper() in _DATETIME_UNITS:
+            continue  # DATE_ADD(DAY, 1, d), DATEDIFF(MONTH, a, b): the grammar's unit forms
         if name in _TYPE_NAMES and all(j - i == 1 and tokens[i].token_type == TokenType.NUMBER
                                        for i, j in ranges):
             continue  # DECIMAL(10, 2): a type
@@ -240,6 +248,8 @@ class FunctionArguments(ModelRule):
             yield from self._constants(ctx, call)
 
     def _constants(self, ctx: ModelContext, call: Call) -> Iterator[Violation]:
+        if not call.signature.checks_arguments_of(len(call.args)):
+            return
         for i, error in call.signature.literal.items():
             arg = call.args[i] if i < len(call.args) else None
             if arg is None or arg.node is None or arg.name is not None:
@@ -262,7 +272,7 @@ _COMPLEX = frozenset({"array", "map", "struct"})
 _SPARK_TYPES = {"string": "STRING", "int": "INT", "bigint": "BIGINT", "double": "DOUBLE",
                 "decimal": "DECIMAL", "boolean": "BOOLEAN", "binary": "BINARY", "date": "DATE",
                 "timestamp": "TIMESTAMP", "timestamp_ntz": "TIMESTAMP_NTZ", "array": "ARRAY",
-                "map": "MAP", "struct": "STRUCT"}
+                "map": "MAP", "struct": "STRUCT", "string_literal": "STRING"}
 
 
 def _value_type(node: exp.Expr) -> exp.DataType | None:
@@ -289,11 +299,12 @@ class ArgumentType(ModelRule):
     id = "argument-type"
 
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
-        if ctx.query is None or ctx.analysis is None:
+        if ctx.query is None:
             return
         for call in calls(ctx):
-            if argument_problem(call) is not None:
-                continue  # the arguments are wrong already
+            if argument_problem(call) is not None or not call.signature.checks_arguments_of(
+                    len(call.args)):
+                continue  # the arguments are wrong already, or an overload not probed
             for i, arg in enumerate(call.args):
                 rule = call.signature.types.get(i)
                 kind = arg_type(arg.node) if rule is not None and arg.node is not None \

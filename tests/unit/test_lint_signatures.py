@@ -140,6 +140,14 @@ VALID: dict[str, str] = {
     "lateral_view": "SELECT a.eventId, err.errorCode AS code FROM parsed_events AS a\n"
                     "LATERAL VIEW explode(errors) e AS err",
     "values_alias": "SELECT v.a FROM VALUES (1, 2) AS v(a, b)",
+    "unit_forms": f"SELECT DATE_ADD(DAY, 1, `timestamp`) AS a,\n"
+                  f"  DATEDIFF(MONTH, `timestamp`, `timestamp`) AS b {P}",
+    "overloads": "SELECT make_timestamp(2021, 07, 11, 6, 30, 45.678) AS a,\n"
+                 f"  make_timestamp(2021, 7, 11, 6, 30, 45.678, 'CET') AS b {P}",
+    # a generator's columns: Spark counts positions its own way (lint does not count them)
+    "generator_positions": "SELECT stack(2, 'first', count(*), 'second', CAST(0 AS BIGINT))"
+                           f" AS (x1, x2), id\nFROM (SELECT 1 AS id {P}) AS t GROUP BY 2",
+    "interval_sign_space": f"SELECT INTERVAL '-\t 1' DAY AS a {P}",
 }
 
 
