@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from runner.lint.builtins import signature
-from tests.spark.test_lint_vs_spark import _rendered, analyse
+from runner.project.loader import load_project
+from tests.spark.test_lint_vs_spark import _rendered
 from tests.unit.test_lint import _BASE, BROKEN
 from tests.unit.test_lint_signatures import INVALID, RULES, VALID
 
@@ -21,7 +22,28 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.spark
 
-__all__ = ["analyse"]  # the fixture, shared with test_lint_vs_spark
+
+
+@pytest.fixture(scope="module")
+def analyse(spark: SparkSession):  # type: ignore[no-untyped-def]
+    """``analyse(sql)``: None when Spark accepts the query, else its error class and message
+    (a parser's error too, whose text starts on its second line)."""
+    from pyspark.errors import PySparkException
+
+    session = spark.newSession()
+    schema = load_project(BROKEN / "function-arguments").schema.ddl
+    events = session.createDataFrame([], schema + ", _batch_id BIGINT, _source_file STRING")
+    events.createOrReplaceTempView("parsed_events")
+    session.sql(_BASE["base"]).createOrReplaceTempView("base")
+
+    def run(sql: str) -> str | None:
+        try:
+            session.sql(sql)
+        except PySparkException as e:
+            return f"{e.getCondition()}: {' '.join(str(e).split())[:300]}"
+        return None
+
+    return run
 
 
 def test_flagged_sql_is_refused_with_the_class_named(analyse, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -114,8 +114,8 @@ VALID: dict[str, str] = {
                    "  AND eventId NOT IN ('a', 'b')",
     "special_syntax": f"SELECT CAST(request.latency_ms AS DECIMAL(10, 2)) AS d,\n"
                       f"  trim(BOTH 'x' FROM eventId) AS t, EXTRACT(YEAR FROM `timestamp`) AS y,\n"
-                      f"  substring(eventId FROM 1 FOR 2) AS s, count(DISTINCT eventId) OVER () "
-                      f"AS c,\n  position('a' IN eventId) AS p {P}",
+                      f"  substring(eventId FROM 1 FOR 2) AS s, position('a' IN eventId) AS p {P}",
+    "distinct_count": f"SELECT count(DISTINCT eventId, user.country) AS c {P}",
     "typed_literals": "SELECT date '2016-03-11' AS a, date '2016' AS b, date '2016-3-1 xyz' AS c,\n"
                       "  date '+2016-02-03' AS d, timestamp '2016-03-11 10:00:00 UTC' AS e,\n"
                       "  timestamp '2016' AS f, timestamp_ntz '2016-03-11 10:00' AS g,\n"
