@@ -127,6 +127,24 @@ def _number_type(text: str) -> str | None:
     return "int" if value < 2 ** 31 else "bigint" if value < 2 ** 63 else "decimal"
 
 
+_MONTHS = frozenset({"YEAR", "YEARS", "MONTH", "MONTHS"})
+_DAYS = frozenset({"WEEK", "WEEKS", "DAY", "DAYS", "HOUR", "HOURS", "MINUTE", "MINUTES", "SECOND",
+                   "SECONDS", "MILLISECOND", "MILLISECONDS", "MICROSECOND", "MICROSECONDS"})
+
+
+def _interval_type(node: exp.Interval) -> str | None:
+    """``interval_month`` for ``INTERVAL '1' YEAR`` / ``'1-2' YEAR TO MONTH``, ``interval_day``
+    for ``INTERVAL '1' DAY`` / ``'1 2:03' DAY TO MINUTE``; None for the multi-unit forms
+    (``INTERVAL '1 day 2 hours'``, ``INTERVAL 3 days``: Spark's legacy interval), which sqlglot
+    splits into a literal of its own making (no position in the SQL)."""
+    text, unit = node.this, node.args.get("unit")
+    if not isinstance(text, exp.Literal) or not isinstance(text.meta.get("start"), int):
+        return None
+    first = unit.this if isinstance(unit, exp.IntervalSpan) else unit
+    name = first.name.upper() if isinstance(first, exp.Expression) else ""
+    return "interval_month" if name in _MONTHS else "interval_day" if name in _DAYS else None
+
+
 def arg_type(node: exp.Expr) -> str | None:
     """The basic type name of an argument, when lint can vouch for it: a literal (a string
     literal is ``string_literal``: Spark coerces it where it refuses a string column), a
@@ -136,6 +154,10 @@ def arg_type(node: exp.Expr) -> str | None:
         return "string_literal" if node.is_string else _number_type(node.name)
     if isinstance(node, exp.Boolean):
         return "boolean"
+    if isinstance(node, exp.HexString):  # X'01'
+        return "binary"
+    if isinstance(node, exp.Interval):
+        return _interval_type(node)
     if isinstance(node, (exp.Cast, exp.TryCast)):
         to = node.args.get("to")
         return _KEYS.get(to.this) if isinstance(to, exp.DataType) else None

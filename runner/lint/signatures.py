@@ -272,7 +272,9 @@ _COMPLEX = frozenset({"array", "map", "struct"})
 _SPARK_TYPES = {"string": "STRING", "int": "INT", "bigint": "BIGINT", "double": "DOUBLE",
                 "decimal": "DECIMAL", "boolean": "BOOLEAN", "binary": "BINARY", "date": "DATE",
                 "timestamp": "TIMESTAMP", "timestamp_ntz": "TIMESTAMP_NTZ", "array": "ARRAY",
-                "map": "MAP", "struct": "STRUCT", "string_literal": "STRING"}
+                "map": "MAP", "struct": "STRUCT", "string_literal": "STRING",
+                "interval_day": "INTERVAL DAY TO SECOND",
+                "interval_month": "INTERVAL YEAR TO MONTH"}
 
 
 def _value_type(node: exp.Expr) -> exp.DataType | None:

@@ -39,6 +39,12 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                        "DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES", (1, 8)),
     "negate_array": ("argument-type", f"SELECT -errors AS x {P}",
                      "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 9)),
+    "int_minus_interval": ("argument-type", f"SELECT request.latency_ms - INTERVAL '2' DAY AS x {P}",
+                           "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 8)),
+    "year_plus_day": ("argument-type", f"SELECT INTERVAL '1' YEAR + INTERVAL '1' DAY AS x {P}",
+                      "DATATYPE_MISMATCH", (1, 17)),  # the first literal's position
+    "negate_binary": ("argument-type", f"SELECT -X'01' AS x {P}",
+                      "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 9)),
     "struct_by_number": ("argument-type", f"SELECT errors[0][1] AS x {P}",
                          "INVALID_EXTRACT_FIELD_TYPE", (1, 8)),
     "date_words": ("invalid-literal", f"SELECT date 'mar 11 2016' AS d {P}",
@@ -147,6 +153,9 @@ VALID: dict[str, str] = {
     # a generator's columns: Spark counts positions its own way (lint does not count them)
     "generator_positions": "SELECT stack(2, 'first', count(*), 'second', CAST(0 AS BIGINT))"
                            f" AS (x1, x2), id\nFROM (SELECT 1 AS id {P}) AS t GROUP BY 2",
+    "interval_arithmetic": f"SELECT `timestamp` + INTERVAL '1 day 2 hours' AS a,\n"
+                           f"  INTERVAL '1' MONTH + INTERVAL '2' YEAR AS b,\n"
+                           f"  `timestamp` - INTERVAL '1-2' YEAR TO MONTH AS c {P}",
     "interval_sign_space": f"SELECT INTERVAL '-\t 1' DAY AS a {P}",
 }
 
