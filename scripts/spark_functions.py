@@ -72,7 +72,8 @@ DENIED_CLASSES = ("CallMethodViaReflection", "TryReflect")
 
 #: The basic types a call is probed with, by the name functions.json and signatures.py use.
 TYPES: dict[str, str] = {
-    "boolean": "BOOLEAN", "int": "INT", "bigint": "BIGINT", "double": "DOUBLE",
+    "boolean": "BOOLEAN", "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INT",
+    "bigint": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
     "decimal": "DECIMAL(10,2)", "string": "STRING", "binary": "BINARY", "date": "DATE",
     "timestamp": "TIMESTAMP", "timestamp_ntz": "TIMESTAMP_NTZ",
     "interval_day": "INTERVAL DAY TO SECOND", "interval_month": "INTERVAL YEAR TO MONTH",
@@ -84,7 +85,7 @@ TYPES: dict[str, str] = {
 #: A column's type for the literal-ness probe: the first of these a position accepts.
 _PREFERRED = ("string", "int", "double", "bigint", "decimal", "boolean", "date", "timestamp",
               "array", "map", "struct", "binary", "timestamp_ntz", "interval_day",
-              "interval_month")
+              "interval_month", "smallint", "tinyint", "float")
 BINARY_OPERATORS = ("+", "-", "*", "/", "%", "div", "&", "|", "^", "||", "=", "<=>", "!=",
                     "<", "<=", ">", ">=", "and", "or")
 UNARY_OPERATORS = ("-", "~", "not")

@@ -109,7 +109,8 @@ def operator_refuses(op: str, left: str, right: str | None = None) -> str | None
 
 
 _KEYS: dict[exp.DType, str] = {
-    T.BOOLEAN: "boolean", T.INT: "int", T.BIGINT: "bigint", T.DOUBLE: "double",
+    T.BOOLEAN: "boolean", T.TINYINT: "tinyint", T.SMALLINT: "smallint", T.INT: "int",
+    T.BIGINT: "bigint", T.FLOAT: "float", T.DOUBLE: "double",
     T.DECIMAL: "decimal", T.TEXT: "string", T.VARCHAR: "string", T.BINARY: "binary",
     T.DATE: "date", T.TIMESTAMP: "timestamp", T.TIMESTAMPLTZ: "timestamp",
     T.TIMESTAMPTZ: "timestamp", T.TIMESTAMPNTZ: "timestamp_ntz", T.ARRAY: "array",

@@ -269,7 +269,8 @@ _BINARY: dict[type[exp.Expr], str] = {
 }
 _UNARY: dict[type[exp.Expr], str] = {exp.Neg: "-", exp.BitwiseNot: "~", exp.Not: "not"}
 _COMPLEX = frozenset({"array", "map", "struct"})
-_SPARK_TYPES = {"string": "STRING", "int": "INT", "bigint": "BIGINT", "double": "DOUBLE",
+_SPARK_TYPES = {"string": "STRING", "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INT",
+                "bigint": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
                 "decimal": "DECIMAL", "boolean": "BOOLEAN", "binary": "BINARY", "date": "DATE",
                 "timestamp": "TIMESTAMP", "timestamp_ntz": "TIMESTAMP_NTZ", "array": "ARRAY",
                 "map": "MAP", "struct": "STRUCT", "string_literal": "STRING",
