@@ -8,8 +8,12 @@ query that reads no table, rewritten (through sqlglot's AST) to read ``parsed_ev
 
 - a SELECT without FROM selects ``FROM parsed_events`` (each branch of a set operation, each
   CTE body), so it runs once per event;
-- ``FROM VALUES (...) AS t(a, b)`` becomes a subquery over ``parsed_events`` with the same
-  rows (``SELECT 1 AS a, 2 AS b FROM parsed_events UNION ALL ...``) and the same alias;
+- ``FROM VALUES (...) AS t(a, b)`` becomes a subquery over ``parsed_events`` with its first
+  :data:`MAX_ROWS` rows (``SELECT 1 AS a, 2 AS b FROM parsed_events UNION ALL ...``) and the
+  same alias;
+- a view or table the golden file creates from such a query (``CREATE TEMPORARY VIEW t AS
+  SELECT * FROM VALUES ...``) is inlined as a CTE of the same name into the queries after it
+  that read it (until the file drops or replaces it);
 - a query naming any other table, a table-valued function, or anything but a query (DDL,
   ``SET``, ``EXPLAIN``...) is left out: those tables do not exist here;
 - a query sqlglot cannot parse and that has no FROM is kept as Spark's tests wrote it (Spark
@@ -38,7 +42,7 @@ import logging
 import re
 import sys
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import sqlglot
@@ -54,6 +58,10 @@ _RESULTS = "sql-tests/results/"
 _SKIPPED_SUITES = ("udf/", "udaf/", "udtf/")
 _JINJA = ("{{", "{%", "{#")
 _NAME = re.compile(r"[^a-z0-9]+")
+#: Rows kept of a VALUES list: analysis reads types, not rows, and two rows keep VALUES' type
+#: widening across rows; more would make the inlined views of the subquery suites' models
+#: several kilobytes each, and lint's time grows with them.
+MAX_ROWS = 2
 
 #: Models written here, not taken from the jar: places where sqlglot and Spark disagree that
 #: the golden files do not reach over parsed_events (name -> SQL).
@@ -119,7 +127,8 @@ def golden_queries(text: str) -> Iterator[tuple[int, str, str]]:
 def _values_subquery(values: exp.Values) -> exp.Expr | None:
     """``VALUES (...) AS t(a, b)`` as ``(SELECT .. AS a, .. AS b FROM parsed_events UNION
     ALL ...) AS t``; None when its rows are not tuples of one width."""
-    rows = [r.expressions if isinstance(r, exp.Tuple) else [r] for r in values.expressions]
+    rows = [r.expressions if isinstance(r, exp.Tuple) else [r]
+            for r in values.expressions][:MAX_ROWS]
     if not rows or len({len(r) for r in rows}) != 1:
         return None
     alias = values.args.get("alias")
@@ -137,17 +146,28 @@ def _values_subquery(values: exp.Values) -> exp.Expr | None:
     return exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(table_alias)))
 
 
-def rewrite(statement: exp.Expr) -> exp.Expr | None:
-    """``statement`` reading ``parsed_events`` instead of nothing or VALUES; None when it is
-    not a query or reads a table (or table function) that does not exist here."""
+def rewrite(statement: exp.Expr, views: Mapping[str, exp.Query] | None = None
+            ) -> exp.Query | None:
+    """``statement`` reading ``parsed_events`` instead of nothing or VALUES, the ``views``
+    it reads (name -> their rewritten query) inlined as CTEs; None when it is not a query or
+    reads a table (or table function) that does not exist here."""
+    views = views or {}
     if not isinstance(statement, exp.Query):
         return None
     tree = statement.copy()
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    inlined: list[str] = []
     for table in list(tree.find_all(exp.Table)):
-        if not isinstance(table.this, exp.Identifier) or table.name.lower() not in ctes \
-                or table.args.get("db"):
+        name = table.name.lower()
+        if not isinstance(table.this, exp.Identifier) or table.args.get("db") \
+                or table.args.get("catalog"):
             return None
+        if name in ctes:
+            continue
+        if name not in views:
+            return None
+        if name not in inlined:
+            inlined.append(name)
     for values in list(tree.find_all(exp.Values)):
         if not isinstance(values.parent, (exp.From, exp.Join)):
             return None  # VALUES elsewhere (INSERT): not a query this corpus keeps
@@ -158,7 +178,46 @@ def rewrite(statement: exp.Expr) -> exp.Expr | None:
     for select in list(tree.find_all(exp.Select)):
         if select.args.get("from_") is None and _outermost(select):
             select.from_(EVENTS, copy=False)
+    if inlined:
+        new = [exp.CTE(this=views[n].copy(), alias=exp.TableAlias(this=exp.to_identifier(n)))
+               for n in inlined]
+        with_ = tree.args.get("with_")
+        if isinstance(with_, exp.With):
+            with_.set("expressions", new + list(with_.expressions))
+        else:
+            tree.set("with_", exp.With(expressions=new))
     return tree
+
+
+def view_of(statement: exp.Expr, views: Mapping[str, exp.Query]
+            ) -> tuple[str, exp.Query | None] | None:
+    """``(name, query)`` of a view or table the statement creates from a query (its query
+    rewritten, None when it reads what does not exist here), ``(name, None)`` for one it
+    drops or creates otherwise; None for any other statement."""
+    if isinstance(statement, exp.Drop) and str(statement.args.get("kind")).upper() in (
+            "VIEW", "TABLE"):
+        tables = statement.args.get("tables") or [statement.this]
+        return (tables[0].name.lower(), None) if tables and tables[0] is not None else None
+    if not isinstance(statement, exp.Create) or \
+            str(statement.args.get("kind")).upper() not in ("VIEW", "TABLE"):
+        return None
+    target = statement.this
+    columns: list[str] = []
+    if isinstance(target, exp.Schema):
+        columns = [c.name for c in target.expressions]
+        if not all(isinstance(c, exp.Identifier) for c in target.expressions):
+            columns = []  # typed columns (CREATE TABLE t(a INT)): an empty table, no query
+            target = exp.Table()
+        else:
+            target = target.this
+    if not isinstance(target, exp.Table) or not target.name:
+        return None
+    query = statement.args.get("expression")
+    body = rewrite(query, views) if isinstance(query, exp.Query) else None
+    if body is not None and columns:
+        body = exp.select("*").from_(exp.Subquery(this=body, alias=exp.TableAlias(
+            this=exp.to_identifier("v"), columns=[exp.to_identifier(c) for c in columns])))
+    return target.name.lower(), body
 
 
 def _outermost(select: exp.Select) -> bool:
@@ -194,8 +253,9 @@ def _without_from(sql: str) -> bool:
         TokenType.FROM, TokenType.JOIN, TokenType.VALUES, TokenType.TABLE, TokenType.SEMICOLON}
 
 
-def model_sql(query: str) -> str | None:
-    """The model text of one golden query, or None when the corpus leaves it out."""
+def model_sql(query: str, views: dict[str, exp.Query]) -> str | None:
+    """The model text of one golden query, or None when the corpus leaves it out. A view (or
+    table) the query creates from a query goes into ``views`` for the queries after it."""
     if any(d in query for d in _JINJA):
         return None
     try:
@@ -206,7 +266,14 @@ def model_sql(query: str) -> str | None:
         return None
     if len(statements) != 1 or statements[0] is None:
         return None
-    tree = rewrite(statements[0])
+    created = view_of(statements[0], views)
+    if created is not None:
+        name, body = created
+        views.pop(name, None)
+        if body is not None:
+            views[name] = body
+        return None
+    tree = rewrite(statements[0], views)
     if tree is None:
         return None
     try:
@@ -230,8 +297,9 @@ def build(jar: Path) -> list[dict[str, object]]:
                        if n.startswith(_RESULTS) and n.endswith(".sql.out")
                        and not n.removeprefix(_RESULTS).startswith(_SKIPPED_SUITES))
         for file in files:
+            views: dict[str, exp.Query] = {}  # the file's views so far, inlined as CTEs
             for index, query, outcome in golden_queries(z.read(file).decode("utf-8")):
-                sql = model_sql(query)
+                sql = model_sql(query, views)
                 if sql is None:
                     continue
                 sha = sha_of(sql)
