@@ -6,7 +6,7 @@ types of arguments lint can vouch for.
 True
 >>> signature("bool_and").kind
 'aggregate'
->>> operator_refuses("+", "date", "array")
+>>> operator_refuses("+", "int", "array")
 'DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES'
 """
 
