@@ -62,6 +62,7 @@ class Call:
     signature: Signature
     start: int
     args: tuple[Arg, ...]
+    over: bool = False  # an OVER clause follows
 
     @property
     def name(self) -> str:
@@ -151,6 +152,15 @@ def _arg(tokens: tuple[Token, ...], i: int, j: int,
     return Arg(node, first, name, is_lambda)
 
 
+def _over(tokens: tuple[Token, ...], close: int) -> bool:
+    """An OVER clause follows the call whose ``)`` is at ``close`` (after IGNORE/RESPECT NULLS)."""
+    k = close + 1
+    if k + 1 < len(tokens) and tokens[k].text.upper() in ("IGNORE", "RESPECT") and \
+            tokens[k + 1].text.upper() == "NULLS":
+        k += 2
+    return k < len(tokens) and tokens[k].token_type == TokenType.OVER
+
+
 def calls(ctx: ModelContext) -> list[Call]:
     """Calls of built-ins with a recorded signature in the model's query, in source order."""
     query = ctx.query
@@ -187,7 +197,7 @@ def _calls(sql: str, query: exp.Expr) -> list[Call]:
         if spans is None:
             spans = _spans(query)
         out.append(Call(sig, tokens[k].start, tuple(_arg(tokens, i, j, spans)
-                                                    for i, j in ranges)))
+                                                    for i, j in ranges), _over(tokens, split[1])))
     return out
 
 
@@ -228,6 +238,10 @@ def argument_problem(call: Call) -> tuple[int, str, str] | None:
         return (lam.start, "[INVALID_LAMBDA_FUNCTION_CALL.NON_HIGHER_ORDER_FUNCTION] "
                 f"{name}() is not a higher-order function: it takes no lambda (x -> ...)",
                 "lambdas go in transform, filter, exists, forall, aggregate, zip_with...")
+    if sig.kind == "window" and not call.over:
+        return (call.start, f"[WINDOW_FUNCTION_WITHOUT_OVER_CLAUSE] {name}() is a window "
+                "function: it needs an OVER clause", f"{name}(...) OVER (PARTITION BY ... "
+                "ORDER BY ...)")
     return None
 
 
@@ -269,6 +283,13 @@ _BINARY: dict[type[exp.Expr], str] = {
 }
 _UNARY: dict[type[exp.Expr], str] = {exp.Neg: "-", exp.BitwiseNot: "~", exp.Not: "not"}
 _COMPLEX = frozenset({"array", "map", "struct"})
+_CONSTRUCTORS = {"map": "a MAP", "array": "an ARRAY", "struct": "a STRUCT",
+                 "named_struct": "a STRUCT"}
+#: Tokens that end an operand: a ``+`` after one is binary.
+_OPERAND_END = frozenset({
+    TokenType.VAR, TokenType.IDENTIFIER, TokenType.NUMBER, TokenType.STRING, TokenType.R_PAREN,
+    TokenType.R_BRACKET, TokenType.NULL, TokenType.TRUE, TokenType.FALSE, TokenType.END,
+    TokenType.STAR})
 _SPARK_TYPES = {"string": "STRING", "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INT",
                 "bigint": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
                 "decimal": "DECIMAL", "boolean": "BOOLEAN", "binary": "BINARY", "date": "DATE",
@@ -325,6 +346,20 @@ class ArgumentType(ModelRule):
                 break
         yield from self._operators(ctx)
         yield from self._struct_index(ctx)
+        yield from self._unary_plus(ctx)
+
+    def _unary_plus(self, ctx: ModelContext) -> Iterator[Violation]:
+        """``+map(1, 2)``: sqlglot drops a unary ``+``; Spark's takes numbers and intervals."""
+        tokens = sql_tokens(ctx.model.sql)
+        for k in range(len(tokens) - 2):
+            if tokens[k].token_type != TokenType.PLUS or (
+                    k > 0 and tokens[k - 1].token_type in _OPERAND_END):
+                continue
+            kind = _CONSTRUCTORS.get(tokens[k + 1].text.lower())
+            if kind and tokens[k + 2].token_type == TokenType.L_PAREN:
+                yield violation_at(self, ctx, tokens[k].start, "[DATATYPE_MISMATCH."
+                                   f"UNEXPECTED_INPUT_TYPE] a unary + takes a number or an "
+                                   f"interval, not {kind}", "remove the +")
 
     def _operators(self, ctx: ModelContext) -> Iterator[Violation]:
         for node in ctx.nodes.of(*_BINARY, *_UNARY):

@@ -105,9 +105,10 @@ def _disagreements(spark: SparkSession, names: list[str]) -> list[str]:
             got = condition(f"SELECT `{name}`({', '.join(args)})")
             if got != "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE":
                 wrong.append(f"{name} with {t} at {i + 1}: {got}")
-        if sig.kind == "aggregate" and sig.nargs and sig.nargs[0] > 0 and not sig.literal:
-            plan = spark.sql(f"SELECT `{name}`({', '.join(['NULL'] * sig.nargs[0])})")
-            if plan._jdf.queryExecution().analyzed().nodeName() != "Aggregate":
+        call = f"SELECT `{name}`({', '.join(['NULL'] * sig.nargs[0])})" if sig.nargs else ""
+        if sig.kind == "aggregate" and call and condition(call) is None:
+            plan = spark.sql(call)._jdf.queryExecution().analyzed()
+            if plan.nodeName() != "Aggregate":
                 wrong.append(f"{name} is no aggregate")
     return wrong
 

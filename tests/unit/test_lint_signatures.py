@@ -29,6 +29,8 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
     "lambda_in_upper": ("function-arguments",
                         f"SELECT upper(x -> x) AS x {P}",
                         "INVALID_LAMBDA_FUNCTION_CALL.NON_HIGHER_ORDER_FUNCTION", (1, 14)),
+    "lag_without_over": ("function-arguments", f"SELECT eventId, lag(eventId) AS prev {P}",
+                         "WINDOW_FUNCTION_WITHOUT_OVER_CLAUSE", (1, 17)),
     "json_length_int": ("argument-type", f"SELECT json_array_length(2) AS n {P}",
                         "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 26)),
     "upper_array": ("argument-type", f"SELECT upper(errors) AS x {P}",
@@ -45,6 +47,10 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                       "DATATYPE_MISMATCH", (1, 17)),  # the first literal's position
     "negate_binary": ("argument-type", f"SELECT -X'01' AS x {P}",
                       "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 9)),
+    "plus_map": ("argument-type", f"SELECT +map(1, 2) AS m {P}",
+                 "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 8)),
+    "plus_array": ("argument-type", f"SELECT eventId, +array(1) AS a {P}",
+                   "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 17)),
     "struct_by_number": ("argument-type", f"SELECT errors[0][1] AS x {P}",
                          "INVALID_EXTRACT_FIELD_TYPE", (1, 8)),
     "date_words": ("invalid-literal", f"SELECT date 'mar 11 2016' AS d {P}",
@@ -153,6 +159,10 @@ VALID: dict[str, str] = {
     # a generator's columns: Spark counts positions its own way (lint does not count them)
     "generator_positions": "SELECT stack(2, 'first', count(*), 'second', CAST(0 AS BIGINT))"
                            f" AS (x1, x2), id\nFROM (SELECT 1 AS id {P}) AS t GROUP BY 2",
+    "windows_with_over": f"SELECT eventId, lag(eventId) OVER (ORDER BY `timestamp`) AS a,\n"
+                         "  nth_value(eventId, 2) IGNORE NULLS OVER (ORDER BY `timestamp`) AS b,\n"
+                         "  1 + size(map(1, 2)) AS c, +1 AS d, 2 +array_size(array(1)) AS e\n"
+                         f"{P}",
     "interval_arithmetic": f"SELECT `timestamp` + INTERVAL '1 day 2 hours' AS a,\n"
                            f"  INTERVAL '1' MONTH + INTERVAL '2' YEAR AS b,\n"
                            f"  `timestamp` - INTERVAL '1-2' YEAR TO MONTH AS c {P}",
