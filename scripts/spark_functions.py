@@ -32,6 +32,8 @@ against, from the registry where it says so and else by asking the analyser (eac
 - ``types``: per argument position (the first three), the basic types Spark refuses there with
   ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE`` naming that position (the other arguments NULL),
   and the type it requires.
+- ``refused``: the error class of a function Spark refuses whatever its arguments (the TIME
+  functions, ``UNSUPPORTED_TIME_TYPE``: every call of it refused so, no argument type taken).
 - ``probed_nargs``: the argument count ``literal`` and ``types`` were probed with (the largest
   accepted up to 3): they hold for calls of at most that many arguments (``make_timestamp``'s
   six-argument form takes other types than its two-argument one).
@@ -99,6 +101,8 @@ _KINDS = (("window", "org.apache.spark.sql.catalyst.expressions.WindowFunction")
 _GROUP_KINDS = {"agg_funcs": "aggregate", "window_funcs": "window",
                 "generator_funcs": "generator", "lambda_funcs": "higher_order"}
 MAX_ARGS = 6
+#: The error of a call that makes or takes a TIME value (not supported by default in Spark 4.2).
+_NO_TIME = "UNSUPPORTED_TIME_TYPE"
 TYPED_POSITIONS = 3
 
 
@@ -199,6 +203,7 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
     wrong: list[int] = []
     first_plan = ""
     window_error = False
+    time_errors = 0  # calls refused because they make or take a TIME value
     for n in range(MAX_ARGS + 1):
         sql = _call(name, ["NULL"] * n)
         error = prober.error(sql)
@@ -210,6 +215,7 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
         elif not error[0].startswith("PARSE"):
             nargs.append(n)
             window_error = window_error or error[0].startswith("WINDOW_FUNCTION_WITHOUT_OVER")
+            time_errors += error[0] == _NO_TIME
     kind = prober.kind_of_class(class_name)
     if kind is None and first_plan:
         kind = ("aggregate" if first_plan.startswith("Aggregate") else
@@ -229,6 +235,9 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
     if arity is None or out["kind"] == "higher_order":
         return out
     accepted = {i: _accepted(prober, name, arity, i) for i in range(min(arity, TYPED_POSITIONS))}
+    if time_errors == len(nargs) and not any(ok for ok, _, _ in accepted.values()):
+        out["refused"] = _NO_TIME  # whatever its arguments: it makes or takes a TIME value
+        return out
     types: dict[str, list[Any]] = {}
     literal: dict[str, str] = {}
     for i, (ok, refused, required) in accepted.items():

@@ -41,6 +41,8 @@ class Signature:
         params: names of its named arguments (none: it takes none).
         literal: 0-based position -> the error class Spark gives a column there.
         types: 0-based position -> (the type Spark requires, the basic types it refuses).
+        refused: the error class Spark refuses every call of it with (the TIME functions:
+            ``UNSUPPORTED_TIME_TYPE``), or None.
         probed_nargs: the argument count ``literal`` and ``types`` were probed with: they
             hold for calls of at most that many arguments (an overload with more arguments
             may take other types: ``make_timestamp``).
@@ -54,6 +56,7 @@ class Signature:
     literal: Mapping[int, str]
     types: Mapping[int, tuple[str, frozenset[str]]]
     probed_nargs: int = 0
+    refused: str | None = None
 
     def checks_arguments_of(self, n: int) -> bool:
         """``literal`` and ``types`` hold for a call of ``n`` arguments."""
@@ -91,7 +94,7 @@ def signature(name: str) -> Signature | None:
         nargs=tuple(f.get("nargs", ())), params=tuple(f.get("params", ())),
         literal={int(k): v for k, v in f.get("literal", {}).items()},
         types={int(k): (v[0], frozenset(v[1])) for k, v in f.get("types", {}).items()},
-        probed_nargs=f.get("probed_nargs", 0))
+        probed_nargs=f.get("probed_nargs", 0), refused=f.get("refused"))
 
 
 @cache

@@ -220,6 +220,9 @@ def _non_constant(arg: exp.Expr, select: exp.Select | None) -> exp.Expr | None:
 def argument_problem(call: Call) -> tuple[int, str, str] | None:
     """(offset, message, hint) of the first problem of ``call``'s arguments, or None."""
     name, sig, args = call.name, call.signature, call.args
+    if sig.refused is not None:
+        return (call.start, f"[{sig.refused}] {name}() makes or takes TIME values, which this "
+                "Spark does not support", "use a TIMESTAMP (date_trunc, hour(), minute()...)")
     named = [a for a in args if a.name is not None]
     params = {p.lower() for p in sig.params}
     if named and not params:
@@ -347,6 +350,21 @@ class ArgumentType(ModelRule):
         yield from self._operators(ctx)
         yield from self._struct_index(ctx)
         yield from self._unary_plus(ctx)
+        yield from self._time_casts(ctx)
+
+    def _time_casts(self, ctx: ModelContext) -> Iterator[Violation]:
+        """``CAST(x AS TIME)``: Spark 4.2 has no TIME values (a ``TIME '12:00'`` literal, which
+        sqlglot parses as a cast too, is left alone)."""
+        sql = ctx.model.sql
+        for node in ctx.nodes.of(exp.Cast):
+            to = node.args.get("to")
+            if not isinstance(to, exp.DataType) or to.this is not T.TIME:
+                continue
+            start = node.this.meta.get("start") if isinstance(node.this, exp.Literal) else None
+            if isinstance(start, int) and sql[:start].rstrip().upper().endswith("TIME"):
+                continue  # TIME '12:00:00'
+            yield self.at(ctx, node, "[UNSUPPORTED_TIME_TYPE] this Spark does not support TIME "
+                          "values", "cast to TIMESTAMP instead")
 
     def _unary_plus(self, ctx: ModelContext) -> Iterator[Violation]:
         """``+map(1, 2)``: sqlglot drops a unary ``+``; Spark's takes numbers and intervals."""

@@ -31,6 +31,8 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                         "INVALID_LAMBDA_FUNCTION_CALL.NON_HIGHER_ORDER_FUNCTION", (1, 14)),
     "lag_without_over": ("function-arguments", f"SELECT eventId, lag(eventId) AS prev {P}",
                          "WINDOW_FUNCTION_WITHOUT_OVER_CLAUSE", (1, 17)),
+    "time_function": ("function-arguments", f"SELECT make_time(1, 2, 3) AS t {P}",
+                      "UNSUPPORTED_TIME_TYPE", (1, 8)),
     "json_length_int": ("argument-type", f"SELECT json_array_length(2) AS n {P}",
                         "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 26)),
     "upper_array": ("argument-type", f"SELECT upper(errors) AS x {P}",
@@ -51,6 +53,8 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                  "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 8)),
     "plus_array": ("argument-type", f"SELECT eventId, +array(1) AS a {P}",
                    "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 17)),
+    "cast_to_time": ("argument-type", f"SELECT CAST(eventId AS TIME) AS t {P}",
+                     "UNSUPPORTED_TIME_TYPE", (1, 13)),
     "struct_by_number": ("argument-type", f"SELECT errors[0][1] AS x {P}",
                          "INVALID_EXTRACT_FIELD_TYPE", (1, 8)),
     "date_words": ("invalid-literal", f"SELECT date 'mar 11 2016' AS d {P}",
@@ -163,6 +167,8 @@ VALID: dict[str, str] = {
                          "  nth_value(eventId, 2) IGNORE NULLS OVER (ORDER BY `timestamp`) AS b,\n"
                          "  1 + size(map(1, 2)) AS c, +1 AS d, 2 +array_size(array(1)) AS e\n"
                          f"{P}",
+    "time_of_day": f"SELECT TIME '12:00:00' AS t, current_time() AS c, hour(`timestamp`) AS h,\n"
+                   f"  date_trunc('HOUR', `timestamp`) AS d {P}",
     "interval_arithmetic": f"SELECT `timestamp` + INTERVAL '1 day 2 hours' AS a,\n"
                            f"  INTERVAL '1' MONTH + INTERVAL '2' YEAR AS b,\n"
                            f"  `timestamp` - INTERVAL '1-2' YEAR TO MONTH AS c {P}",
