@@ -95,7 +95,11 @@ def cli(ctx: click.Context, debug: bool) -> None:
               show_default=True, help="Findings as text, JSON, or GitHub workflow annotations.")
 @click.option("--state", metavar="PATH", help="The deployed target/manifest.json (or its "
               "folder): report what this change does to each deployed model's table.")
-def compile(project_dir: str, select: tuple[str, ...], fmt: Format, state: str | None) -> None:
+@click.option("--analyze", is_flag=True, help="Also run each model through Spark's parser and "
+              "analyser over an empty parsed_events, in one local session (needs Java): "
+              "Spark's own verdict, as `runner stream` checks before its first batch.")
+def compile(project_dir: str, select: tuple[str, ...], fmt: Format, state: str | None,
+            analyze: bool) -> None:
     """Render and lint every model; write target/compiled/*.sql and target/manifest.json.
 
     Exit codes: 0 clean (warnings allowed), 1 model errors, 2 configuration or usage errors.
@@ -107,6 +111,11 @@ def compile(project_dir: str, select: tuple[str, ...], fmt: Format, state: str |
         if deployed is not None:
             result = dataclasses.replace(result, violations=result.violations + tuple(
                 state_changes(result.plan, deployed, selected=bool(select))))
+        if analyze:
+            from runner.runtime.start.analysis import analyse_project  # starts a JVM
+
+            result = dataclasses.replace(result, violations=result.violations + tuple(
+                analyse_project(project, result.plan)))
     except ConfigError as e:
         if fmt == "text":
             raise

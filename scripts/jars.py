@@ -8,6 +8,8 @@ Groups, one pom each under ``jvm/``:
 - ``cloud``: object storage for the Spark session: hadoop-aws (S3A) with the AWS SDK v2 modules
   it uses, hadoop-azure (ABFS), spark-hadoop-cloud (``runner/runtime/client/session.py`` adds them
   to ``spark.jars`` when ``.jars/cloud/`` is there).
+- ``spark-tests``: Spark's SQL test jar (no dependencies), never on a classpath: its golden
+  files become the compile corpus (``scripts/spark_sql_corpus.py``).
 
 Each group is copied with its transitive runtime dependencies by
 ``mvn -B -q dependency:copy-dependencies``. A group is fetched again only when its pom changes:
@@ -33,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 JARS = ROOT / ".jars"
 POMS = {"spark": ROOT / "jvm" / "spark" / "pom.xml",
         "kafka-broker": ROOT / "jvm" / "kafka-broker" / "pom.xml",
-        "cloud": ROOT / "jvm" / "cloud" / "pom.xml"}
+        "cloud": ROOT / "jvm" / "cloud" / "pom.xml",
+        "spark-tests": ROOT / "jvm" / "spark-tests" / "pom.xml"}
 _NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Maven's closing advice ([ERROR] lines that say nothing about this failure).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv (if needed), install the runner with its test dependencies, fetch the JVM
 # jars (delta-spark, Spark's Kafka source, an Apache Kafka broker for tests, the object-storage
-# connectors) with Maven into .jars/, and install Azurite (the Azure Blob server of the tests)
+# connectors, Spark's SQL test jar) with Maven into .jars/, build the compile corpus from that
+# jar, and install Azurite (the Azure Blob server of the tests)
 # with npm into .tools/azurite/. Idempotent: a second run installs and downloads nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,8 @@ if ! command -v java >/dev/null 2>&1; then
 fi
 # Stamped per pom (.jars/<group>/.stamp-<hash>): Maven runs only when a pom changed.
 .venv/bin/python scripts/jars.py
+# The compile corpus from Spark's SQL test jar (.jars/spark-tests/models.jsonl); stamped.
+.venv/bin/python scripts/spark_sql_corpus.py
 # Azurite from npm, for the Azure tests (tests/support/object_store.py). 3.36 and later need
 # Node 21+; 3.35.0 runs on the Node 20 of Debian and NodeSource. Stamped per version.
 AZURITE_VERSION=3.35.0

@@ -1,4 +1,5 @@
-"""Regenerate ``runner/lint/functions.json``: the Spark SQL built-ins a model may call.
+"""Regenerate ``runner/lint/functions.json``: the Spark SQL built-ins a model may call, and how
+Spark's analyser checks a call of each.
 
 Lists Spark's own function registries (scalar, aggregate, window and generator functions from
 ``FunctionRegistry``; table-valued functions from ``TableFunctionRegistry``) with their class
@@ -14,15 +15,43 @@ names and groups, and gives each one a category. A model may call the ``allowed`
 
 Names absent from the registry are refused too (catalog and temporary functions are code).
 
-Run it again for a new Spark version (it starts a local SparkSession, about 10 s):
-``python scripts/spark_functions.py``.
+For each allowed function it also records what ``runner/lint/signatures.py`` checks a call
+against, from the registry where it says so and else by asking the analyser (each probe is one
+``spark.sql`` analysed, never run):
+
+- ``kind``: ``aggregate``, ``window``, ``generator``, ``higher_order`` or ``scalar``: the
+  expression class's place in Spark's hierarchy (``AggregateFunction``, ``WindowFunction``,
+  ``Generator``, ``HigherOrderFunction``), else the analysed plan of a call (an ``Aggregate``,
+  a ``Generate``), else the registry's group.
+- ``nargs``: the argument counts (0 to 6) the analyser accepts, probed with NULL arguments;
+  ``wrong_nargs``: those it refuses with ``WRONG_NUM_ARGS`` (6 refused: more are too).
+- ``params``: the names of named arguments (``mask(str, upperChar => 'Y')``), from the
+  function's ``FunctionSignature``.
+- ``literal``: argument positions (0-based) that must be constant, with the error class Spark
+  gives a column there (``DATATYPE_MISMATCH.NON_FOLDABLE_INPUT``...).
+- ``types``: per argument position (the first three), the basic types Spark refuses there with
+  ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE`` naming that position (the other arguments NULL),
+  and the type it requires.
+- ``refused``: the error class of a function Spark refuses whatever its arguments (the TIME
+  functions, ``UNSUPPORTED_TIME_TYPE``: every call of it refused so, no argument type taken).
+- ``probed_nargs``: the argument count ``literal`` and ``types`` were probed with (the largest
+  accepted up to 3): they hold for calls of at most that many arguments (``make_timestamp``'s
+  six-argument form takes other types than its two-argument one).
+
+``operators`` holds the same for the operators: each pair of basic types a binary operator
+refuses (each type a unary one refuses), with the error class.
+
+Run it again for a new Spark version (it starts a local SparkSession; about 4 minutes, the
+same file each time): ``python scripts/spark_functions.py``.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "runner" / "lint" / "functions.json"
@@ -43,6 +72,39 @@ DENIED: dict[str, tuple[str, str]] = {
 #: Classes whose instances call into the JVM by name, whatever the function is called.
 DENIED_CLASSES = ("CallMethodViaReflection", "TryReflect")
 
+#: The basic types a call is probed with, by the name functions.json and signatures.py use.
+TYPES: dict[str, str] = {
+    "boolean": "BOOLEAN", "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INT",
+    "bigint": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
+    "decimal": "DECIMAL(10,2)", "string": "STRING", "binary": "BINARY", "date": "DATE",
+    "timestamp": "TIMESTAMP", "timestamp_ntz": "TIMESTAMP_NTZ",
+    "interval_day": "INTERVAL DAY TO SECOND", "interval_month": "INTERVAL YEAR TO MONTH",
+    "array": "ARRAY<INT>", "map": "MAP<STRING, INT>", "struct": "STRUCT<a: INT>",
+    # a string literal: Spark coerces it where it would refuse a string column
+    # (``'a' - DATE'2020-01-01'``), so it is probed as a type of its own
+    "string_literal": "STRING",
+}
+#: A column's type for the literal-ness probe: the first of these a position accepts.
+_PREFERRED = ("string", "int", "double", "bigint", "decimal", "boolean", "date", "timestamp",
+              "array", "map", "struct", "binary", "timestamp_ntz", "interval_day",
+              "interval_month", "smallint", "tinyint", "float")
+BINARY_OPERATORS = ("+", "-", "*", "/", "%", "div", "&", "|", "^", "||", "=", "<=>", "!=",
+                    "<", "<=", ">", ">=", "and", "or")
+UNARY_OPERATORS = ("-", "~", "not")
+_ORDINALS = ("first", "second", "third", "fourth")
+#: The first that a class extends is its kind (``row_number`` is an aggregate window function:
+#: a window function, not an aggregate).
+_KINDS = (("window", "org.apache.spark.sql.catalyst.expressions.WindowFunction"),
+          ("aggregate", "org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction"),
+          ("generator", "org.apache.spark.sql.catalyst.expressions.Generator"),
+          ("higher_order", "org.apache.spark.sql.catalyst.expressions.HigherOrderFunction"))
+_GROUP_KINDS = {"agg_funcs": "aggregate", "window_funcs": "window",
+                "generator_funcs": "generator", "lambda_funcs": "higher_order"}
+MAX_ARGS = 6
+#: The error of a call that makes or takes a TIME value (not supported by default in Spark 4.2).
+_NO_TIME = "UNSUPPORTED_TIME_TYPE"
+TYPED_POSITIONS = 3
+
 
 def category(name: str, class_name: str) -> str:
     if name in DENIED:
@@ -52,18 +114,237 @@ def category(name: str, class_name: str) -> str:
     return "allowed"
 
 
-def _dumps(document: dict[str, object]) -> str:
-    """The document as JSON with one function a line (reviewable diffs for a new Spark)."""
-    functions = document["functions"]
-    assert isinstance(functions, dict)
-    head = json.dumps({k: v for k, v in document.items() if k != "functions"}, indent=1)
-    rows = ",\n".join(f"  {json.dumps(n)}: {json.dumps(f)}" for n, f in functions.items())
-    return head[:-2] + ',\n "functions": {\n' + rows + "\n }\n}\n"
+def _dumps(document: dict[str, Any]) -> str:
+    """The document as JSON with one function (operator) a line: reviewable diffs."""
+    head = json.dumps({k: v for k, v in document.items()
+                       if k not in ("functions", "operators")}, indent=1)
+    parts = [head[:-2]]
+    for key in ("operators", "functions"):
+        rows = ",\n".join(f"  {json.dumps(n)}: {json.dumps(f)}" for n, f in document[key].items())
+        parts.append(f',\n "{key}": {{\n{rows}\n }}')
+    return "".join(parts) + "\n}\n"
+
+
+class Prober:
+    """Calls analysed by one session, each answered with None (accepted) or Spark's error
+    condition and its message parameters."""
+
+    def __init__(self, spark: Any) -> None:
+        import py4j.java_gateway
+        import py4j.protocol
+
+        # py4j's own error (not pyspark's conversion, which costs a Python traceback per probe)
+        py4j.java_gateway.get_return_value = py4j.protocol.get_return_value
+        self.session = spark._jsparkSession  # noqa: SLF001 - the JVM session, through py4j
+        self.jvm = spark._jvm  # noqa: SLF001
+        self.count = 0
+
+    def error(self, sql: str) -> tuple[str, dict[str, str]] | None:
+        from py4j.protocol import Py4JJavaError
+
+        self.count += 1
+        try:
+            self.session.sql(sql)
+        except Py4JJavaError as e:
+            java = e.java_exception
+            try:
+                condition = str(java.getCondition() or java.getClass().getSimpleName())
+                params = {str(k): str(v) for k, v in dict(java.getMessageParameters()).items()}
+            except Py4JJavaError:
+                return java.getClass().getSimpleName(), {}
+            return condition, params
+        return None
+
+    def plan(self, sql: str) -> str:
+        return str(self.session.sql(sql).queryExecution().analyzed().toString())
+
+    def kind_of_class(self, class_name: str) -> str | None:
+        from py4j.protocol import Py4JError
+
+        lang = self.jvm.java.lang
+        try:
+            cls = lang.Class.forName(class_name)
+            for kind, base in _KINDS:
+                if lang.Class.forName(base).isAssignableFrom(cls):
+                    return kind
+            expression = "org.apache.spark.sql.catalyst.expressions.Expression"
+            return "scalar" if lang.Class.forName(expression).isAssignableFrom(cls) else None
+        except Py4JError:
+            return None
+
+    def params(self, class_name: str) -> list[str]:
+        """Named arguments of an ``ExpressionBuilder``'s ``FunctionSignature``."""
+        from py4j.protocol import Py4JError
+
+        try:
+            module = self.jvm.java.lang.Class.forName(class_name + "$").getField("MODULE$")
+            signature = module.get(None).functionSignature()
+        except Py4JError:
+            return []
+        if not signature.isDefined():
+            return []
+        parameters = signature.get().parameters()
+        return [str(parameters.apply(i).name()) for i in range(parameters.size())]
+
+
+def _call(name: str, args: list[str]) -> str:
+    return f"SELECT `{name}`({', '.join(args)})"
+
+
+def _null(t: str) -> str:
+    """A value of type ``t``: a typed NULL (a string literal for ``string_literal``)."""
+    return "'1'" if t == "string_literal" else f"CAST(NULL AS {TYPES[t]})"
+
+
+def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, Any]:
+    """What the analyser says about calls of ``name``."""
+    out: dict[str, Any] = {}
+    nargs: list[int] = []
+    wrong: list[int] = []
+    first_plan = ""
+    window_error = False
+    time_errors = 0  # calls refused because they make or take a TIME value
+    for n in range(MAX_ARGS + 1):
+        sql = _call(name, ["NULL"] * n)
+        error = prober.error(sql)
+        if error is None:
+            nargs.append(n)
+            first_plan = first_plan or prober.plan(sql)
+        elif error[0].startswith("WRONG_NUM_ARGS"):
+            wrong.append(n)
+        elif not error[0].startswith("PARSE"):
+            nargs.append(n)
+            window_error = window_error or error[0].startswith("WINDOW_FUNCTION_WITHOUT_OVER")
+            time_errors += error[0] == _NO_TIME
+    kind = prober.kind_of_class(class_name)
+    if kind is None and first_plan:
+        kind = ("aggregate" if first_plan.startswith("Aggregate") else
+                "generator" if "Generate " in first_plan else None)
+    if kind is None and window_error:
+        kind = "window"
+    out["kind"] = kind or _GROUP_KINDS.get(group, "scalar")
+    if nargs:
+        out["nargs"] = nargs
+    if wrong:
+        out["wrong_nargs"] = wrong
+    params = prober.params(class_name)
+    if params:
+        out["params"] = params
+    arity = max((n for n in nargs if 0 < n <= TYPED_POSITIONS), default=None)
+    arity = arity or min((n for n in nargs if n > 0), default=None)
+    if arity is None or out["kind"] == "higher_order":
+        return out
+    accepted = {i: _accepted(prober, name, arity, i) for i in range(min(arity, TYPED_POSITIONS))}
+    if time_errors == len(nargs) and not any(ok for ok, _, _ in accepted.values()):
+        out["refused"] = _NO_TIME  # whatever its arguments: it makes or takes a TIME value
+        return out
+    types: dict[str, list[Any]] = {}
+    literal: dict[str, str] = {}
+    for i, (ok, refused, required) in accepted.items():
+        # a refusal that depends on the other arguments (lag's default: the input's type,
+        # VOID when the input is NULL) is not the position's own: refused again with every
+        # other argument of an accepted type, else dropped
+        refused = [t for t in refused if "VOID" not in required
+                   and _refused_among(prober, name, arity, i, t, accepted)]
+        if refused:
+            types[str(i)] = [required, refused]
+        # a column of a type the position takes (else of one it does not refuse: some
+        # functions refuse every NULL there), the other arguments constants of such types
+        for column in _candidates(ok, refused)[:3]:
+            args = [_sample(_candidates(*accepted[j][:2])) if j in accepted else "NULL"
+                    for j in range(arity)]
+            args[i] = "c"
+            error = prober.error(_call(name, args) + f" FROM (SELECT {_null(column)} AS c)")
+            if error is None:
+                break
+            if "FOLDABLE" in error[0] or "LITERAL" in error[0] or "CONSTANT" in error[0]:
+                literal[str(i)] = error[0]
+                break
+    if types:
+        out["types"] = types
+    if literal:
+        out["literal"] = literal
+    if types or literal:
+        out["probed_nargs"] = arity
+    return out
+
+
+#: A value of each type, for the other arguments of a literal-ness probe (some functions refuse
+#: a NULL there before they look at the column).
+_SAMPLES = {"string": "'1'", "int": "1", "double": "0.5D", "bigint": "1L", "decimal": "0.5",
+            "boolean": "true", "date": "DATE'2020-01-01'",
+            "timestamp": "TIMESTAMP'2020-01-01 00:00:00'", "array": "array(1)",
+            "map": "map('a', 1)", "struct": "named_struct('a', 1)"}
+
+
+def _candidates(ok: list[str], refused: list[str]) -> list[str]:
+    """The types to try at a position: those it accepts, else those it does not refuse."""
+    return [t for t in _PREFERRED if t in ok] or [t for t in _PREFERRED if t not in refused]
+
+
+def _sample(types: list[str]) -> str:
+    return next((_SAMPLES[t] for t in types if t in _SAMPLES), "NULL")
+
+
+def _accepted(prober: Prober, name: str, arity: int, i: int
+              ) -> tuple[list[str], list[str], str]:
+    """The types position ``i`` accepts and refuses (the other arguments NULL), and the type
+    Spark says it requires."""
+    ok: list[str] = []
+    refused: list[str] = []
+    required = ""
+    for t in TYPES:
+        args = ["NULL"] * arity
+        args[i] = _null(t)
+        error = prober.error(_call(name, args))
+        if error is None:
+            ok.append(t)
+        elif (error[0] == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE"
+              and error[1].get("paramIndex") == _ORDINALS[i]):
+            refused.append(t)
+            required = error[1].get("requiredType", "").replace('"', "")
+    return ok, refused, required
+
+
+def _refused_among(prober: Prober, name: str, arity: int, i: int, t: str,
+                   accepted: dict[int, tuple[list[str], list[str], str]]) -> bool:
+    """Position ``i`` still refuses ``t`` with the other arguments typed: each of ``t`` where
+    it accepts ``t``, else of the first type it accepts (NULL past the probed positions)."""
+    args = []
+    for j in range(arity):
+        ok = accepted[j][0] if j in accepted else []
+        other = t if t in ok else next((o for o in _PREFERRED if o in ok), None)
+        args.append(_null(t) if j == i else _null(other) if other else "NULL")
+    error = prober.error(_call(name, args))
+    return error is not None and error[0] == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE" and \
+        error[1].get("paramIndex") == _ORDINALS[i]
+
+
+def _operators(prober: Prober) -> dict[str, dict[str, str]]:
+    """Per operator, the refused type pairs (``"string date"``) or types, with the class."""
+    out: dict[str, dict[str, str]] = {}
+    for op in BINARY_OPERATORS:
+        refused: dict[str, str] = {}
+        for left in TYPES:
+            for right in TYPES:
+                error = prober.error(f"SELECT {_null(left)} {op} {_null(right)}")
+                if error is not None:
+                    refused[f"{left} {right}"] = error[0]
+        out[op] = refused
+    for op in UNARY_OPERATORS:
+        unary: dict[str, str] = {}
+        for t in TYPES:
+            error = prober.error(f"SELECT {op} {_null(t)}")
+            if error is not None:
+                unary[t] = error[0]
+        out[f"unary {op}"] = unary
+    return out
 
 
 def main() -> int:
     from runner.runtime.client.session import build_session, stop_session
 
+    started = time.monotonic()
     spark = build_session(master="local[1]", app_name="spark-functions")
     try:
         jvm = spark._jvm  # noqa: SLF001 - Spark's registry through py4j
@@ -78,7 +359,7 @@ def main() -> int:
         tvfs = analysis.TableFunctionRegistry.builtin().listFunction()
         for i in range(tvfs.size()):
             groups.setdefault(str(tvfs.apply(i).funcName()), "table_funcs")
-        functions = {}
+        functions: dict[str, dict[str, Any]] = {}
         for f in spark.catalog.listFunctions():
             name = f.name.lower()
             functions[name] = {"class": f.className or "", "group": groups.get(name, ""),
@@ -88,10 +369,18 @@ def main() -> int:
                                                 "category": category(name.lower(), "")})
         for name, (cat, _) in DENIED.items():
             functions.setdefault(name, {"class": "", "group": "", "category": cat})
+        prober = Prober(spark)
+        for name in sorted(functions):
+            record = functions[name]
+            if record["category"] == "allowed" and name[0].isalpha() and \
+                    record["group"] != "table_funcs":
+                record.update(_probe(prober, name, record["class"], record["group"]))
         document = {
             "spark_version": spark.version,
             "generated_by": "python scripts/spark_functions.py",
+            "types": TYPES,
             "reasons": {name: why for name, (_, why) in DENIED.items()},
+            "operators": _operators(prober),
             "functions": dict(sorted(functions.items())),
         }
     finally:
@@ -99,7 +388,8 @@ def main() -> int:
     OUT.write_text(_dumps(document), encoding="utf-8")
     denied = sorted(n for n, f in functions.items() if f["category"] != "allowed")
     version = document["spark_version"]
-    print(f"{OUT.relative_to(ROOT)}: {len(functions)} functions of Spark {version}; "
+    print(f"{OUT.relative_to(ROOT)}: {len(functions)} functions of Spark {version} "
+          f"({prober.count} calls analysed in {time.monotonic() - started:.0f} s); "
           f"denied: {', '.join(denied)}")
     return 0
 

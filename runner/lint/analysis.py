@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from sqlglot import exp
 
 from runner.errors import Violation
+from runner.lint.builtins import aggregate_names
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_, is_known, type_string
 from runner.lint.rules import ModelRule, time_column
@@ -29,11 +30,8 @@ from runner.lint.unique import time_window
 __all__ = ["AmbiguousColumn", "MisplacedAggregate", "MissingAggregation", "TypeMismatch",
            "WindowOrder"]
 
-#: Spark aggregate functions that sqlglot parses as anonymous calls.
-_AGGREGATE_NAMES = frozenset({
-    "count_min_sketch", "every", "histogram_numeric", "hll_sketch_agg", "hll_union_agg", "mean",
-    "some", "std", "try_avg", "try_sum", "bitmap_construct_agg", "bitmap_or_agg",
-    "approx_top_k", "theta_sketch_agg", "theta_union_agg", "kll_sketch_agg"})
+#: Spark's aggregate functions (for the ones sqlglot parses as anonymous calls), from its registry.
+_AGGREGATE_NAMES = aggregate_names()
 _NESTED = (exp.Query, exp.Subquery)
 
 
@@ -43,13 +41,16 @@ def _is_aggregate(node: exp.Expr) -> bool:
         return node.name.lower() in _AGGREGATE_NAMES
     if isinstance(node, exp.Filter):  # count(*) FILTER (WHERE ...): the filter is inside
         return _is_aggregate(node.this)
+    if isinstance(node, exp.Any):  # any(x) is bool_or; x = ANY (...), LIKE ANY (...) are not
+        return not (isinstance(node.parent, exp.Predicate) and node.parent.expression is node)
     return isinstance(node, (exp.AggFunc, exp.WithinGroup))
 
 
 def _window_function(node: exp.Expr) -> bool:
     """``node`` is the function a window applies (``sum(x)`` in ``sum(x) OVER (...)``)."""
     parent = node.parent
-    while isinstance(parent, (exp.IgnoreNulls, exp.RespectNulls)):
+    while isinstance(parent, (exp.IgnoreNulls, exp.RespectNulls, exp.WithinGroup, exp.Filter)) \
+            and parent.this is node:  # percentile_cont(p) WITHIN GROUP (...) OVER (...)
         node, parent = parent, parent.parent
     return isinstance(parent, exp.Window) and parent.this is node
 
@@ -58,7 +59,7 @@ def _aggregates_or_windows(ctx: ModelContext) -> bool:
     """Whether the model's query has any aggregate or window call (the shared index: no walk):
     when it has none, the aggregation and window rules have nothing to check."""
     nodes = ctx.nodes
-    return nodes.has(exp.AggFunc, exp.WithinGroup, exp.Window) or any(
+    return nodes.has(exp.AggFunc, exp.WithinGroup, exp.Window, exp.Any) or any(
         n.name.lower() in _AGGREGATE_NAMES for n in nodes.of(exp.Anonymous))
 
 

@@ -23,10 +23,12 @@ from runner.lint.analysis import (
 )
 from runner.lint.ansi import AnsiCast, AnsiDivide, AnsiIndex
 from runner.lint.cdc_config import ChangeDataCapture
+from runner.lint.clauses import QueryShape
 from runner.lint.context import ModelContext, parse_sql
 from runner.lint.guard import GUARD_RULES, NotAQuery, UnknownTable, UnsafeFunction, UnsafeTable
 from runner.lint.infer import parse_type, type_string
 from runner.lint.kafka import KafkaColumns
+from runner.lint.literals import InvalidLiteral
 from runner.lint.resolve import Resolver
 from runner.lint.rule import Rule
 from runner.lint.rules import (
@@ -42,6 +44,7 @@ from runner.lint.rules import (
     UnnamedOutputColumn,
 )
 from runner.lint.shapes import Shape
+from runner.lint.signatures import ArgumentType, FunctionArguments
 from runner.lint.streaming import (
     AppendAggregate,
     AppendWindow,
@@ -60,6 +63,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     NondeterministicMerge(), AppendAggregate(), AppendWindow(), MergeKeyNotUnique(),
     MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
     AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(), ChangeDataCapture(), KafkaColumns(),
+    FunctionArguments(), ArgumentType(), InvalidLiteral(), QueryShape(),
 )
 
 

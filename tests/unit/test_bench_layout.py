@@ -22,8 +22,10 @@ BENCH = REPO / "bench"
 #: spelt here because tests import nothing from bench/).
 RESULT_NAME = re.compile(r"^(?P<bench>[a-z][a-z0-9_]*)-(?P<date>\d{8})-(?P<sha>[0-9a-f]{7,40})"
                          r"\.json$")
-#: A test may import the one script it tests (not test support): the jars fetcher's test.
-SCRIPT_UNDER_TEST = {"tests/unit/test_jars.py": {"scripts"}}
+#: A test may import the one script it tests (not test support): the jars fetcher's test and
+#: the corpus builder's.
+SCRIPT_UNDER_TEST = {"tests/unit/test_jars.py": {"scripts"},
+                     "tests/unit/test_spark_sql_corpus_builder.py": {"scripts"}}
 
 
 def _bench_modules() -> list[str]:

@@ -34,9 +34,7 @@ from typing import TYPE_CHECKING, Any
 from runner.compile.plan import HISTORY_COLUMNS, Column, Plan, Step
 from runner.errors import ExecutionError, SinkError
 from runner.events import Reporter, SchemaChanged, ignore
-from runner.runtime.batches.parse import parse_schema
-from runner.runtime.batches.sql_guard import checked_query
-from runner.sinks.base import quote_column
+from runner.runtime.start.analysis import Refusal, analyse_plan
 from runner.sinks.schema import (
     add_columns,
     canonical_type,
@@ -44,7 +42,6 @@ from runner.sinks.schema import (
     table_schema_json,
     type_string,
 )
-from runner.spark_errors import first_line
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -138,7 +135,8 @@ def model_output_schemas(spark: SparkSession, plan: Plan,
     Spark cannot analyse, why not (one line).
 
     The models are analysed in plan order over an empty ``parsed_events`` (in a new session,
-    so no temp view leaks); a model that refs one that does not analyse does not either.
+    so no temp view leaks); a model that refs one that does not analyse does not either
+    (:func:`runner.runtime.start.analysis.analyse_plan`, which ``compile --analyze`` runs too).
 
     Args:
         spark: the running session.
@@ -146,29 +144,8 @@ def model_output_schemas(spark: SparkSession, plan: Plan,
         metadata_columns: the columns ``parsed_events`` has beyond the event schema, name ->
             Spark type (``_batch_id`` and the source's: ``Project.parsed_events_columns``).
     """
-    session = spark.newSession()
-    ddl = plan.schema_ddl + "".join(f", {quote_column(name)} {dtype}"
-                                    for name, dtype in metadata_columns.items())
-    session.createDataFrame([], parse_schema(ddl)).createOrReplaceTempView("parsed_events")
-    for lk in plan.lookups:  # sources and seeds: empty, with their declared columns
-        lk_ddl = ", ".join(f"{quote_column(c.name)} "
-                           f"{'STRING' if c.type.upper() == 'UNKNOWN' else c.type}"
-                           for c in lk.columns)
-        if lk_ddl:
-            session.createDataFrame([], parse_schema(lk_ddl)).createOrReplaceTempView(lk.view)
-    out: dict[str, StructType | str] = {}
-    for step in plan.steps:
-        broken = [d for d in step.depends_on if isinstance(out.get(d), str)]
-        if broken:
-            out[step.name] = f"it refs model {broken[0]}, which does not analyse"
-            continue
-        try:
-            df = session.sql(checked_query(session, step.sql))  # runtime/batches/sql_guard.py
-            df.createOrReplaceTempView(step.name)
-            out[step.name] = df.schema
-        except Exception as e:  # noqa: BLE001 - Spark's analysis errors
-            out[step.name] = first_line(e)
-    return out
+    analysed = analyse_plan(spark, plan, metadata_columns)  # one path with compile --analyze
+    return {name: a.reason if isinstance(a, Refusal) else a for name, a in analysed.items()}
 
 
 def plan_schema_changes(steps: Iterable[Step], table_path: Callable[[str], str], *,

@@ -1,0 +1,170 @@
+"""Spark's built-in functions and operators as its analyser checks a call of them: the
+signatures ``scripts/spark_functions.py`` records in ``runner/lint/functions.json``, and the
+types of arguments lint can vouch for.
+
+>>> signature("if").wrong_nargs >= {2}
+True
+>>> signature("bool_and").kind
+'aggregate'
+>>> operator_refuses("+", "int", "array")
+'DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+
+from runner.lint.infer import is_known
+
+__all__ = ["Signature", "aggregate_names", "arg_type", "operator_refuses", "signature"]
+
+T = exp.DType
+
+
+@dataclass(frozen=True)
+class Signature:
+    """How Spark's analyser checks a call of one built-in (see scripts/spark_functions.py).
+
+    Attributes:
+        name: the function's name (lower case).
+        kind: ``aggregate``, ``window``, ``generator``, ``higher_order`` or ``scalar``.
+        wrong_nargs: argument counts Spark refuses with ``WRONG_NUM_ARGS`` (probed up to 6: 6
+            refused means more are too).
+        nargs: the counts it accepts (up to 6).
+        params: names of its named arguments (none: it takes none).
+        literal: 0-based position -> the error class Spark gives a column there.
+        types: 0-based position -> (the type Spark requires, the basic types it refuses).
+        refused: the error class Spark refuses every call of it with (the TIME functions:
+            ``UNSUPPORTED_TIME_TYPE``), or None.
+        probed_nargs: the argument count ``literal`` and ``types`` were probed with: they
+            hold for calls of at most that many arguments (an overload with more arguments
+            may take other types: ``make_timestamp``).
+    """
+
+    name: str
+    kind: str
+    wrong_nargs: frozenset[int]
+    nargs: tuple[int, ...]
+    params: tuple[str, ...]
+    literal: Mapping[int, str]
+    types: Mapping[int, tuple[str, frozenset[str]]]
+    probed_nargs: int = 0
+    refused: str | None = None
+
+    def checks_arguments_of(self, n: int) -> bool:
+        """``literal`` and ``types`` hold for a call of ``n`` arguments."""
+        return 0 < n <= self.probed_nargs
+
+    def refuses_count(self, n: int) -> bool:
+        """Spark refuses ``n`` arguments with ``WRONG_NUM_ARGS``."""
+        return n in self.wrong_nargs or (n > 6 and 6 in self.wrong_nargs)
+
+    @property
+    def expected(self) -> str:
+        """The accepted counts as Spark words them: ``3``, ``[2, 3]``, ``> 0``."""
+        if not self.nargs:
+            return "?"
+        if 6 in self.nargs and 6 not in self.wrong_nargs:
+            return f">= {self.nargs[0]}"
+        return str(self.nargs[0]) if len(self.nargs) == 1 else str(list(self.nargs))
+
+
+@cache
+def _document() -> dict[str, Any]:
+    text = Path(__file__).with_name("functions.json").read_text(encoding="utf-8")
+    document: dict[str, Any] = json.loads(text)
+    return document
+
+
+@cache
+def signature(name: str) -> Signature | None:
+    """The recorded signature of built-in ``name`` (any case), or None."""
+    f = _document()["functions"].get(name.lower())
+    if f is None or "kind" not in f:
+        return None
+    return Signature(
+        name=name.lower(), kind=f["kind"], wrong_nargs=frozenset(f.get("wrong_nargs", ())),
+        nargs=tuple(f.get("nargs", ())), params=tuple(f.get("params", ())),
+        literal={int(k): v for k, v in f.get("literal", {}).items()},
+        types={int(k): (v[0], frozenset(v[1])) for k, v in f.get("types", {}).items()},
+        probed_nargs=f.get("probed_nargs", 0), refused=f.get("refused"))
+
+
+@cache
+def aggregate_names() -> frozenset[str]:
+    """Names of Spark's aggregate functions (``every``, ``bool_and``, ``any``, ``some``...)."""
+    return frozenset(n for n, f in _document()["functions"].items() if f.get("kind") == "aggregate")
+
+
+def operator_refuses(op: str, left: str, right: str | None = None) -> str | None:
+    """The error class Spark refuses ``left op right`` (``op left`` when ``right`` is None)
+    with, for basic type names (``int``, ``string``, ``array``...); None when it accepts it."""
+    table: dict[str, str] = _document()["operators"].get(op if right is not None
+                                                          else f"unary {op}", {})
+    return table.get(left if right is None else f"{left} {right}")
+
+
+_KEYS: dict[exp.DType, str] = {
+    T.BOOLEAN: "boolean", T.TINYINT: "tinyint", T.SMALLINT: "smallint", T.INT: "int",
+    T.BIGINT: "bigint", T.FLOAT: "float", T.DOUBLE: "double",
+    T.DECIMAL: "decimal", T.TEXT: "string", T.VARCHAR: "string", T.BINARY: "binary",
+    T.DATE: "date", T.TIMESTAMP: "timestamp", T.TIMESTAMPLTZ: "timestamp",
+    T.TIMESTAMPTZ: "timestamp", T.TIMESTAMPNTZ: "timestamp_ntz", T.ARRAY: "array",
+    T.MAP: "map", T.STRUCT: "struct",
+}
+
+
+def _number_type(text: str) -> str | None:
+    """Spark's type of an unsuffixed numeric literal: INT, BIGINT, DECIMAL or DOUBLE."""
+    if "e" in text.lower():
+        return "double"
+    if "." in text:
+        return "decimal"
+    value = int(text)
+    return "int" if value < 2 ** 31 else "bigint" if value < 2 ** 63 else "decimal"
+
+
+_MONTHS = frozenset({"YEAR", "YEARS", "MONTH", "MONTHS"})
+_DAYS = frozenset({"WEEK", "WEEKS", "DAY", "DAYS", "HOUR", "HOURS", "MINUTE", "MINUTES", "SECOND",
+                   "SECONDS", "MILLISECOND", "MILLISECONDS", "MICROSECOND", "MICROSECONDS"})
+
+
+def _interval_type(node: exp.Interval) -> str | None:
+    """``interval_month`` for ``INTERVAL '1' YEAR`` / ``'1-2' YEAR TO MONTH``, ``interval_day``
+    for ``INTERVAL '1' DAY`` / ``'1 2:03' DAY TO MINUTE``; None for the multi-unit forms
+    (``INTERVAL '1 day 2 hours'``, ``INTERVAL 3 days``: Spark's legacy interval), which sqlglot
+    splits into a literal of its own making (no position in the SQL)."""
+    text, unit = node.this, node.args.get("unit")
+    if not isinstance(text, exp.Literal) or not isinstance(text.meta.get("start"), int):
+        return None
+    first = unit.this if isinstance(unit, exp.IntervalSpan) else unit
+    name = first.name.upper() if isinstance(first, exp.Expression) else ""
+    return "interval_month" if name in _MONTHS else "interval_day" if name in _DAYS else None
+
+
+def arg_type(node: exp.Expr) -> str | None:
+    """The basic type name of an argument, when lint can vouch for it: a literal (a string
+    literal is ``string_literal``: Spark coerces it where it refuses a string column), a
+    column name resolution typed, a CAST. None otherwise (NULL, an expression)."""
+    node = node.unnest()
+    if isinstance(node, exp.Literal):
+        return "string_literal" if node.is_string else _number_type(node.name)
+    if isinstance(node, exp.Boolean):
+        return "boolean"
+    if isinstance(node, exp.HexString):  # X'01'
+        return "binary"
+    if isinstance(node, exp.Interval):
+        return _interval_type(node)
+    if isinstance(node, (exp.Cast, exp.TryCast)):
+        to = node.args.get("to")
+        return _KEYS.get(to.this) if isinstance(to, exp.DataType) else None
+    if isinstance(node, (exp.Column, exp.Dot)) and is_known(node.type):
+        return _KEYS.get(node.type.this)
+    return None

@@ -1,0 +1,135 @@
+"""The shape of a query's clauses, as Spark's analyser checks it:
+
+- ``GROUP BY 2`` / ``ORDER BY 3`` name a position of the select list
+  (``[GROUP_BY_POS_OUT_OF_RANGE]``, ``[ORDER_BY_POS_OUT_OF_RANGE]``), and a grouped position
+  holds no aggregate (``[GROUP_BY_POS_AGGREGATE]``);
+- a scalar subquery returns one column
+  (``[INVALID_SUBQUERY_EXPRESSION.SCALAR_SUBQUERY_RETURN_MORE_THAN_ONE_OUTPUT_COLUMN]``), an
+  ``IN (SELECT ...)`` as many as the values it is compared with
+  (``[DATATYPE_MISMATCH.IN_SUBQUERY_LENGTH_MISMATCH]``);
+- ``QUALIFY`` has a window function in it or in the select list
+  (``[QUALIFY_REQUIRES_WINDOW_FUNCTION]``).
+
+A select list with a ``*``, ``AS (a, b)`` or a generator has a number of columns lint does not
+count: ordinals and subqueries over one are left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from sqlglot import exp
+
+from runner.errors import Violation
+from runner.lint.analysis import _grouping_aggregates
+from runner.lint.builtins import signature
+from runner.lint.context import ModelContext
+from runner.lint.infer import is_generator
+from runner.lint.rules import ModelRule
+
+__all__ = ["QueryShape"]
+
+#: Where a subquery is a relation or a predicate's operand, not a scalar value.
+_NOT_SCALAR = (exp.From, exp.Join, exp.In, exp.Exists, exp.Any, exp.All, exp.Lateral,
+               exp.SetOperation, exp.CTE, exp.Subquery, exp.Table, exp.Values)
+
+
+def _width(query: exp.Expr) -> int | None:
+    """How many columns ``query`` returns, when lint can count them (no ``*``)."""
+    while isinstance(query, exp.Subquery):
+        query = query.this
+    if isinstance(query, exp.SetOperation):
+        return _width(query.left)
+    if not isinstance(query, exp.Select) or any(_many(p) for p in query.expressions):
+        return None
+    return len(query.expressions)
+
+
+def _many(projection: exp.Expr) -> bool:
+    """A projection that may be several columns: a ``*``, ``AS (a, b)``, a generator."""
+    if isinstance(projection, (exp.Star, exp.Aliases)) or (
+            isinstance(projection, exp.Column) and projection.is_star):
+        return True
+    inner = projection.unalias()
+    if is_generator(inner) or isinstance(inner, (exp.Explode, exp.Posexplode, exp.Inline)):
+        return True
+    name = inner.name if isinstance(inner, exp.Anonymous) else inner.key
+    sig = signature(name) if isinstance(inner, exp.Func) else None
+    return sig is not None and sig.kind == "generator"
+
+
+def _ordinal(node: exp.Expr) -> int | None:
+    """The integer of a GROUP BY / ORDER BY item that is an integer literal (``-1`` too)."""
+    sign = 1
+    if isinstance(node, exp.Neg):
+        node, sign = node.this, -1
+    if isinstance(node, exp.Literal) and node.is_int:
+        return sign * int(node.name)
+    return None
+
+
+class QueryShape(ModelRule):
+    """GROUP BY and ORDER BY positions are in the select list ([GROUP_BY_POS_OUT_OF_RANGE],
+    [ORDER_BY_POS_OUT_OF_RANGE]) and a grouped one holds no aggregate; a scalar subquery
+    returns one column and an IN subquery as many as it is compared with; QUALIFY needs a
+    window function ([QUALIFY_REQUIRES_WINDOW_FUNCTION])."""
+
+    id = "query-shape"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        if ctx.query is None:
+            return
+        for select in ctx.nodes.of(exp.Select):
+            yield from self._ordinals(ctx, select)
+            yield from self._qualify(ctx, select)
+        for sub in ctx.nodes.of(exp.Subquery):
+            width = _width(sub)
+            if width is not None and width > 1 and sub.parent is not None and not isinstance(
+                    sub.parent, _NOT_SCALAR):
+                yield self.at(ctx, sub, "[INVALID_SUBQUERY_EXPRESSION.SCALAR_SUBQUERY_RETURN_"
+                              f"MORE_THAN_ONE_OUTPUT_COLUMN] this subquery is a value and "
+                              f"returns {width} columns, not one",
+                              "select one column, or join the subquery instead")
+        for node in ctx.nodes.of(exp.In):
+            query = node.args.get("query")
+            width = _width(query) if query is not None else None
+            left = node.this
+            count = len(left.expressions) if isinstance(left, exp.Tuple) else 1
+            if width is not None and width != count:
+                yield self.at(ctx, node, "[DATATYPE_MISMATCH.IN_SUBQUERY_LENGTH_MISMATCH] IN "
+                              f"compares {count} value(s) with a subquery of {width} "
+                              "column(s)", "select as many columns as the values compared")
+
+    def _ordinals(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
+        width = _width(select)
+        if width is None:
+            return
+        group = select.args.get("group")
+        for item in (group.expressions if group is not None else []):
+            n = _ordinal(item)
+            if n is None:
+                continue
+            if not 1 <= n <= width:
+                yield self.at(ctx, item, f"[GROUP_BY_POS_OUT_OF_RANGE] GROUP BY {n}: the select"
+                              f" list has {width} column(s)", f"a position from 1 to {width}")
+            elif next(_grouping_aggregates(select.expressions[n - 1]), None) is not None:
+                yield self.at(ctx, item, f"[GROUP_BY_POS_AGGREGATE] GROUP BY {n} names an "
+                              "aggregate", "group by the columns the aggregate reads")
+        order = select.args.get("order")
+        for ordered in (order.expressions if order is not None else []):
+            n = _ordinal(ordered.this)
+            if n is not None and not 1 <= n <= width:
+                yield self.at(ctx, ordered, f"[ORDER_BY_POS_OUT_OF_RANGE] ORDER BY {n}: the "
+                              f"select list has {width} column(s)",
+                              f"a position from 1 to {width}")
+
+    def _qualify(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
+        qualify = select.args.get("qualify")
+        if qualify is None:
+            return
+        own = [*select.expressions, qualify]
+        if not any(isinstance(n, exp.Window) for root in own
+                   for n in root.walk(prune=lambda n: isinstance(n, exp.Subquery))):
+            yield self.at(ctx, qualify, "[QUALIFY_REQUIRES_WINDOW_FUNCTION] QUALIFY filters on "
+                          "window functions, and neither it nor the select list has one",
+                          "filter with WHERE (or HAVING), or compute a window function")

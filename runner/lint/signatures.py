@@ -1,0 +1,411 @@
+"""Function calls and operators checked as Spark's analyser checks them, against the signatures
+recorded from Spark's registry (:mod:`runner.lint.builtins`):
+
+- ``function-arguments``: the number of arguments (``IF(x, 'a')``: ``[WRONG_NUM_ARGS]``),
+  named arguments (``[NAMED_PARAMETERS_NOT_SUPPORTED]``, ``[UNRECOGNIZED_PARAMETER_NAME]``),
+  arguments that must be constant (``percentile_approx(x, p)`` with a column ``p``:
+  ``[DATATYPE_MISMATCH.NON_FOLDABLE_INPUT]``), lambdas outside higher-order functions;
+- ``argument-type``: an argument of a type the position refuses (``json_array_length(2)``:
+  ``[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE]``), operands an operator refuses, a struct
+  indexed by a number (``[INVALID_EXTRACT_FIELD_TYPE]``).
+
+Spark refuses every finding (each example is run through its analyser by
+tests/spark/test_signatures_vs_spark.py). When in doubt a rule does not flag: a call whose
+arguments lint cannot map to Spark's positions, an argument whose type it cannot vouch for
+(:func:`~runner.lint.builtins.arg_type`: NULL, an expression), a count or type the registry
+has no record of, an overload with more arguments than the one probed, the grammar's own forms
+(``DATE_ADD(DAY, 1, d)``, ``trim(BOTH 'x' FROM s)``, ``count(DISTINCT a)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.tokens import Token, TokenType
+
+from runner.errors import Violation
+from runner.lint.builtins import Signature, arg_type, operator_refuses, signature
+from runner.lint.context import ModelContext
+from runner.lint.infer import element_type, is_, is_known
+from runner.lint.rules import ModelRule
+from runner.lint.sql_tokens import tokens as sql_tokens
+from runner.lint.sql_tokens import violation_at
+
+__all__ = ["ArgumentType", "FunctionArguments", "calls"]
+
+T = exp.DType
+
+
+def _sql(node: exp.Expr) -> str:
+    return node.sql(dialect="spark", comments=False)
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a call as written: its node (None when lint cannot tell which it is),
+    its name when passed by name (``k => v``), whether it is a lambda (``x -> ...``)."""
+
+    node: exp.Expr | None
+    start: int
+    name: str | None = None
+    is_lambda: bool = False
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call of a built-in, read from the SQL's tokens (sqlglot's nodes rename, merge and
+    drop arguments; Spark sees what was written): the signature, where its name starts in
+    the rendered SQL, its arguments."""
+
+    signature: Signature
+    start: int
+    args: tuple[Arg, ...]
+    over: bool = False  # an OVER clause follows
+
+    @property
+    def name(self) -> str:
+        return self.signature.name
+
+
+#: Tokens inside a call's parentheses that make it special syntax (``trim(BOTH 'x' FROM s)``,
+#: ``count(DISTINCT a)``, ``count(*)``...) or not a call (``EXISTS (SELECT ...)``): skipped.
+_SPECIAL = frozenset({
+    TokenType.FROM, TokenType.FOR, TokenType.IN, TokenType.DISTINCT, TokenType.ALL,
+    TokenType.ORDER_BY, TokenType.WHERE, TokenType.SELECT, TokenType.WITH, TokenType.VALUES,
+    TokenType.STAR, TokenType.ALIAS, TokenType.TABLE})
+_SPECIAL_WORDS = frozenset({"BOTH", "LEADING", "TRAILING", "PLACING", "IGNORE", "RESPECT",
+                            "NULLS"})
+#: A name after these is no call: an alias (``AS t(a, b)``, ``VALUES (1) v(a)``), a field, a type.
+_NOT_BEFORE_CALL = frozenset({
+    TokenType.VAR, TokenType.IDENTIFIER, TokenType.R_PAREN, TokenType.STRING, TokenType.NUMBER,
+    TokenType.ALIAS, TokenType.DOT, TokenType.DCOLON, TokenType.COLON})
+#: Names that are also syntax: ``x IN (...)``, ``LIKE ANY (...)``, ``> SOME (...)``.
+_QUANTIFIERS = frozenset({"in", "any", "some", "all"})
+_DATETIME_UNITS = frozenset({
+    "YEAR", "YEARS", "QUARTER", "QUARTERS", "MONTH", "MONTHS", "WEEK", "WEEKS", "DAY", "DAYS",
+    "DAYOFYEAR", "HOUR", "HOURS", "MINUTE", "MINUTES", "SECOND", "SECONDS", "MILLISECOND",
+    "MILLISECONDS", "MICROSECOND", "MICROSECONDS", "NANOSECOND", "NANOSECONDS"})
+_TYPE_NAMES = frozenset({"decimal", "dec", "numeric", "char", "varchar", "character"})
+
+
+def _spans(root: exp.Expr) -> dict[tuple[int, int], exp.Expr]:
+    """(first offset, last offset) in the SQL -> the outermost node that spans exactly that."""
+    order = list(root.walk(bfs=False))
+    span: dict[int, tuple[int, int]] = {}
+    for node in reversed(order):  # children first
+        meta = node._meta  # noqa: SLF001 - .meta would allocate a dict on every node
+        lo = meta.get("start") if meta else None
+        hi = meta.get("end") if meta else None
+        for child in node.iter_expressions():
+            s = span.get(id(child))
+            if s is not None:
+                lo = s[0] if lo is None else min(lo, s[0])
+                hi = s[1] if hi is None else max(hi, s[1])
+        if isinstance(lo, int) and isinstance(hi, int):
+            span[id(node)] = (lo, hi)
+    out: dict[tuple[int, int], exp.Expr] = {}
+    for node in order:
+        s = span.get(id(node))
+        if s is not None:
+            out.setdefault(s, node)
+    return out
+
+
+def _split(tokens: tuple[Token, ...], open_at: int) -> tuple[list[tuple[int, int]], int] | None:
+    """The token ranges ``[i, j)`` of the top-level arguments of the call whose ``(`` is at
+    ``open_at``, and the index of its ``)``; None for special syntax."""
+    depth, start = 0, open_at + 1
+    ranges: list[tuple[int, int]] = []
+    for k in range(open_at + 1, len(tokens)):
+        kind = tokens[k].token_type
+        if kind in (TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.CASE):
+            depth += 1
+        elif kind in (TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.END):
+            if depth == 0:
+                if k > start or ranges:
+                    ranges.append((start, k))
+                return ranges, k
+            depth -= 1
+        elif depth == 0 and kind == TokenType.COMMA:
+            ranges.append((start, k))
+            start = k + 1
+        elif depth == 0 and (kind in _SPECIAL or tokens[k].text.upper() in _SPECIAL_WORDS):
+            return None
+    return None
+
+
+def _arg(tokens: tuple[Token, ...], i: int, j: int,
+         spans: dict[tuple[int, int], exp.Expr]) -> Arg:
+    name = None
+    first = tokens[i].start if j > i else 0
+    kinds = [t.token_type for t in tokens[i:j]]
+    if j - i > 2 and kinds[1] == TokenType.FARROW:
+        name, i = tokens[i].text, i + 2
+    is_lambda = TokenType.ARROW in kinds
+    while (j - i > 2 and tokens[i].token_type == TokenType.L_PAREN
+           and tokens[j - 1].token_type == TokenType.R_PAREN
+           and _split(tokens, i) == ([(i + 1, j - 1)], j - 1)):
+        i, j = i + 1, j - 1  # (expr): the node spans what is inside
+    node = spans.get((tokens[i].start, tokens[j - 1].end)) if j > i else None
+    return Arg(node, first, name, is_lambda)
+
+
+def _over(tokens: tuple[Token, ...], close: int) -> bool:
+    """An OVER clause follows the call whose ``)`` is at ``close`` (after IGNORE/RESPECT NULLS)."""
+    k = close + 1
+    if k + 1 < len(tokens) and tokens[k].text.upper() in ("IGNORE", "RESPECT") and \
+            tokens[k + 1].text.upper() == "NULLS":
+        k += 2
+    return k < len(tokens) and tokens[k].token_type == TokenType.OVER
+
+
+def calls(ctx: ModelContext) -> list[Call]:
+    """Calls of built-ins with a recorded signature in the model's query, in source order."""
+    query = ctx.query
+    if query is None:
+        return []
+    return _calls(ctx.model.sql, query)
+
+
+def _calls(sql: str, query: exp.Expr) -> list[Call]:
+    tokens = sql_tokens(sql)
+    spans: dict[tuple[int, int], exp.Expr] | None = None
+    out = []
+    for k in range(len(tokens) - 1):
+        if tokens[k + 1].token_type != TokenType.L_PAREN:
+            continue
+        name = tokens[k].text.lower()
+        sig = signature(name)
+        if sig is None or name == "in" or (k > 0 and tokens[k - 1].token_type in
+                                           _NOT_BEFORE_CALL):
+            continue
+        if name in _QUANTIFIERS and k > 0 and tokens[k - 1].token_type not in (
+                TokenType.SELECT, TokenType.COMMA, TokenType.L_PAREN):
+            continue
+        split = _split(tokens, k + 1)
+        if split is None:
+            continue
+        ranges = split[0]
+        if ranges and ranges[0][1] - ranges[0][0] == 1 and \
+                tokens[ranges[0][0]].text.upper() in _DATETIME_UNITS:
+            continue  # DATE_ADD(DAY, 1, d), DATEDIFF(MONTH, a, b): the grammar's unit forms
+        if name in _TYPE_NAMES and all(j - i == 1 and tokens[i].token_type == TokenType.NUMBER
+                                       for i, j in ranges):
+            continue  # DECIMAL(10, 2): a type
+        if spans is None:
+            spans = _spans(query)
+        out.append(Call(sig, tokens[k].start, tuple(_arg(tokens, i, j, spans)
+                                                    for i, j in ranges), _over(tokens, split[1])))
+    return out
+
+
+def _non_constant(arg: exp.Expr, select: exp.Select | None) -> exp.Expr | None:
+    """A column reference or subquery in ``arg`` (Spark: not foldable), outside lambdas; a
+    name that may be a lateral alias of the SELECT's own is left alone."""
+    aliases = {p.alias.lower() for p in (select.expressions if select else [])
+               if isinstance(p, exp.Alias)}
+    for node in arg.walk(prune=lambda n: isinstance(n, (exp.Lambda, exp.Subquery))):
+        if isinstance(node, exp.Lambda):
+            return None
+        if isinstance(node, exp.Subquery):
+            return node
+        if isinstance(node, exp.Column) and not (len(node.parts) == 1
+                                                 and node.name.lower() in aliases):
+            return node
+    return None
+
+
+def argument_problem(call: Call) -> tuple[int, str, str] | None:
+    """(offset, message, hint) of the first problem of ``call``'s arguments, or None."""
+    name, sig, args = call.name, call.signature, call.args
+    if sig.refused is not None:
+        return (call.start, f"[{sig.refused}] {name}() makes or takes TIME values, which this "
+                "Spark does not support", "use a TIMESTAMP (date_trunc, hour(), minute()...)")
+    named = [a for a in args if a.name is not None]
+    params = {p.lower() for p in sig.params}
+    if named and not params:
+        return (named[0].start, f"[NAMED_PARAMETERS_NOT_SUPPORTED] {name}() takes no named "
+                f"arguments ({named[0].name} => ...)", "pass the arguments by position")
+    unknown = next((a for a in named if (a.name or "").lower() not in params), None)
+    if unknown is not None:
+        return (unknown.start, f"[UNRECOGNIZED_PARAMETER_NAME] {name}() has no argument "
+                f"named {unknown.name}", f"its arguments: {', '.join(sig.params)}")
+    if not named and sig.refuses_count(len(args)):
+        return (call.start, f"[WRONG_NUM_ARGS] {name}() takes {sig.expected} "
+                f"argument(s), not {len(args)}", f"call {name}() with {sig.expected} "
+                "argument(s)")
+    lam = next((a for a in args if a.is_lambda), None)
+    if lam is not None and sig.kind != "higher_order":
+        return (lam.start, "[INVALID_LAMBDA_FUNCTION_CALL.NON_HIGHER_ORDER_FUNCTION] "
+                f"{name}() is not a higher-order function: it takes no lambda (x -> ...)",
+                "lambdas go in transform, filter, exists, forall, aggregate, zip_with...")
+    if sig.kind == "window" and not call.over:
+        return (call.start, f"[WINDOW_FUNCTION_WITHOUT_OVER_CLAUSE] {name}() is a window "
+                "function: it needs an OVER clause", f"{name}(...) OVER (PARTITION BY ... "
+                "ORDER BY ...)")
+    return None
+
+
+class FunctionArguments(ModelRule):
+    """A built-in function gets the arguments Spark's analyser accepts: their number
+    ([WRONG_NUM_ARGS]), named arguments it has ([NAMED_PARAMETERS_NOT_SUPPORTED],
+    [UNRECOGNIZED_PARAMETER_NAME]), constants where it needs them
+    ([DATATYPE_MISMATCH.NON_FOLDABLE_INPUT]), lambdas only in higher-order functions."""
+
+    id = "function-arguments"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        for call in calls(ctx):
+            found = argument_problem(call)
+            if found is not None:
+                yield violation_at(self, ctx, *found)
+                continue
+            yield from self._constants(ctx, call)
+
+    def _constants(self, ctx: ModelContext, call: Call) -> Iterator[Violation]:
+        if not call.signature.checks_arguments_of(len(call.args)):
+            return
+        for i, error in call.signature.literal.items():
+            arg = call.args[i] if i < len(call.args) else None
+            if arg is None or arg.node is None or arg.name is not None:
+                continue
+            found = _non_constant(arg.node, arg.node.find_ancestor(exp.Select))
+            if found is not None:
+                yield self.at(ctx, found, f"[{error}] argument {i + 1} of {call.name}() must "
+                              f"be a constant, not {_sql(found)}",
+                              "write a literal (or an expression of literals) there")
+
+
+_BINARY: dict[type[exp.Expr], str] = {
+    exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%", exp.IntDiv: "div",
+    exp.BitwiseAnd: "&", exp.BitwiseOr: "|", exp.BitwiseXor: "^", exp.DPipe: "||",
+    exp.EQ: "=", exp.NullSafeEQ: "<=>", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=",
+    exp.GT: ">", exp.GTE: ">=", exp.And: "and", exp.Or: "or",
+}
+_UNARY: dict[type[exp.Expr], str] = {exp.Neg: "-", exp.BitwiseNot: "~", exp.Not: "not"}
+_COMPLEX = frozenset({"array", "map", "struct"})
+_CONSTRUCTORS = {"map": "a MAP", "array": "an ARRAY", "struct": "a STRUCT",
+                 "named_struct": "a STRUCT"}
+#: Tokens that end an operand: a ``+`` after one is binary.
+_OPERAND_END = frozenset({
+    TokenType.VAR, TokenType.IDENTIFIER, TokenType.NUMBER, TokenType.STRING, TokenType.R_PAREN,
+    TokenType.R_BRACKET, TokenType.NULL, TokenType.TRUE, TokenType.FALSE, TokenType.END,
+    TokenType.STAR})
+_SPARK_TYPES = {"string": "STRING", "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INT",
+                "bigint": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
+                "decimal": "DECIMAL", "boolean": "BOOLEAN", "binary": "BINARY", "date": "DATE",
+                "timestamp": "TIMESTAMP", "timestamp_ntz": "TIMESTAMP_NTZ", "array": "ARRAY",
+                "map": "MAP", "struct": "STRUCT", "string_literal": "STRING",
+                "interval_day": "INTERVAL DAY TO SECOND",
+                "interval_month": "INTERVAL YEAR TO MONTH"}
+
+
+def _value_type(node: exp.Expr) -> exp.DataType | None:
+    """The type of a column, struct field or an array element of one, where resolution typed
+    it (``errors[0]``: the element type of ``errors``)."""
+    node = node.unnest()
+    if isinstance(node, (exp.Column, exp.Dot)):
+        return node.type if is_known(node.type) else None
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and not node.args.get(
+            "offset"):
+        inner = _value_type(node.this)
+        index = node.expressions[0]
+        if is_(inner, T.ARRAY) and isinstance(index, exp.Literal) and index.is_int:
+            return element_type(inner)
+    return None
+
+
+class ArgumentType(ModelRule):
+    """An argument's type is one Spark accepts at its position
+    ([DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE]), an operator's operands are types it applies
+    to ([DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES]...), a struct's field is named, not numbered
+    ([INVALID_EXTRACT_FIELD_TYPE]). Only where lint knows the types."""
+
+    id = "argument-type"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        if ctx.query is None:
+            return
+        for call in calls(ctx):
+            if argument_problem(call) is not None or not call.signature.checks_arguments_of(
+                    len(call.args)):
+                continue  # the arguments are wrong already, or an overload not probed
+            for i, arg in enumerate(call.args):
+                rule = call.signature.types.get(i)
+                kind = arg_type(arg.node) if rule is not None and arg.node is not None \
+                    and arg.name is None else None
+                if rule is None or arg.node is None or kind is None or kind not in rule[1]:
+                    continue
+                required = rule[0]
+                if kind in _COMPLEX and _SPARK_TYPES[kind] in required.upper():
+                    continue  # an element or field type Spark may refuse, not the kind
+                text = _sql(arg.node)
+                yield self.at(ctx, arg.node, f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] "
+                              f"argument {i + 1} of {call.name}() must be {required}, not "
+                              f"{_SPARK_TYPES[kind]}: {text}",
+                              f"cast it (CAST({text} AS ...)) or pass another column")
+                break
+        yield from self._operators(ctx)
+        yield from self._struct_index(ctx)
+        yield from self._unary_plus(ctx)
+        yield from self._time_casts(ctx)
+
+    def _time_casts(self, ctx: ModelContext) -> Iterator[Violation]:
+        """``CAST(x AS TIME)``: Spark 4.2 has no TIME values (a ``TIME '12:00'`` literal, which
+        sqlglot parses as a cast too, is left alone)."""
+        sql = ctx.model.sql
+        for node in ctx.nodes.of(exp.Cast):
+            to = node.args.get("to")
+            if not isinstance(to, exp.DataType) or to.this is not T.TIME:
+                continue
+            start = node.this.meta.get("start") if isinstance(node.this, exp.Literal) else None
+            if isinstance(start, int) and sql[:start].rstrip().upper().endswith("TIME"):
+                continue  # TIME '12:00:00'
+            yield self.at(ctx, node, "[UNSUPPORTED_TIME_TYPE] this Spark does not support TIME "
+                          "values", "cast to TIMESTAMP instead")
+
+    def _unary_plus(self, ctx: ModelContext) -> Iterator[Violation]:
+        """``+map(1, 2)``: sqlglot drops a unary ``+``; Spark's takes numbers and intervals."""
+        tokens = sql_tokens(ctx.model.sql)
+        for k in range(len(tokens) - 2):
+            if tokens[k].token_type != TokenType.PLUS or (
+                    k > 0 and tokens[k - 1].token_type in _OPERAND_END):
+                continue
+            kind = _CONSTRUCTORS.get(tokens[k + 1].text.lower())
+            if kind and tokens[k + 2].token_type == TokenType.L_PAREN:
+                yield violation_at(self, ctx, tokens[k].start, "[DATATYPE_MISMATCH."
+                                   f"UNEXPECTED_INPUT_TYPE] a unary + takes a number or an "
+                                   f"interval, not {kind}", "remove the +")
+
+    def _operators(self, ctx: ModelContext) -> Iterator[Violation]:
+        for node in ctx.nodes.of(*_BINARY, *_UNARY):
+            op = _BINARY.get(type(node)) or _UNARY[type(node)]
+            if type(node) in _UNARY:
+                kind = arg_type(node.this)
+                error = operator_refuses(op, kind) if kind else None
+                text = f"{op.upper()} {_SPARK_TYPES.get(kind or '', '')}"
+            else:
+                left, right = arg_type(node.this), arg_type(node.expression)
+                if left is None or right is None or (isinstance(node, (
+                        exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.LT, exp.LTE, exp.GT, exp.GTE))
+                        and {left, right} & _COMPLEX):
+                    continue  # complex comparisons: the type-mismatch rule's
+                error = operator_refuses(op, left, right)
+                text = f"{_SPARK_TYPES[left]} {op.upper()} {_SPARK_TYPES[right]}"
+            if error is not None:
+                yield self.at(ctx, node, f"[{error}] {_sql(node)}: Spark has no {text}",
+                              "cast an operand so that both have types the operator takes")
+
+    def _struct_index(self, ctx: ModelContext) -> Iterator[Violation]:
+        for node in ctx.nodes.of(exp.Bracket):
+            if len(node.expressions) != 1 or node.args.get("offset") or node.args.get("safe"):
+                continue
+            index = node.expressions[0]
+            if isinstance(index, exp.Literal) and index.is_int and is_(
+                    _value_type(node.this), T.STRUCT):
+                yield self.at(ctx, node, f"[INVALID_EXTRACT_FIELD_TYPE] {_sql(node)}: "
+                              f"{_sql(node.this)} is a struct, whose fields are named, not "
+                              "numbered", f"{_sql(node.this)}.<field> or "
+                              f"{_sql(node.this)}['<field>']")

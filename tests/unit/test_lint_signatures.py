@@ -1,0 +1,206 @@
+"""Calls, operators, literals, ordinals and subquery shapes checked as Spark's analyser checks
+them (runner/lint/signatures.py, literals.py, clauses.py): what each rule flags, where (the
+model file's line and column, after Jinja), with Spark's error class, and the valid neighbours
+it leaves alone. tests/spark/test_signatures_vs_spark.py runs every example through Spark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.unit.test_lint import _BASE, lint_files
+
+RULES = {"function-arguments", "argument-type", "invalid-literal", "query-shape"}
+P = "FROM parsed_events"
+
+#: name -> (rule, SQL, Spark's error class, (line, column) of the finding).
+INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
+    "if_two_args": ("function-arguments", f"SELECT eventId,\n  IF(eventId = 'a', 'x') AS x {P}",
+                    "WRONG_NUM_ARGS", (2, 3)),
+    "json_length_two_args": ("function-arguments",
+                             f"SELECT json_array_length(eventId, 'x') AS x {P}",
+                             "WRONG_NUM_ARGS", (1, 8)),
+    "named_unsupported": ("function-arguments", f"SELECT upper(str => eventId) AS x {P}",
+                          "NAMED_PARAMETERS_NOT_SUPPORTED", (1, 14)),
+    "named_unknown": ("function-arguments", f"SELECT mask(eventId, upper => 'Y') AS x {P}",
+                      "UNRECOGNIZED_PARAMETER_NAME", (1, 22)),
+    "percentile_column": ("function-arguments",
+                          "SELECT percentile_approx(request.latency_ms, request.latency_ms) "
+                          f"AS p {P}", "NON_FOLDABLE_INPUT", (1, 46)),
+    "lambda_in_upper": ("function-arguments",
+                        f"SELECT upper(x -> x) AS x {P}",
+                        "INVALID_LAMBDA_FUNCTION_CALL.NON_HIGHER_ORDER_FUNCTION", (1, 14)),
+    "lag_without_over": ("function-arguments", f"SELECT eventId, lag(eventId) AS prev {P}",
+                         "WINDOW_FUNCTION_WITHOUT_OVER_CLAUSE", (1, 17)),
+    "time_function": ("function-arguments", f"SELECT make_time(1, 2, 3) AS t {P}",
+                      "UNSUPPORTED_TIME_TYPE", (1, 8)),
+    "json_length_int": ("argument-type", f"SELECT json_array_length(2) AS n {P}",
+                        "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 26)),
+    "upper_array": ("argument-type", f"SELECT upper(errors) AS x {P}",
+                    "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 14)),
+    "date_add_decimal": ("argument-type", f"SELECT date_add(`timestamp`, 1.5) AS d {P}",
+                         "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 30)),
+    "int_plus_array": ("argument-type", f"SELECT request.latency_ms + errors AS x {P}",
+                       "DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES", (1, 8)),
+    "negate_array": ("argument-type", f"SELECT -errors AS x {P}",
+                     "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 9)),
+    "int_minus_interval": ("argument-type", f"SELECT request.latency_ms - INTERVAL '2' DAY AS x {P}",
+                           "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 8)),
+    "year_plus_day": ("argument-type", f"SELECT INTERVAL '1' YEAR + INTERVAL '1' DAY AS x {P}",
+                      "DATATYPE_MISMATCH", (1, 17)),  # the first literal's position
+    "negate_binary": ("argument-type", f"SELECT -X'01' AS x {P}",
+                      "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 9)),
+    "plus_map": ("argument-type", f"SELECT +map(1, 2) AS m {P}",
+                 "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 8)),
+    "plus_array": ("argument-type", f"SELECT eventId, +array(1) AS a {P}",
+                   "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 17)),
+    "cast_to_time": ("argument-type", f"SELECT CAST(eventId AS TIME) AS t {P}",
+                     "UNSUPPORTED_TIME_TYPE", (1, 13)),
+    "struct_by_number": ("argument-type", f"SELECT errors[0][1] AS x {P}",
+                         "INVALID_EXTRACT_FIELD_TYPE", (1, 8)),
+    "date_words": ("invalid-literal", f"SELECT date 'mar 11 2016' AS d {P}",
+                   "INVALID_TYPED_LITERAL", (1, 8)),
+    "date_no_such_day": ("invalid-literal", f"SELECT date '2016-02-30' AS d {P}",
+                         "INVALID_TYPED_LITERAL", (1, 8)),
+    "timestamp_hour": ("invalid-literal", f"SELECT timestamp '2016-03-11 25:00:00' AS t {P}",
+                       "INVALID_TYPED_LITERAL", (1, 8)),
+    "tinyint_range": ("invalid-literal", f"SELECT 128Y AS n {P}",
+                      "INVALID_NUMERIC_LITERAL_RANGE", (1, 8)),
+    "tinyint_minus": ("invalid-literal", f"SELECT request.latency_ms -128Y AS n {P}",
+                      "INVALID_NUMERIC_LITERAL_RANGE", (1, 28)),
+    "smallint_range": ("invalid-literal", f"SELECT 32768S AS n {P}",
+                       "INVALID_NUMERIC_LITERAL_RANGE", (1, 8)),
+    "double_range": ("invalid-literal", f"SELECT 1E309 AS n {P}",
+                     "INVALID_NUMERIC_LITERAL_RANGE", (1, 8)),
+    "decimal_39": ("invalid-literal", f"SELECT 12345678901234567890123456789012345678.9 AS n {P}",
+                   "DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION", (1, 8)),
+    "interval_day_fraction": ("invalid-literal", f"SELECT interval '1.5' day AS i {P}",
+                              "INVALID_INTERVAL_FORMAT", (1, 8)),
+    "interval_day_range": ("invalid-literal", f"SELECT interval '1-2' day AS i {P}",
+                           "INVALID_INTERVAL_FORMAT", (1, 8)),
+    "interval_year_month": ("invalid-literal", f"SELECT interval '1 2' year to month AS i {P}",
+                            "INVALID_INTERVAL_FORMAT", (1, 8)),
+    "interval_unit_typo": ("invalid-literal", f"SELECT interval '1 dya' AS i {P}",
+                           "INVALID_TYPED_LITERAL", (1, 8)),
+    "group_by_position": ("query-shape", f"SELECT eventId {P}\nGROUP BY 2",
+                          "GROUP_BY_POS_OUT_OF_RANGE", (2, 10)),
+    "order_by_position": ("query-shape", f"SELECT eventId {P} ORDER BY 0",
+                          "ORDER_BY_POS_OUT_OF_RANGE", (1, 44)),
+    "group_by_aggregate": ("query-shape", f"SELECT eventId, count(*) AS n {P} GROUP BY 1, 2",
+                           "GROUP_BY_POS_AGGREGATE", (1, 62)),
+    "scalar_two_columns": ("query-shape",
+                           f"SELECT (SELECT eventId, `timestamp` {P}) AS x {P}",
+                           "SCALAR_SUBQUERY_RETURN_MORE_THAN_ONE_OUTPUT_COLUMN", (1, 16)),
+    "in_two_columns": ("query-shape",
+                       f"SELECT eventId {P} WHERE eventId IN (SELECT eventId, `timestamp` {P})",
+                       "IN_SUBQUERY_LENGTH_MISMATCH", (1, 41)),
+    "qualify_no_window": ("query-shape", f"SELECT eventId {P} QUALIFY eventId > 'a'",
+                          "QUALIFY_REQUIRES_WINDOW_FUNCTION", (1, 43)),
+}
+
+#: Valid neighbours of every finding above (each analysed by Spark too).
+VALID: dict[str, str] = {
+    "if_three_args": f"SELECT IF(eventId = 'a', 'x', 'y') AS x, nvl(eventId, 'x') AS y {P}",
+    "variadic": f"SELECT coalesce(eventId, 'x') AS a, concat(eventId, 1, 'x') AS b,\n"
+                f"  count(eventId, user.country) OVER () AS c, greatest(1, 2, 3, 4, 5, 6, 7) AS g"
+                f" {P}",
+    "named_args": f"SELECT mask(eventId, upperChar => 'Y') AS m,\n"
+                  f"  mask(eventId, 'Y', 'y') AS n {P}",
+    "percentile_literal": "SELECT user.country AS c,\n"
+                          "  percentile_approx(request.latency_ms, 0.5) AS p,\n"
+                          "  percentile_approx(request.latency_ms, array(0.25, 0.75), 100) AS q\n"
+                          f"{P} GROUP BY user.country",
+    "lambdas": f"SELECT transform(errors, e -> upper(e.errorCode)) AS codes,\n"
+               f"  aggregate(errors, 0, (acc, e) -> acc + 1) AS n,\n"
+               f"  exists(errors, e -> e.severity = 'high') AS bad {P}",
+    "string_literals_coerce": f"SELECT json_array_length('[1, 2]') AS n, upper(1) AS u,\n"
+                              f"  'a' - date'2020-01-01' AS d, date_add(`timestamp`, 1) AS t,\n"
+                              f"  date_add(`timestamp`, request.latency_ms) AS t2 {P}",
+    "operators": f"SELECT request.latency_ms + 1.5 AS a, eventId || 'x' AS b,\n"
+                 f"  `timestamp` - INTERVAL '1' DAY AS c, -request.latency_ms AS d,\n"
+                 f"  NOT (eventId = 'a') AS e, ~request.status_code AS f {P}",
+    "struct_by_name": f"SELECT errors[0]['errorCode'] AS a, errors[0].severity AS b,\n"
+                      f"  user['country'] AS c {P}",
+    "aggregates_by_kind": "SELECT user.country AS c, bool_and(request.latency_ms > 1) AS a,\n"
+                          "  every(request.latency_ms > 1) AS b, any(request.latency_ms > 1) AS d,"
+                          "\n  some(request.latency_ms > 1) AS e, bool_or(request.latency_ms > 1)"
+                          f" AS f\n{P} GROUP BY user.country",
+    "ordered_set_over": "SELECT eventId, percentile_cont(0.5) WITHIN GROUP (ORDER BY "
+                        f"request.latency_ms) OVER () AS p {P}",
+    "quantifiers": f"SELECT eventId {P} WHERE eventId LIKE ANY ('a%', 'b%')\n"
+                   "  AND eventId NOT IN ('a', 'b')",
+    "special_syntax": f"SELECT CAST(request.latency_ms AS DECIMAL(10, 2)) AS d,\n"
+                      f"  trim(BOTH 'x' FROM eventId) AS t, EXTRACT(YEAR FROM `timestamp`) AS y,\n"
+                      f"  substring(eventId FROM 1 FOR 2) AS s, position('a' IN eventId) AS p {P}",
+    "distinct_count": f"SELECT count(DISTINCT eventId, user.country) AS c {P}",
+    "typed_literals": "SELECT date '2016-03-11' AS a, date '2016' AS b, date '2016-3-1 xyz' AS c,\n"
+                      "  date '+2016-02-03' AS d, timestamp '2016-03-11 10:00:00 UTC' AS e,\n"
+                      "  timestamp '2016' AS f, timestamp_ntz '2016-03-11 10:00' AS g,\n"
+                      f"  timestamp '2016-03-11T10' AS h, date '2016-02-29' AS i {P}",
+    "number_literals": "SELECT -128Y AS a, - 128Y AS b, -32768S AS c, -9223372036854775808L AS d,"
+                       "\n  127Y AS e, 2147483648 AS f, 9223372036854775808 AS g,\n"
+                       "  99999999999999999999999999999999999999 AS h, 1E308 AS i, 1E-400 AS j,\n"
+                       f"  1234567890123456789012345678901234567.8BD AS k, 1.5BD AS l {P}",
+    "interval_literals": "SELECT interval '1' day AS a, interval '1.5' second AS b,\n"
+                         "  interval '1 day 2 hours' AS c, interval '1-2' year to month AS d,\n"
+                         "  interval '1 10:00:00' day to second AS e, interval 1 day AS f,\n"
+                         f"  interval -'1' day AS g, interval 3 days 2 hours AS h {P}",
+    "positions": f"SELECT eventId, count(*) AS n {P} GROUP BY 1 ORDER BY 2 DESC, 1 + 1",
+    "star_positions": f"SELECT * {P} ORDER BY 5",
+    "subquery_shapes": f"SELECT (SELECT max(eventId) {P}) AS m {P}\n"
+                       f"WHERE (eventId, `timestamp`) IN (SELECT eventId, `timestamp` {P})\n"
+                       f"  AND EXISTS (SELECT eventId, `timestamp` {P})",
+    "qualify_windows": f"SELECT eventId, row_number() OVER (ORDER BY `timestamp`) AS rn {P}\n"
+                       f"QUALIFY rn = 1",
+    "qualify_inline": f"SELECT eventId {P}\n"
+                      "QUALIFY row_number() OVER (PARTITION BY eventId ORDER BY `timestamp`) = 1",
+    "lateral_view": "SELECT a.eventId, err.errorCode AS code FROM parsed_events AS a\n"
+                    "LATERAL VIEW explode(errors) e AS err",
+    "values_alias": "SELECT v.a FROM VALUES (1, 2) AS v(a, b)",
+    "unit_forms": f"SELECT DATE_ADD(DAY, 1, `timestamp`) AS a,\n"
+                  f"  DATEDIFF(MONTH, `timestamp`, `timestamp`) AS b {P}",
+    "overloads": "SELECT make_timestamp(2021, 07, 11, 6, 30, 45.678) AS a,\n"
+                 f"  make_timestamp(2021, 7, 11, 6, 30, 45.678, 'CET') AS b {P}",
+    # a generator's columns: Spark counts positions its own way (lint does not count them)
+    "generator_positions": "SELECT stack(2, 'first', count(*), 'second', CAST(0 AS BIGINT))"
+                           f" AS (x1, x2), id\nFROM (SELECT 1 AS id {P}) AS t GROUP BY 2",
+    "windows_with_over": f"SELECT eventId, lag(eventId) OVER (ORDER BY `timestamp`) AS a,\n"
+                         "  nth_value(eventId, 2) IGNORE NULLS OVER (ORDER BY `timestamp`) AS b,\n"
+                         "  1 + size(map(1, 2)) AS c, +1 AS d, 2 +array_size(array(1)) AS e\n"
+                         f"{P}",
+    "time_of_day": f"SELECT TIME '12:00:00' AS t, current_time() AS c, hour(`timestamp`) AS h,\n"
+                   f"  date_trunc('HOUR', `timestamp`) AS d {P}",
+    "interval_arithmetic": f"SELECT `timestamp` + INTERVAL '1 day 2 hours' AS a,\n"
+                           f"  INTERVAL '1' MONTH + INTERVAL '2' YEAR AS b,\n"
+                           f"  `timestamp` - INTERVAL '1-2' YEAR TO MONTH AS c {P}",
+    "interval_sign_space": f"SELECT INTERVAL '-\t 1' DAY AS a {P}",
+}
+
+
+def test_invalid_sql_is_flagged_where_it_is_with_sparks_class(tmp_path: Path) -> None:
+    result = lint_files(tmp_path, {"base": _BASE["base"], **{n: c[1] for n, c in INVALID.items()}})
+    mine: dict[str, list[tuple[str, int | None, int | None, str]]] = {}
+    for v in result.violations:
+        if v.rule in RULES:
+            mine.setdefault(Path(v.path).stem, []).append((v.rule, v.line, v.column, v.message))
+            assert v.severity == "error" and v.hint, v
+    wrong = {}
+    for name, (rule, _, error, (line, column)) in INVALID.items():
+        found = mine.get(name, [])
+        if [(r, ln, c) for r, ln, c, _ in found] != [(rule, line, column)] or \
+                error not in found[0][3]:
+            wrong[name] = found
+    assert wrong == {}
+
+
+def test_valid_neighbours_are_not_flagged(tmp_path: Path) -> None:
+    result = lint_files(tmp_path, {"base": _BASE["base"], **VALID})
+    assert [v for v in result.violations if v.severity == "error"] == []
+
+
+def test_positions_are_the_model_files_after_jinja(tmp_path: Path) -> None:
+    sql = ("{{ config(materialized='append') }}\n{% set cols = ['eventId'] %}\nSELECT\n"
+           "{% for c in cols %}  {{ c }},\n{% endfor %}  IF({{ cols[0] }} = 'a', 'x') AS x\n"
+           f"{P}")
+    result = lint_files(tmp_path, {"m": sql})
+    found = [(v.rule, v.line, v.column) for v in result.violations if v.rule in RULES]
+    assert found == [("function-arguments", 5, 15)]  # IF, after the loop's tag
