@@ -8,6 +8,7 @@ Slow: Spark analyses each of the corpus's thousands of models (minutes); nightly
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -73,5 +74,6 @@ def test_compile_analyze_agrees_with_spark_on_every_model(spark: SparkSession,
         "agreement_percent": round(100 * (len(corpus) - len(wrong)) / len(corpus), 2),
         "false_refusals": kinds["false refusal"], "false_passes": kinds["false pass"],
         "ms_per_model": round(1000 * seconds / len(corpus), 1),
-        "session_seconds": round(session_info(spark).start_seconds, 1)})
+        "session_seconds": round(session_info(spark).start_seconds, 1),
+        "load_average": round(os.getloadavg()[0], 1), "cpus": os.cpu_count()})
     assert wrong == {}

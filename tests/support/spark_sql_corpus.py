@@ -15,9 +15,12 @@ refused when lint reports an error.
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,12 +106,26 @@ def load_corpus(models: Path = MODELS, verdicts: Path = VERDICTS) -> list[Corpus
                         recorded[m.name]["verdict"]) for m in built]
 
 
-def compile_verdicts(models: Sequence[CorpusModel]) -> dict[str, tuple[str, ...]]:
+def compile_verdicts(models: Sequence[CorpusModel], *, workers: int | None = None
+                     ) -> dict[str, tuple[str, ...]]:
     """Compile's verdict per model: the rules that reported an error (empty: accepted).
 
-    All models are linted in one pass over the repository's project, as ``runner compile``
-    lints a project's models, without a process per model.
+    The models are linted as ``runner compile`` lints a project's models (one lint pass over
+    the repository's project, no process per model), split over ``workers`` processes
+    (default: up to two, the machine's cores): the models are independent (no refs).
     """
+    workers = workers or min(2, os.cpu_count() or 1)
+    if workers == 1:
+        return _lint(models)
+    chunks = [list(models[i::workers]) for i in range(workers)]
+    out: dict[str, tuple[str, ...]] = {}
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        for part in pool.map(_lint, chunks):
+            out.update(part)
+    return {m.name: out[m.name] for m in models}
+
+
+def _lint(models: Sequence[CorpusModel]) -> dict[str, tuple[str, ...]]:
     from runner.compile.render import RenderedModel
     from runner.lint import lint_models
     from runner.project.config import ModelConfig

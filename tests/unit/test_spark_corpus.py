@@ -18,6 +18,7 @@ from tests.support.spark_sql_corpus import (
     BASELINE,
     MODELS,
     RESULT,
+    CorpusModel,
     compile_verdicts,
     load_corpus,
     measure,
@@ -27,11 +28,15 @@ from tests.support.spark_sql_corpus import (
 
 
 @pytest.fixture(scope="module")
-def result() -> dict[str, object]:
+def corpus() -> list[CorpusModel]:
     if not MODELS.is_file():
         pytest.skip("the corpus is built by scripts/setup.sh (.jars/spark-tests/models.jsonl)")
-    models = load_corpus()
-    measured = measure(models, compile_verdicts(models))
+    return load_corpus()
+
+
+@pytest.fixture(scope="module")
+def result(corpus: list[CorpusModel]) -> dict[str, object]:
+    measured = measure(corpus, compile_verdicts(corpus))
     write_json(RESULT, measured)
     return measured
 
@@ -42,10 +47,7 @@ def test_compile_agrees_with_spark_at_least_as_well_as_the_baseline(
     assert regressions(result, baseline) == []
 
 
-def test_the_corpus_is_large_and_refuses_a_quarter() -> None:
-    if not MODELS.is_file():
-        pytest.skip("the corpus is built by scripts/setup.sh (.jars/spark-tests/models.jsonl)")
-    models = load_corpus()
-    refused = [m for m in models if m.verdict != "accepted"]
-    assert len(models) >= 1000
-    assert len(refused) >= 0.25 * len(models)
+def test_the_corpus_is_large_and_refuses_a_quarter(corpus: list[CorpusModel]) -> None:
+    refused = [m for m in corpus if m.verdict != "accepted"]
+    assert len(corpus) >= 1000
+    assert len(refused) >= 0.25 * len(corpus)
