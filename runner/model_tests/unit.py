@@ -79,7 +79,7 @@ def run_unit_tests(project: Project, plan: Plan, cases: Sequence[tuple[ModelSpec
         from runner.runtime.client.session import build_session
 
         conf = project.config.spark
-        spark = build_session(master=conf.master, conf=dict(conf.conf),
+        spark = build_session(master=conf.master, remote=conf.remote, conf=dict(conf.conf),
                               app_name=f"runner-test:{project.config.name}",
                               log_dir=str(project.root / "logs"))
     results = []
