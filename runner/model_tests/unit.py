@@ -34,6 +34,7 @@ from runner.model_tests.result import Status, TestResult
 from runner.model_tests.spec import ModelSpec, SpecError, UnitTest
 from runner.project.event_schema import source_metadata_columns
 from runner.project.loader import Project
+from runner.runtime.client.remote import new_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -154,7 +155,7 @@ def _run_case(project: Project, plan: Plan, spec: ModelSpec, case: UnitTest,
     schema = schemas[model]
     steps = unit_test_steps(plan, model, case.given.models)
     sub_plan = replace(plan, steps=steps)
-    session = spark.newSession()  # private temp views: parsed_events and the models
+    session = new_session(spark)  # private temp views: parsed_events and the models
     lines = _raw_lines(project, case)
     if isinstance(schema, str):
         raise _CaseError(f"model {model} does not analyse in Spark: {schema}")

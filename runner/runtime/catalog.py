@@ -269,8 +269,8 @@ def register_seeds(project: Project, seeds: list[str], *, report: Reporter) -> d
     if not relations:
         return {}
     conf = project.config.spark
-    spark = build_session(master=conf.master, remote=conf.remote, conf={**catalog_session_conf(project),
-                                                     **dict(conf.conf)},
+    spark = build_session(master=conf.master, remote=conf.remote,
+                          conf={**catalog_session_conf(project), **dict(conf.conf)},
                           app_name=f"runner-seed:{project.config.name}",
                           log_dir=str(project.root / "logs"))
     try:

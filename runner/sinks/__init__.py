@@ -156,6 +156,10 @@ def make_writer(engine: Engine, spark: SparkSession | None, *,
     from runner.sinks.spark import SparkWriter
 
     if engine_choice(engine, spark).engine == "spark" and spark is not None:
+        if type(spark).__module__.startswith("pyspark.sql.connect"):  # no JVM in reach
+            from runner.sinks.spark_connect import SparkConnectWriter
+
+            return SparkConnectWriter(spark)
         return SparkWriter(spark)
     limit = arrow_max_rows if arrow_max_rows is not None else \
         default_arrow_max_rows(_master(spark))

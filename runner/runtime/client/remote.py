@@ -200,3 +200,13 @@ def server_lost_as_error(spark: SparkSession) -> Iterator[None]:
                 "replays on the next start",
                 hint="check the server (its log, its memory), then start the runner again") from e
         raise
+
+
+def new_session(spark: SparkSession) -> SparkSession:
+    """A session of its own for private temp views: ``newSession()``; over Connect (which has
+    none) a clone of the server-side session, its settings kept (substitution stays off)."""
+    if is_remote(spark):
+        clone: SparkSession = spark.cloneSession()  # type: ignore[attr-defined]
+        bound_retries(clone)
+        return clone
+    return spark.newSession()

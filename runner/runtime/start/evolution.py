@@ -36,6 +36,7 @@ from runner.errors import ExecutionError, SinkError
 from runner.events import Reporter, SchemaChanged, ignore
 from runner.runtime.batches.parse import parse_schema
 from runner.runtime.batches.sql_guard import checked_query
+from runner.runtime.client.remote import new_session
 from runner.sinks.base import quote_column
 from runner.sinks.schema import (
     add_columns,
@@ -146,7 +147,7 @@ def model_output_schemas(spark: SparkSession, plan: Plan,
         metadata_columns: the columns ``parsed_events`` has beyond the event schema, name ->
             Spark type (``_batch_id`` and the source's: ``Project.parsed_events_columns``).
     """
-    session = spark.newSession()
+    session = new_session(spark)
     ddl = plan.schema_ddl + "".join(f", {quote_column(name)} {dtype}"
                                     for name, dtype in metadata_columns.items())
     session.createDataFrame([], parse_schema(ddl)).createOrReplaceTempView("parsed_events")

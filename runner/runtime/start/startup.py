@@ -24,12 +24,12 @@ from runner.runtime.after_batch import Bookkeeper
 from runner.runtime.batches.batch import BatchPlan
 from runner.runtime.batches.parking import Parking, park_policy
 from runner.runtime.batches.pinned_lookups import Lookups, start_lookups
+from runner.runtime.batches.remote_batch import RemoteBatch
 from runner.runtime.catalog import Names, catalog_session_conf
+from runner.runtime.client.remote import is_remote
 from runner.runtime.start.backfill import Handover, finish_handover, prepare_handover
 from runner.runtime.start.definitions import check_definitions, record_definitions
 from runner.runtime.start.evolution import check_schema_changes, model_output_schemas
-from runner.runtime.batches.remote_batch import RemoteBatch
-from runner.runtime.client.remote import is_remote
 from runner.runtime.start.query import Progress, Query, Stopper, StreamSummary, offset_keeper
 from runner.sinks import DeltaWriter, SinkSpec, engine_choice, make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
