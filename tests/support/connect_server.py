@@ -67,6 +67,9 @@ class ConnectServer:
             "spark.sql.shuffle.partitions": "4",
             "spark.sql.warehouse.dir": (self._dir / "warehouse").as_uri(),
             "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
+            # A batch function's worker imports pyspark's Connect client (pandas, pyarrow,
+            # gRPC) before it connects back: 15 s by default, too short on a loaded machine.
+            "spark.python.authenticate.socketTimeout": "120s",
         }
         args = [str(home / "bin" / "spark-submit"), "--class", _MAIN_CLASS,
                 "--master", "local[2]", "--driver-memory", "1g"]

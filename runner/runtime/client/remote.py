@@ -109,13 +109,16 @@ def build_remote_session(url: str, *, conf: Mapping[str, str] = {}) -> SparkSess
         ConfigError: a key of ``conf`` is static on the server with another value, or the
             server keeps variable substitution on.
     """
-    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     from runner.runtime.client.session import START_SECONDS_KEY
 
     started = time.perf_counter()
     _reachable(url)
-    spark = SparkSession.builder.remote(url).getOrCreate()
+    # pyspark's functions (F.col...) build Connect columns only in a process marked so, as
+    # SparkSession.builder.remote() marks it: the runner's process is a client from here on.
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    spark = ConnectSession.builder.remote(url).getOrCreate()
     bound_retries(spark)
     static = _apply(spark, {**RUNTIME_DEFAULTS, **{k: str(v) for k, v in conf.items()}})
     if static:

@@ -44,6 +44,12 @@ __all__ = ["Query", "Stopper", "StreamSummary", "offset_keeper"]
 
 Progress = Callable[[dict[str, Any] | None], None]
 
+#: Over Spark Connect the server starts the batch function's Python worker when the query
+#: starts and gives it 10 s (fixed in Spark) to connect back; on a loaded server the worker's
+#: imports take longer, and Spark says so in these words. Nothing ran: start again.
+_WORKER_LATE = "Python worker failed to connect back"
+_START_ATTEMPTS = 3
+
 
 @dataclass
 class StreamSummary:
@@ -225,10 +231,16 @@ class Query:
                   .foreachBatch(function))
         writer = (writer.trigger(availableNow=True) if mode == "available_now"
                   else writer.trigger(processingTime=trigger))
-        try:
-            return writer.start()
-        except Exception as e:
-            raise ExecutionError(f"could not start the streaming query: {first_line(e)}") from e
+        for attempt in range(_START_ATTEMPTS):
+            try:
+                return writer.start()
+            except Exception as e:
+                if self.remote is not None and _WORKER_LATE in str(e) and (
+                        attempt + 1 < _START_ATTEMPTS):
+                    continue  # the server's worker started too slowly (a loaded server)
+                raise ExecutionError(f"could not start the streaming query: {first_line(e)}"
+                                     ) from e
+        raise AssertionError("unreachable")
 
     def _watch(self, query: StreamingQuery) -> BaseException | None:
         """Wait for the query's end; a signal stops it after the batch in flight. Returns
