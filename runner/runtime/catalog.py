@@ -39,6 +39,7 @@ from runner.errors import ConfigError
 from runner.events import BatchDone, Event, NameNotRegistered, Reporter, TableRegistered
 from runner.failpoints import failpoint
 from runner.project.loader import Project
+from runner.runtime.client.remote import is_remote
 from runner.sinks.tables import is_table
 from runner.spark_errors import first_line
 
@@ -124,6 +125,9 @@ class Names:
 
     @property
     def uri(self) -> str:
+        if is_remote(self.spark):  # Spark Connect: the server's settings, no Hadoop conf
+            return (self.spark.conf.get("spark.hadoop.hive.metastore.uris", None)
+                    or "(the Spark Connect server's metastore)")
         conf = self.spark.sparkContext.getConf()
         return (conf.get("spark.hadoop.hive.metastore.uris")
                 or self.spark.sparkContext._jsc.hadoopConfiguration().get(  # noqa: SLF001
