@@ -39,8 +39,8 @@ from runner.errors import ConfigError
 from runner.events import BatchDone, Event, NameNotRegistered, Reporter, TableRegistered
 from runner.failpoints import failpoint
 from runner.project.loader import Project
-from runner.runtime.client.remote import is_remote
 from runner.sinks.tables import is_table
+from runner.spark_client import is_remote
 from runner.spark_errors import first_line
 
 if TYPE_CHECKING:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from runner.errors import ConfigError
+from runner.spark_client import is_remote
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -156,7 +157,7 @@ def make_writer(engine: Engine, spark: SparkSession | None, *,
     from runner.sinks.spark import SparkWriter
 
     if engine_choice(engine, spark).engine == "spark" and spark is not None:
-        if type(spark).__module__.startswith("pyspark.sql.connect"):  # no JVM in reach
+        if is_remote(spark):  # no JVM in reach
             from runner.sinks.spark_connect import SparkConnectWriter
 
             return SparkConnectWriter(spark)

@@ -76,6 +76,7 @@ from runner.sinks.conf import DELTA_SESSION_CONF, jvm_class_loads
 from runner.sinks.delta import open_delta
 from runner.sinks.open_tables import OpenTables
 from runner.sinks.rs import RsWriter
+from runner.spark_client import is_remote
 from runner.spark_errors import delta_error
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ _MERGE_LOCK = threading.Lock()
 def delta_spark_available(spark: SparkSession | None) -> bool:
     """True when ``io.delta.tables.DeltaTable`` is loadable in the session's JVM; over Spark
     Connect (no JVM to ask), when the server runs Delta's SQL extension."""
-    if spark is not None and type(spark).__module__.startswith("pyspark.sql.connect"):
+    if spark is not None and is_remote(spark):
         extensions = spark.conf.get("spark.sql.extensions", "") or ""
         return DELTA_SESSION_CONF["spark.sql.extensions"] in extensions
     return jvm_class_loads(spark, "io.delta.tables.DeltaTable")

@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, BinaryIO
 from pyspark.sql import functions as F
 
 from runner.errors import SourceError
-from runner.runtime.client.remote import is_remote
 from runner.sources.history import local_path
+from runner.spark_client import is_remote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from runner.errors import SourceError
 from runner.events import OffsetsSkipped, Reporter, ignore
 from runner.project.config import KafkaSource
-from runner.runtime.client.remote import is_remote
 from runner.sources.history import KafkaSpan, PastBatch, local_path
 from runner.sources.kafka.offset_plan import (
     TP,
@@ -34,6 +33,7 @@ from runner.sources.kafka.offset_plan import (
     plan_ranges,
 )
 from runner.sources.kafka.options import KafkaSourceOptions
+from runner.spark_client import is_remote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -82,7 +82,6 @@ __all__ = ["CACHE_COMPRESSION", "BatchPlan", "BatchResult", "persisted_models", 
            "run_batch", "should_persist", "uncompressed_batch_cache"]
 
 
-
 @dataclass(frozen=True)
 class BatchPlan:
     """Everything a batch needs, fixed at start: the compiled plan and where each sink goes."""
@@ -94,17 +93,15 @@ class BatchPlan:
     writer: DeltaWriter
     parallelism: int = 4
     parse_only_used_fields: bool = False  # project.yml: prune the parse to Plan.used_fields
-    # A backfill (runner.runtime.start.backfill) runs a model and its ancestors on past batches:
-    # only
-    # the steps with a sink are written, and the dead-letter table (which holds those batches
-    # already) is left alone.
+    # A backfill (runner.runtime.start.backfill) runs a model and its ancestors on past
+    # batches: only the steps with a sink are written, and the dead-letter table (which holds
+    # those batches already) is left alone.
     write_dead_letters: bool = True
     # The models parked (runner.runtime.batches.parking) when their own SQL fails, rather than
-    # failing
-    # the batch: on_model_error 'park' (project.yml, or the model's config). Empty: all halt.
+    # failing the batch: on_model_error 'park' (project.yml, or the model's config). Empty:
+    # all halt.
     park: frozenset[str] = frozenset()
-    # The sources and seeds the models join, pinned per batch
-    # (runner.runtime.batches.pinned_lookups).
+    # The sources and seeds the models join, pinned per batch (runtime/batches/pinned_lookups).
     lookups: Lookups | None = None
     # The files source: batch id -> (file URI, reason) for each file of the batch that cannot
     # be read whole (runner.sources.files.unreadable_files): one dead letter each.
@@ -168,7 +165,6 @@ def _write(writer: DeltaWriter, spec: SinkSpec, df: DataFrame, batch_id: int,
            rows_hint: int | None = None, *, is_model: bool = True,
            step: Step | None = None) -> WriteResult:
     try:
-        # Names this thread's Spark jobs (UI, event log): "runner: <model> batch <id>".
         describe_jobs(df.sparkSession, f"runner: {spec.model} batch {batch_id}")
         return writer.write(spec, df, batch_id, rows_hint=rows_hint)
     except StorageError as e:  # the store failed (obstore, delta-rs): the sink's failure
@@ -212,8 +208,7 @@ def prepare(bp: BatchPlan) -> None:
     if should_persist(bp.plan) or persisted_models(bp.plan):
         from pyspark.sql import SparkSession
 
-        spark = SparkSession.getActiveSession()
-        if spark is not None:
+        if (spark := SparkSession.getActiveSession()) is not None:
             uncompressed_batch_cache(spark)
 
 

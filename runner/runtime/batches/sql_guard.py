@@ -35,7 +35,7 @@ from sqlglot.tokens import TokenType
 
 from runner.errors import ExecutionError
 from runner.lint.allowlist import function_problems
-from runner.runtime.client.remote import is_remote
+from runner.spark_client import is_remote
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from runner.errors import ConfigError, SparkServerLostError
+from runner.spark_client import is_remote
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -75,11 +75,6 @@ def remote_address(url: str) -> tuple[str, int]:
     return parts.hostname or "localhost", parts.port or 15002
 
 
-def is_remote(spark: object) -> bool:
-    """Whether ``spark`` is a Spark Connect client session (no JVM behind it)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
 def _reachable(url: str) -> None:
     host, port = remote_address(url)
     try:
@@ -100,7 +95,7 @@ def bound_retries(spark: SparkSession) -> None:
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
-    client = spark.client  # type: ignore[attr-defined]
+    client = spark.client
     client.set_retry_policies([DefaultPolicy(max_retries=3, initial_backoff=250,
                                              max_backoff=1000, backoff_multiplier=2.0)])
 
@@ -115,14 +110,11 @@ def build_remote_session(url: str, *, conf: Mapping[str, str] = {}) -> SparkSess
     """
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    from runner.runtime.client.session import START_SECONDS_KEY
-
-    started = time.perf_counter()
     _reachable(url)
     # pyspark's functions (F.col...) build Connect columns only in a process marked so, as
     # SparkSession.builder.remote() marks it: the runner's process is a client from here on.
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
-    spark = ConnectSession.builder.remote(url).getOrCreate()
+    spark: SparkSession = ConnectSession.builder.remote(url).getOrCreate()  # type: ignore[assignment]
     bound_retries(spark)
     static = _apply(spark, {**RUNTIME_DEFAULTS, **{k: str(v) for k, v in conf.items()}})
     if static:
@@ -136,7 +128,6 @@ def build_remote_session(url: str, *, conf: Mapping[str, str] = {}) -> SparkSess
         raise ConfigError("the Spark Connect server keeps spark.sql.variable.substitute on",
                           hint="the runner needs it off (docs/SECURITY.md): start the server "
                           "with spark.sql.variable.substitute=false")
-    spark.conf.set(START_SECONDS_KEY, f"{time.perf_counter() - started:.3f}")
     return spark
 
 
@@ -183,7 +174,7 @@ def is_server_lost(error: BaseException) -> bool:
 
     seen: BaseException | None = error
     while seen is not None:
-        if isinstance(seen, grpc.RpcError) and seen.code() == grpc.StatusCode.UNAVAILABLE:  # type: ignore[attr-defined]
+        if isinstance(seen, grpc.RpcError) and seen.code() == grpc.StatusCode.UNAVAILABLE:
             return True
         if type(seen).__name__ == "RetriesExceeded" or any(w in str(seen) for w in _LOST):
             return True

@@ -265,10 +265,12 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},
     Returns:
         The SparkSession. Use :func:`session_info` for its log file and start time.
     """
+    started = time.perf_counter()
     url = remote_url(remote)
     if url is not None:
-        return build_remote_session(url, conf=conf)
-    started = time.perf_counter()
+        client = build_remote_session(url, conf=conf)
+        client.conf.set(START_SECONDS_KEY, f"{time.perf_counter() - started:.3f}")
+        return client
     cores = _local_cores(master)
     if cores is not None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

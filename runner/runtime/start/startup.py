@@ -26,7 +26,6 @@ from runner.runtime.batches.parking import Parking, park_policy
 from runner.runtime.batches.pinned_lookups import Lookups, start_lookups
 from runner.runtime.batches.remote_batch import RemoteBatch
 from runner.runtime.catalog import Names, catalog_session_conf
-from runner.runtime.client.remote import is_remote
 from runner.runtime.start.backfill import Handover, finish_handover, prepare_handover
 from runner.runtime.start.definitions import check_definitions, record_definitions
 from runner.runtime.start.evolution import check_schema_changes, model_output_schemas
@@ -38,6 +37,7 @@ from runner.sinks.outputs import Outputs, is_kafka
 from runner.sinks.ownership import refuse_tables_not_ours
 from runner.sinks.tables import check_droppable, is_table, recent_app_ids
 from runner.sources.same_input import ReplayGuard
+from runner.spark_client import is_remote
 from runner.storage.objects import SCHEMES, ObjectPath
 from runner.storage.ops import Location, write_atomic
 
