@@ -48,7 +48,7 @@ Progress = Callable[[dict[str, Any] | None], None]
 #: starts and gives it 10 s (fixed in Spark) to connect back; on a loaded server the worker's
 #: imports take longer, and Spark says so in these words. Nothing ran: start again.
 _WORKER_LATE = "Python worker failed to connect back"
-_START_ATTEMPTS = 3
+_START_ATTEMPTS = 5
 
 
 @dataclass
@@ -237,7 +237,8 @@ class Query:
             except Exception as e:
                 if self.remote is not None and _WORKER_LATE in str(e) and (
                         attempt + 1 < _START_ATTEMPTS):
-                    continue  # the server's worker started too slowly (a loaded server)
+                    time.sleep(2.0 * (attempt + 1))  # the server's worker was slow: a loaded
+                    continue                         # server; let it settle, start again
                 raise ExecutionError(f"could not start the streaming query: {first_line(e)}"
                                      ) from e
         raise AssertionError("unreachable")
