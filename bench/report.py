@@ -38,7 +38,8 @@ RENDERERS: dict[str, Renderer] = {}
 PAGES: dict[str, tuple[str, ...]] = {
     "docs/BENCHMARKS.md": ("compile_bench", "spark_parse_bench", "stream_bench", "scale_bench", "kafka_bench",
                            "kafka_out_bench",
-                           "enrich_bench", "backfill_bench", "cdc_bench", "storage_bench", "sdp_bench"),
+                           "enrich_bench", "backfill_bench", "cdc_bench", "storage_bench", "sdp_bench",
+                           "connect_bench"),
     "docs/PERFORMANCE.md": ("parse_profile", "driver_memory", "cold_start"),
     "docs/RELIABILITY.md": ("crash_loop", "generated_ops", "soak"),
 }
@@ -337,6 +338,23 @@ def sdp_bench(d: dict[str, Any]) -> tuple[str, Rows]:
     return _cmd("sdp_bench", ("events", a["events"] if a["events"] != 1_000_000 else None),
                 ("rounds", a["rounds"]), ("tables", a["tables"]),
                 ("variants", a["variants"] if a["variants"] != "runner,sdp" else None)), rows
+
+
+@renders("connect_bench")
+def connect_bench(d: dict[str, Any]) -> tuple[str, Rows]:
+    a, data, s, r = d["args"], d["data"], d["summary"], d["ratios"]
+    where = f"{data['events']:,} events, `{a['engine']}` engine"
+    rows: Rows = [
+        (f"{where}: over Spark Connect / the classic session (median of {a['rounds']})",
+         f"{r['wall']:.2f}x wall, {r['cpu']:.2f}x CPU"),
+        (f"{where}: classic; Connect (client + server CPU)",
+         f"{s['classic']['wall']:.1f} s wall, {s['classic']['cpu']:.1f} s CPU; "
+         f"{s['connect']['wall']:.1f} s wall, {s['connect']['client_cpu']:.1f} + "
+         f"{s['connect']['server_cpu']:.1f} s CPU"),
+        (f"{where}: tables exact in every run", "yes" if d["all_exact"] else "**no**")]
+    return _cmd("connect_bench", ("events", a["events"] if a["events"] != 1_000_000 else None),
+                ("rounds", a["rounds"] if a["rounds"] != 1 else None),
+                ("engine", a["engine"] if a["engine"] != "rs" else None)), rows
 
 
 @renders("generated_ops")

@@ -96,6 +96,14 @@ class CheckpointBusyError(ExecutionError):
     exit_code = 75
 
 
+class SparkServerLostError(ExecutionError):
+    """The Spark Connect server cannot be reached, at start or while the stream runs (exit code
+    69, sysexits' EX_UNAVAILABLE). The batch in flight was not committed: the next start
+    replays it, and the tables' application transactions skip what it had written."""
+
+    exit_code = 69
+
+
 class LeaseLostError(ExecutionError):
     """This process may no longer write under its checkpoint: its lease in an object store was
     taken by another runner, or was not renewed in time (:mod:`runner.checkpoint.lease`).

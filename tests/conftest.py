@@ -12,6 +12,10 @@ Object storage on loopback (``tests/support/object_store.py``), one server per t
 ``moto_server`` (S3, PyPI moto) and ``azurite`` (Azure Blob, npm, installed by set-up); each
 test gets its own empty bucket from ``s3_bucket`` / ``azure_container`` (a ``Bucket``: ``uri``,
 ``name``, and ``env``, the standard variables that reach it).
+
+``connect_server``: one standalone Spark Connect server (``tests/support/connect_server.py``)
+for the test run, started on first use; tests that use it carry ``@pytest.mark.connect`` (and
+``spark``: it is a JVM) and run the runner as a process with ``SPARK_REMOTE`` set.
 """
 
 from __future__ import annotations
@@ -27,11 +31,13 @@ import pytest
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from tests.support.connect_server import ConnectServer
     from tests.support.object_store import AzuriteServer, Bucket, MotoServer
 
 #: Fixtures that start a JVM, by the marker their tests must carry.
-_JVM_FIXTURES = {"spark": {"spark", "delta_spark", "delta_engine"},
-                 "kafka": {"kafka_broker", "apache_kafka", "apache_kafka_node", "bootstrap"}}
+_JVM_FIXTURES = {"spark": {"spark", "delta_spark", "delta_engine", "connect_server"},
+                 "kafka": {"kafka_broker", "apache_kafka", "apache_kafka_node", "bootstrap"},
+                 "connect": {"connect_server"}}
 
 # The suite's one driver JVM is launched by whichever test builds a session first (often a
 # test running run_stream in process, with its project's settings, not the `spark` fixture's),
@@ -134,6 +140,16 @@ def armed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
     yield arm
     monkeypatch.delenv("RUNNER_FAILPOINTS", raising=False)
     failpoints._armed.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def connect_server() -> Iterator[ConnectServer]:
+    """A Spark Connect server on a loopback port, shared by the test run (~1.1 GB; listens in
+    5-25 s); its workers run this interpreter and this checkout."""
+    from tests.support.connect_server import ConnectServer
+
+    with ConnectServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,7 @@ from runner.model_tests.compare import json_default
 from runner.model_tests.generic import TestMacro, test_sql
 from runner.model_tests.spec import DataTest
 from runner.project.loader import Project
+from runner.runtime.client.remote import new_session
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -67,7 +68,7 @@ class SqlTestRunner:
         from runner.spark_errors import first_line
 
         rendered = test_sql(self.project, test, model=model, key=key, macros=self.macros)
-        session = self.spark().newSession()  # private temporary views
+        session = new_session(self.spark())  # private temporary views
         for name in rendered.models:
             session.createDataFrame(self.read_model(name)).createOrReplaceTempView(name)
         for view in rendered.lookups:

@@ -123,6 +123,6 @@ def _session(project: Project) -> SparkSession:
     from runner.runtime.client.session import build_session
 
     conf = project.config.spark
-    return build_session(master=conf.master, conf=dict(conf.conf),
+    return build_session(master=conf.master, remote=conf.remote, conf=dict(conf.conf),
                          app_name=f"runner-test:{project.config.name}",
                          log_dir=str(project.root / "logs"))

@@ -33,6 +33,7 @@ from runner.model_tests.result import Status, TestResult
 from runner.model_tests.spec import ModelSpec, SpecError, UnitTest
 from runner.project.event_schema import source_metadata_columns
 from runner.project.loader import Project
+from runner.runtime.client.remote import new_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -78,7 +79,7 @@ def run_unit_tests(project: Project, plan: Plan, cases: Sequence[tuple[ModelSpec
         from runner.runtime.client.session import build_session
 
         conf = project.config.spark
-        spark = build_session(master=conf.master, conf=dict(conf.conf),
+        spark = build_session(master=conf.master, remote=conf.remote, conf=dict(conf.conf),
                               app_name=f"runner-test:{project.config.name}",
                               log_dir=str(project.root / "logs"))
     results = []
@@ -153,7 +154,7 @@ def _run_case(project: Project, plan: Plan, spec: ModelSpec, case: UnitTest,
     schema = schemas[model]
     steps = unit_test_steps(plan, model, case.given.models)
     sub_plan = replace(plan, steps=steps)
-    session = spark.newSession()  # private temp views: parsed_events and the models
+    session = new_session(spark)  # private temp views: parsed_events and the models
     lines = _raw_lines(project, case)
     if isinstance(schema, str):
         raise _CaseError(f"model {model} does not analyse in Spark: {schema}")

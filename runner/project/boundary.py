@@ -37,6 +37,7 @@ __all__ = ["LOCATION_KEYS", "MOVED", "check_boundary", "merged", "migrate", "spl
 MOVED: Mapping[tuple[str, ...], str] = {
     ("storage",): "object-store options and endpoints",
     ("spark", "master"): "Spark's master",
+    ("spark", "remote"): "the Spark Connect server (sc://host:port)",
     ("source", "bootstrap_servers"): "Kafka's brokers",
     ("source", "options"): "Kafka client properties (security, SASL, TLS)",
     ("metrics",): "the metrics server's port and address",

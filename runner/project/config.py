@@ -132,9 +132,12 @@ class DeltaConfig(_Strict):
 
 class SparkConfig(_Strict):
     """Spark settings: project.yml's ``conf`` (allowlisted tuning) with the target's over
-    it; ``master`` is the target's (``local[*]`` in the built-in dev target)."""
+    it; ``master`` is the target's (``local[*]`` in the built-in dev target). ``remote`` (the
+    target's, or ``SPARK_REMOTE``; never project.yml's) is a Spark Connect server,
+    ``sc://host:port``: the runner then starts no JVM (docs/CONNECT.md)."""
 
     master: str = "local[*]"
+    remote: str | None = None
     conf: StrMap = Field(default_factory=dict)
 
 

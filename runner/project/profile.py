@@ -15,6 +15,7 @@ credentials lives in ``profiles.yml``, which the operator keeps outside the proj
           source: {path: s3://lake/incoming}        # kafka: bootstrap_servers, options
           storage: {AWS_REGION: eu-west-1}          # object-store options and endpoints
           spark: {master: "spark://head:7077", conf: {spark.hadoop.hive.metastore.uris: ...}}
+                                  # or {remote: "sc://host:15002"}: Spark Connect, no local JVM
           metrics: {port: 9108}
           allow_spark_conf: [spark.sql.extensions]  # opt-ins for project.yml's spark.conf
           kafka_outputs: {bootstrap_servers: ..., options: {...}}  # Kafka models' producers
@@ -75,6 +76,7 @@ class TargetSpark(_Strict):
     """Spark's master and the deployment's own settings (any key: it is the operator's file)."""
 
     master: str | None = None
+    remote: str | None = None  # a Spark Connect server, sc://host:port (docs/CONNECT.md)
     conf: StrMap = Field(default_factory=dict)
 
 
@@ -262,8 +264,12 @@ def apply_target(config: ProjectConfig, choice: TargetChoice) -> ProjectConfig:
     if forced:
         raise ConfigError(f"target '{choice.name}': spark.conf.{forced[0]}: {FORCED[forced[0]]}",
                           path=where, hint="remove it: the runner sets it in every session")
+    if t.spark.master is not None and t.spark.remote is not None:
+        raise ConfigError(f"target '{choice.name}': spark.master and spark.remote both set",
+                          path=where, hint="a Spark Connect server (remote) runs its own "
+                          "master: keep one of the two")
     spark = config.spark.model_copy(update={
-        "master": t.spark.master or config.spark.master,
+        "master": t.spark.master or config.spark.master, "remote": t.spark.remote,
         "conf": {**config.spark.conf, **t.spark.conf}})
     placed = source.model_copy(update=source_update)
     update: dict[str, Any] = {"source": placed, "spark": spark, "storage": dict(t.storage),

@@ -40,6 +40,7 @@ from runner.events import BatchDone, Event, NameNotRegistered, Reporter, TableRe
 from runner.failpoints import failpoint
 from runner.project.loader import Project
 from runner.sinks.tables import is_table
+from runner.spark_client import is_remote
 from runner.spark_errors import first_line
 
 if TYPE_CHECKING:
@@ -124,6 +125,9 @@ class Names:
 
     @property
     def uri(self) -> str:
+        if is_remote(self.spark):  # Spark Connect: the server's settings, no Hadoop conf
+            return (self.spark.conf.get("spark.hadoop.hive.metastore.uris", None)
+                    or "(the Spark Connect server's metastore)")
         conf = self.spark.sparkContext.getConf()
         return (conf.get("spark.hadoop.hive.metastore.uris")
                 or self.spark.sparkContext._jsc.hadoopConfiguration().get(  # noqa: SLF001
@@ -269,8 +273,8 @@ def register_seeds(project: Project, seeds: list[str], *, report: Reporter) -> d
     if not relations:
         return {}
     conf = project.config.spark
-    spark = build_session(master=conf.master, conf={**catalog_session_conf(project),
-                                                     **dict(conf.conf)},
+    spark = build_session(master=conf.master, remote=conf.remote,
+                          conf={**catalog_session_conf(project), **dict(conf.conf)},
                           app_name=f"runner-seed:{project.config.name}",
                           log_dir=str(project.root / "logs"))
     try:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from runner.errors import ConfigError
+from runner.spark_client import is_remote
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -156,6 +157,10 @@ def make_writer(engine: Engine, spark: SparkSession | None, *,
     from runner.sinks.spark import SparkWriter
 
     if engine_choice(engine, spark).engine == "spark" and spark is not None:
+        if is_remote(spark):  # no JVM in reach
+            from runner.sinks.spark_connect import SparkConnectWriter
+
+            return SparkConnectWriter(spark)
         return SparkWriter(spark)
     limit = arrow_max_rows if arrow_max_rows is not None else \
         default_arrow_max_rows(_master(spark))

@@ -72,10 +72,11 @@ from runner.sinks.base import (
     quote_column,
 )
 from runner.sinks.changes import merge_clauses, prepare
-from runner.sinks.conf import jvm_class_loads
+from runner.sinks.conf import DELTA_SESSION_CONF, jvm_class_loads
 from runner.sinks.delta import open_delta
 from runner.sinks.open_tables import OpenTables
 from runner.sinks.rs import RsWriter
+from runner.spark_client import is_remote
 from runner.spark_errors import delta_error
 
 if TYPE_CHECKING:
@@ -100,7 +101,11 @@ _MERGE_LOCK = threading.Lock()
 
 
 def delta_spark_available(spark: SparkSession | None) -> bool:
-    """True when ``io.delta.tables.DeltaTable`` is loadable in the session's JVM."""
+    """True when ``io.delta.tables.DeltaTable`` is loadable in the session's JVM; over Spark
+    Connect (no JVM to ask), when the server runs Delta's SQL extension."""
+    if spark is not None and is_remote(spark):
+        extensions = spark.conf.get("spark.sql.extensions", "") or ""
+        return DELTA_SESSION_CONF["spark.sql.extensions"] in extensions
     return jvm_class_loads(spark, "io.delta.tables.DeltaTable")
 
 

@@ -46,6 +46,7 @@ from pyspark.sql import functions as F
 
 from runner.errors import SourceError
 from runner.sources.history import local_path
+from runner.spark_client import is_remote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -159,6 +160,18 @@ def _problem(path: str) -> str | None:
     return None
 
 
+def _check_directory_remote(path: str, *, create_missing: bool) -> None:
+    from runner.storage.ops import as_location, ensure_folder
+
+    folder = ensure_folder(as_location(path.removeprefix("file://")), create=create_missing)
+    if folder is False:
+        raise SourceError(f"source.path {path!r} is a file, not a directory",
+                          hint="point source.path at the directory the files land in")
+    if folder is None:
+        raise SourceError(f"source.path {path!r} does not exist",
+                          hint="create the directory (files land there) or fix source.path")
+
+
 def _check_directory(spark: SparkSession, path: str, *, create_missing: bool) -> None:
     """Check (or create) the directory through Hadoop's FileSystem, as Spark will read it.
 
@@ -167,6 +180,9 @@ def _check_directory(spark: SparkSession, path: str, *, create_missing: bool) ->
     """
     if any(ch in path for ch in "*?[{"):
         return  # a glob: Spark expands it on every trigger; matches may appear later
+    if is_remote(spark):  # no Hadoop here: the storage layer, on locations the server shares
+        _check_directory_remote(path, create_missing=create_missing)
+        return
     jvm = spark.sparkContext._jvm  # noqa: SLF001 - Hadoop's FileSystem through py4j
     assert jvm is not None
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)

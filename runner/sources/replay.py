@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from runner.errors import SourceError
 from runner.events import OffsetsSkipped, Reporter, ignore
 from runner.project.config import KafkaSource
-from runner.sources.history import KafkaSpan, PastBatch
+from runner.sources.history import KafkaSpan, PastBatch, local_path
 from runner.sources.kafka.offset_plan import (
     TP,
     DataLoss,
@@ -33,11 +33,35 @@ from runner.sources.kafka.offset_plan import (
     plan_ranges,
 )
 from runner.sources.kafka.options import KafkaSourceOptions
+from runner.spark_client import is_remote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["KafkaHistory", "broker_watermarks", "read_files", "resolve_spans"]
+
+
+def _existing(spark: SparkSession, uri: str, batch: PastBatch) -> str:
+    """``uri`` as Spark's reader takes it, when the file is still there (through Hadoop's
+    FileSystem as FileStreamSource does: new Path(new URI(logged path)); over Spark Connect
+    through the storage layer, on locations the server shares)."""
+    if is_remote(spark):
+        from runner.storage.ops import as_location, exists
+
+        found, path = exists(as_location(local_path(uri) or uri)), uri
+    else:
+        jvm = spark.sparkContext._jvm  # noqa: SLF001 - the JVM through py4j
+        assert jvm is not None
+        conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001 - see above
+        hadoop = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(uri))
+        found, path = hadoop.getFileSystem(conf).exists(hadoop), hadoop.toString()
+    if not found:
+        raise SourceError(
+            f"the file {uri} that batch {batch.batch_id} read is gone: the history is "
+            "incomplete",
+            hint="put the file back, or give the model backfill=false to start it at the "
+                 "next batch without the history")
+    return str(path)
 
 
 def read_files(spark: SparkSession, batch: PastBatch) -> DataFrame:
@@ -50,19 +74,7 @@ def read_files(spark: SparkSession, batch: PastBatch) -> DataFrame:
 
     from runner.sources.files import BLANK_CHARS, SKIP_UNREADABLE
 
-    jvm = spark.sparkContext._jvm  # noqa: SLF001 - the JVM through py4j
-    assert jvm is not None
-    conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001 - see above
-    paths = []
-    for uri in batch.files:  # as FileStreamSource does: new Path(new URI(logged path))
-        path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(uri))
-        if not path.getFileSystem(conf).exists(path):
-            raise SourceError(
-                f"the file {uri} that batch {batch.batch_id} read is gone: the history is "
-                "incomplete",
-                hint="put the file back, or give the model backfill=false to start it at the "
-                     "next batch without the history")
-        paths.append(path.toString())
+    paths = [_existing(spark, uri, batch) for uri in batch.files]
     lines = (spark.read.format("text").option("__globPaths__", "false")
              .options(**SKIP_UNREADABLE).load(paths))  # the rows the live batch read
     return (lines.select(F.col("value"), F.col("_metadata.file_path").alias("_source_file"))

@@ -194,6 +194,35 @@ def names(folder: Location) -> list[str]:
         return []
 
 
+def ensure_folder(folder: Location, *, create: bool = True) -> bool | None:
+    """Whether ``folder`` is one: True (it is, or was created with ``create``), False (a file
+    is there), None (absent, ``create`` off). An object store's prefixes need no creating.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> ensure_folder(d / "a" / "b"), ensure_folder(d / "c", create=False)
+    (True, None)
+    """
+    if isinstance(folder, ObjectPath):
+        return True
+    if folder.is_dir():
+        return True
+    if folder.exists():
+        return False
+    if not create:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    return True
+
+
+def exists(path: Location) -> bool:
+    """Whether a file (or folder) is at ``path``: one listing of its parent in an object
+    store."""
+    if isinstance(path, ObjectPath):
+        return path.name in names(path.parent)
+    return path.exists()
+
+
 def file_sizes(folder: Location) -> dict[str, int]:
     """The files right under ``folder`` and their sizes (sub-folders, and in an object store
     the prefixes a listing shows as folders, left out); {} when absent. One listing in an

@@ -73,6 +73,7 @@ def listener() -> Iterator[tuple[str, list[str]]]:
      "  fs.s3a.bucket.b.auth.profile.file: macros/creds.ini\n", "storage"),
     ("storage:\n  azure_authority_host: http://127.0.0.1:1\n", "storage"),
     ("spark:\n  master: spark://elsewhere:7077\n", "spark.master"),
+    ("spark:\n  remote: sc://elsewhere:15002\n", "spark.remote"),
     ("metrics:\n  port: 9108\n", "metrics"),
     ("spark:\n  conf:\n    spark.hadoop.fs.azure.account.oauth2.client.endpoint.acct.dfs.core."
      "windows.net: http://127.0.0.1:1/token\n",
@@ -188,6 +189,25 @@ def test_target_order_flag_environment_default(tmp_path: Path, monkeypatch) -> N
     assert load_project(root, profiles_dir=str(other)).config.warehouse == "other_wh"
     code, out = _run(root, "compile", "--profiles-dir", str(tmp_path / "nothing"))
     assert code == 2 and "no profiles.yml there" in out, out
+
+
+def test_the_target_chooses_spark_connect(tmp_path: Path, monkeypatch) -> None:
+    """``spark.remote`` is the target's (docs/CONNECT.md); with a master too it is refused; a
+    URL that is not ``sc://`` is refused before any session."""
+    folder = _profile(tmp_path / "deploy", PROFILE.replace(
+        'spark: {master: "local[1]"}', 'spark: {remote: "sc://127.0.0.1:15002"}'))
+    root = write_project(tmp_path / "proj", MODEL)
+    monkeypatch.setenv(PROFILES_DIR_ENV, str(folder))
+    assert load_project(root, target="prod").config.spark.remote == "sc://127.0.0.1:15002"
+    assert load_project(root, target="dev").config.spark.remote is None
+    _profile(folder, PROFILE.replace('spark: {master: "local[1]"}',
+                                     'spark: {master: "local[1]", remote: "sc://h:1"}'))
+    code, out = _run(root, "compile", "--target", "prod")
+    assert code == 2 and "spark.master and spark.remote both set" in out, out
+    from runner.runtime.client.remote import remote_url
+
+    with pytest.raises(ConfigError, match="not a Spark Connect URL"):
+        remote_url("http://h:1")
 
 
 def test_home_folder_and_the_built_in_dev_target(tmp_path: Path, monkeypatch) -> None:

@@ -70,6 +70,7 @@ from runner.runtime.batches.parking import (
 from runner.runtime.batches.parse import parse_batch, prepare_parse
 from runner.runtime.batches.pinned_lookups import Lookups
 from runner.runtime.batches.sql_guard import checked_query
+from runner.runtime.client.remote import conf_set_by_user, describe_jobs
 from runner.sinks import DeltaWriter, SinkSpec, WriteResult
 from runner.spark_errors import first_line, is_storage_failure, root_cause
 
@@ -78,7 +79,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CACHE_COMPRESSION", "BatchPlan", "BatchResult", "persisted_models", "prepare",
            "run_batch", "should_persist", "uncompressed_batch_cache"]
-
 
 
 @dataclass(frozen=True)
@@ -163,8 +163,7 @@ def _write(writer: DeltaWriter, spec: SinkSpec, df: DataFrame, batch_id: int,
            rows_hint: int | None = None, *, is_model: bool = True,
            step: Step | None = None) -> WriteResult:
     try:
-        # Names this thread's Spark jobs (UI, event log): "runner: <model> batch <id>".
-        df.sparkSession.sparkContext.setJobDescription(f"runner: {spec.model} batch {batch_id}")
+        describe_jobs(df.sparkSession, f"runner: {spec.model} batch {batch_id}")
         return writer.write(spec, df, batch_id, rows_hint=rows_hint)
     except StorageError as e:  # the store failed (obstore, delta-rs): the sink's failure
         raise SinkError(f"table {spec.path} could not be written in batch {batch_id}: "
@@ -207,8 +206,7 @@ def prepare(bp: BatchPlan) -> None:
     if should_persist(bp.plan) or persisted_models(bp.plan):
         from pyspark.sql import SparkSession
 
-        spark = SparkSession.getActiveSession()
-        if spark is not None:
+        if (spark := SparkSession.getActiveSession()) is not None:
             uncompressed_batch_cache(spark)
 
 
@@ -225,7 +223,7 @@ def uncompressed_batch_cache(spark: SparkSession) -> bool:
     more than it saves; the price is more cache memory while the batch runs
     (``bench.parse_profile``: ``fill:runner`` against ``fill:runner-uncompressed``).
     """
-    if spark.sparkContext.getConf().contains(CACHE_COMPRESSION):
+    if conf_set_by_user(spark, CACHE_COMPRESSION):
         return False  # the project's own choice
     spark.conf.set(CACHE_COMPRESSION, "false")
     return True
@@ -233,7 +231,7 @@ def uncompressed_batch_cache(spark: SparkSession) -> bool:
 
 def _fill(frame: DataFrame, batch_id: int) -> None:
     """Compute ``frame`` (persisted: this fills the cache) with no output but its metrics."""
-    frame.sparkSession.sparkContext.setJobDescription(f"runner: parse batch {batch_id}")
+    describe_jobs(frame.sparkSession, f"runner: parse batch {batch_id}")
     try:
         frame.write.format("noop").mode("overwrite").save()
     except Exception as e:  # a runtime failure of the parse itself (Spark is lazy)

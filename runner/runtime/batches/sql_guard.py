@@ -13,6 +13,12 @@ that reached the stream without compile (a hand-edited ``target/`` or manifest) 
 call ``reflect``. The plan is read as Spark's JSON form after its named windows are substituted
 (``WINDOW w AS (...)`` is a map the JSON form leaves out); a plan that still has a WINDOW
 clause (one inside a subquery) is refused rather than left unchecked.
+
+Over Spark Connect there is no parser to reach (no py4j): Spark is asked ``EXPLAIN EXTENDED``
+of the text (an EXPLAIN runs nothing), and its parsed plan's tree is read instead: its root
+must be a query's node (:data:`QUERY_ROOTS`; a command, DDL or DML is refused), no node a
+script transformation, and every function it calls (``'name(`` in the tree, table-valued
+functions by their node) must pass compile's allowlist.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from sqlglot.tokens import TokenType
 
 from runner.errors import ExecutionError
 from runner.lint.allowlist import function_problems
+from runner.spark_client import is_remote
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -63,6 +70,10 @@ def checked_query(spark: SparkSession, sql: str) -> str:
     if known is not None:
         return known
     query = _without_terminators(sql)
+    if is_remote(spark):
+        _check_remote(spark, query)
+        _checked[sql] = query
+        return query
     parser = spark._jsparkSession.sessionState().sqlParser()  # noqa: SLF001 - Spark's own parser is reached through py4j only
     try:
         plan = parser.parseQuery(query)
@@ -158,3 +169,73 @@ def _call(parts: list[str], args: list[Any]) -> exp.Expr:
         call = exp.Dot(this=exp.column(parts[-2], table=".".join(parts[:-2]) or None),
                        expression=call)
     return call
+
+
+#: The parsed plan's root nodes of a query (Spark's ``query`` rule); anything else is refused.
+QUERY_ROOTS = frozenset({
+    "Project", "Aggregate", "Filter", "Sort", "GlobalLimit", "LocalLimit", "Offset", "Tail",
+    "Distinct", "Deduplicate", "Union", "Intersect", "Except", "Join", "LateralJoin", "CTE",
+    "UnresolvedWith", "WithCTE", "SubqueryAlias", "Window", "WithWindowDefinition", "Generate",
+    "Pivot", "Unpivot", "Sample", "RepartitionByExpression", "Repartition",
+    "RebalancePartitions", "UnresolvedHint", "UnresolvedRelation",
+    "UnresolvedTableValuedFunction", "UnresolvedInlineTable", "LocalRelation", "OneRowRelation",
+    "Expand", "Range"})
+#: A call in a parsed plan's tree: ``'name(``, ``'db.name(``, ``'`quoted`(``.
+_TREE_CALL = re.compile(r"'((?:`[^`]+`|\w+)(?:\.(?:`[^`]+`|\w+))*)\(")
+_TREE_TVF = re.compile(r"'UnresolvedTableValuedFunction \[([^\]]*)\], \[([^\]]*)\]")
+
+
+def _check_remote(spark: SparkSession, query: str) -> None:
+    """:func:`checked_query`'s checks with Spark's answers through a Connect client."""
+    try:
+        text = spark.sql(f"EXPLAIN EXTENDED {query}").collect()[0][0]
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ExecutionError(f"not one query to Spark's parser, refused before running: "
+                             f"{first}",
+                             hint="a model is one SELECT; run `runner compile`") from e
+    parsed = str(text).split("== Parsed Logical Plan ==", 1)[-1].split("== Analyzed", 1)[0]
+    lines = [line for line in parsed.splitlines() if line.strip()]
+    nodes = [m.group(1) for line in lines if (m := _NODE.match(line))]
+    if not nodes or nodes[0] not in QUERY_ROOTS:
+        raise ExecutionError(f"not one query to Spark's parser ({nodes[0] if nodes else 'no plan'}"
+                             "), refused before running",
+                             hint="a model is one SELECT; run `runner compile`")
+    if "ScriptTransformation" in nodes:
+        raise ExecutionError("runs a script (TRANSFORM ... USING), refused before running",
+                             hint="compute the columns with SQL functions")
+    found = [_call([p.strip("`") for p in _split_name(m.group(1))], [])
+             for m in _TREE_CALL.finditer(parsed)]
+    found += [_call(m.group(1).split(", "), [_tree_literal(a) for a in m.group(2).split(", ")])
+              for m in _TREE_TVF.finditer(parsed)]
+    calls = exp.Tuple(expressions=found)
+    for problem in function_problems(calls):
+        raise ExecutionError(f"{problem.message} (found in Spark's parsed plan), refused "
+                             "before running", hint=problem.hint or "run `runner compile`")
+
+
+def _tree_literal(arg: str) -> list[dict[str, str]] | str:
+    """A table function's argument in a tree string as :func:`_call` reads the JSON form's:
+    an integer literal as one node, anything else unknown."""
+    text = arg.strip()
+    if re.fullmatch(r"-?\d+L?", text):
+        return [{"dataType": "long", "value": text.rstrip("L")}]
+    return text
+
+
+def _split_name(name: str) -> list[str]:
+    """``db.`f.x``` as its parts, dots inside backquotes kept.
+
+    >>> _split_name("sys.`my.fn`")
+    ['sys', '`my.fn`']
+    """
+    parts, current, quoted = [], "", False
+    for ch in name:
+        if ch == "`":
+            quoted = not quoted
+        if ch == "." and not quoted:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return [*parts, current]

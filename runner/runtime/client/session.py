@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.runtime.client.jvm_options import add_gc_default, add_log_config
+from runner.runtime.client.remote import build_remote_session, remote_url
 from runner.sinks.conf import (
     DELTA_JAR_PREFIX,
     DELTA_SESSION_CONF,
@@ -246,8 +247,12 @@ def _launch_gateway_quietly(master: str, app_name: str, settings: Mapping[str, s
 
 
 def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},
-                  app_name: str = "runner", log_dir: str | None = None) -> SparkSession:
+                  app_name: str = "runner", log_dir: str | None = None,
+                  remote: str | None = None) -> SparkSession:
     """Start (or reuse) the process's SparkSession with the runner's defaults.
+
+    With a Spark Connect server (``remote``, the target's ``spark.remote``, else
+    ``SPARK_REMOTE``): a client session, no JVM (:mod:`runner.runtime.client.remote`).
 
     Args:
         master: Spark master URL (``local[*]``, ``local[2]``, ``local-cluster[2,1,1024]``,
@@ -255,11 +260,17 @@ def build_session(*, master: str = "local[*]", conf: Mapping[str, str] = {},
         conf: Spark settings; they override every default set here.
         app_name: the application name.
         log_dir: folder for ``spark.log`` (Spark's WARN-and-up log); created if missing.
+        remote: the target's Spark Connect server (``sc://host:port``), if any.
 
     Returns:
         The SparkSession. Use :func:`session_info` for its log file and start time.
     """
     started = time.perf_counter()
+    url = remote_url(remote)
+    if url is not None:
+        client = build_remote_session(url, conf=conf)
+        client.conf.set(START_SECONDS_KEY, f"{time.perf_counter() - started:.3f}")
+        return client
     cores = _local_cores(master)
     if cores is not None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -22,6 +22,7 @@ from runner.errors import ConfigError, Violation
 from runner.project.loader import Project
 from runner.runtime.batches.parking import error_class, source_position
 from runner.runtime.batches.sql_guard import checked_query
+from runner.runtime.client.remote import new_session
 from runner.sinks.base import quote_column
 from runner.spark_errors import bare_message, chain, first_line
 
@@ -66,7 +67,7 @@ def analysis_session(spark: SparkSession, *, schema_ddl: str,
     lookup (view name -> its columns' DDL)."""
     from runner.runtime.batches.parse import parse_schema
 
-    session = spark.newSession()
+    session = new_session(spark)
     ddl = schema_ddl + "".join(f", {quote_column(name)} {dtype}"
                                for name, dtype in metadata_columns.items())
     session.createDataFrame([], parse_schema(ddl)).createOrReplaceTempView("parsed_events")

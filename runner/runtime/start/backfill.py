@@ -68,6 +68,7 @@ from runner.failpoints import failpoint
 from runner.project.loader import Project
 from runner.runtime.batches.batch import BatchPlan, prepare, run_batch
 from runner.runtime.batches.parking import ParkedError
+from runner.runtime.client.remote import new_session
 from runner.runtime.start.history_check import check_history, past_batches
 from runner.runtime.start.restate import forget, restate
 from runner.sinks import SinkSpec
@@ -432,7 +433,7 @@ def _backfill(spark: SparkSession, project: Project, bp: BatchPlan, todo: Mappin
     pending = {m: r for m, r in resume.items() if r <= through}
     if not pending:
         return False
-    session = spark.newSession()  # the batches' temp views stay out of the stream's session
+    session = new_session(spark)  # the batches' temp views stay out of the stream's session
     read = _reader(session, project, report)
     batches = [b for b in past_batches(project, through) if b.batch_id >= min(pending.values())]
     models = tuple(sorted(pending))

@@ -28,18 +28,26 @@ from runner.events import BatchDone, Reporter, StopRequested
 from runner.project.loader import Project
 from runner.runtime.batches.batch import BatchPlan, BatchResult, prepare, run_batch
 from runner.runtime.batches.parking import ParkedError, Parking
+from runner.runtime.batches.remote_batch import RESULTS_FOLDER, RemoteBatch, ResultFiles
+from runner.runtime.client.remote import server_lost_as_error
 from runner.runtime.client.session import session_info
 from runner.sources.same_input import ReplayGuard
 from runner.spark_errors import first_line, is_kafka_timeout, root_cause, runner_error_in
-from runner.storage.ops import Location
+from runner.storage.ops import Location, rmtree
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["Query", "Stopper", "StreamSummary"]
+__all__ = ["Query", "Stopper", "StreamSummary", "offset_keeper"]
 
 Progress = Callable[[dict[str, Any] | None], None]
+
+#: Over Spark Connect the server starts the batch function's Python worker when the query
+#: starts and gives it 10 s (fixed in Spark) to connect back; on a loaded server the worker's
+#: imports take longer, and Spark says so in these words. Nothing ran: start again.
+_WORKER_LATE = "Python worker failed to connect back"
+_START_ATTEMPTS = 5
 
 
 @dataclass
@@ -141,14 +149,19 @@ class Query:
 
     def __init__(self, spark: SparkSession, project: Project, bp: BatchPlan, *,
                  parking: Parking, guard: ReplayGuard, stopper: Stopper, report: Reporter,
-                 on_batch: Reporter, on_progress: Progress) -> None:
+                 on_batch: Reporter, on_progress: Progress,
+                 remote: RemoteBatch | None = None) -> None:
         self.spark, self.project, self.bp = spark, project, bp
+        # Over Spark Connect the batch runs on the server (runner.runtime.batches.remote_batch);
+        # its results come back through files under the checkpoint.
+        self.remote = remote
+        self.results: ResultFiles | None = None
         self.parking, self.guard, self.stopper = parking, guard, stopper
         self.report, self.on_batch, self.on_progress = report, on_batch, on_progress
         self.summary = StreamSummary(parked=parking.this_run)
         self.failure: list[BaseException] = []
         self.batches = _Batches()
-        self.keep = _offset_keeper(spark, project)
+        self.keep = offset_keeper(spark, project)
 
     def process(self, df: DataFrame, batch_id: int) -> None:
         """``foreachBatch``'s function: one micro-batch, idempotent on its id."""
@@ -167,8 +180,24 @@ class Query:
         for p in result.parked.values():
             self.parking.add(p)
         self.batches.finished = batch_id
+        self._done(result)
+
+    def _done(self, result: BatchResult) -> None:
         self.summary.add(result)
         self.on_batch(BatchDone(result))
+
+    def _collect(self) -> None:
+        """Over Spark Connect: take in the batches the server finished since the last call."""
+        if self.results is None:
+            return
+        results, failure = self.results.new()
+        for result in results:
+            for p in result.parked.values():
+                self.parking.add(p)
+            self.batches.finished = result.batch_id
+            self._done(result)
+        if failure is not None and not self.failure:
+            self.failure.append(failure)
 
     def run(self, *, mode: Literal["available_now", "processing_time"],
             trigger: str) -> StreamSummary:
@@ -190,26 +219,43 @@ class Query:
     def _start(self, mode: Literal["available_now", "processing_time"],
                trigger: str) -> StreamingQuery:
         project = self.project
+        function: Callable[[DataFrame, int], None] = self.process
+        if self.remote is not None:
+            rmtree(project.checkpoint / RESULTS_FOLDER)  # an earlier run's, read then
+            self.results = ResultFiles(project.checkpoint)
+            function = self.remote
         writer = (_source_stream(self.spark, project).writeStream
                   .queryName(f"runner_{project.config.name}")
                   .option("checkpointLocation", str(project.checkpoint))
-                  .foreachBatch(self.process))
+                  .foreachBatch(function))
         writer = (writer.trigger(availableNow=True) if mode == "available_now"
                   else writer.trigger(processingTime=trigger))
-        try:
-            return writer.start()
-        except Exception as e:
-            raise ExecutionError(f"could not start the streaming query: {first_line(e)}") from e
+        for attempt in range(_START_ATTEMPTS):
+            try:
+                return writer.start()
+            except Exception as e:
+                if self.remote is not None and _WORKER_LATE in str(e) and (
+                        attempt + 1 < _START_ATTEMPTS):
+                    time.sleep(2.0 * (attempt + 1))  # the server's worker was slow: a loaded
+                    continue                         # server; let it settle, start again
+                raise ExecutionError(f"could not start the streaming query: {first_line(e)}"
+                                     ) from e
+        raise AssertionError("unreachable")
 
     def _watch(self, query: StreamingQuery) -> BaseException | None:
         """Wait for the query's end; a signal stops it after the batch in flight. Returns
         the query's error (None: it ended well, or was stopped)."""
+        with server_lost_as_error(self.spark):
+            return self._watch_loop(query)
+
+    def _watch_loop(self, query: StreamingQuery) -> BaseException | None:
         while query.isActive:
             try:
                 # pyspark takes float seconds (its annotation says int)
                 query.awaitTermination(0.5)  # type: ignore[arg-type]
             except StreamingQueryException:
                 break  # reported by _raise_failure, from the batch's own error if any
+            self._collect()
             self.on_progress(query.lastProgress)
             if self.stopper.requested.is_set():
                 self.report(StopRequested("in_flight"))
@@ -217,6 +263,7 @@ class Query:
                 query.stop()
                 self.summary.stopped_by_signal = True
                 break
+        self._collect()
         self.on_progress(query.lastProgress)
         return query.exception() if not self.summary.stopped_by_signal else None
 
@@ -272,7 +319,7 @@ def _kafka_unreachable(project: Project, error: BaseException) -> str | None:
             "client's security options")
 
 
-def _offset_keeper(spark: SparkSession, project: Project) -> Callable[[int], object]:
+def offset_keeper(spark: SparkSession, project: Project) -> Callable[[int], object]:
     """Kafka: at a batch's start, keep the committed batches' offsets past Spark's retention
     (runner.checkpoint.kafka_offsets), so a rebuild or backfill replays each under its own id.
     A no-op for the files source, whose own log keeps every batch's files."""

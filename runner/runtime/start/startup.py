@@ -24,11 +24,12 @@ from runner.runtime.after_batch import Bookkeeper
 from runner.runtime.batches.batch import BatchPlan
 from runner.runtime.batches.parking import Parking, park_policy
 from runner.runtime.batches.pinned_lookups import Lookups, start_lookups
+from runner.runtime.batches.remote_batch import RemoteBatch
 from runner.runtime.catalog import Names, catalog_session_conf
 from runner.runtime.start.backfill import Handover, finish_handover, prepare_handover
 from runner.runtime.start.definitions import check_definitions, record_definitions
 from runner.runtime.start.evolution import check_schema_changes, model_output_schemas
-from runner.runtime.start.query import Progress, Query, Stopper, StreamSummary
+from runner.runtime.start.query import Progress, Query, Stopper, StreamSummary, offset_keeper
 from runner.sinks import DeltaWriter, SinkSpec, engine_choice, make_writer, sink_specs
 from runner.sinks.conf import DELTA_SESSION_CONF
 from runner.sinks.kafka_out import KafkaWriter, refuse_kafka_refresh
@@ -36,6 +37,7 @@ from runner.sinks.outputs import Outputs, is_kafka
 from runner.sinks.ownership import refuse_tables_not_ours
 from runner.sinks.tables import check_droppable, is_table, recent_app_ids
 from runner.sources.same_input import ReplayGuard
+from runner.spark_client import is_remote
 from runner.storage.objects import SCHEMES, ObjectPath
 from runner.storage.ops import Location, write_atomic
 
@@ -144,7 +146,7 @@ class StartUp:
         if project.config.delta.engine == "spark":  # delta-spark's MERGE needs these at start
             spark_conf = {**DELTA_SESSION_CONF, **spark_conf}
         spark_conf = {**catalog_session_conf(project), **spark_conf}
-        self.spark = build_session(master=conf.master, conf=spark_conf,
+        self.spark = build_session(master=conf.master, remote=conf.remote, conf=spark_conf,
                                    app_name=f"runner:{project.config.name}",
                                    log_dir=str(project.root / "logs"))
         self.stopper.install()  # over the SIGINT handler SparkContext has just installed
@@ -257,12 +259,24 @@ class StartUp:
                                     str(self.checkpoint)))
         # After each batch's sinks: its ledger entry (snapshots), then maintenance when due;
         # then the names of the tables the batch created.
-        on_batch = Bookkeeper(project, self.bp, query_id=self.run_id,
-                              report=self.report).wrap(self.report)
+        remote = self._remote_batch()
+        on_batch = self.report if remote is not None else Bookkeeper(
+            project, self.bp, query_id=self.run_id, report=self.report).wrap(self.report)
         on_batch = self.names_check.wrap(on_batch)
         return Query(self.spark, project, self.bp, parking=self.parking, guard=self.guard,
                      stopper=self.stopper, report=self.report, on_batch=on_batch,
-                     on_progress=self.on_progress).run(mode=mode, trigger=trigger)
+                     on_progress=self.on_progress, remote=remote).run(mode=mode,
+                                                                      trigger=trigger)
+
+    def _remote_batch(self) -> RemoteBatch | None:
+        """Over Spark Connect, the batch function the server runs (the ledger and maintenance
+        go with it: runner.runtime.batches.remote_batch); None for a classic session."""
+        if not is_remote(self.spark):
+            return None
+        return RemoteBatch(bp=self.bp, project=self.project, query_id=self.run_id,
+                           guard=self.guard, engine=self.writer.engine,
+                           arrow_max_rows=self.project.config.delta.arrow_max_rows,
+                           keep=offset_keeper(self.spark, self.project))
 
 
 def _names_in_tables(project: Project, plan: Plan) -> set[str]:

@@ -1,0 +1,137 @@
+"""``foreachBatch``'s function over Spark Connect (docs/CONNECT.md).
+
+Over Connect the function is pickled and runs in a Python worker **on the server** (the
+server's ``PYSPARK_PYTHON``, with the runner installed): it may hold no lock, no client session
+and nothing of the client's, and nothing it changes in memory reaches the client. So
+:class:`RemoteBatch` carries only data (the plan, the sinks, the checkpoint, the engine's
+name) and, per batch, does on the server what the classic query's function does in the
+runner's process, each through the storage layer on locations client and server share:
+
+1. keeps the Kafka offsets, records (on a replay: compares) the batch's input;
+2. runs :func:`~runner.runtime.batches.batch.run_batch` with a writer of the batch's own
+   session (delta-spark's SQL, or delta-rs on the worker), the parked models read from the
+   registry;
+3. parks the batch's failed models in the registry, records the batch in the ledger (and
+   maintains the tables when due) before Spark's commit-log entry, as the classic path does;
+4. leaves the :class:`~runner.runtime.batches.batch.BatchResult` (or the batch's runner
+   error) under ``<checkpoint>/connect/``, where the client reads it (:class:`ResultFiles`)
+   for its progress lines, summary and exit code.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from runner.checkpoint.registry import load_registry
+from runner.errors import RunnerError
+from runner.runtime.batches.batch import BatchPlan, BatchResult, run_batch
+from runner.runtime.batches.parking import record_parked
+from runner.storage.ops import Location, names, read_versioned, write_atomic
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from runner.project.loader import Project
+    from runner.sources.same_input import ReplayGuard
+
+__all__ = ["RESULTS_FOLDER", "RemoteBatch", "ResultFiles"]
+
+#: Under the checkpoint: one file per finished batch (``<id>.result``) or failed one
+#: (``<id>.failed``), written by the server's worker, read by the client.
+RESULTS_FOLDER = "connect"
+
+
+def _folder(checkpoint: Location) -> Location:
+    return checkpoint / RESULTS_FOLDER
+
+
+@dataclass
+class RemoteBatch:
+    """A picklable ``foreachBatch`` function: everything it needs is data.
+
+    ``bp``'s writer is the client's (not pickled): the worker makes its own with
+    ``engine`` and ``arrow_max_rows`` on the batch's session.
+    """
+
+    bp: BatchPlan
+    project: Project
+    query_id: str
+    guard: ReplayGuard
+    engine: str
+    arrow_max_rows: int | None
+    keep: Callable[[int], object]
+    _server: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["bp"] = replace(self.bp, writer=None)  # type: ignore[arg-type]
+        state["_server"] = {}
+        return state
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        checkpoint = self.project.checkpoint
+        try:
+            self.keep(batch_id)
+            self.guard(batch_id)  # before any table commits it: record (replayed: compare)
+            bp = self._plan(df)
+            parked = {m for m, e in (load_registry(checkpoint) or {}).items()
+                      if e.state == "parked"}
+            result = run_batch(bp, df, batch_id, frozenset(parked))
+            record_parked(checkpoint, result.parked)
+            self._bookkeeper(bp).after_batch(result)
+        except RunnerError as e:
+            write_atomic(_folder(checkpoint) / f"{batch_id}.failed", _dumps(e))
+            raise
+        write_atomic(_folder(checkpoint) / f"{batch_id}.result", pickle.dumps(result))
+
+    def _plan(self, df: DataFrame) -> BatchPlan:
+        from runner.sinks import make_writer
+
+        writer = make_writer(self.engine, df.sparkSession,  # type: ignore[arg-type]
+                             arrow_max_rows=self.arrow_max_rows)
+        return replace(self.bp, writer=writer)
+
+    def _bookkeeper(self, bp: BatchPlan) -> Any:
+        """One per worker process (it keeps the last ledger entry's versions)."""
+        from runner.runtime.after_batch import Bookkeeper
+
+        if "books" not in self._server:
+            self._server["books"] = Bookkeeper(self.project, bp, query_id=self.query_id)
+        return self._server["books"]
+
+
+def _dumps(error: RunnerError) -> bytes:
+    """The error as the client raises it (its class, message and hint kept)."""
+    try:
+        return pickle.dumps(error)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return pickle.dumps(RunnerError(error.message, hint=error.hint))
+
+
+class ResultFiles:
+    """The client's side: the batches the server's worker finished, in order, each once."""
+
+    def __init__(self, checkpoint: Location) -> None:
+        self.folder = _folder(checkpoint)
+        self.seen: set[str] = set(names(self.folder))  # earlier runs' files
+
+    def new(self) -> tuple[list[BatchResult], RunnerError | None]:
+        """The results not read yet (by batch id) and a batch's failure, if one failed."""
+        fresh = sorted((n for n in names(self.folder) if n not in self.seen),
+                       key=lambda n: int(n.split(".", 1)[0]))
+        results: list[BatchResult] = []
+        failure: RunnerError | None = None
+        for name in fresh:
+            found = read_versioned(self.folder / name)
+            if found is None:
+                continue
+            self.seen.add(name)
+            value = pickle.loads(found[0])
+            if name.endswith(".failed"):
+                failure = failure or value
+            else:
+                results.append(value)
+        return results, failure

@@ -1,0 +1,174 @@
+"""A standalone Spark Connect server for tests, from pyspark's own jars (docs/CONNECT.md).
+
+One JVM: ``spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer`` on
+``local[2]``, loopback, a free port, with the set-up's jars (delta-spark among them) and
+Delta's SQL extension and catalog. Its Python workers (the runner's batch function runs in
+one) are this interpreter with this checkout first on ``PYTHONPATH``, so the server runs the
+runner under test. It listens after 5 s on an idle machine, 10-25 s under load; ~1.1 GB.
+``url`` is ``sc://127.0.0.1:PORT``.
+
+Run by hand: ``python -m tests.support.connect_server [--port 15002]`` (Ctrl-C stops it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from runner.runtime.client.session import spark_jars
+from runner.sinks.conf import DELTA_SESSION_CONF, local_delta_conf
+from tests.support.brokers import _die_with_parent, _free_port
+
+__all__ = ["ConnectServer", "REPO"]
+
+REPO = Path(__file__).resolve().parents[2]
+_MAIN_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def _spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+class ConnectServer:
+    """A Spark Connect server on a free loopback port; a context manager. ``log()`` is the
+    tail of its output; :meth:`kill` ends it at once (SIGKILL), as a crash would."""
+
+    def __init__(self, *, port: int | None = None, startup_timeout: float = 120.0) -> None:
+        self.port = port or _free_port()
+        self.url = f"sc://127.0.0.1:{self.port}"
+        self.startup_timeout = startup_timeout
+        self.start_seconds: float | None = None
+        self._dir = Path(tempfile.mkdtemp(prefix="spark-connect-"))
+        self._log_file = self._dir / "server.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def command(self) -> list[str]:
+        home = _spark_home()
+        conf = {
+            **DELTA_SESSION_CONF, **local_delta_conf(2),
+            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(self.port),
+            "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
+            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.sql.warehouse.dir": (self._dir / "warehouse").as_uri(),
+            "spark.driver.extraJavaOptions": "-XX:+UseSerialGC",
+            # A batch function's worker imports pyspark's Connect client (pandas, pyarrow,
+            # gRPC) before it connects back: 15 s by default, too short on a loaded machine.
+            "spark.python.authenticate.socketTimeout": "120s",
+        }
+        args = [str(home / "bin" / "spark-submit"), "--class", _MAIN_CLASS,
+                "--master", "local[2]", "--driver-memory", "1g"]
+        jars = spark_jars()
+        if jars:
+            args += ["--jars", ",".join(jars)]
+        for key, value in conf.items():
+            args += ["--conf", f"{key}={value}"]
+        connect_jar = next((home / "jars").glob("spark-connect_*.jar"))
+        return [*args, str(connect_jar)]
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        for key in ("SPARK_REMOTE", "PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET",
+                    "SPARK_DRIVER_MEMORY"):
+            env.pop(key, None)
+        path = env.get("PYTHONPATH")
+        env.update({"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+                    "PYSPARK_DRIVER_PYTHON": sys.executable,
+                    "PYTHONPATH": f"{REPO}{os.pathsep}{path}" if path else str(REPO)})
+        return env
+
+    def start(self) -> ConnectServer:
+        """Start the server and wait until its port takes connections.
+
+        Raises:
+            RuntimeError: the JVM exited or did not listen in time (with the log's tail).
+        """
+        started = time.monotonic()
+        with open(self._log_file, "ab") as log:
+            self._proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL, cwd=self._dir,
+                                          env=self.environment(), start_new_session=True,
+                                          preexec_fn=_die_with_parent)
+        deadline = started + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                code, tail = self._proc.returncode, self.log()
+                self.stop()
+                raise RuntimeError(f"the Spark Connect server exited with {code}: {tail}")
+            with contextlib.suppress(OSError), socket.create_connection(
+                    ("127.0.0.1", self.port), timeout=0.5):
+                self.start_seconds = time.monotonic() - started
+                return self
+            time.sleep(0.2)
+        tail = self.log()
+        self.stop()
+        raise RuntimeError(f"the Spark Connect server did not listen on {self.url} within "
+                           f"{self.startup_timeout} s: {tail}")
+
+    def log(self) -> str:
+        """The last 3000 characters of the server's output."""
+        try:
+            return self._log_file.read_text(errors="replace")[-3000:]
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """SIGKILL the server and its Python workers (its own process group) at once."""
+        if self._proc is not None and self._proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM to its process group; SIGKILL after 10 s), delete its
+        folder."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._proc = None
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> ConnectServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main() -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=None)
+    args = parser.parse_args()
+    with ConnectServer(port=args.port) as server:
+        print(f"Spark Connect server at {server.url} after {server.start_seconds:.1f} s "
+              "(Ctrl-C stops it)", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(3600)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
