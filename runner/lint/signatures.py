@@ -188,8 +188,9 @@ def _calls(sql: str, query: exp.Expr) -> list[Call]:
         if split is None:
             continue
         ranges = split[0]
-        if ranges and ranges[0][1] - ranges[0][0] == 1 and \
-                tokens[ranges[0][0]].text.upper() in _DATETIME_UNITS:
+        unit = tokens[ranges[0][0]] if ranges and ranges[0][1] - ranges[0][0] == 1 else None
+        if unit is not None and unit.token_type != TokenType.STRING and \
+                unit.text.upper() in _DATETIME_UNITS:
             continue  # DATE_ADD(DAY, 1, d), DATEDIFF(MONTH, a, b): the grammar's unit forms
         if name in _TYPE_NAMES and all(j - i == 1 and tokens[i].token_type == TokenType.NUMBER
                                        for i, j in ranges):

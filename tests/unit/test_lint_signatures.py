@@ -33,6 +33,8 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                          "WINDOW_FUNCTION_WITHOUT_OVER_CLAUSE", (1, 17)),
     "time_function": ("function-arguments", f"SELECT make_time(1, 2, 3) AS t {P}",
                       "UNSUPPORTED_TIME_TYPE", (1, 8)),
+    "time_trunc": ("function-arguments", f"SELECT time_trunc('HOUR', `timestamp`) AS t {P}",
+                   "UNSUPPORTED_TIME_TYPE", (1, 8)),
     "json_length_int": ("argument-type", f"SELECT json_array_length(2) AS n {P}",
                         "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 26)),
     "upper_array": ("argument-type", f"SELECT upper(errors) AS x {P}",
