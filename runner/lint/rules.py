@@ -77,7 +77,8 @@ def _level(rule: Rule) -> Level:
 class SyntaxRule(ModelRule):
     """The model's SQL must parse as Spark SQL: Spark's own grammar
     (:mod:`runner.lint.spark_parser`), what Spark refuses right after parsing
-    (:mod:`runner.lint.spark_grammar`), and lint's SQL reader (:func:`~runner.lint.context.parse_sql`)."""
+    (:mod:`runner.lint.spark_grammar`), and lint's SQL reader
+    (:func:`~runner.lint.context.parse_sql`)."""
 
     id = "syntax"
 
