@@ -75,8 +75,10 @@ def _level(rule: Rule) -> Level:
 
 
 class SyntaxRule(ModelRule):
-    """The model's SQL must parse as Spark SQL, as strictly as Spark's own parser
-    (:mod:`runner.lint.spark_grammar`: what sqlglot alone would let through)."""
+    """The model's SQL must parse as Spark SQL: Spark's own grammar
+    (:mod:`runner.lint.spark_parser`), what Spark refuses right after parsing
+    (:mod:`runner.lint.spark_grammar`), and lint's SQL reader
+    (:func:`~runner.lint.context.parse_sql`)."""
 
     id = "syntax"
 

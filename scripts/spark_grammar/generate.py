@@ -15,13 +15,14 @@ Spark's defaults; a predicate or action it does not know fails the generation (a
 version's new flag is then mapped by hand, not guessed).
 
 Generation time only (Maven and a JVM for Maven): the output is committed, so neither set-up
-nor CI needs either.
+nor CI needs either. No ANTLR tool runs: there is no ``.g4`` to give it, and the ATN it would
+produce is the one in the jar.
 
 Usage::
 
-    python -m scripts.spark_grammar.generate          # rewrite the generated module
+    python -m scripts.spark_grammar.generate          # rewrite the grammar file
     python -m scripts.spark_grammar.generate --check  # regenerate into a temp dir, exit 1 if
-                                                      # the committed module differs
+                                                      # the committed file differs
 """
 
 from __future__ import annotations
@@ -135,12 +136,12 @@ def render(jar: Path) -> str:
     return json.dumps(grammar, indent=1) + "\n"
 
 
-def _verify(module: Path) -> None:
-    """Load the generated module into the recognizers: every predicate and action is mapped,
-    and both ATNs deserialize with the installed runtime."""
+def _verify(path: Path) -> None:
+    """Check the written grammar file with the recognizers: every predicate and action is
+    mapped, and both ATNs deserialize with the installed runtime."""
     check = ("import json, pathlib\n"
              "from runner.lint.spark_parser import recognizers\n"
-             f"recognizers.check_grammar(json.loads(pathlib.Path({str(module)!r}).read_text()))\n")
+             f"recognizers.check_grammar(json.loads(pathlib.Path({str(path)!r}).read_text()))\n")
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
                           cwd=ROOT, check=False)
     if done.returncode != 0:
@@ -148,7 +149,7 @@ def _verify(module: Path) -> None:
 
 
 def generate(out: Path) -> None:
-    """Fetch the jar, write the module to ``out`` and check it loads."""
+    """Fetch the jar, write the grammar file to ``out`` and check it."""
     with tempfile.TemporaryDirectory() as tmp:
         jar = fetch_sources_jar(Path(tmp))
         out.write_text(render(jar), encoding="utf-8")
@@ -158,7 +159,7 @@ def generate(out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     args.add_argument("--check", action="store_true",
-                      help="regenerate into a temp dir; fail if the committed module differs")
+                      help="regenerate into a temp dir; fail if the committed file differs")
     opts = args.parse_args(argv)
     started = time.monotonic()
     try:
