@@ -46,7 +46,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from runner.checkpoint.ledger import Ledger, TopicCut
+from runner.checkpoint.ledger import TopicCut
 from runner.checkpoint.registry import Entry, load_registry, save_registry
 from runner.checkpoint.spark_logs import last_committed
 from runner.compile.graph import ancestors
@@ -71,9 +71,10 @@ from runner.runtime.batches.parking import ParkedError
 from runner.runtime.client.remote import new_session
 from runner.runtime.start.history_check import check_history, past_batches
 from runner.runtime.start.restate import forget, restate
+from runner.runtime.start.topics import holds_batches, kafka_models
 from runner.sinks import SinkSpec
 from runner.sinks.base import app_id
-from runner.sinks.tables import check_droppable, is_table
+from runner.sinks.tables import check_droppable
 from runner.sources.history import PastBatch
 
 if TYPE_CHECKING:
@@ -114,9 +115,8 @@ def decide(*, entries: Mapping[str, Entry] | None, run: Sequence[str], files: Co
         rebuild: models to drop and rebuild (``--full-refresh --select``).
         known: without a registry, the models whose tables this checkpoint wrote.
         version: a table's application-transaction version (a backfill cut short).
-        table: a model's table path, for events; ``exists``: whether it has a table (a
-            Kafka model: whether its topic holds a batch of it).
-        topics: the Kafka models of the checkpoint (``"topic X"``, for events).
+        table: a model's table path, for events; ``exists``: whether it holds batches (a
+            table; a Kafka model's topic); ``topics``: the Kafka models' ``"topic X"``.
 
     Without a registry (an older checkpoint, or the file deleted as its error's hint says), the
     registry is rebuilt from the tables' own batch ids: a model of ``known`` whose table holds
@@ -212,28 +212,6 @@ def _next_of(version: int | None) -> int:
     return 0 if version is None else version + 1
 
 
-def _kafka_models(project: Project, bp: BatchPlan, away: Collection[str],
-                  query_id: str) -> dict[str, TopicCut]:
-    """The checkpoint's Kafka models, which have no table: those of this run, those the last
-    ledger entry names (with the batch their marker held then), and models of the registry not
-    in this run that have no table but a batch marker in Kafka (a model retired or left out
-    for a while: the ledger keeps only the models with a SQL file)."""
-    latest = Ledger(project.checkpoint).latest()
-    found = dict(latest.kafka) if latest is not None else {}
-    for m, spec in bp.sinks.items():
-        if spec.materialized == "kafka":
-            found[m] = TopicCut(spec.topic, found[m].batch if m in found else None)
-    outputs = project.config.kafka_outputs
-    ask = {m: app_id(bp.plan.project, m, query_id) for m in sorted(away)
-           if m not in found and not is_table(project.table_path(m))}
-    if ask and outputs is not None and outputs.bootstrap_servers:
-        from runner.sinks.kafka_markers import read_markers
-
-        markers, _problem = read_markers(outputs, ask)  # unanswered: no table, no topic
-        found.update({m: TopicCut(None, b) for m, b in markers.items() if b is not None})
-    return found
-
-
 def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
                      rebuild: Collection[str] = (),
                      report: Reporter = ignore) -> Handover:
@@ -244,7 +222,7 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
     committed = last_committed(checkpoint)
     entries = load_registry(checkpoint)
     run = [s.name for s in bp.plan.steps]
-    kafka = _kafka_models(project, bp, set(entries or {}) - set(run), query_id)
+    kafka = kafka_models(project, bp, set(entries or {}) - set(run), query_id)
 
     def spec(m: str) -> SinkSpec:
         return bp.sinks.get(m) or SinkSpec(model=m, path=str(project.table_path(m)),
@@ -262,8 +240,7 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         no_backfill={s.name for s in bp.plan.steps if not s.config.backfill},
         rebuild=rebuild, known=known, version=lambda m: bp.writer.committed_version(spec(m)),
         table=lambda m: str(project.table_path(m)),
-        exists=lambda m: (kafka[m].batch is not None if m in kafka
-                          else is_table(project.table_path(m))),
+        exists=lambda m: holds_batches(project, kafka, m),
         topics={m: f"topic {c.topic}" if c.topic else "topics" for m, c in kafka.items()})
     starts = {}  # check, then act: the history each backfill replays must be complete
     for m, e in handover.entries.items():
