@@ -40,6 +40,7 @@ import psutil
 from bench.common import (
     bench_parser,
     bench_project,
+    command_line,
     count_tables,
     demo_data,
     files_source,
@@ -84,6 +85,23 @@ def _run(project: Path, env: dict[str, str], timeout: float) -> tuple[float, flo
         raise RuntimeError(f"runner stream exited {proc.returncode}: {proc.stdout[-2000:]}"
                            f"{proc.stderr[-2000:]}")
     return wall, _children_cpu() - before, proc.stdout
+
+
+def docs_rows(d: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+    """The docs' table (``bench.report``): the command, then (figure, value) rows."""
+    a, data, s, r = d["args"], d["data"], d["summary"], d["ratios"]
+    where = f"{data['events']:,} events, `{a['engine']}` engine"
+    rows: list[tuple[str, str]] = [
+        (f"{where}: over Spark Connect / the classic session (median of {a['rounds']})",
+         f"{r['wall']:.2f}x wall, {r['cpu']:.2f}x CPU"),
+        (f"{where}: classic; Connect (client + server CPU)",
+         f"{s['classic']['wall']:.1f} s wall, {s['classic']['cpu']:.1f} s CPU; "
+         f"{s['connect']['wall']:.1f} s wall, {s['connect']['client_cpu']:.1f} + "
+         f"{s['connect']['server_cpu']:.1f} s CPU"),
+        (f"{where}: tables exact in every run", "yes" if d["all_exact"] else "**no**")]
+    return command_line("connect_bench", ("events", a["events"] if a["events"] != 1_000_000 else None),
+                ("rounds", a["rounds"] if a["rounds"] != 1 else None),
+                ("engine", a["engine"] if a["engine"] != "rs" else None)), rows
 
 
 def main() -> int:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, bench_parser, git_state, machine, write_result
+from bench.common import REPO, bench_parser, command_line, git_state, machine, write_result
 
 
 def _projects() -> list[Path]:
@@ -60,6 +60,20 @@ def _summary(xs: list[float]) -> dict[str, float]:
     return {"median_ms": round(statistics.median(xs) * 1000, 2),
             "p95_ms": round(_quantile(xs, 0.95) * 1000, 2),
             "max_ms": round(max(xs) * 1000, 1), "total_s": round(sum(xs), 2)}
+
+
+def docs_rows(d: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+    """The docs' table (``bench.report``): the command, then (figure, value) rows."""
+    def ms(p: dict[str, Any]) -> str:
+        return (f"median {p['median_ms']:.1f} ms, p95 {p['p95_ms']:.0f} ms, max {p['max_ms']:.0f} "
+                f"ms; {p['total_s']:.1f} s in all")
+    rows = [("models parsed (the repository's projects, examples and test fixtures)",
+             f"{d['models']} ({d['refused']} refused on purpose), median {d['sql_chars_median']} "
+             "characters"),
+            ("loading Spark's grammar, once per process", f"{d['load_seconds']:.2f} s"),
+            ("Spark's grammar per model, first pass (prediction tables fill)", ms(d["first_pass"])),
+            ("Spark's grammar per model, second pass (tables warm)", ms(d["second_pass"]))]
+    return command_line("spark_parse_bench"), rows
 
 
 def main(argv: list[str] | None = None) -> int:
