@@ -339,6 +339,7 @@ def connect_bench(d: dict[str, Any]) -> tuple[str, Rows]:
          f"{s['connect']['server_cpu']:.1f} s CPU"),
         (f"{where}: tables exact in every run", "yes" if d["all_exact"] else "**no**")]
     return _cmd("connect_bench", ("events", a["events"] if a["events"] != 1_000_000 else None),
+                ("files", a["files"] if a["files"] != 20 else None),
                 ("rounds", a["rounds"] if a["rounds"] != 1 else None),
                 ("engine", a["engine"] if a["engine"] != "rs" else None)), rows
 
