@@ -216,6 +216,10 @@ def delta_error(error: BaseException) -> str | None:
     """
     from py4j.protocol import Py4JError, Py4JJavaError
 
+    for e in chain(error):  # over Spark Connect: the server names the Java class in the text
+        if type(e).__module__ == "pyspark.errors.exceptions.connect" and (
+                any(f"({p}" in str(e) for p in _DELTA_PACKAGES)):
+            return first_line(e)
     causes = list(_origin_causes(error))
     for e in chain(error):
         if isinstance(e, Py4JJavaError):

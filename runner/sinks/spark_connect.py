@@ -18,7 +18,8 @@ server), no ``DeltaLog`` and no py4j, so :class:`SparkConnectWriter` overrides w
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import sqlglot
@@ -130,9 +131,11 @@ class SparkConnectWriter(SparkWriter):
                   .mode("append"))
         if spec.partition_by:
             writer = writer.partitionBy(*spec.partition_by)
-        with _wrapped(spec, "appending", batch_id):
+        with _wrapped(spec, "appending", batch_id), self._raced(spec, batch_id) as raced:
             self._before_commit(spec, batch_id)
             writer.save(spec.path)
+        if raced:
+            return 0, None
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         return self._connect_commit(spec, batch_id, "numOutputRows")
 
@@ -151,19 +154,38 @@ class SparkConnectWriter(SparkWriter):
                 data.createOrReplaceTempView(source)
                 for key, value in confs.items():
                     spark.conf.set(key, value)
-                with _wrapped(spec, "merging", batch_id):
+                with _wrapped(spec, "merging", batch_id), self._raced(spec, batch_id) as raced:
                     self._before_commit(spec, batch_id)
                     spark.sql(statement).collect()
             finally:
                 for key in confs:
                     spark.conf.unset(key)
                 _drop_views(spark, target, source)
+        if raced:
+            return 0, None
         failpoint(f"sink.after_commit:{spec.model}", batch_id=batch_id)
         rows, version = self._connect_commit(spec, batch_id, "numSourceRows")
         if version is not None and version % CHECKPOINT_EVERY == 0 and (
                 version % _table_interval(spec.path, self._log.tables) != 0):
             _checkpoint_rs(spec.path, version)
         return rows, version
+
+    @contextmanager
+    def _raced(self, spec: SinkSpec, batch_id: int) -> Iterator[list[bool]]:
+        """Yields a flag set when delta-spark refused the commit as a concurrent transaction
+        of the same app id and the batch is in the table now: another attempt of this batch
+        committed it meanwhile (a killed client's query still running on the server when the
+        next start replays the batch), so this one is skipped, as a replay is."""
+        flag: list[bool] = []
+        try:
+            yield flag
+        except Exception as e:
+            if _CONCURRENT not in str(e):
+                raise
+            committed = self.committed_version(spec)
+            if committed is None or committed < batch_id:
+                raise
+            flag.append(True)
 
     def _connect_commit(self, spec: SinkSpec, batch_id: int,
                         rows_metric: str) -> tuple[int, int | None]:
@@ -186,6 +208,10 @@ class SparkConnectWriter(SparkWriter):
             return []
         return [{"version": c.get("version"), "userMetadata": c.get("userMetadata")}
                 for c in table.history()]
+
+
+#: delta-spark's words for a commit of an app id's version that another commit beat.
+_CONCURRENT = "DELTA_CONCURRENT_TRANSACTION"
 
 
 def _checkpoint_rs(path: str, version: int) -> None:

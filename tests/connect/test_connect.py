@@ -108,7 +108,9 @@ def test_stream_over_connect_both_engines_no_jvm(tmp_path, connect_server) -> No
     jvms = _wait(list(procs.values()), timeout=240)
     outputs = {e: p.stdout.read() if p.stdout else "" for e, p in procs.items()}
     for engine, proc in procs.items():
-        assert proc.returncode == 0, (engine, outputs[engine], connect_server.log())
+        if proc.returncode != 0:
+            pytest.fail(f"{engine}: exit {proc.returncode}\n{outputs[engine][-3000:]}\n"
+                        f"server: {connect_server.log()}")
         assert f"engine {engine}" in outputs[engine], outputs[engine]
         assert ("batch 1:" in outputs[engine]) == (engine == "spark"), outputs[engine]
         assert_exact(roots[engine])
