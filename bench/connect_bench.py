@@ -111,8 +111,8 @@ def docs_rows(d: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
     return command_line("connect_bench",
                         ("events", a["events"] if a["events"] != 1_000_000 else None),
                         ("files", a["files"] if a["files"] != 20 else None),
-                ("rounds", a["rounds"] if a["rounds"] != 1 else None),
-                ("engine", a["engine"] if a["engine"] != "rs" else None)), rows
+                        ("rounds", a["rounds"] if a["rounds"] != 1 else None),
+                        ("engine", a["engine"] if a["engine"] != "rs" else None)), rows
 
 
 def main() -> int:
