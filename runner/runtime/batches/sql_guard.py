@@ -18,7 +18,8 @@ Over Spark Connect there is no parser to reach (no py4j): Spark is asked ``EXPLA
 of the text (an EXPLAIN runs nothing), and its parsed plan's tree is read instead: its root
 must be a query's node (:data:`QUERY_ROOTS`; a command, DDL or DML is refused), no node a
 script transformation, and every function it calls (``'name(`` in the tree, table-valued
-functions by their node) must pass compile's allowlist.
+functions by their node) must pass compile's allowlist. A tree string that Spark cut short
+(``... N more fields`` past ``spark.sql.debug.maxToStringFields``) is refused, not read.
 """
 
 from __future__ import annotations
@@ -182,6 +183,8 @@ QUERY_ROOTS = frozenset({
     "Expand", "Range"})
 #: A call in a parsed plan's tree: ``'name(``, ``'db.name(``, ``'`quoted`(``.
 _TREE_CALL = re.compile(r"'((?:`[^`]+`|\w+)(?:\.(?:`[^`]+`|\w+))*)\(")
+#: What Spark's tree string puts in place of a list's tail past ``maxToStringFields``.
+_TRUNCATED = re.compile(r"\.\.\. \d+ more fields")
 _TREE_TVF = re.compile(r"'UnresolvedTableValuedFunction \[([^\]]*)\], \[([^\]]*)\]")
 
 
@@ -195,6 +198,12 @@ def _check_remote(spark: SparkSession, query: str) -> None:
                              f"{first}",
                              hint="a model is one SELECT; run `runner compile`") from e
     parsed = str(text).split("== Parsed Logical Plan ==", 1)[-1].split("== Analyzed", 1)[0]
+    if _TRUNCATED.search(parsed):  # a list cut short could hide a call: never read as complete
+        raise ExecutionError("Spark's parsed plan of the model is truncated "
+                             "(spark.sql.debug.maxToStringFields), so its calls cannot all be "
+                             "checked: refused before running",
+                             hint="raise spark.sql.debug.maxToStringFields on the server, or "
+                             "split the model's select list")
     lines = [line for line in parsed.splitlines() if line.strip()]
     nodes = [m.group(1) for line in lines if (m := _NODE.match(line))]
     if not nodes or nodes[0] not in QUERY_ROOTS:
