@@ -187,10 +187,10 @@ class Resolver(NameResolver):
         position = {id(ref): i for i, (_, ref) in enumerate(scope.references)}
         for join in joins:
             index = position.get(id(join.this), position.get(id(join.this.unnest())))
-            for ident in join.args.get("using") or []:
+            for name in _using(join, frame, index):
                 if index is not None:
-                    frame.hidden.add((index, ident.name.lower()))
-                frame.using.append(ident.name.lower())
+                    frame.hidden.add((index, name))
+                frame.using.append(name)
         for join in joins:
             self.walk(join.args.get("on"), frame)
 
@@ -300,6 +300,18 @@ class Resolver(NameResolver):
         self.resolve_column(probe, frame)
         fields = struct_fields(probe.type)
         return [Output(n, t, col) for n, t in fields], not fields
+
+
+def _using(join: exp.Join, frame: Frame, index: int | None) -> list[str]:
+    """The lower-cased columns ``join`` joins on by name: its USING list, or for a NATURAL
+    JOIN the columns its relation shares with the relations before it (one column each, as
+    Spark resolves them)."""
+    if join.args.get("method") != "NATURAL":
+        return [ident.name.lower() for ident in join.args.get("using") or []]
+    if index is None or index >= len(frame.sources):
+        return []
+    before = {n.lower() for _, src in frame.sources[:index] for n, _ in src.columns}
+    return [n.lower() for n, _ in frame.sources[index][1].columns if n.lower() in before]
 
 
 def relation_selects(scope: Scope) -> Iterator[exp.Select]:

@@ -1,0 +1,56 @@
+"""compile refuses no model Spark accepts: SQL from Spark's own SQL tests that Spark's session
+accepted (``tests/corpus/spark_sql``), each next to a neighbour Spark refuses that compile
+still refuses. Linted as the corpus is: over the repository's project (``parsed_events``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from runner.compile.render import RenderedModel
+from runner.lint import lint_models
+from runner.project.config import ModelConfig
+from runner.project.loader import Project, load_project
+from tests.support.spark_sql_corpus import REPO
+
+
+@pytest.fixture(scope="module")
+def project() -> Project:
+    return load_project(REPO)
+
+
+def _errors(project: Project, sql: str) -> set[str]:
+    model = RenderedModel("m", "models/m.sql", sql, ModelConfig(), ())
+    result = lint_models(project, [model], deadline=time.monotonic() + 60)
+    return {v.rule for v in result.violations if v.severity == "error"}
+
+
+_T = "WITH t AS (SELECT 1 AS a, 2 AS b FROM parsed_events) "
+_TU = "WITH t AS (SELECT 1 AS a, 2 AS b FROM parsed_events), u AS (SELECT 1 AS a, 3 AS c FROM parsed_events) "
+
+#: SQL Spark accepts (checked in Spark's session: the corpus's verdicts).
+ACCEPTED = [
+    _T + "SELECT a IS NOT DISTINCT FROM b AS same, a IS DISTINCT FROM NULL AS other FROM t",
+    # a NATURAL JOIN joins on the columns both sides have: one column each, listed first by *
+    _TU + "SELECT a, b, c FROM t NATURAL JOIN u",
+    _TU + "SELECT * FROM t NATURAL LEFT JOIN u",
+]
+
+#: SQL Spark refuses -> the rule compile refuses it with (neighbours of the accepted SQL).
+REFUSED = {
+    _T + "SELECT count(DISTINCT) AS n FROM t": "syntax",
+    _TU + "SELECT a FROM t JOIN u ON t.b = u.c": "ambiguous-column",
+    _TU + "SELECT a FROM t NATURAL JOIN u CROSS JOIN t AS v": "ambiguous-column",
+}
+
+
+@pytest.mark.parametrize("sql", ACCEPTED)
+def test_compile_accepts_what_spark_accepts(project: Project, sql: str) -> None:
+    assert _errors(project, sql) == set()
+
+
+@pytest.mark.parametrize("sql", REFUSED)
+def test_compile_still_refuses_the_neighbours_spark_refuses(project: Project, sql: str) -> None:
+    assert REFUSED[sql] in _errors(project, sql)
