@@ -36,6 +36,8 @@ ACCEPTED = [
     # a NATURAL JOIN joins on the columns both sides have: one column each, listed first by *
     _TU + "SELECT a, b, c FROM t NATURAL JOIN u",
     _TU + "SELECT * FROM t NATURAL LEFT JOIN u",
+    # NOT before a parenthesised tuple is the operator, not a call of not() with two arguments
+    _T + "SELECT a FROM t WHERE NOT (a, b) IN (SELECT a, b FROM t)",
 ]
 
 #: SQL Spark refuses -> the rule compile refuses it with (neighbours of the accepted SQL).
@@ -43,6 +45,7 @@ REFUSED = {
     _T + "SELECT count(DISTINCT) AS n FROM t": "syntax",
     _TU + "SELECT a FROM t JOIN u ON t.b = u.c": "ambiguous-column",
     _TU + "SELECT a FROM t NATURAL JOIN u CROSS JOIN t AS v": "ambiguous-column",
+    _T + "SELECT NOT a AS x FROM t": "argument-type",
 }
 
 
