@@ -56,7 +56,8 @@ class Frame:
     alias_ok: bool = False
     hidden: set[tuple[int, str]] = field(default_factory=set)  # JOIN USING duplicates
     #: ``window`` / ``session_window`` -> their struct, when GROUP BY has such a call (Spark
-    #: names the grouping column after the function: ``SELECT window.start ...``)
+    #: names the grouping column after the function: ``SELECT window.start ...``), and
+    #: ``grouping__id`` when it has grouping sets (CUBE, ROLLUP, GROUPING SETS)
     time_windows: dict[str, exp.DataType] = field(default_factory=dict)
     using: list[str] = field(default_factory=list)  # JOIN USING column names, in order
 

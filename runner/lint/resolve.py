@@ -44,7 +44,7 @@ from runner.lint.infer import (
 from runner.lint.join_keys import joined_unique
 from runner.lint.names import Frame, NameResolver
 from runner.lint.shapes import OPEN, Analysis, Output, Shape
-from runner.lint.unique import time_window, unique_sets
+from runner.lint.unique import GROUPING_ID, grouping_sets, time_window, unique_sets
 
 #: The column ``GROUP BY window(ts, ...)`` / ``session_window(...)`` gives a SELECT.
 _WINDOW_STRUCT = "STRUCT<start: TIMESTAMP, end: TIMESTAMP>"
@@ -198,6 +198,8 @@ class Resolver(NameResolver):
         for key in group.expressions if group is not None else ():
             if (name := time_window(key)) is not None:
                 frame.time_windows[name] = parse_type(_WINDOW_STRUCT)
+        if grouping_sets(group):  # Spark's virtual column of the grouping set a row is of
+            frame.time_windows[GROUPING_ID] = parse_type("BIGINT")
         frame.alias_ok = True
         outputs: list[Output] = []
         open_ = False

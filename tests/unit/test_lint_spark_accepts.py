@@ -38,6 +38,12 @@ ACCEPTED = [
     _TU + "SELECT * FROM t NATURAL LEFT JOIN u",
     # NOT before a parenthesised tuple is the operator, not a call of not() with two arguments
     _T + "SELECT a FROM t WHERE NOT (a, b) IN (SELECT a, b FROM t)",
+    # Spark compares grouped expressions canonicalized: 1 + a is a + 1
+    _T + "SELECT sum(b) AS s FROM t GROUP BY a + 1, b * 2 ORDER BY 1 + a, 2 * b",
+    # grouping sets give the virtual column grouping__id
+    _T + "SELECT a, grouping__id AS g FROM t GROUP BY CUBE (a, b) ORDER BY grouping__id",
+    _T + "SELECT a, sum(b) AS s FROM t GROUP BY GROUPING SETS ((a), ()) HAVING GROUPING__ID > 0",
+    _T + "SELECT a, b, grouping__id AS g FROM t GROUP BY a, b WITH ROLLUP",
 ]
 
 #: SQL Spark refuses -> the rule compile refuses it with (neighbours of the accepted SQL).
@@ -46,6 +52,8 @@ REFUSED = {
     _TU + "SELECT a FROM t JOIN u ON t.b = u.c": "ambiguous-column",
     _TU + "SELECT a FROM t NATURAL JOIN u CROSS JOIN t AS v": "ambiguous-column",
     _T + "SELECT NOT a AS x FROM t": "argument-type",
+    _T + "SELECT sum(b) AS s FROM t GROUP BY a + 1 ORDER BY 1 - a": "missing-aggregation",
+    _T + "SELECT a, grouping__id AS g FROM t GROUP BY a": "unknown-column",
 }
 
 
