@@ -187,10 +187,10 @@ class Resolver(NameResolver):
         position = {id(ref): i for i, (_, ref) in enumerate(scope.references)}
         for join in joins:
             index = position.get(id(join.this), position.get(id(join.this.unnest())))
-            for name in _using(join, frame, index):
+            for column in _using(join, frame, index):
                 if index is not None:
-                    frame.hidden.add((index, name))
-                frame.using.append(name)
+                    frame.hidden.add((index, column))
+                frame.using.append(column)
         for join in joins:
             self.walk(join.args.get("on"), frame)
 

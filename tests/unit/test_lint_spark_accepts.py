@@ -44,6 +44,12 @@ ACCEPTED = [
     _T + "SELECT a, grouping__id AS g FROM t GROUP BY CUBE (a, b) ORDER BY grouping__id",
     _T + "SELECT a, sum(b) AS s FROM t GROUP BY GROUPING SETS ((a), ()) HAVING GROUPING__ID > 0",
     _T + "SELECT a, b, grouping__id AS g FROM t GROUP BY a, b WITH ROLLUP",
+    # what sqlglot's Spark dialect does not read (runner/lint/spark_dialect.py)
+    _T + "SELECT a >>> 2 AS u, a >>> b >> 1 AS v, (a >>> (b >>> 1)) >>> 2 AS w FROM t",
+    "SELECT CAST(NULL AS ARRAY<ARRAY<ARRAY<INT>>>) AS n, 20181117 >>> 2 AS u",
+    "SELECT INTERVAL 1 YEAR -2 MONTHS AS j, -INTERVAL -1 DAY 1 HOUR -1 MINUTE 1 SECOND AS k",
+    _T + "SELECT * FROM t PIVOT (sum(b) + 1 AS s, avg(b) AS m FOR a IN (1 AS one, 2 AS two))",
+    "SELECT j:a.b AS v, j:a AS w FROM (SELECT '{\"a\": {\"b\": 1}}' AS j FROM parsed_events)",
 ]
 
 #: SQL Spark refuses -> the rule compile refuses it with (neighbours of the accepted SQL).
@@ -54,6 +60,8 @@ REFUSED = {
     _T + "SELECT NOT a AS x FROM t": "argument-type",
     _T + "SELECT sum(b) AS s FROM t GROUP BY a + 1 ORDER BY 1 - a": "missing-aggregation",
     _T + "SELECT a, grouping__id AS g FROM t GROUP BY a": "unknown-column",
+    _T + "SELECT a >> > 2 AS u FROM t": "syntax",
+    "SELECT j:a.b AS v FROM (SELECT '{}' AS k FROM parsed_events)": "unknown-column",
 }
 
 
