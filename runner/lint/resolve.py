@@ -191,6 +191,9 @@ class Resolver(NameResolver):
                 if index is not None:
                     frame.hidden.add((index, column))
                 frame.using.append(column)
+            if join.args.get("kind") in ("SEMI", "ANTI") and index is not None \
+                    and index < len(frame.sources):  # only filters: none of its columns out
+                frame.hidden.update((index, n.lower()) for n, _ in frame.sources[index][1].columns)
         for join in joins:
             self.walk(join.args.get("on"), frame)
 

@@ -44,6 +44,9 @@ ACCEPTED = [
     _T + "SELECT a, grouping__id AS g FROM t GROUP BY CUBE (a, b) ORDER BY grouping__id",
     _T + "SELECT a, sum(b) AS s FROM t GROUP BY GROUPING SETS ((a), ()) HAVING GROUPING__ID > 0",
     _T + "SELECT a, b, grouping__id AS g FROM t GROUP BY a, b WITH ROLLUP",
+    # a semi or anti join only filters: none of its relation's columns are output
+    _T + "SELECT * FROM t LEFT SEMI JOIN t AS u ON t.a = u.a",
+    _T + "SELECT a FROM t LEFT ANTI JOIN t AS u ON t.a = u.b",
     # what sqlglot's Spark dialect does not read (runner/lint/spark_dialect.py)
     _T + "SELECT a >>> 2 AS u, a >>> b >> 1 AS v, (a >>> (b >>> 1)) >>> 2 AS w FROM t",
     "SELECT CAST(NULL AS ARRAY<ARRAY<ARRAY<INT>>>) AS n, 20181117 >>> 2 AS u",
@@ -61,6 +64,7 @@ REFUSED = {
     _T + "SELECT sum(b) AS s FROM t GROUP BY a + 1 ORDER BY 1 - a": "missing-aggregation",
     _T + "SELECT a, grouping__id AS g FROM t GROUP BY a": "unknown-column",
     _T + "SELECT a >> > 2 AS u FROM t": "syntax",
+    _T + "SELECT * FROM t JOIN t AS u ON t.a = u.a": "duplicate-output-column",
     "SELECT j:a.b AS v FROM (SELECT '{}' AS k FROM parsed_events)": "unknown-column",
 }
 
