@@ -41,7 +41,8 @@ _INDEX_LAMBDAS = (exp.Transform, exp.ArrayFilter)
 NILADIC = {"current_date": "DATE", "current_timestamp": "TIMESTAMP", "localtimestamp":
            "TIMESTAMP_NTZ", "current_time": "TIME", "current_user": "STRING", "user": "STRING",
            "session_user": "STRING", "current_schema": "STRING", "current_database": "STRING",
-           "current_catalog": "STRING", "current_timezone": "STRING"}
+           "current_catalog": "STRING", "current_timezone": "STRING",
+           "current_path": "STRING"}
 
 
 @dataclass

@@ -6,7 +6,8 @@ own parser accepts differently or not at all. Only what differs is overridden:
 - ``INTERVAL 1 YEAR -2 MONTHS``: one literal whose units carry signs, read as the sum of its
   signed parts (not as a subtraction of a column ``MONTHS``);
 - ``PIVOT (sum(a) + 1 AS s FOR ...)``: a pivot aggregates with any expression over aggregates;
-- ``j:a.b``: the path into a JSON string or VARIANT column.
+- ``j:a.b``: the path into a JSON string or VARIANT column;
+- ``TIMEDIFF(HOUR, a, b)``: the grammar's other name of ``TIMESTAMPDIFF(HOUR, a, b)``.
 
 Every parse of SQL in lint goes through :data:`SPARK` (the model's query and each config
 fragment): the rules and the guard read the same tree. The tree is lint's alone: the runner
@@ -22,6 +23,7 @@ runs the model's rendered text, never SQL generated from this tree.
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import build_date_delta
 from sqlglot.dialects.spark import Spark
 from sqlglot.parsers.spark import SparkParser
 from sqlglot.tokens import Token, TokenType
@@ -39,7 +41,20 @@ def _adjacent(a: Token | None, b: Token | None) -> bool:
     return a is not None and b is not None and a.end + 1 == b.start
 
 
+_TIMESTAMPDIFF = build_date_delta(exp.TimestampDiff)
+
+
+def _timediff(args: list[exp.Expr]) -> exp.Expr:
+    """``TIMEDIFF(unit, a, b)`` is Spark's grammar's ``TIMESTAMPDIFF``; any other call of
+    ``timediff`` stays a call of a function Spark does not have."""
+    if len(args) == 3:
+        return _TIMESTAMPDIFF(args)
+    return exp.Anonymous(this="TIMEDIFF", expressions=args)
+
+
 class _Parser(SparkParser):
+    FUNCTIONS = {**SparkParser.FUNCTIONS, "TIMEDIFF": _timediff}
+
     _unsigned = False
 
     def _parse_term(self, parse_mod: bool = True) -> exp.Expr | None:

@@ -52,6 +52,8 @@ ACCEPTED = [
     "SELECT CAST(NULL AS ARRAY<ARRAY<ARRAY<INT>>>) AS n, 20181117 >>> 2 AS u",
     "SELECT INTERVAL 1 YEAR -2 MONTHS AS j, -INTERVAL -1 DAY 1 HOUR -1 MINUTE 1 SECOND AS k",
     _T + "SELECT * FROM t PIVOT (sum(b) + 1 AS s, avg(b) AS m FOR a IN (1 AS one, 2 AS two))",
+    "SELECT TIMEDIFF(HOUR, current_timestamp(), current_timestamp()) AS d",
+    "SELECT CURRENT_PATH = CURRENT_PATH() AS same",
     "SELECT j:a.b AS v, j:a AS w FROM (SELECT '{\"a\": {\"b\": 1}}' AS j FROM parsed_events)",
 ]
 
@@ -65,6 +67,7 @@ REFUSED = {
     _T + "SELECT a, grouping__id AS g FROM t GROUP BY a": "unknown-column",
     _T + "SELECT a >> > 2 AS u FROM t": "syntax",
     _T + "SELECT * FROM t JOIN t AS u ON t.a = u.a": "duplicate-output-column",
+    "SELECT TIMEDIFF(current_timestamp(), current_timestamp()) AS d": "unsafe-function",
     "SELECT j:a.b AS v FROM (SELECT '{}' AS k FROM parsed_events)": "unknown-column",
 }
 
