@@ -173,6 +173,13 @@ class NameResolver:
             for _, src in sc.sources:
                 col = src.find(first)
                 if col is not None:
+                    if (len(idents) > 1 and sc is frame and sc.alias_ok and first in sc.aliases
+                            and field_type(col[1], idents[1].name)[0] is None
+                            and field_type(sc.aliases[first], idents[1].name)[0] is not None):
+                        # ORDER BY col1.a: the select list's col1 has the field, the source's
+                        # does not: Spark resolves it against the select list
+                        self._descend(top, sc.aliases[first], idents[1:], idents[0].name)
+                        return
                     self._resolved(top, src, col, idents, 1)
                     self._ambiguous(idents[0], sc)
                     return
