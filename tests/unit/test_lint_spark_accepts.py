@@ -44,6 +44,9 @@ ACCEPTED = [
     _T + "SELECT a, grouping__id AS g FROM t GROUP BY CUBE (a, b) ORDER BY grouping__id",
     _T + "SELECT a, sum(b) AS s FROM t GROUP BY GROUPING SETS ((a), ()) HAVING GROUPING__ID > 0",
     _T + "SELECT a, b, grouping__id AS g FROM t GROUP BY a, b WITH ROLLUP",
+    # ORDER BY/HAVING col1.a: the select list's col1 has the field (the source's is a string)
+    "SELECT STRUCT(1 AS a) AS col1 FROM (SELECT 'a' AS col1 FROM parsed_events) AS t "
+    "GROUP BY col1 HAVING col1.a > 0 ORDER BY col1.a",
     # a semi or anti join only filters: none of its relation's columns are output
     _T + "SELECT * FROM t LEFT SEMI JOIN t AS u ON t.a = u.a",
     _T + "SELECT a FROM t LEFT ANTI JOIN t AS u ON t.a = u.b",
@@ -68,6 +71,8 @@ REFUSED = {
     _T + "SELECT a >> > 2 AS u FROM t": "syntax",
     _T + "SELECT * FROM t JOIN t AS u ON t.a = u.a": "duplicate-output-column",
     "SELECT TIMEDIFF(current_timestamp(), current_timestamp()) AS d": "unsafe-function",
+    "SELECT STRUCT(1 AS a) AS col1 FROM (SELECT 'a' AS col1 FROM parsed_events) AS t "
+    "GROUP BY col1 HAVING col1.b > 0": "unknown-column",
     "SELECT j:a.b AS v FROM (SELECT '{}' AS k FROM parsed_events)": "unknown-column",
 }
 
