@@ -270,7 +270,8 @@ class MisplacedAggregate(ModelRule):
                     if isinstance(node, exp.Window):
                         yield self.at(ctx, node, f"window function in {name}: {name} {why}",
                                       "compute it in a subquery, or filter with QUALIFY")
-                    elif _is_aggregate(node) and not _window_function(node):
+                    elif _is_aggregate(node) and not _window_function(node) \
+                            and not _outer_aggregate(node, select):
                         yield self.at(ctx, node, f"aggregate function {_name(node)} in "
                                       f"{name}: {name} {why}", fix)
             for node in _grouping_aggregates(select):
@@ -282,6 +283,17 @@ class MisplacedAggregate(ModelRule):
                                   f"{_name(node)}: aggregates cannot be nested",
                                   "aggregate in a subquery first, or make the outer one a "
                                   "window function (... OVER ())")
+
+
+def _outer_aggregate(node: exp.Expr, select: exp.Select) -> bool:
+    """``node``, in a subquery's clause, aggregates only columns of an enclosing query: it is
+    that query's aggregate (``HAVING (SELECT 1 WHERE max(t.a) = 1) = 1``), not the subquery's."""
+    if select.find_ancestor(exp.Select) is None:
+        return False
+    own = {s.alias_or_name.lower() for s in _sources(select)}
+    columns = [c for c in node.find_all(exp.Column) if not c.is_star]
+    return bool(columns) and all(
+        (c.table.lower() not in own) if c.table else not own for c in columns)
 
 
 def _name(node: exp.Expr) -> str:
