@@ -118,6 +118,8 @@ class Resolver(NameResolver):
                 owner, refs = scope, scope.references
             sources = [self._source(owner, name, ref) for name, ref in refs]
             frame = self._frames[id(scope)] = Frame(self._outer(scope), sources)
+            if owner is not scope and isinstance(owner.expression, exp.Select):
+                _join_columns(owner.expression, owner, frame)
         return frame
 
     def _outer(self, scope: Scope) -> Frame | None:
@@ -184,16 +186,7 @@ class Resolver(NameResolver):
     def select(self, node: exp.Select, scope: Scope) -> Shape:
         frame = self._frame(scope)
         joins = node.args.get("joins") or []
-        position = {id(ref): i for i, (_, ref) in enumerate(scope.references)}
-        for join in joins:
-            index = position.get(id(join.this), position.get(id(join.this.unnest())))
-            for column in _using(join, frame, index):
-                if index is not None:
-                    frame.hidden.add((index, column))
-                frame.using.append(column)
-            if join.args.get("kind") in ("SEMI", "ANTI") and index is not None \
-                    and index < len(frame.sources):  # only filters: none of its columns out
-                frame.hidden.update((index, n.lower()) for n, _ in frame.sources[index][1].columns)
+        _join_columns(node, scope, frame)
         for join in joins:
             self.walk(join.args.get("on"), frame)
 
@@ -305,6 +298,23 @@ class Resolver(NameResolver):
         self.resolve_column(probe, frame)
         fields = struct_fields(probe.type)
         return [Output(n, t, col) for n, t in fields], not fields
+
+
+def _join_columns(node: exp.Select, scope: Scope, frame: Frame) -> None:
+    """Record in ``frame`` the columns ``node``'s joins merge or drop: JOIN USING and NATURAL
+    JOIN columns are one column each (the joined relation's copy hidden), a SEMI or ANTI join's
+    relation only filters (all its columns hidden). A lateral's frame, whose sources are the
+    relations before it, gets those of the joins among them."""
+    position = {id(ref): i for i, (_, ref) in enumerate(scope.references)}
+    for join in node.args.get("joins") or []:
+        index = position.get(id(join.this), position.get(id(join.this.unnest())))
+        if index is None or index >= len(frame.sources):
+            continue
+        for column in _using(join, frame, index):
+            frame.hidden.add((index, column))
+            frame.using.append(column)
+        if join.args.get("kind") in ("SEMI", "ANTI"):  # only filters: none of its columns out
+            frame.hidden.update((index, n.lower()) for n, _ in frame.sources[index][1].columns)
 
 
 def _using(join: exp.Join, frame: Frame, index: int | None) -> list[str]:

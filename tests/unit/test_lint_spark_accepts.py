@@ -36,6 +36,7 @@ ACCEPTED = [
     # a NATURAL JOIN joins on the columns both sides have: one column each, listed first by *
     _TU + "SELECT a, b, c FROM t NATURAL JOIN u",
     _TU + "SELECT * FROM t NATURAL LEFT JOIN u",
+    _TU + "SELECT x FROM t JOIN u USING (a) CROSS JOIN LATERAL (SELECT a + 1 AS x)",
     # NOT before a parenthesised tuple is the operator, not a call of not() with two arguments
     _T + "SELECT a FROM t WHERE NOT (a, b) IN (SELECT a, b FROM t)",
     # Spark compares grouped expressions canonicalized: 1 + a is a + 1
@@ -67,6 +68,8 @@ REFUSED = {
     _T + "SELECT count(DISTINCT) AS n FROM t": "syntax",
     _TU + "SELECT a FROM t JOIN u ON t.b = u.c": "ambiguous-column",
     _TU + "SELECT a FROM t NATURAL JOIN u CROSS JOIN t AS v": "ambiguous-column",
+    _TU + "SELECT x FROM t JOIN u ON t.a = u.a CROSS JOIN LATERAL (SELECT a + 1 AS x)":
+        "ambiguous-column",
     _T + "SELECT NOT a AS x FROM t": "argument-type",
     _T + "SELECT sum(b) AS s FROM t GROUP BY a + 1 ORDER BY 1 - a": "missing-aggregation",
     _T + "SELECT a, grouping__id AS g FROM t GROUP BY a": "unknown-column",
