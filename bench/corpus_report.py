@@ -55,7 +55,7 @@ def block(result: dict[str, Any], analyze: dict[str, Any] | None) -> str:
             f"| `runner compile --analyze` | {analyze['agree']:,} of {analyze['models']:,} "
             f"({analyze['agreement_percent']}%) | {analyze['false_refusals']} | "
             f"{analyze['false_passes']} | a local session ({analyze['session_seconds']:.0f} s) "
-            f"+ {analyze['ms_per_model']:.0f} ms a model{_load(analyze)} |")
+            f"+ {analyze['ms_per_model']:.0f} ms a model{_machine_load(analyze)} |")
     lines += ["", "False refusals of `runner compile` (Spark accepts), by rule: " + (
         ", ".join(f"`{rule}` {len(names)}" for rule, names in refusals.items()) or "none") + ".",
         "", f"False passes of `runner compile` (Spark refuses), the {TOP} most frequent error "
@@ -64,7 +64,7 @@ def block(result: dict[str, Any], analyze: dict[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
-def _load(analyze: dict[str, Any]) -> str:
+def _machine_load(analyze: dict[str, Any]) -> str:
     """How busy the machine was while ``--analyze`` was timed (shared test machines)."""
     if "load_average" not in analyze:
         return ""
