@@ -50,6 +50,8 @@ ACCEPTED = [
     "GROUP BY col1 HAVING col1.a > 0 ORDER BY col1.a",
     # an aggregate of the enclosing query's columns in a subquery's WHERE is the enclosing one's
     _T + "SELECT a FROM t GROUP BY a HAVING max(b) = (SELECT 1 WHERE max(b) = 1)",
+    # a field of NULL is NULL
+    "SELECT col.a AS x FROM (SELECT NULL AS col FROM parsed_events) AS t",
     # a semi or anti join only filters: none of its relation's columns are output
     _T + "SELECT * FROM t LEFT SEMI JOIN t AS u ON t.a = u.a",
     _T + "SELECT a FROM t LEFT ANTI JOIN t AS u ON t.a = u.b",
@@ -78,6 +80,7 @@ REFUSED = {
     "SELECT TIMEDIFF(current_timestamp(), current_timestamp()) AS d": "unsafe-function",
     "SELECT STRUCT(1 AS a) AS col1 FROM (SELECT 'a' AS col1 FROM parsed_events) AS t "
     "GROUP BY col1 HAVING col1.b > 0": "unknown-column",
+    "SELECT col.a AS x FROM (SELECT 1 AS col FROM parsed_events) AS t": "unknown-column",
     _T + "SELECT a FROM t GROUP BY a HAVING (SELECT max(u.b) FROM t AS u WHERE max(u.b) = 1) = 1":
         "misplaced-aggregate",
     "SELECT j:a.b AS v FROM (SELECT '{}' AS k FROM parsed_events)": "unknown-column",
