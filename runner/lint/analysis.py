@@ -25,7 +25,7 @@ from runner.lint.builtins import aggregate_names
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_, is_known, type_string
 from runner.lint.rules import ModelRule, time_column
-from runner.lint.unique import time_window
+from runner.lint.unique import GROUPING_ID, grouping_sets, time_window
 
 __all__ = ["AmbiguousColumn", "MisplacedAggregate", "MissingAggregation", "TypeMismatch",
            "WindowOrder"]
@@ -87,11 +87,23 @@ def _path(node: exp.Expr) -> tuple[str, ...] | None:
     return None
 
 
+#: Operators whose operands Spark's canonical form orders (``1 + a`` is ``a + 1``).
+_COMMUTATIVE = (exp.Add, exp.Mul, exp.And, exp.Or, exp.EQ, exp.NullSafeEQ, exp.BitwiseAnd,
+                exp.BitwiseOr, exp.BitwiseXor)
+
+
 def _key(node: exp.Expr) -> str:
     """Spark SQL text of ``node`` with identifiers lower-cased (Spark's names are
-    case-insensitive), to compare expressions."""
+    case-insensitive) and the operands of commutative operators in one order (as Spark
+    compares expressions, canonicalized), to compare expressions."""
     copy = node.copy().transform(
         lambda n: exp.to_identifier(n.name.lower()) if isinstance(n, exp.Identifier) else n)
+    for op in reversed(list(copy.find_all(*_COMMUTATIVE))):  # inner operators first
+        a, b = op.this, op.expression
+        if a is not None and b is not None and \
+                a.sql(dialect="spark", comments=False) > b.sql(dialect="spark", comments=False):
+            op.set("this", b)
+            op.set("expression", a)
     return copy.sql(dialect="spark", comments=False)
 
 
@@ -134,6 +146,8 @@ class _Grouping:
                 self._add(aliases[path[0]])
             if (window := time_window(item)) is not None:  # its column: `window`.start...
                 self.paths.add((window,))
+        if grouping_sets(group):
+            self.paths.add((GROUPING_ID,))
 
     def _add(self, node: exp.Expr) -> None:
         self.keys.add(_key(node))
@@ -256,7 +270,8 @@ class MisplacedAggregate(ModelRule):
                     if isinstance(node, exp.Window):
                         yield self.at(ctx, node, f"window function in {name}: {name} {why}",
                                       "compute it in a subquery, or filter with QUALIFY")
-                    elif _is_aggregate(node) and not _window_function(node):
+                    elif _is_aggregate(node) and not _window_function(node) \
+                            and not _outer_aggregate(node, select):
                         yield self.at(ctx, node, f"aggregate function {_name(node)} in "
                                       f"{name}: {name} {why}", fix)
             for node in _grouping_aggregates(select):
@@ -268,6 +283,17 @@ class MisplacedAggregate(ModelRule):
                                   f"{_name(node)}: aggregates cannot be nested",
                                   "aggregate in a subquery first, or make the outer one a "
                                   "window function (... OVER ())")
+
+
+def _outer_aggregate(node: exp.Expr, select: exp.Select) -> bool:
+    """``node``, in a subquery's clause, aggregates only columns of an enclosing query: it is
+    that query's aggregate (``HAVING (SELECT 1 WHERE max(t.a) = 1) = 1``), not the subquery's."""
+    if select.find_ancestor(exp.Select) is None:
+        return False
+    own = {s.alias_or_name.lower() for s in _sources(select)}
+    columns = [c for c in node.find_all(exp.Column) if not c.is_star]
+    return bool(columns) and all(
+        (c.table.lower() not in own) if c.table else not own for c in columns)
 
 
 def _name(node: exp.Expr) -> str:

@@ -13,6 +13,7 @@ from runner.errors import Violation, did_you_mean
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_, is_known, type_string
 from runner.lint.rules import ModelRule
+from runner.lint.spark_dialect import SPARK
 
 __all__ = ["ChangeDataCapture"]
 
@@ -66,7 +67,7 @@ class ChangeDataCapture(ModelRule):
 
     def _deletes(self, ctx: ModelContext, text: str, names: list[str]) -> Iterator[Violation]:
         try:
-            node = sqlglot.parse_one(text, read="spark")
+            node = sqlglot.parse_one(text, read=SPARK)
         except (ParseError, TokenError):
             return  # not-a-query reports it (runner.lint.guard)
         for col in node.find_all(exp.Column):

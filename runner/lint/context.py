@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, build_scope
 from sqlglot.tokens import Token, Tokenizer, TokenType
@@ -17,6 +16,7 @@ from runner.compile.render import RenderedModel
 from runner.compile.tree import TreeIndex
 from runner.lint.allowlist import Problem, query_problems
 from runner.lint.shapes import Analysis, Shape
+from runner.lint.spark_dialect import SPARK
 from runner.lint.spark_grammar import analyzer_refuses, time_window_calls
 from runner.lint.spark_parser import spark_syntax_error
 from runner.project.loader import Project
@@ -131,7 +131,7 @@ def parse_sql(sql: str, *, max_chars: int = 2_000_000, max_depth: int = 40
     if len(sql) > max_chars:
         return (), SyntaxProblem(f"the rendered SQL has {len(sql):,} characters; lint parses "
                                  f"at most {max_chars:,}", 1, 1)
-    dialect = Dialect.get_or_raise("spark")
+    dialect = SPARK
     tokenizer = dialect.tokenizer()
     try:
         tokens = tokenizer.tokenize(sql)

@@ -20,6 +20,7 @@ from runner.errors import Violation
 from runner.lint.allowlist import Problem, function_problems
 from runner.lint.context import ModelContext
 from runner.lint.rules import ModelRule
+from runner.lint.spark_dialect import SPARK
 
 __all__ = ["GUARD_RULES", "NotAQuery", "UnknownTable", "UnsafeFunction", "UnsafeTable",
            "fragments", "model_problems"]
@@ -58,7 +59,7 @@ def _fragment_problems(where: str, text: str) -> tuple[tuple[str, str], ...]:
 
 def _find_fragment_problems(where: str, text: str) -> Iterator[tuple[str, str]]:
     try:
-        statements = [s for s in sqlglot.parse(text, read="spark") if s is not None]
+        statements = [s for s in sqlglot.parse(text, read=SPARK) if s is not None]
     except (ParseError, TokenError) as e:
         first = e.errors[0]["description"] if isinstance(e, ParseError) and e.errors else e
         yield "not-a-query", f"{where} does not parse as one SQL expression: {first}"

@@ -126,6 +126,8 @@ def field_type(dtype: exp.DataType | None, name: str
     if is_(dtype, T.MAP):  # map.key is a lookup
         values = dtype.expressions[1:2]
         return (values[0] if values else UNKNOWN), name, None
+    if is_(dtype, T.NULL):  # NULL.field is NULL in Spark
+        return dtype, name, None
     return None, None, []
 
 

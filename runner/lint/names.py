@@ -41,7 +41,8 @@ _INDEX_LAMBDAS = (exp.Transform, exp.ArrayFilter)
 NILADIC = {"current_date": "DATE", "current_timestamp": "TIMESTAMP", "localtimestamp":
            "TIMESTAMP_NTZ", "current_time": "TIME", "current_user": "STRING", "user": "STRING",
            "session_user": "STRING", "current_schema": "STRING", "current_database": "STRING",
-           "current_catalog": "STRING", "current_timezone": "STRING"}
+           "current_catalog": "STRING", "current_timezone": "STRING",
+           "current_path": "STRING"}
 
 
 @dataclass
@@ -56,7 +57,8 @@ class Frame:
     alias_ok: bool = False
     hidden: set[tuple[int, str]] = field(default_factory=set)  # JOIN USING duplicates
     #: ``window`` / ``session_window`` -> their struct, when GROUP BY has such a call (Spark
-    #: names the grouping column after the function: ``SELECT window.start ...``)
+    #: names the grouping column after the function: ``SELECT window.start ...``), and
+    #: ``grouping__id`` when it has grouping sets (CUBE, ROLLUP, GROUPING SETS)
     time_windows: dict[str, exp.DataType] = field(default_factory=dict)
     using: list[str] = field(default_factory=list)  # JOIN USING column names, in order
 
@@ -171,6 +173,13 @@ class NameResolver:
             for _, src in sc.sources:
                 col = src.find(first)
                 if col is not None:
+                    if (len(idents) > 1 and sc is frame and sc.alias_ok and first in sc.aliases
+                            and field_type(col[1], idents[1].name)[0] is None
+                            and field_type(sc.aliases[first], idents[1].name)[0] is not None):
+                        # ORDER BY col1.a: the select list's col1 has the field, the source's
+                        # does not: Spark resolves it against the select list
+                        self._descend(top, sc.aliases[first], idents[1:], idents[0].name)
+                        return
                     self._resolved(top, src, col, idents, 1)
                     self._ambiguous(idents[0], sc)
                     return

@@ -44,7 +44,7 @@ from runner.lint.infer import (
 from runner.lint.join_keys import joined_unique
 from runner.lint.names import Frame, NameResolver
 from runner.lint.shapes import OPEN, Analysis, Output, Shape
-from runner.lint.unique import time_window, unique_sets
+from runner.lint.unique import GROUPING_ID, grouping_sets, time_window, unique_sets
 
 #: The column ``GROUP BY window(ts, ...)`` / ``session_window(...)`` gives a SELECT.
 _WINDOW_STRUCT = "STRUCT<start: TIMESTAMP, end: TIMESTAMP>"
@@ -118,6 +118,8 @@ class Resolver(NameResolver):
                 owner, refs = scope, scope.references
             sources = [self._source(owner, name, ref) for name, ref in refs]
             frame = self._frames[id(scope)] = Frame(self._outer(scope), sources)
+            if owner is not scope and isinstance(owner.expression, exp.Select):
+                _join_columns(owner.expression, owner, frame)
         return frame
 
     def _outer(self, scope: Scope) -> Frame | None:
@@ -184,13 +186,7 @@ class Resolver(NameResolver):
     def select(self, node: exp.Select, scope: Scope) -> Shape:
         frame = self._frame(scope)
         joins = node.args.get("joins") or []
-        position = {id(ref): i for i, (_, ref) in enumerate(scope.references)}
-        for join in joins:
-            index = position.get(id(join.this), position.get(id(join.this.unnest())))
-            for ident in join.args.get("using") or []:
-                if index is not None:
-                    frame.hidden.add((index, ident.name.lower()))
-                frame.using.append(ident.name.lower())
+        _join_columns(node, scope, frame)
         for join in joins:
             self.walk(join.args.get("on"), frame)
 
@@ -198,6 +194,8 @@ class Resolver(NameResolver):
         for key in group.expressions if group is not None else ():
             if (name := time_window(key)) is not None:
                 frame.time_windows[name] = parse_type(_WINDOW_STRUCT)
+        if grouping_sets(group):  # Spark's virtual column of the grouping set a row is of
+            frame.time_windows[GROUPING_ID] = parse_type("BIGINT")
         frame.alias_ok = True
         outputs: list[Output] = []
         open_ = False
@@ -300,6 +298,35 @@ class Resolver(NameResolver):
         self.resolve_column(probe, frame)
         fields = struct_fields(probe.type)
         return [Output(n, t, col) for n, t in fields], not fields
+
+
+def _join_columns(node: exp.Select, scope: Scope, frame: Frame) -> None:
+    """Record in ``frame`` the columns ``node``'s joins merge or drop: JOIN USING and NATURAL
+    JOIN columns are one column each (the joined relation's copy hidden), a SEMI or ANTI join's
+    relation only filters (all its columns hidden). A lateral's frame, whose sources are the
+    relations before it, gets those of the joins among them."""
+    position = {id(ref): i for i, (_, ref) in enumerate(scope.references)}
+    for join in node.args.get("joins") or []:
+        index = position.get(id(join.this), position.get(id(join.this.unnest())))
+        if index is None or index >= len(frame.sources):
+            continue
+        for column in _using(join, frame, index):
+            frame.hidden.add((index, column))
+            frame.using.append(column)
+        if join.args.get("kind") in ("SEMI", "ANTI"):  # only filters: none of its columns out
+            frame.hidden.update((index, n.lower()) for n, _ in frame.sources[index][1].columns)
+
+
+def _using(join: exp.Join, frame: Frame, index: int | None) -> list[str]:
+    """The lower-cased columns ``join`` joins on by name: its USING list, or for a NATURAL
+    JOIN the columns its relation shares with the relations before it (one column each, as
+    Spark resolves them)."""
+    if join.args.get("method") != "NATURAL":
+        return [ident.name.lower() for ident in join.args.get("using") or []]
+    if index is None or index >= len(frame.sources):
+        return []
+    before = {n.lower() for _, src in frame.sources[:index] for n, _ in src.columns}
+    return [n.lower() for n, _ in frame.sources[index][1].columns if n.lower() in before]
 
 
 def relation_selects(scope: Scope) -> Iterator[exp.Select]:

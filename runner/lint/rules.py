@@ -16,6 +16,7 @@ from runner.lint.context import ModelContext
 from runner.lint.infer import field_type, is_, is_known, type_string
 from runner.lint.rule import Rule
 from runner.lint.shapes import Finding
+from runner.lint.spark_dialect import SPARK
 
 __all__ = [
     "DuplicateOutputColumn",
@@ -212,7 +213,7 @@ class MergeUpdate(ModelRule):
 
     def _expression(self, ctx: ModelContext, where: str, text: str) -> Iterator[Violation]:
         try:
-            node = sqlglot.parse_one(text, read="spark")
+            node = sqlglot.parse_one(text, read=SPARK)
         except (ParseError, TokenError):
             return  # not-a-query reports it (runner.lint.guard)
         names = ctx.output_names
@@ -246,7 +247,7 @@ class Expectations(ModelRule):
         for expectation in ctx.model.config.expectations:
             where = f"expectation '{expectation.name}'"
             try:
-                node = sqlglot.parse_one(expectation.expr, read="spark")
+                node = sqlglot.parse_one(expectation.expr, read=SPARK)
             except (ParseError, TokenError):
                 continue  # not-a-query reports it (runner.lint.guard)
             if ctx.analysis is None or ctx.analysis.shape.open:

@@ -181,6 +181,8 @@ def _calls(sql: str, query: exp.Expr) -> list[Call]:
         if sig is None or name == "in" or (k > 0 and tokens[k - 1].token_type in
                                            _NOT_BEFORE_CALL):
             continue
+        if tokens[k].token_type == TokenType.NOT:
+            continue  # NOT (a, b) IN (...): Spark's grammar reads NOT as the operator
         if name in _QUANTIFIERS and k > 0 and tokens[k - 1].token_type not in (
                 TokenType.SELECT, TokenType.COMMA, TokenType.L_PAREN):
             continue

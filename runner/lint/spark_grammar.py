@@ -123,6 +123,13 @@ def _repeated_window(tokens: Sequence[Token], i: int) -> GrammarProblem | None:
     return None
 
 
+def _is_distinct_from(tokens: Sequence[Token], i: int) -> bool:
+    """Whether the DISTINCT at ``tokens[i]`` is the comparison ``a IS [NOT] DISTINCT FROM b``
+    (its FROM is no clause)."""
+    before = [t.token_type for t in tokens[max(0, i - 2):i]]
+    return before[-1:] == [T.IS] or before == [T.IS, T.NOT]
+
+
 def analyzer_refuses(tokens: Sequence[Token]) -> GrammarProblem | None:
     """The first place where Spark refuses, after parsing, what sqlglot would accept, or None
     (also for a text that is not a query: ``not-a-query`` says what is wrong with it)."""
@@ -134,7 +141,7 @@ def analyzer_refuses(tokens: Sequence[Token]) -> GrammarProblem | None:
         if kind == T.COMMA and _ends_list(tokens, i + 1):
             return GrammarProblem(f"trailing comma before {_name(nxt)}: Spark refuses it",
                                   token.start)
-        if kind == T.DISTINCT and _ends_list(tokens, i + 1):
+        if kind == T.DISTINCT and _ends_list(tokens, i + 1) and not _is_distinct_from(tokens, i):
             return GrammarProblem(f"DISTINCT has nothing after it (before {_name(nxt)}): "
                                   "Spark refuses it", token.start)
         if (kind == T.DISTINCT and nxt is not None and nxt.token_type == T.ON

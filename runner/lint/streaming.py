@@ -17,6 +17,7 @@ from runner.errors import Violation
 from runner.lint.context import ModelContext
 from runner.lint.resolve import relation_selects
 from runner.lint.rules import ModelRule, time_column
+from runner.lint.spark_dialect import SPARK
 from runner.lint.unique import aggregates, identifies_window, time_window
 
 __all__ = ["AppendAggregate", "AppendWindow", "MergeKeyNotUnique", "NondeterministicMerge"]
@@ -67,7 +68,7 @@ class NondeterministicMerge(ModelRule):
         texts = [*(config.merge_update or {}).values(), config.merge_condition or ""]
         for text in filter(None, texts):
             try:
-                parsed = sqlglot.parse_one(text, read="spark")
+                parsed = sqlglot.parse_one(text, read=SPARK)
             except (ParseError, TokenError):
                 continue  # merge-update reports it
             for name, _ in _nondeterministic(parsed):

@@ -24,7 +24,8 @@ from sqlglot import exp
 from runner.lint.join_keys import Key
 from runner.lint.shapes import Output, Shape
 
-__all__ = ["aggregates", "identifies_window", "is_aggregate", "time_window", "unique_sets"]
+__all__ = ["GROUPING_ID", "aggregates", "grouping_sets", "identifies_window", "is_aggregate",
+           "time_window", "unique_sets"]
 
 _RANKS = (exp.RowNumber, exp.Rank, exp.DenseRank)
 _TIME_WINDOWS = frozenset({"window", "session_window"})
@@ -37,6 +38,20 @@ def time_window(node: exp.Expr) -> str | None:
     if isinstance(node, exp.Anonymous) and node.name.lower() in _TIME_WINDOWS:
         return node.name.lower()
     return None
+
+
+#: The virtual column Spark gives a query with grouping sets: which set a row is of.
+GROUPING_ID = "grouping__id"
+
+
+def grouping_sets(group: exp.Group | None) -> bool:
+    """Whether ``group`` has grouping sets (CUBE, ROLLUP, GROUPING SETS, WITH CUBE/ROLLUP):
+    Spark then has the ``grouping__id`` column."""
+    if group is None:
+        return False
+    if group.args.get("cube") or group.args.get("rollup") or group.args.get("grouping_sets"):
+        return True
+    return any(isinstance(e, (exp.Cube, exp.Rollup, exp.GroupingSets)) for e in group.expressions)
 
 
 def identifies_window(expr: exp.Expr, name: str, call: str) -> bool:
