@@ -6,8 +6,11 @@ Spark.
 says what Spark's ``parsePlan`` would refuse, worded as Spark words it, with its line and
 column. sqlglot still builds the tree lint's rules read; this only decides accept or refuse.
 
-Verdicts are kept in memory for the process, keyed by a digest of the SQL text (never on
-disk, where a project could plant one).
+Verdicts are kept in memory for the process and on disk for the user (:mod:`.verdict_cache`,
+keyed by the grammar's and the SQL's digests), because loading the grammar and warming its
+prediction tables costs a fresh process about half a second: each ``runner`` command is one.
+A verdict decides only this tier's accept or refuse; Spark's own parser reads every model
+again before anything runs (the stream's start-up analysis, the run-time guard).
 
 >>> spark_syntax_error("SELECT a, , b FROM t").message
 "[PARSE_SYNTAX_ERROR] Syntax error at or near ','"
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+
+from runner.lint.spark_parser import verdict_cache
 
 __all__ = ["SparkSyntaxError", "spark_syntax_error"]
 
@@ -43,7 +48,14 @@ def spark_syntax_error(sql: str) -> SparkSyntaxError | None:
     if key not in _VERDICTS:
         if len(_VERDICTS) >= _MAX_VERDICTS:
             _VERDICTS.clear()
-        _VERDICTS[key] = _parse(sql)
+        found, kept = verdict_cache.load(key)
+        if found:
+            verdict = None if kept is None else SparkSyntaxError(*kept)
+        else:
+            verdict = _parse(sql)
+            verdict_cache.store(key, None if verdict is None
+                                else (verdict.message, verdict.line, verdict.column))
+        _VERDICTS[key] = verdict
     return _VERDICTS[key]
 
 

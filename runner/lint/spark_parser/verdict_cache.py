@@ -1,0 +1,78 @@
+"""Spark's parser's verdicts kept on disk between processes, so a ``runner`` command does not
+load the grammar (about 0.3 s) and warm its prediction tables for models it has parsed before.
+
+Where: ``$RUNNER_CACHE_DIR`` (empty: no disk cache), else ``$XDG_CACHE_HOME/runner``, else
+``~/.cache/runner``; under it ``spark-parser/<grammar digest>/``, one small JSON file per SQL
+digest, written atomically (a temporary file renamed), so processes running at once never read
+half a file. A new grammar (another Spark release) starts an empty folder. A cache that cannot
+be read or written is no cache: the parser runs.
+
+A verdict only decides the syntax tier of ``runner compile``; Spark's own parser reads every
+model again before anything runs (the stream's start-up analysis, the run-time guard). So an
+entry written by someone else can at worst let compile pass a model that ``stream`` refuses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["load", "store"]
+
+#: A verdict as stored: None (accepted) or (message, line, column).
+Verdict = tuple[str, int, int] | None
+
+
+@cache
+def _folder() -> Path | None:
+    configured = os.environ.get("RUNNER_CACHE_DIR")
+    if configured is not None:
+        if not configured:
+            return None
+        root = Path(configured)
+    else:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "runner"
+    grammar = resources.files(__package__).joinpath("spark_grammar.json").read_bytes()
+    return root / "spark-parser" / hashlib.blake2b(grammar, digest_size=8).hexdigest()
+
+
+def _path(key: bytes) -> Path | None:
+    folder = _folder()
+    return None if folder is None else folder / key.hex()[:2] / f"{key.hex()}.json"
+
+
+def load(key: bytes) -> tuple[bool, Verdict]:
+    """(found, verdict) for the SQL digest ``key``; found is False without a usable entry."""
+    path = _path(key)
+    if path is None:
+        return False, None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # absent, unreadable or cut short: parse instead
+        return False, None
+    if value is None:
+        return True, None
+    if (isinstance(value, list) and len(value) == 3 and isinstance(value[0], str)
+            and all(isinstance(v, int) for v in value[1:])):
+        return True, (value[0], value[1], value[2])
+    return False, None
+
+
+def store(key: bytes, verdict: Verdict) -> None:
+    """Keep ``verdict`` for ``key``; a folder that cannot be written is left without it."""
+    path = _path(key)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(None if verdict is None else list(verdict), f)
+        os.replace(tmp, path)
+    except OSError:  # a read-only or full disk: the verdict is simply not kept
+        return
