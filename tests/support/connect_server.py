@@ -14,18 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from runner.runtime.client.session import spark_jars
 from runner.sinks.conf import DELTA_SESSION_CONF, local_delta_conf
-from tests.support.brokers import _die_with_parent, _free_port
+from tests.support.jvm_server import JvmServer
 
 __all__ = ["ConnectServer", "REPO"]
 
@@ -39,22 +34,20 @@ def _spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
-class ConnectServer:
+class ConnectServer(JvmServer):
     """A Spark Connect server on a free loopback port; a context manager. ``log()`` is the
     tail of its output; :meth:`kill` ends it at once (SIGKILL), as a crash would."""
 
+    what = "Spark Connect server"
+    prefix = "spark-connect-"
+
     def __init__(self, *, port: int | None = None, startup_timeout: float = 120.0) -> None:
-        self.port = port or _free_port()
+        super().__init__(port=port, startup_timeout=startup_timeout)
         self.url = f"sc://127.0.0.1:{self.port}"
-        self.startup_timeout = startup_timeout
-        self.start_seconds: float | None = None
-        self._dir = Path(tempfile.mkdtemp(prefix="spark-connect-"))
-        self._log_file = self._dir / "server.log"
-        self._proc: subprocess.Popen[bytes] | None = None
 
     @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+    def address(self) -> str:
+        return self.url
 
     def command(self) -> list[str]:
         home = _spark_home()
@@ -92,67 +85,6 @@ class ConnectServer:
                     "PYTHONPATH": f"{REPO}{os.pathsep}{path}" if path else str(REPO)})
         return env
 
-    def start(self) -> ConnectServer:
-        """Start the server and wait until its port takes connections.
-
-        Raises:
-            RuntimeError: the JVM exited or did not listen in time (with the log's tail).
-        """
-        started = time.monotonic()
-        with open(self._log_file, "ab") as log:
-            self._proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, cwd=self._dir,
-                                          env=self.environment(), start_new_session=True,
-                                          preexec_fn=_die_with_parent)
-        deadline = started + self.startup_timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                code, tail = self._proc.returncode, self.log()
-                self.stop()
-                raise RuntimeError(f"the Spark Connect server exited with {code}: {tail}")
-            with contextlib.suppress(OSError), socket.create_connection(
-                    ("127.0.0.1", self.port), timeout=0.5):
-                self.start_seconds = time.monotonic() - started
-                return self
-            time.sleep(0.2)
-        tail = self.log()
-        self.stop()
-        raise RuntimeError(f"the Spark Connect server did not listen on {self.url} within "
-                           f"{self.startup_timeout} s: {tail}")
-
-    def log(self) -> str:
-        """The last 3000 characters of the server's output."""
-        try:
-            return self._log_file.read_text(errors="replace")[-3000:]
-        except OSError:
-            return ""
-
-    def kill(self) -> None:
-        """SIGKILL the server and its Python workers (its own process group) at once."""
-        if self._proc is not None and self._proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            self._proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        """Stop the server (SIGTERM to its process group; SIGKILL after 10 s), delete its
-        folder."""
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self._proc = None
-        shutil.rmtree(self._dir, ignore_errors=True)
-
-    def __enter__(self) -> ConnectServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def main() -> int:

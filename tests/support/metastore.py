@@ -13,14 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import socket
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 
-from tests.support.brokers import _die_with_parent, _free_port, _terminate
+from tests.support.jvm_server import JvmServer
 
 __all__ = ["HiveMetastore", "pyspark_jars"]
 
@@ -32,20 +28,22 @@ def pyspark_jars() -> Path:
     return Path(pyspark.__file__).resolve().parent / "jars"
 
 
-class HiveMetastore:
+class HiveMetastore(JvmServer):
     """A Hive metastore thrift server on a free port with its own Derby folder; a context
     manager. ``log()`` is the tail of its output, kept until :meth:`stop`."""
 
+    what = "Hive metastore"
+    prefix = "hive-metastore-"
+
     def __init__(self, *, port: int | None = None, startup_timeout: float = 60.0) -> None:
+        super().__init__(port=port, startup_timeout=startup_timeout)
         java_home = os.environ.get("JAVA_HOME")
         self.java = str(Path(java_home) / "bin" / "java") if java_home else "java"
-        self.port = port or _free_port()
         self.uri = f"thrift://127.0.0.1:{self.port}"
-        self.startup_timeout = startup_timeout
-        self.start_seconds: float | None = None
-        self._dir = Path(tempfile.mkdtemp(prefix="hive-metastore-"))
-        self._log_file = self._dir / "metastore.log"
-        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return self.uri
 
     def command(self) -> list[str]:
         derby = self._dir / "metastore_db"
@@ -59,51 +57,6 @@ class HiveMetastore:
                 "-cp", f"{pyspark_jars().as_posix()}/*",
                 "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(self.port)]
 
-    def start(self) -> HiveMetastore:
-        """Start the server and wait until its port takes connections.
-
-        Raises:
-            RuntimeError: the JVM exited or did not listen in time (with the log's tail).
-        """
-        started = time.monotonic()
-        with open(self._log_file, "ab") as log:
-            self._proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, cwd=self._dir,
-                                          preexec_fn=_die_with_parent)
-        deadline = started + self.startup_timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                code, tail = self._proc.returncode, self.log()
-                self.stop()
-                raise RuntimeError(f"the Hive metastore exited with {code}: {tail}")
-            with contextlib.suppress(OSError), socket.create_connection(
-                    ("127.0.0.1", self.port), timeout=0.5):
-                self.start_seconds = time.monotonic() - started
-                return self
-            time.sleep(0.2)
-        tail = self.log()
-        self.stop()
-        raise RuntimeError(f"the Hive metastore did not listen on {self.uri} within "
-                           f"{self.startup_timeout} s: {tail}")
-
-    def log(self) -> str:
-        """The last 3000 characters of the server's output."""
-        try:
-            return self._log_file.read_text(errors="replace")[-3000:]
-        except OSError:
-            return ""
-
-    def stop(self) -> None:
-        """Stop the JVM (SIGTERM; killed after 10 s) and delete its folder."""
-        _terminate(self._proc, grace=10)
-        self._proc = None
-        shutil.rmtree(self._dir, ignore_errors=True)
-
-    def __enter__(self) -> HiveMetastore:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def main() -> int:
