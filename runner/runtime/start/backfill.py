@@ -71,7 +71,7 @@ from runner.runtime.batches.parking import ParkedError
 from runner.runtime.client.remote import new_session
 from runner.runtime.start.history_check import check_history, past_batches
 from runner.runtime.start.restate import forget, restate
-from runner.runtime.start.topics import holds_batches, kafka_models
+from runner.runtime.start.topics import holds_batches, kafka_models, refuse_history_again
 from runner.sinks import SinkSpec
 from runner.sinks.base import app_id
 from runner.sinks.tables import check_droppable
@@ -274,6 +274,9 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         refuse_moved_table(bp, spec(m), first=first, query_id=query_id, committed=committed,
                            table=str(project.table_path(m)))
     check_droppable({m: project.table_path(m) for m in handover.to_drop})
+    refuse_history_again(project, bp, [  # a Kafka model new to the checkpoint, backfilled
+        m for m in joining if handover.entries[m].state == "backfilling"
+        and (entries or {}).get(m, Entry("absent")).state in ("absent", "retired")], query_id)
     for event in handover.events:
         report(event)
     save_registry(checkpoint, handover.entries)
