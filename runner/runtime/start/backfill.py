@@ -257,8 +257,7 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         bp.lookups.check_pinned(batches, views)
         for seed in bp.lookups.changed_seeds(batches, views):
             report(seed)
-    # Tables a joining model finds in place are its own only with proof. Whether a batch was
-    # committed or not (a --full-refresh that died inside its first batch has committed none).
+    # A table a joining model finds is its own only with proof, even with no batch committed.
     joining = [m for m in run if (entries or {}).get(m, Entry("absent")).state in
                ("absent", "retired", "parked")
                and handover.entries[m].state in ("backfilling", "live")
@@ -274,9 +273,7 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         refuse_moved_table(bp, spec(m), first=first, query_id=query_id, committed=committed,
                            table=str(project.table_path(m)))
     check_droppable({m: project.table_path(m) for m in handover.to_drop})
-    refuse_history_again(project, bp, [  # a Kafka model new to the checkpoint, backfilled
-        m for m in joining if handover.entries[m].state == "backfilling"
-        and (entries or {}).get(m, Entry("absent")).state in ("absent", "retired")], query_id)
+    refuse_history_again(project, bp, joining, query_id, before=entries, after=handover.entries)
     for event in handover.events:
         report(event)
     save_registry(checkpoint, handover.entries)

@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 from runner.checkpoint.ledger import Ledger, TopicCut
+from runner.checkpoint.registry import Entry
 from runner.sinks.base import app_id
 from runner.sinks.tables import is_table
 
@@ -50,9 +51,11 @@ def holds_batches(project: Project, kafka: Mapping[str, TopicCut], model: str) -
 
 
 def refuse_history_again(project: Project, bp: BatchPlan, joining: Collection[str],
-                         query_id: str) -> None:
+                         query_id: str, *, before: Mapping[str, Entry] | None,
+                         after: Mapping[str, Entry]) -> None:
     """Refuse, before anything is written, to backfill a Kafka model new to this checkpoint
-    (``joining``) into a topic that holds records and whose model this pipeline ran under an
+    (of ``joining``: absent or retired in the registry ``before``, backfilling ``after``) into
+    a topic that holds records and whose model this pipeline ran under an
     earlier checkpoint (a batch marker of another query id): re-enabled after a
     ``--full-refresh`` without ``backfill=false``, it would produce its history again into
     the topic that holds it (docs/KAFKA.md "Rebuilds").
@@ -62,7 +65,9 @@ def refuse_history_again(project: Project, bp: BatchPlan, joining: Collection[st
             brokers cannot be asked (nothing is produced unchecked).
     """
     outputs = project.config.kafka_outputs
-    specs: list[SinkSpec] = [bp.sinks[m] for m in sorted(joining)
+    new = [m for m in sorted(joining) if after[m].state == "backfilling"
+           and (before or {}).get(m, Entry("absent")).state in ("absent", "retired")]
+    specs: list[SinkSpec] = [bp.sinks[m] for m in new
                              if m in bp.sinks and bp.sinks[m].materialized == "kafka"]
     if not specs or outputs is None:
         return
