@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
 
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
     from runner.project.kafka_outputs import KafkaOutputs
 
-__all__ = ["brokers_of", "marker_consumer", "marker_of", "read_markers", "reason_of"]
+__all__ = ["brokers_of", "earlier_history", "marker_consumer", "marker_of", "read_markers",
+           "reason_of"]
 
 
 def brokers_of(outputs: KafkaOutputs) -> str:
@@ -98,3 +99,55 @@ def read_markers(outputs: KafkaOutputs, app_ids: Mapping[str, str], *,
         finally:
             consumer.close()
     return found, None
+
+
+def earlier_history(outputs: KafkaOutputs, *, prefix: str, current: str, topic: str | None,
+                    timeout: float = 10.0) -> list[str]:
+    """The transactional ids, other than ``current``, of ``prefix`` + a query id (``prefix``:
+    ``"<pipeline>.<model>."``, :func:`runner.sinks.base.app_id`) that committed a batch marker,
+    when ``topic`` holds records and ``current`` committed none; empty when the topic holds
+    none (or does not exist), or when ``current`` has a marker (this checkpoint produced the
+    model: what it replays, the writer skips). ``topic`` None
+    (each row's ``topic`` column routes it): the markers alone.
+
+    Neither the markers nor the records name the topic a batch went to, so a marker of an
+    earlier checkpoint together with a non-empty topic is the test: that model of this pipeline
+    produced its batches, and a topic that holds records may hold them.
+
+    Raises:
+        KafkaException: the brokers did not answer within ``timeout`` seconds, or refused.
+    """
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    options = {k: v.get_secret_value() for k, v in outputs.options.items()}
+    consumer = marker_consumer(outputs, current)
+    try:
+        if marker_of(consumer, outputs.control_topic, timeout=timeout) is not None:
+            return []
+        if topic is not None:
+            meta = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+            if meta is None or meta.error is not None:
+                return []  # no such topic: nothing to produce twice into
+            if not any(high > low for low, high in (
+                    consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+                    for p in meta.partitions)):
+                return []
+        conf: dict[str, Any] = {**options, "bootstrap.servers": brokers_of(outputs),
+                                "logger": logging.getLogger("runner.kafka.client")}
+        admin = AdminClient(conf)
+        groups = admin.list_consumer_groups(request_timeout=timeout).result()
+        ids = sorted(g.group_id for g in groups.valid
+                     if g.group_id.startswith(prefix) and g.group_id != current
+                     and "." not in g.group_id[len(prefix):])
+        found = []
+        for app in ids:
+            other = marker_consumer(outputs, app)
+            try:
+                if marker_of(other, outputs.control_topic, timeout=timeout) is not None:
+                    found.append(app)
+            finally:
+                other.close()
+        return found
+    finally:
+        consumer.close()

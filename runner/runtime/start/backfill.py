@@ -71,7 +71,7 @@ from runner.runtime.batches.parking import ParkedError
 from runner.runtime.client.remote import new_session
 from runner.runtime.start.history_check import check_history, past_batches
 from runner.runtime.start.restate import forget, restate
-from runner.runtime.start.topics import holds_batches, kafka_models
+from runner.runtime.start.topics import holds_batches, kafka_models, refuse_history_again
 from runner.sinks import SinkSpec
 from runner.sinks.base import app_id
 from runner.sinks.tables import check_droppable
@@ -257,8 +257,7 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         bp.lookups.check_pinned(batches, views)
         for seed in bp.lookups.changed_seeds(batches, views):
             report(seed)
-    # Tables a joining model finds in place are its own only with proof. Whether a batch was
-    # committed or not (a --full-refresh that died inside its first batch has committed none).
+    # A table a joining model finds is its own only with proof, even with no batch committed.
     joining = [m for m in run if (entries or {}).get(m, Entry("absent")).state in
                ("absent", "retired", "parked")
                and handover.entries[m].state in ("backfilling", "live")
@@ -274,6 +273,7 @@ def prepare_handover(project: Project, bp: BatchPlan, *, query_id: str,
         refuse_moved_table(bp, spec(m), first=first, query_id=query_id, committed=committed,
                            table=str(project.table_path(m)))
     check_droppable({m: project.table_path(m) for m in handover.to_drop})
+    refuse_history_again(project, bp, joining, query_id, before=entries, after=handover.entries)
     for event in handover.events:
         report(event)
     save_registry(checkpoint, handover.entries)

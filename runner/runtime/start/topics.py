@@ -8,14 +8,16 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 from runner.checkpoint.ledger import Ledger, TopicCut
+from runner.checkpoint.registry import Entry
 from runner.sinks.base import app_id
 from runner.sinks.tables import is_table
 
 if TYPE_CHECKING:
     from runner.project.loader import Project
     from runner.runtime.batches.batch import BatchPlan
+    from runner.sinks import SinkSpec
 
-__all__ = ["holds_batches", "kafka_models"]
+__all__ = ["holds_batches", "kafka_models", "refuse_history_again"]
 
 
 def kafka_models(project: Project, bp: BatchPlan, away: Collection[str],
@@ -46,3 +48,54 @@ def holds_batches(project: Project, kafka: Mapping[str, TopicCut], model: str) -
     if model in kafka:
         return kafka[model].batch is not None
     return is_table(project.table_path(model))
+
+
+def refuse_history_again(project: Project, bp: BatchPlan, joining: Collection[str],
+                         query_id: str, *, before: Mapping[str, Entry] | None,
+                         after: Mapping[str, Entry]) -> None:
+    """Refuse, before anything is written, to backfill a Kafka model new to this checkpoint
+    (of ``joining``: absent or retired in the registry ``before``, backfilling ``after``) into
+    a topic that holds records and whose model this pipeline ran under an
+    earlier checkpoint (a batch marker of another query id): re-enabled after a
+    ``--full-refresh`` without ``backfill=false``, it would produce its history again into
+    the topic that holds it (docs/KAFKA.md "Rebuilds").
+
+    Raises:
+        ConfigError: names the model, its topic and the ways out (exit 2); also when the
+            brokers cannot be asked (nothing is produced unchecked).
+    """
+    outputs = project.config.kafka_outputs
+    new = [m for m in sorted(joining) if after[m].state == "backfilling"
+           and (before or {}).get(m, Entry("absent")).state in ("absent", "retired")]
+    specs: list[SinkSpec] = [bp.sinks[m] for m in new
+                             if m in bp.sinks and bp.sinks[m].materialized == "kafka"]
+    if not specs or outputs is None:
+        return
+    from confluent_kafka import KafkaException
+
+    from runner.errors import ConfigError
+    from runner.sinks.kafka_markers import earlier_history, reason_of
+
+    for spec in specs:
+        where = f"topic {spec.topic}" if spec.topic else "the topics its rows name"
+        m, topic = spec.model, spec.topic
+        try:
+            earlier = earlier_history(outputs, prefix=f"{bp.plan.project}.{m}.",
+                                      current=app_id(bp.plan.project, m, query_id),
+                                      topic=topic)
+        except KafkaException as e:
+            raise ConfigError(
+                f"Kafka model {m} is new to this checkpoint and would be backfilled into {where}, "
+                f"but Kafka could not say whether an earlier checkpoint of this "
+                f"pipeline produced it there ({reason_of(e)})",
+                hint="start again once the output brokers answer, or set backfill=false on "
+                     "the model to continue from the next batch") from None
+        if earlier:
+            raise ConfigError(
+                f"Kafka model {m} is new to this checkpoint and would be backfilled from the "
+                f"retained history into {where}, which holds records and whose model "
+                f"this pipeline produced under an earlier checkpoint ({earlier[-1]}): its "
+                "read_committed consumers would get its history twice",
+                hint=f"set backfill=false on {m} to continue from the next batch, or add the "
+                     "model under a new name writing to a new topic to produce its history "
+                     "again (docs/KAFKA.md \"Rebuilds\")")
