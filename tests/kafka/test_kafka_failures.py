@@ -37,7 +37,9 @@ PATHS = [("spark", "spark"), ("python", "rs")]
 #: The closed-port case on the Python reader is `slow` (33 s): that reader already fails fast at
 #: start in the default run (test_stream_kafka's bad bootstrap address); the hang this test was
 #: written for was Spark's source, which stays in the default run.
-CLOSED_PORT_PATHS = [pytest.param("spark", "spark", id="spark-spark"),
+# Both slow (~50 s each on the CI machine): a broker lost mid-stream is the default suite's case
+# (test_broker_lost_mid_stream_stops_clearly_within_the_timeout).
+CLOSED_PORT_PATHS = [pytest.param("spark", "spark", id="spark-spark", marks=pytest.mark.slow),
                      pytest.param("python", "rs", id="python-rs", marks=pytest.mark.slow)]
 
 

@@ -46,6 +46,9 @@ def analyse(spark: SparkSession):  # type: ignore[no-untyped-def]
     return run
 
 
+# Slow: ~80 s on the 2-core CI machine (every flagged example through Spark's analyser, each
+# refusal logged in full by Spark); the rules' own unit tests run in the default suite.
+@pytest.mark.slow
 def test_flagged_sql_is_refused_with_the_class_named(analyse, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     expected = {name: case[2] for name, case in INVALID.items()}
     files = {name: case[1] for name, case in INVALID.items()}
@@ -112,6 +115,9 @@ def _disagreements(spark: SparkSession, names: list[str]) -> list[str]:
     return wrong
 
 
+# Slow: ~67 s on the 2-core CI machine for six functions' probes; the whole file is checked by
+# the slow test below it too.
+@pytest.mark.slow
 def test_functions_json_agrees_with_a_live_session(spark: SparkSession) -> None:
     assert _disagreements(spark, _NAMES) == []
 
