@@ -3,9 +3,9 @@ load the grammar (about 0.3 s) and warm its prediction tables for models it has 
 
 Where: ``$RUNNER_CACHE_DIR`` (empty: no disk cache), else ``$XDG_CACHE_HOME/runner``, else
 ``~/.cache/runner``; under it ``spark-parser/<grammar digest>/``, one small JSON file per SQL
-digest, written atomically (a temporary file renamed), so processes running at once never read
-half a file. A new grammar (another Spark release) starts an empty folder. A cache that cannot
-be read or written is no cache: the parser runs.
+digest, written atomically (:func:`runner.storage.ops.write_atomic`), so processes running at
+once never read half a file. A new grammar (another Spark release) starts an empty folder. A
+cache that cannot be read or written is no cache: the parser runs.
 
 A verdict only decides the syntax tier of ``runner compile``; Spark's own parser reads every
 model again before anything runs (the stream's start-up analysis, the run-time guard). So an
@@ -17,10 +17,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from functools import cache
 from importlib import resources
 from pathlib import Path
+
+from runner.storage.ops import write_atomic
 
 __all__ = ["load", "store"]
 
@@ -69,10 +70,6 @@ def store(key: bytes, verdict: Verdict) -> None:
     if path is None:
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(None if verdict is None else list(verdict), f)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(None if verdict is None else list(verdict)))
     except OSError:  # a read-only or full disk: the verdict is simply not kept
         return
