@@ -80,6 +80,9 @@ def assert_exact(project, names) -> None:
                                         f"{list((lost or extra).items())[:3]}")
 
 
+# The spark engine's run is nightly (30 s on the CI machine; the suite's 25-minute budget).
+@pytest.mark.parametrize("delta_engine", ["rs", pytest.param("spark", marks=pytest.mark.slow)],
+                         indirect=True)
 def test_new_models_are_backfilled_then_join_the_stream(tmp_path, delta_engine) -> None:
     project = _project(tmp_path, engine=delta_engine)
     before = _versions(project)

@@ -46,6 +46,9 @@ def _scrape(port: int) -> dict[tuple[str, frozenset], float] | None:
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
+# Nightly (20 s on the CI machine; the suite's 25-minute budget): the metrics' values are
+# checked without a stream in tests/unit/test_prometheus.py.
+@pytest.mark.slow
 def test_metrics_scraped_during_a_real_stream_match_the_tables(tmp_path: Path) -> None:
     port = _free_port()
     yml = (BASE_YML.replace("slow_ms: 1000", "slow_request_ms: 1000")
