@@ -11,6 +11,7 @@ import pytest
 
 from runner.compile.render import render_models
 from runner.project.loader import load_project
+from runner.runtime.start.analysis import analysis_session
 from tests.unit.test_lint import _BASE, BROKEN, PROJECT_YML
 from tests.unit.test_lint_analysis import INVALID, RULES, VALID
 
@@ -35,10 +36,9 @@ def analyse(spark: SparkSession):  # type: ignore[no-untyped-def]
     """``analyse(sql)``: None when Spark accepts the query, else its error's first line."""
     from pyspark.errors import PySparkException
 
-    session = spark.newSession()
-    schema = load_project(BROKEN / "missing-aggregation").schema.ddl
-    events = session.createDataFrame([], schema + ", _batch_id BIGINT, _source_file STRING")
-    events.createOrReplaceTempView("parsed_events")
+    session = analysis_session(spark, schema_ddl=load_project(BROKEN / "missing-aggregation").schema.ddl,
+                               metadata_columns={"_batch_id": "BIGINT",
+                                                 "_source_file": "STRING"})
     session.sql(_BASE["base"]).createOrReplaceTempView("base")
 
     def run(sql: str) -> str | None:

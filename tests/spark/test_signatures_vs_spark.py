@@ -13,6 +13,7 @@ import pytest
 
 from runner.lint.builtins import signature
 from runner.project.loader import load_project
+from runner.runtime.start.analysis import analysis_session
 from tests.spark.test_lint_vs_spark import _rendered
 from tests.unit.test_lint import _BASE, BROKEN
 from tests.unit.test_lint_signatures import INVALID, RULES, VALID
@@ -30,10 +31,9 @@ def analyse(spark: SparkSession):  # type: ignore[no-untyped-def]
     (a parser's error too, whose text starts on its second line)."""
     from pyspark.errors import PySparkException
 
-    session = spark.newSession()
-    schema = load_project(BROKEN / "function-arguments").schema.ddl
-    events = session.createDataFrame([], schema + ", _batch_id BIGINT, _source_file STRING")
-    events.createOrReplaceTempView("parsed_events")
+    session = analysis_session(spark, schema_ddl=load_project(BROKEN / "function-arguments").schema.ddl,
+                               metadata_columns={"_batch_id": "BIGINT",
+                                                 "_source_file": "STRING"})
     session.sql(_BASE["base"]).createOrReplaceTempView("base")
 
     def run(sql: str) -> str | None:
