@@ -20,6 +20,7 @@ __all__ = [
     "TemplateError",
     "ExecutionError",
     "CheckpointBusyError",
+    "SparkServerLostError",
     "LeaseLostError",
     "SinkError",
     "DuplicateKeyError",

@@ -16,19 +16,26 @@ runner's process, each through the storage layer on locations client and server 
 4. leaves the :class:`~runner.runtime.batches.batch.BatchResult` (or the batch's runner
    error) under ``<checkpoint>/connect/``, where the client reads it (:class:`ResultFiles`)
    for its progress lines, summary and exit code.
+
+Those files are JSON of plain fields, never pickles: whoever can write under the checkpoint
+could otherwise run code in the client when it reads them. An error comes back as one of
+:mod:`runner.errors`' classes by name (its message, hint, place and exit code), else as a
+:class:`~runner.errors.RunnerError` with the exit code it had.
 """
 
 from __future__ import annotations
 
-import pickle
+import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from runner import errors
 from runner.checkpoint.registry import load_registry
 from runner.errors import RunnerError
 from runner.runtime.batches.batch import BatchPlan, BatchResult, run_batch
-from runner.runtime.batches.parking import record_parked
+from runner.runtime.batches.parking import ParkedError, record_parked
+from runner.sinks.base import WriteResult
 from runner.storage.ops import Location, names, read_versioned, write_atomic
 
 if TYPE_CHECKING:
@@ -37,7 +44,8 @@ if TYPE_CHECKING:
     from runner.project.loader import Project
     from runner.sources.same_input import ReplayGuard
 
-__all__ = ["RESULTS_FOLDER", "RemoteBatch", "ResultFiles"]
+__all__ = ["RESULTS_FOLDER", "RemoteBatch", "ResultFiles", "dump_error", "dump_result",
+           "load_error", "load_result"]
 
 #: Under the checkpoint: one file per finished batch (``<id>.result``) or failed one
 #: (``<id>.failed``), written by the server's worker, read by the client.
@@ -83,9 +91,9 @@ class RemoteBatch:
             record_parked(checkpoint, result.parked)
             self._bookkeeper(bp).after_batch(result)
         except RunnerError as e:
-            write_atomic(_folder(checkpoint) / f"{batch_id}.failed", _dumps(e))
+            write_atomic(_folder(checkpoint) / f"{batch_id}.failed", dump_error(e))
             raise
-        write_atomic(_folder(checkpoint) / f"{batch_id}.result", pickle.dumps(result))
+        write_atomic(_folder(checkpoint) / f"{batch_id}.result", dump_result(result))
 
     def _plan(self, df: DataFrame) -> BatchPlan:
         from runner.sinks import make_writer
@@ -103,12 +111,69 @@ class RemoteBatch:
         return self._server["books"]
 
 
-def _dumps(error: RunnerError) -> bytes:
-    """The error as the client raises it (its class, message and hint kept)."""
+def dump_result(result: BatchResult) -> bytes:
+    """A batch's result as JSON (every field is a number, a string, or a mapping of them)."""
+    return json.dumps(asdict(result), sort_keys=True).encode()
+
+
+def load_result(data: bytes) -> BatchResult:
+    """:func:`dump_result`'s inverse; raises ``ValueError`` on anything else."""
+    d = json.loads(data)
     try:
-        return pickle.dumps(error)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return pickle.dumps(RunnerError(error.message, hint=error.hint))
+        return BatchResult(
+            batch_id=int(d["batch_id"]), input_rows=int(d["input_rows"]),
+            dead_letters=int(d["dead_letters"]), seconds=float(d["seconds"]),
+            writes=tuple(WriteResult(**w) for w in d["writes"]),
+            expectations={str(m): {str(k): int(v) for k, v in e.items()}
+                          for m, e in d["expectations"].items()},
+            parked={str(m): ParkedError(**p) for m, p in d["parked"].items()})
+    except (KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"not a batch result: {e}") from e
+
+
+#: The error classes a failure file may name: :mod:`runner.errors`' own, nothing else.
+_ERRORS: dict[str, type[RunnerError]] = {
+    name: cls for name in errors.__all__
+    if isinstance(cls := getattr(errors, name, None), type) and issubclass(cls, RunnerError)}
+
+
+def dump_error(error: RunnerError) -> bytes:
+    """The error as the client raises it: its class's name, message, hint, place, exit code
+    (and a Kafka refusal's error class)."""
+    return json.dumps({
+        "class": type(error).__name__, "message": error.message, "hint": error.hint,
+        "path": error.path, "line": error.line, "column": error.column,
+        "exit_code": error.exit_code, "error_class": getattr(error, "error_class", None),
+    }, sort_keys=True).encode()
+
+
+def load_error(data: bytes) -> RunnerError:
+    """:func:`dump_error`'s inverse: the named class when it is one of :data:`_ERRORS`
+    (built without running its own ``__init__``), else a :class:`RunnerError` keeping the
+    exit code."""
+    d = json.loads(data)
+    if not isinstance(d, dict):
+        raise ValueError("not a batch error")
+    cls = _ERRORS.get(str(d.get("class")), RunnerError)
+    error = cls.__new__(cls)
+    RunnerError.__init__(error, str(d.get("message", "")), hint=_opt_str(d.get("hint")),
+                         path=_opt_str(d.get("path")), line=_opt_int(d.get("line")),
+                         column=_opt_int(d.get("column")))
+    if cls is RunnerError and isinstance(d.get("exit_code"), int):
+        error.exit_code = d["exit_code"]
+    if isinstance(error, errors.StorageError):
+        error.strerror, error.filename = error.message, None
+    if isinstance(error, errors.KafkaRecordError):
+        error.error_class = str(d.get("error_class") or "")
+    return error
+
+
+def _opt_str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _opt_int(value: object) -> int | None:
+    return value if isinstance(value, int) else None
 
 
 class ResultFiles:
@@ -129,9 +194,14 @@ class ResultFiles:
             if found is None:
                 continue
             self.seen.add(name)
-            value = pickle.loads(found[0])
-            if name.endswith(".failed"):
-                failure = failure or value
-            else:
-                results.append(value)
+            try:
+                if name.endswith(".failed"):
+                    failure = failure or load_error(found[0])
+                else:
+                    results.append(load_result(found[0]))
+            except ValueError as e:  # json.JSONDecodeError is one
+                raise errors.ExecutionError(
+                    f"{self.folder / name}: not a result the runner's batch function wrote "
+                    f"({e})", hint="only the runner's batch function writes under "
+                    "<checkpoint>/connect/: check who else can write under the checkpoint") from e
         return results, failure
