@@ -308,8 +308,10 @@ def run_env(runner_src: Path | str | None = None, jars_dir: str | None = None, *
             bench: bool = False) -> dict[str, str]:
     """The environment of a run: loopback Spark, unbuffered output, the runner copy
     ``runner_src`` first on ``PYTHONPATH`` (else the repository's), the repository after it
-    when the run is a ``python -m bench.<name>`` worker (``bench``), and ``jars_dir``."""
+    when the run is a ``python -m bench.<name>`` worker (``bench``), and ``jars_dir``; the
+    bench's own ``RUNNER_PROFILES_DIR`` (:func:`bench_profiles`), never the user's."""
     path = [str(runner_src or REPO)] + ([str(REPO)] if bench and runner_src else [])
+    bench_profiles()  # every run reads the bench's own profiles, even one made after this call
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
            "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join(path)}
     if jars_dir is not None:
