@@ -93,6 +93,15 @@ def stream_bench(d: dict[str, Any]) -> tuple[str, Rows]:
         cpu = [by[variant, k]["memory"]["cpu_s"] / by[hand, k]["memory"]["cpu_s"] for k in rounds]
         rows.append((f"stream, {d['data']['events']:,} events: {variant} / {hand}",
                      f"{_span(wall, 'x')} wall, {_span(cpu, 'x')} CPU (per round)"))
+    for variant in sorted({v for v, _ in by if "@" in v}):  # this runner / an earlier one
+        name, _, ref = variant.partition("@")
+        rounds = sorted(k for v, k in by if v == variant and (name, k) in by)
+        if rounds:
+            wall = [by[name, k]["wall_seconds"] / by[variant, k]["wall_seconds"] for k in rounds]
+            cpu = [by[name, k]["memory"]["cpu_s"] / by[variant, k]["memory"]["cpu_s"]
+                   for k in rounds]
+            rows.append((f"stream, {data['events']:,} events: {name} / {name} at `{ref}`",
+                         f"{_span(wall, 'x')} wall, {_span(cpu, 'x')} CPU (per round)"))
     for variant in ("hand", "runner", "hand-spark", "runner-spark"):
         first = [f for f in (_first_to_steady(r) for r in d["runs"] if r["variant"] == variant)
                  if f is not None]
@@ -101,7 +110,8 @@ def stream_bench(d: dict[str, Any]) -> tuple[str, Rows]:
                          _span(first, "x", "{:.1f}")))
     ok = all(r["counts"] == d["data"]["expected"] for r in d["runs"] if r["variant"] != "floor")
     rows.append(("every table of every run holds the expected rows", "yes" if ok else "**no**"))
-    return _cmd("stream_bench", ("set", a.get("set")), ("rounds", a["rounds"]),
+    return _cmd("stream_bench", ("set", a.get("set")), ("variants", a.get("variants")),
+                ("rounds", a["rounds"]),
                 ("events", a["events"] if a["events"] != 1_000_000 else None)), rows
 
 
