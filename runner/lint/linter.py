@@ -29,6 +29,7 @@ from runner.lint.guard import GUARD_RULES, NotAQuery, UnknownTable, UnsafeFuncti
 from runner.lint.infer import parse_type, type_string
 from runner.lint.kafka import KafkaColumns
 from runner.lint.literals import InvalidLiteral
+from runner.lint.recursive_cte import RecursiveCte
 from runner.lint.resolve import Resolver
 from runner.lint.rule import Rule
 from runner.lint.rules import (
@@ -63,7 +64,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     NondeterministicMerge(), AppendAggregate(), AppendWindow(), MergeKeyNotUnique(),
     MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
     AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(), ChangeDataCapture(), KafkaColumns(),
-    FunctionArguments(), ArgumentType(), InvalidLiteral(), QueryShape(),
+    FunctionArguments(), ArgumentType(), InvalidLiteral(), QueryShape(), RecursiveCte(),
 )
 
 
