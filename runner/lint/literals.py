@@ -9,7 +9,7 @@ into a cast and ``DATE 'x'`` into one, and checks neither):
   ``TIMESTAMP '2016-03-11 25:00:00'`` (``[INVALID_TYPED_LITERAL]``);
 - interval strings that do not match their unit: ``INTERVAL '1.5' DAY``, ``INTERVAL '1-2' DAY``,
   ``INTERVAL '1 2' YEAR TO MONTH``, ``INTERVAL '1 dya'`` (``[INVALID_INTERVAL_FORMAT]``...),
-  that mix nonzero year-month and day-time parts (``'1 month 1 day'``) or whose leading
+  that mix year-month and day-time units (``'1 month 1 day'``) or whose leading
   day-time field is past a day-time interval's range (``'106751992 04' DAY TO HOUR``), which
   Spark's AST builder refuses (``_LEGACY_ERROR_TEMP_0029``, ``_0063``).
 
@@ -174,14 +174,10 @@ def _interval(toks: tuple[Token, ...], k: int) -> str | None:
 
 
 def _mixed_units(text: str) -> str | None:
-    """Spark's AST builder refuses an interval string whose year-month part and day-time part
-    are both nonzero (ANSI intervals are one or the other): ``'1 month 1 day'``."""
-    pairs = _PAIR.findall(text.lower())
-    year_month = any(Decimal(n.replace(" ", "")) != 0 for n, u in pairs
-                     if u.rstrip("s") in ("year", "month"))
-    day_time = any(Decimal(n.replace(" ", "")) != 0 for n, u in pairs
-                   if u.rstrip("s") not in ("year", "month"))
-    if year_month and day_time:
+    """Spark's AST builder refuses an interval string with both year-month units and day-time
+    units (ANSI intervals are one or the other), even at zero: ``'0 month 1 day'``."""
+    units = {u.rstrip("s") for _, u in _PAIR.findall(text.lower())}
+    if units & {"year", "month"} and units - {"year", "month"}:
         return (f"[_LEGACY_ERROR_TEMP_0029] Cannot mix year-month and day-time fields: "
                 f"INTERVAL '{text}'")
     return None

@@ -1,5 +1,6 @@
 """Query shapes Spark's analyser and AST builder refuse (runner/lint/recursive_cte.py,
-runner/lint/query_rules.py): what each rule flags, where (the model file's line and column),
+ast_builder.py, aggregate_calls.py, grouping.py, generators.py, format_options.py, the
+additions to clauses.py and literals.py): what each rule flags, where (the model file's line and column),
 with Spark's error class, and the valid neighbours it leaves alone. The cases follow Spark's
 rules (``ResolveWithCTE``, ``CheckAnalysis``, ``AstBuilder``), not the corpus's models."""
 
@@ -79,6 +80,77 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
     "interval_day_range": ("invalid-literal",
                            f"SELECT INTERVAL '106751992 04' DAY TO HOUR AS i {P}",
                            "_LEGACY_ERROR_TEMP_0063", (1, 8)),
+    "within_group_round": ("aggregate-call", "SELECT round(request.latency_ms, 0)\n"
+                           f"  WITHIN GROUP (ORDER BY request.latency_ms) AS r {P}",
+                           "INVALID_SQL_SYNTAX.FUNCTION_WITH_UNSUPPORTED_SYNTAX", (1, 8)),
+    "percentile_cont_alone": ("aggregate-call", f"SELECT percentile_cont(0.5) AS p {P}",
+                              "INVALID_WITHIN_GROUP_EXPRESSION.WITHIN_GROUP_MISSING", (1, 8)),
+    "mode_ordered_twice": ("aggregate-call", "SELECT mode(eventId) WITHIN GROUP (ORDER BY "
+                           f"eventId) AS m {P}",
+                           "INVALID_WITHIN_GROUP_EXPRESSION.WRONG_NUM_ORDERINGS", (1, 8)),
+    "mode_distinct": ("aggregate-call", f"SELECT mode(DISTINCT eventId) AS m {P}",
+                      "INVALID_WITHIN_GROUP_EXPRESSION.DISTINCT_UNSUPPORTED", (1, 8)),
+    "listagg_distinct_order": ("aggregate-call", "SELECT listagg(DISTINCT eventId, ',')\n"
+                               f"  WITHIN GROUP (ORDER BY user.country) AS l {P}",
+                               "INVALID_WITHIN_GROUP_EXPRESSION.MISMATCH_WITH_DISTINCT_INPUT",
+                               (1, 25)),
+    "distinct_over_window": ("aggregate-call", f"SELECT count(DISTINCT eventId) OVER () AS n {P}",
+                             "DISTINCT_WINDOW_FUNCTION_UNSUPPORTED", (1, 8)),
+    "median_ordered_window": ("aggregate-call", "SELECT median(request.latency_ms)\n"
+                              "  OVER (PARTITION BY eventId ORDER BY `timestamp`) AS m "
+                              f"{P}", "INVALID_WINDOW_SPEC_FOR_AGGREGATION_FUNC", (1, 8)),
+    "window_not_defined": ("aggregate-call", f"SELECT sum(request.latency_ms) OVER w AS s {P}",
+                           "MISSING_WINDOW_SPECIFICATION", (1, 8)),
+    "filter_aggregate": ("aggregate-call", "SELECT sum(request.latency_ms)\n"
+                         f"  FILTER (WHERE max(request.status_code) > 1) AS s {P}",
+                         "INVALID_AGGREGATE_FILTER.CONTAINS_AGGREGATE", (2, 17)),
+    "filter_random": ("aggregate-call", f"SELECT count(*) FILTER (WHERE rand() > 0.5) AS n {P}",
+                      "INVALID_AGGREGATE_FILTER.NON_DETERMINISTIC", (1, 31)),
+    "pivot_nested": ("aggregate-call", "SELECT * FROM (SELECT eventId, user.country AS c,\n"
+                     f"  request.latency_ms AS l {P}) PIVOT (sum(avg(l)) FOR c IN ('a', 'b'))",
+                     "NESTED_AGGREGATE_FUNCTION", (2, 58)),
+    "grouping_without_sets": ("grouping-shape", "SELECT eventId, grouping(eventId) AS g "
+                              f"{P}\nGROUP BY eventId", "UNSUPPORTED_GROUPING_EXPRESSION",
+                              (1, 17)),
+    "group_by_all_mixed": ("grouping-shape", "SELECT request.latency_ms + count(*) AS n "
+                           f"{P}\nGROUP BY ALL", "UNRESOLVED_ALL_IN_GROUP_BY", (1, 8)),
+    "star_group_by_position": ("grouping-shape", f"SELECT * FROM (SELECT eventId {P}) AS t\n"
+                               "GROUP BY eventId, 1", "STAR_GROUP_BY_POS", (2, 19)),
+    "order_by_aggregate_windows": ("grouping-shape", "SELECT eventId, count(*) AS n,\n"
+                                   "  sum(count(*)) OVER () AS total "
+                                   f"{P} GROUP BY eventId\nORDER BY count(*)",
+                                   "UNSUPPORTED_EXPR_FOR_OPERATOR", (3, 10)),
+    "star_order_zero": ("query-shape", f"SELECT * FROM (SELECT eventId {P}) AS t ORDER BY 0",
+                        "ORDER_BY_POS_OUT_OF_RANGE", (1, 65)),
+    "star_order_past": ("query-shape", "SELECT * FROM (SELECT eventId, `timestamp` "
+                        f"{P}) AS t\nORDER BY 3", "ORDER_BY_POS_OUT_OF_RANGE", (2, 10)),
+    "generator_nested": ("generator-use", f"SELECT 1 + explode(array(1, 2)) AS s {P}",
+                         "UNSUPPORTED_GENERATOR.NESTED_IN_EXPRESSIONS", (1, 12)),
+    "generator_in_where": ("generator-use", f"SELECT eventId {P}\n"
+                           "WHERE explode(array(1, 2)) = 2",
+                           "UNSUPPORTED_GENERATOR.OUTSIDE_SELECT", (2, 7)),
+    "multi_alias_literal": ("generator-use", f"SELECT 1 AS (pos, val) {P}",
+                            "MULTI_ALIAS_WITHOUT_GENERATOR", (1, 8)),
+    "posexplode_one_alias": ("generator-use", f"SELECT posexplode(errors) AS e {P}",
+                             "UDTF_ALIAS_NUMBER_MISMATCH", (1, 8)),
+    "options_struct": ("format-options", "SELECT from_json(eventId, 'a INT',\n"
+                       f"  struct('PERMISSIVE' AS mode)) AS j {P}",
+                       "INVALID_OPTIONS.NON_MAP_FUNCTION", (2, 3)),
+    "options_number": ("format-options", "SELECT to_json(user, map('pretty', 1)) AS j "
+                       f"{P}", "INVALID_OPTIONS.NON_STRING_TYPE", (1, 22)),
+    "schema_number": ("format-options", f"SELECT from_csv(eventId, 1) AS c {P}",
+                      "INVALID_SCHEMA.NON_STRING_LITERAL", (1, 26)),
+    "csv_schema_array": ("format-options", f"SELECT from_csv(eventId, 'array<int>') AS c {P}",
+                         "INVALID_SCHEMA.NON_STRUCT_TYPE", (1, 26)),
+    "union_widths": ("query-shape", f"SELECT eventId {P}\n"
+                     f"UNION ALL SELECT eventId, user.country AS c {P}",
+                     "NUM_COLUMNS_MISMATCH", (2, 18)),
+    "limit_random": ("query-shape", f"SELECT eventId {P} LIMIT CAST(rand() * 10 AS INT)",
+                     "INVALID_LIMIT_LIKE_EXPRESSION.IS_UNFOLDABLE", (1, 46)),
+    "order_by_exists": ("query-shape", f"SELECT eventId {P}\nORDER BY EXISTS "
+                        f"(SELECT 1 {P} AS e WHERE e.eventId = 'a')",
+                        "UNSUPPORTED_SUBQUERY_EXPRESSION_CATEGORY.UNSUPPORTED_IN_EXISTS_SUBQUERY",
+                        (2, 25)),
 }
 
 #: Valid neighbours of every finding above (Spark accepts each).
@@ -109,8 +181,41 @@ VALID: dict[str, str] = {
                     "  RANGE BETWEEN INTERVAL '1' DAY PRECEDING AND INTERVAL '2' DAY FOLLOWING)"
                     " AS a,\n  count(eventId) OVER (ORDER BY request.latency_ms\n"
                     f"  ROWS BETWEEN 2 PRECEDING AND 1 + 1 FOLLOWING) AS b {P}",
-    "interval_parts": "SELECT INTERVAL '0 month 1 day' AS a, INTERVAL '1 year 2 months' AS b,\n"
+    "interval_parts": "SELECT INTERVAL '1 day 2 hours' AS a, INTERVAL '1 year 2 months' AS b,\n"
                       f"  INTERVAL '106751991 04' DAY TO HOUR AS c {P}",
+    "ordered_set_calls": "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY request.latency_ms)"
+                         " AS p,\n  mode(eventId) AS m, mode() WITHIN GROUP (ORDER BY eventId) AS"
+                         " m2,\n  listagg(DISTINCT eventId, ',') WITHIN GROUP (ORDER BY eventId) "
+                         f"AS l {P}",
+    "aggregate_windows": "SELECT median(request.latency_ms) OVER (PARTITION BY eventId) AS m,\n"
+                         "  mode() WITHIN GROUP (ORDER BY eventId)\n"
+                         "    OVER (PARTITION BY user.country ORDER BY `timestamp`) AS m2,\n"
+                         "  sum(request.latency_ms) OVER w AS s,\n"
+                         "  count(eventId) OVER (PARTITION BY user.country) AS c\n"
+                         f"{P} WINDOW w AS (PARTITION BY eventId)",
+    "aggregate_filters": "SELECT count(*) FILTER (WHERE request.latency_ms > 1) AS n,\n"
+                         f"  sum(request.latency_ms) FILTER (WHERE eventId LIKE 'a%') AS s {P}",
+    "pivot": "SELECT * FROM (SELECT eventId, user.country AS c,\n"
+             f"  request.latency_ms AS l {P}) PIVOT (sum(l) FOR c IN ('a', 'b'))",
+    "grouping_sets": "SELECT eventId, grouping(eventId) AS g, count(*) AS n\n"
+                     f"{P} GROUP BY ROLLUP (eventId)",
+    "group_by_all": f"SELECT eventId, count(*) AS n {P} GROUP BY ALL",
+    "group_by_all_global": f"SELECT count(*) + 1 AS n {P} GROUP BY ALL",
+    "order_by_window_alias": "SELECT eventId, count(*) AS n, sum(count(*)) OVER () AS total\n"
+                             f"{P} GROUP BY eventId ORDER BY n",
+    "star_order": f"SELECT * FROM (SELECT eventId, `timestamp` {P}) AS t ORDER BY 2",
+    "generators": "SELECT eventId, explode(errors) AS e FROM parsed_events",
+    "generator_aliases": "SELECT posexplode(errors) AS (pos, e),\n"
+                         "  stack(2, 1, 2) AS (x) FROM parsed_events",
+    "lateral_generator": "SELECT eventId, e.severity FROM parsed_events\n"
+                         "  LATERAL VIEW explode(errors) t AS e WHERE e.severity = 'high'",
+    "format_options": "SELECT from_json(eventId, 'a INT', map('mode', 'PERMISSIVE')) AS j,\n"
+                      "  to_json(user, map('pretty', 'true')) AS u,\n"
+                      f"  from_csv(eventId, 'a INT, b STRING') AS c {P}",
+    "set_operations": f"SELECT eventId, 1 AS n {P}\nUNION ALL SELECT eventId, 2 AS n {P}",
+    "limits": f"SELECT eventId {P} ORDER BY eventId LIMIT 2 * 5 OFFSET 1",
+    "exists_in_where": f"SELECT eventId {P} WHERE EXISTS (SELECT 1 {P} AS e WHERE "
+                       "e.eventId = 'a')\nORDER BY eventId",
 }
 
 
