@@ -5,8 +5,9 @@ ordered-set aggregates' ``SupportsOrderingWithinGroup``, ``WindowsSubstitution``
   ``percentile_disc``, ``mode``, ``listagg``/``string_agg``:
   ``[INVALID_SQL_SYNTAX.FUNCTION_WITH_UNSUPPORTED_SYNTAX]``); ``percentile_cont``,
   ``percentile_disc`` and an argument-less ``mode()`` need it, with one ordering, ``mode(x)``
-  takes none, ``mode`` no DISTINCT, and ``listagg(DISTINCT x) WITHIN GROUP`` orders by ``x``
-  (``[INVALID_WITHIN_GROUP_EXPRESSION.*]``);
+  takes none, ``mode`` no DISTINCT, and ``listagg(DISTINCT x) WITHIN GROUP`` orders by ``x``,
+  of a type whose text is one per value in order (not a DOUBLE, FLOAT or TIMESTAMP, when name
+  resolution typed it: ``[INVALID_WITHIN_GROUP_EXPRESSION.*]``);
 - over a window: no DISTINCT aggregate (``[DISTINCT_WINDOW_FUNCTION_UNSUPPORTED]``); no window
   ORDER BY and no frame but the whole partition for an aggregate that orders its own input
   (``median``, ``percentile_cont``/``percentile_disc``, ``listagg ... WITHIN GROUP``; not
@@ -35,6 +36,7 @@ from sqlglot import exp
 from runner.errors import Violation
 from runner.lint.analysis import _is_aggregate, _own
 from runner.lint.context import ModelContext
+from runner.lint.infer import is_, type_string
 from runner.lint.rules import ModelRule
 from runner.lint.shapes import Finding
 
@@ -47,6 +49,10 @@ NONDETERMINISTIC = frozenset({"rand", "randn", "random", "uuid", "shuffle", "ran
                      "monotonically_increasing_id", "spark_partition_id", "input_file_name",
                      "input_file_block_start", "input_file_block_length"})
 _WG = "INVALID_WITHIN_GROUP_EXPRESSION"
+#: Input types whose cast to STRING (what listagg concatenates) is not one text per value in
+#: order: floating point numbers, time-zone dependent timestamps.
+_UNSAFE_TO_STRING = (exp.DType.DOUBLE, exp.DType.FLOAT, exp.DType.TIMESTAMP,
+                     exp.DType.TIMESTAMPLTZ, exp.DType.TIMESTAMPTZ)
 
 
 def aggregate_call_problems(query: exp.Expr) -> Iterator[Finding]:
@@ -123,6 +129,12 @@ def _listagg(node: exp.GroupConcat) -> Iterator[Finding]:
         yield Finding(node, f"[{_WG}.MISMATCH_WITH_DISTINCT_INPUT] listagg(DISTINCT ...) "
                       "WITHIN GROUP orders by something other than its input",
                       "order by the DISTINCT input itself")
+    elif len(inputs) == 1 and is_(inputs[0].type, *_UNSAFE_TO_STRING):
+        yield Finding(node, f"[{_WG}.MISMATCH_WITH_DISTINCT_INPUT_UNSAFE_CAST] listagg(DISTINCT"
+                      f" ...) of a {type_string(inputs[0].type)}: its text is not one per "
+                      "value in order, so DISTINCT and WITHIN GROUP would disagree",
+                      "cast the input to STRING in both places: listagg(DISTINCT CAST(x AS "
+                      "STRING)) WITHIN GROUP (ORDER BY CAST(x AS STRING))")
 
 
 def _window_spec(window: exp.Window) -> exp.Window | None:

@@ -94,6 +94,11 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                                f"  WITHIN GROUP (ORDER BY user.country) AS l {P}",
                                "INVALID_WITHIN_GROUP_EXPRESSION.MISMATCH_WITH_DISTINCT_INPUT",
                                (1, 25)),
+    "listagg_distinct_double": ("aggregate-call", "SELECT listagg(DISTINCT d, ',') WITHIN GROUP"
+                                f" (ORDER BY d) AS l\nFROM (SELECT CAST(request.latency_ms AS "
+                                f"DOUBLE) AS d {P}) AS t",
+                                "INVALID_WITHIN_GROUP_EXPRESSION.MISMATCH_WITH_DISTINCT_INPUT"
+                                "_UNSAFE_CAST", (1, 25)),
     "distinct_over_window": ("aggregate-call", f"SELECT count(DISTINCT eventId) OVER () AS n {P}",
                              "DISTINCT_WINDOW_FUNCTION_UNSUPPORTED", (1, 8)),
     "median_ordered_window": ("aggregate-call", "SELECT median(request.latency_ms)\n"
@@ -187,6 +192,10 @@ VALID: dict[str, str] = {
                          " AS p,\n  mode(eventId) AS m, mode() WITHIN GROUP (ORDER BY eventId) AS"
                          " m2,\n  listagg(DISTINCT eventId, ',') WITHIN GROUP (ORDER BY eventId) "
                          f"AS l {P}",
+    "listagg_distinct_types": "SELECT listagg(DISTINCT n, ',') WITHIN GROUP (ORDER BY n) AS a,\n"
+                              "  listagg(DISTINCT d, ',') WITHIN GROUP (ORDER BY d) AS b\n"
+                              "FROM (SELECT request.latency_ms AS n, CAST(`timestamp` AS DATE) AS"
+                              f" d {P}) AS t",
     "aggregate_windows": "SELECT median(request.latency_ms) OVER (PARTITION BY eventId) AS m,\n"
                          "  mode() WITHIN GROUP (ORDER BY eventId)\n"
                          "    OVER (PARTITION BY user.country ORDER BY `timestamp`) AS m2,\n"
