@@ -13,8 +13,8 @@ ordered-set aggregates' ``SupportsOrderingWithinGroup``, ``WindowsSubstitution``
   (``median``, ``percentile_cont``/``percentile_disc``, ``listagg ... WITHIN GROUP``; not
   ``mode``: ``[INVALID_WINDOW_SPEC_FOR_AGGREGATION_FUNC]``); and ``OVER w`` names a window of
   the query's WINDOW clause (``[MISSING_WINDOW_SPECIFICATION]``);
-- an aggregate's ``FILTER (WHERE ...)`` holds no aggregate, no window function and nothing
-  random (``[INVALID_AGGREGATE_FILTER.*]``);
+- an aggregate's ``FILTER (WHERE ...)`` is a BOOLEAN (a column or literal lint typed) and holds
+  no aggregate, no window function and nothing random (``[INVALID_AGGREGATE_FILTER.*]``);
 - a PIVOT's aggregate holds no other aggregate (``[NESTED_AGGREGATE_FUNCTION]``).
 
 A call lint cannot read surely (an expression it cannot compare, a name it does not know) is
@@ -36,7 +36,7 @@ from sqlglot import exp
 from runner.errors import Violation
 from runner.lint.analysis import _is_aggregate, _own
 from runner.lint.context import ModelContext
-from runner.lint.infer import is_, type_string
+from runner.lint.infer import is_, is_known, type_string
 from runner.lint.rules import ModelRule
 from runner.lint.shapes import Finding
 
@@ -199,6 +199,11 @@ def _filter(node: exp.Filter) -> Iterator[Finding]:
     where = node.expression
     cond = where.this if isinstance(where, exp.Where) else None
     if cond is None:
+        return
+    if isinstance(cond, (exp.Column, exp.Literal)) and is_known(cond.type) and \
+            not is_(cond.type, exp.DType.BOOLEAN):
+        yield Finding(cond, "[INVALID_AGGREGATE_FILTER.NOT_BOOLEAN] an aggregate's FILTER is "
+                      f"a {type_string(cond.type)}, not a BOOLEAN", _FILTER_HINT)
         return
     for inner in _own(cond):
         if isinstance(inner, exp.Window):

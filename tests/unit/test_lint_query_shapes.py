@@ -109,6 +109,8 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
     "filter_aggregate": ("aggregate-call", "SELECT sum(request.latency_ms)\n"
                          f"  FILTER (WHERE max(request.status_code) > 1) AS s {P}",
                          "INVALID_AGGREGATE_FILTER.CONTAINS_AGGREGATE", (2, 17)),
+    "filter_string": ("aggregate-call", f"SELECT count(*) FILTER (WHERE eventId) AS n {P}",
+                      "INVALID_AGGREGATE_FILTER.NOT_BOOLEAN", (1, 31)),
     "filter_random": ("aggregate-call", f"SELECT count(*) FILTER (WHERE rand() > 0.5) AS n {P}",
                       "INVALID_AGGREGATE_FILTER.NON_DETERMINISTIC", (1, 31)),
     "pivot_nested": ("aggregate-call", "SELECT * FROM (SELECT eventId, user.country AS c,\n"
