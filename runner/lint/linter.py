@@ -14,6 +14,7 @@ from runner.compile.plan import Column, Lookup
 from runner.compile.reads import ANY_READS, Reads, reads_from, reads_of
 from runner.compile.render import RenderedModel
 from runner.errors import ConfigError, Level, Violation, did_you_mean
+from runner.lint.aggregate_calls import AggregateCall
 from runner.lint.analysis import (
     AmbiguousColumn,
     MisplacedAggregate,
@@ -25,10 +26,14 @@ from runner.lint.ansi import AnsiCast, AnsiDivide, AnsiIndex
 from runner.lint.cdc_config import ChangeDataCapture
 from runner.lint.clauses import QueryShape
 from runner.lint.context import ModelContext, parse_sql
+from runner.lint.format_options import FormatOptions
+from runner.lint.generators import GeneratorUse
+from runner.lint.grouping import GroupingShape
 from runner.lint.guard import GUARD_RULES, NotAQuery, UnknownTable, UnsafeFunction, UnsafeTable
 from runner.lint.infer import parse_type, type_string
 from runner.lint.kafka import KafkaColumns
 from runner.lint.literals import InvalidLiteral
+from runner.lint.recursive_cte import RecursiveCte
 from runner.lint.resolve import Resolver
 from runner.lint.rule import Rule
 from runner.lint.rules import (
@@ -63,7 +68,8 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     NondeterministicMerge(), AppendAggregate(), AppendWindow(), MergeKeyNotUnique(),
     MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
     AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(), ChangeDataCapture(), KafkaColumns(),
-    FunctionArguments(), ArgumentType(), InvalidLiteral(), QueryShape(),
+    FunctionArguments(), ArgumentType(), InvalidLiteral(), QueryShape(), RecursiveCte(),
+    AggregateCall(), GroupingShape(), GeneratorUse(), FormatOptions(),
 )
 
 

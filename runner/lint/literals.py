@@ -8,7 +8,10 @@ into a cast and ``DATE 'x'`` into one, and checks neither):
 - typed literals whose text is no such value: ``DATE 'mar 11 2016'``, ``DATE '2016-02-30'``,
   ``TIMESTAMP '2016-03-11 25:00:00'`` (``[INVALID_TYPED_LITERAL]``);
 - interval strings that do not match their unit: ``INTERVAL '1.5' DAY``, ``INTERVAL '1-2' DAY``,
-  ``INTERVAL '1 2' YEAR TO MONTH``, ``INTERVAL '1 dya'`` (``[INVALID_INTERVAL_FORMAT]``...).
+  ``INTERVAL '1 2' YEAR TO MONTH``, ``INTERVAL '1 dya'`` (``[INVALID_INTERVAL_FORMAT]``...),
+  that mix year-month and day-time units (``'1 month 1 day'``) or whose leading
+  day-time field is past a day-time interval's range (``'106751992 04' DAY TO HOUR``), which
+  Spark's AST builder refuses (``_LEGACY_ERROR_TEMP_0029``, ``_0063``).
 
 When in doubt it does not flag: a spelling Spark may read (time zones, time-only timestamps,
 years of 5 to 7 digits, multi-unit ``DAY TO SECOND`` strings) passes.
@@ -60,6 +63,10 @@ _UNIT_TEXT: dict[str, str | None] = {
 #: ``'3-3'``.
 _NO_UNIT = re.compile(r"\s*[+-]?\s*[\d.]*\s*|\s*[+-]?\s*\d+-\d+\s*")
 _WORD = re.compile(r"[^\W\d_]+")
+#: A number-unit pair of a multi-unit interval string (``-1 month``).
+_PAIR = re.compile(r"([+-]?\s*\d+(?:\.\d+)?)\s*([a-z]+)")
+#: The most a day-time interval's leading field holds: Long.MaxValue microseconds in its unit.
+_FIELD_MAX = {"DAY": 106751991, "HOUR": 2562047788, "MINUTE": 153722867280}
 _UNITS = frozenset({"year", "month", "week", "day", "hour", "minute", "second", "millisecond",
                     "microsecond"})
 
@@ -158,12 +165,35 @@ def _interval(toks: tuple[Token, ...], k: int) -> str | None:
         bad = [w for w in words if w.rstrip("s") not in _UNITS and w != "interval"]
         if bad:
             return f"[INVALID_TYPED_LITERAL] INTERVAL '{text}': {bad[0]} is no unit"
-        return None
+        return _mixed_units(text)
     pattern = _UNIT_TEXT.get(unit)
     if pattern is None or re.fullmatch(pattern, text):
-        return None
+        return _out_of_range(text, unit) if pattern is not None else None
     return (f"[INVALID_INTERVAL_FORMAT] INTERVAL '{text}' {unit}: the text does not match "
             f"{unit} ({'an integer' if pattern == _INTEGER else 'its format'})")
+
+
+def _mixed_units(text: str) -> str | None:
+    """Spark's AST builder refuses an interval string with both year-month units and day-time
+    units (ANSI intervals are one or the other), even at zero: ``'0 month 1 day'``."""
+    units = {u.rstrip("s") for _, u in _PAIR.findall(text.lower())}
+    if units & {"year", "month"} and units - {"year", "month"}:
+        return (f"[_LEGACY_ERROR_TEMP_0029] Cannot mix year-month and day-time fields: "
+                f"INTERVAL '{text}'")
+    return None
+
+
+def _out_of_range(text: str, unit: str) -> str | None:
+    """Spark's AST builder refuses a day-time interval string whose leading field is past
+    what a day-time interval holds (``'106751992 04' DAY TO HOUR``): Long.MaxValue
+    microseconds in that field's unit."""
+    first = unit.split(" ")[0]
+    limit = _FIELD_MAX.get(first)
+    lead = re.match(r"\s*[+-]?\s*(\d+)", text)
+    if limit is None or " TO " not in unit or lead is None or int(lead.group(1)) <= limit:
+        return None
+    return (f"[_LEGACY_ERROR_TEMP_0063] INTERVAL '{text}' {unit}: {first.lower()} "
+            f"{lead.group(1)} is outside the range [0, {limit}]")
 
 
 def literal_problems(sql: str) -> Iterator[tuple[int, str]]:

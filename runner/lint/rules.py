@@ -12,6 +12,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from runner.errors import Level, Violation, did_you_mean
+from runner.lint.ast_builder import ast_builder_refusals
 from runner.lint.context import ModelContext
 from runner.lint.infer import field_type, is_, is_known, type_string
 from runner.lint.rule import Rule
@@ -78,7 +79,7 @@ def _level(rule: Rule) -> Level:
 class SyntaxRule(ModelRule):
     """The model's SQL must parse as Spark SQL: Spark's own grammar
     (:mod:`runner.lint.spark_parser`), what Spark refuses right after parsing
-    (:mod:`runner.lint.spark_grammar`), and lint's SQL reader
+    (:mod:`runner.lint.spark_grammar`, :mod:`runner.lint.ast_builder`), and lint's SQL reader
     (:func:`~runner.lint.context.parse_sql`)."""
 
     id = "syntax"
@@ -89,6 +90,9 @@ class SyntaxRule(ModelRule):
             line, column, note = ctx.source_position(s.line, s.column)
             yield Violation(self.id, _level(self), ctx.model.path, line, column,
                             f"SQL syntax error: {s.message}{note}")
+        elif ctx.query is not None:  # what Spark's AST builder refuses after its grammar
+            for f in ast_builder_refusals(ctx.query):
+                yield self.at(ctx, f.node, f"SQL syntax error: {f.message}", f.hint)
 
 
 class SingleSelect(ModelRule):
