@@ -79,3 +79,22 @@ def test_a_folder_that_cannot_be_written_is_no_cache(cache_in: Path) -> None:
     assert spark_parser.spark_syntax_error(GOOD) is None
     assert spark_parser.spark_syntax_error(BAD) is not None
     assert verdict_cache.load(b"\x00" * 16) == (False, None)
+
+
+def test_a_changed_check_does_not_read_an_older_checks_verdicts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folder is named by the grammar and the package's code: a post-parse check added to
+    recognizers.py must not be hidden by verdicts cached before it existed."""
+    import shutil
+    from importlib import resources
+
+    copy = tmp_path / "spark_parser"
+    shutil.copytree(Path(str(resources.files(spark_parser))), copy,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(resources, "files", lambda _package: copy)
+    before = verdict_cache._code_digest()
+    assert verdict_cache._code_digest() == before  # the same code: the same folder
+    recognizers = copy / "recognizers.py"
+    recognizers.write_text(recognizers.read_text(encoding="utf-8") + "\n# a new check\n",
+                           encoding="utf-8")
+    assert verdict_cache._code_digest() != before

@@ -2,9 +2,10 @@
 load the grammar (about 0.3 s) and warm its prediction tables for models it has parsed before.
 
 Where: ``$RUNNER_CACHE_DIR`` (empty: no disk cache), else ``$XDG_CACHE_HOME/runner``, else
-``~/.cache/runner``; under it ``spark-parser/<grammar digest>/``, one small JSON file per SQL
-digest, written atomically (:func:`runner.storage.ops.write_atomic`), so processes running at
-once never read half a file. A new grammar (another Spark release) starts an empty folder. A
+``~/.cache/runner``; under it ``spark-parser/<digest of the grammar and this package's code>/``,
+one small JSON file per SQL digest, written atomically (:func:`runner.storage.ops.write_atomic`),
+so processes running at once never read half a file. A new grammar (another Spark release) or
+a changed post-parse check starts an empty folder. A
 cache that cannot be read or written is no cache: the parser runs.
 
 A verdict only decides the syntax tier of ``runner compile``; Spark's own parser reads every
@@ -38,8 +39,18 @@ def _folder() -> Path | None:
         root = Path(configured)
     else:
         root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "runner"
-    grammar = resources.files(__package__).joinpath("spark_grammar.json").read_bytes()
-    return root / "spark-parser" / hashlib.blake2b(grammar, digest_size=8).hexdigest()
+    return root / "spark-parser" / _code_digest()
+
+
+def _code_digest() -> str:
+    """What decides a verdict: the grammar and this package's code (its post-parse checks),
+    so a changed check never reads the verdicts an older one wrote."""
+    digest = hashlib.blake2b(digest_size=8)
+    package = resources.files(__package__)
+    for entry in sorted(package.iterdir(), key=lambda e: e.name):
+        if entry.name == "spark_grammar.json" or entry.name.endswith(".py"):
+            digest.update(entry.name.encode() + b"\0" + entry.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def _path(key: bytes) -> Path | None:
