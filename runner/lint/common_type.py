@@ -1,0 +1,508 @@
+"""``common-type``: inputs Spark must merge into one type have one (:mod:`.coercion`'s ANSI
+rules), or its analyser refuses the model:
+
+- ``coalesce``/``nvl``/``ifnull``, ``IF``/``nvl2``, ``CASE`` results, ``array()``, ``map()``
+  keys and values, ``IN`` lists, ``greatest``/``least`` (no string promotion), ``concat`` of
+  arrays, ``map_concat``: ``[DATATYPE_MISMATCH.DATA_DIFF_TYPES]``;
+- ``UNION``/``INTERSECT``/``EXCEPT`` columns: ``[INCOMPATIBLE_COLUMN_TYPE]``;
+- an array function's element and value (``array_contains``, ``array_insert``...):
+  ``[DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES]``; ``map_contains_key``'s key:
+  ``[DATATYPE_MISMATCH.MAP_FUNCTION_DIFF_TYPES]``; ``map_zip_with``'s keys:
+  ``[DATATYPE_MISMATCH.MAP_ZIP_WITH_DIFF_TYPES]``;
+- ``pmod`` and operators whose operands lint types only here (expressions, not the
+  literals, columns and casts :class:`~runner.lint.signatures.ArgumentType` judges):
+  ``[DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES]``.
+
+Types are Spark's, worked out here for the expressions whose types sqlglot's annotator
+spells differently (literals, casts, the merging functions themselves, arithmetic); columns,
+fields and elements are typed by name resolution (:mod:`.resolve`). An input whose type is
+not known, or is one :mod:`.coercion` does not model, settles nothing: the rule passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+
+from sqlglot import exp
+
+from runner.errors import Violation
+from runner.lint import coercion as co
+from runner.lint.builtins import arg_type
+from runner.lint.coercion import SparkType
+from runner.lint.context import ModelContext
+from runner.lint.infer import is_known
+from runner.lint.rules import ModelRule
+from runner.lint.shapes import Output
+
+__all__ = ["CommonType", "spark_type"]
+
+
+def _sql(node: exp.Expr) -> str:
+    return node.sql(dialect="spark", comments=False)
+
+
+# -- Spark's type of an expression ----------------------------------------------------------
+
+def _number(text: str) -> SparkType | None:
+    """Spark's type of an unsuffixed numeric literal."""
+    if "e" in text.lower():
+        return co.DOUBLE
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return None
+    if "." not in text:
+        magnitude = abs(int(value))
+        if magnitude < 2 ** 31:
+            return SparkType("int")
+        if magnitude < 2 ** 63:
+            return co.BIGINT
+        width = len(str(magnitude))
+        return co.decimal(width, 0) if width <= co.MAX_PRECISION else None
+    _, digits, exponent = value.as_tuple()
+    if not isinstance(exponent, int):
+        return None
+    scale = max(-exponent, 0)
+    precision = max(len(digits), scale)
+    return co.decimal(precision, scale) if precision <= co.MAX_PRECISION else None
+
+
+def _interval(node: exp.Interval) -> SparkType | None:
+    """``INTERVAL '1' MONTH``, ``INTERVAL 20 DAYS``, ``INTERVAL '1-2' YEAR TO MONTH``; None for
+    the multi-unit forms sqlglot rewrites into a sum of intervals (``INTERVAL 3 days 2
+    hours``), whose parts are no literals of Spark's."""
+    text = node.this
+    if not isinstance(text, exp.Literal):
+        return None
+    parent = node.parent
+    if not isinstance(text.meta.get("start"), int) and isinstance(parent, exp.Add) and \
+            isinstance(parent.this, exp.Interval) and isinstance(parent.expression, exp.Interval):
+        return None
+    return co._interval(node.args.get("unit"))  # noqa: SLF001 - one reader of interval units
+
+
+def _adjust(precision: int, scale: int) -> SparkType:
+    """``DecimalType.adjustPrecisionScale`` (precision loss allowed, Spark's default)."""
+    if precision <= co.MAX_PRECISION:
+        return co.decimal(precision, scale)
+    digits = precision - scale
+    return co.decimal(co.MAX_PRECISION, max(co.MAX_PRECISION - digits, min(scale, 6)))
+
+
+def _arithmetic(node: exp.Expr, a: SparkType, b: SparkType) -> SparkType | None:
+    """The result type of ``+ - * / %`` on two numbers (ANSI: ``/`` of non-decimals is
+    DOUBLE; decimals by ``DecimalPrecision``); None for anything else."""
+    if not (a.numeric and b.numeric):
+        return None
+    if "decimal" not in (a.name, b.name) or {a.name, b.name} & {"float", "double"}:
+        if isinstance(node, exp.Div):
+            return co.DOUBLE
+        return co.tightest(a, b)
+    da, db = co.decimal_for(a), co.decimal_for(b)
+    if da is None or db is None:
+        return None
+    p1, s1, p2, s2 = da.precision, da.scale, db.precision, db.scale
+    if isinstance(node, (exp.Add, exp.Sub)):
+        scale = max(s1, s2)
+        return _adjust(max(p1 - s1, p2 - s2) + scale + 1, scale)
+    if isinstance(node, exp.Mul):
+        return _adjust(p1 + p2 + 1, s1 + s2)
+    if isinstance(node, exp.Div):
+        scale = max(6, s1 + p2 + 1)
+        return _adjust(p1 - s1 + s2 + scale, scale)
+    scale = max(s1, s2)  # exp.Mod
+    return _adjust(min(p1 - s1, p2 - s2) + scale, scale)
+
+
+def _struct_name(value: exp.Expr, index: int) -> str | None:
+    """The field name Spark's ``struct(...)``/``(a, b)`` gives an unnamed value: a column's
+    name, else ``col<n>``; None where lint cannot be sure (a struct field, an element)."""
+    value = value.unnest()
+    if isinstance(value, exp.Column):
+        return value.name
+    if isinstance(value, (exp.Dot, exp.Bracket)):
+        return None
+    return f"col{index + 1}"
+
+
+def _types(nodes: Sequence[exp.Expr]) -> list[SparkType] | None:
+    types = [spark_type(n) for n in nodes]
+    return None if any(t is None for t in types) else [t for t in types if t is not None]
+
+
+def _merged(nodes: Sequence[exp.Expr], *, strings: bool = True) -> SparkType | None:
+    types = _types(nodes)
+    if types is None:
+        return None
+    return co.wider_common(types) if strings else co.wider_common_without_string(types)
+
+
+def _case_values(node: exp.Case) -> list[exp.Expr]:
+    values = [i.args["true"] for i in node.args.get("ifs") or []]
+    default = node.args.get("default")
+    return values + [default] if isinstance(default, exp.Expr) else values
+
+
+def _if_values(node: exp.If | exp.Nvl2) -> list[exp.Expr]:
+    """The two results of ``IF(c, a, b)`` / ``nvl2(x, a, b)`` (a missing one is NULL)."""
+    values = [node.args.get("true"), node.args.get("false")]
+    return [v if isinstance(v, exp.Expr) else exp.Null() for v in values]
+
+
+def spark_type(node: exp.Expr | None) -> SparkType | None:
+    """Spark's type of ``node`` under ANSI mode, or None when lint does not know it."""
+    if node is None:
+        return None
+    if isinstance(node, exp.Paren):
+        return spark_type(node.this)
+    if isinstance(node, exp.Literal):
+        return co.STRING if node.is_string else _number(node.name)
+    if isinstance(node, exp.Null):
+        return co.NULL
+    if isinstance(node, exp.Boolean):
+        return SparkType("boolean")
+    if isinstance(node, exp.HexString):
+        return SparkType("binary")
+    if isinstance(node, (exp.Cast, exp.TryCast)):
+        to = node.args.get("to")
+        return co.of(to) if isinstance(to, exp.DataType) else None
+    if isinstance(node, exp.Interval):
+        return _interval(node)
+    if isinstance(node, (exp.Column, exp.Dot, exp.Bracket)):
+        return co.of(node.type) if is_known(node.type) else None
+    if isinstance(node, exp.Neg):
+        inner = spark_type(node.this)
+        return inner if inner is not None and (inner.numeric or inner.name.startswith(
+            "interval")) else None
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+        a, b = spark_type(node.this), spark_type(node.expression)
+        return _arithmetic(node, a, b) if a is not None and b is not None else None
+    return _merging_type(node)
+
+
+def _merging_type(node: exp.Expr) -> SparkType | None:
+    """The type of an expression that merges its inputs (or builds a complex value)."""
+    if isinstance(node, exp.Coalesce):
+        return _merged([node.this, *node.expressions])
+    if isinstance(node, (exp.Greatest, exp.Least)):
+        return _merged([node.this, *node.expressions], strings=False)
+    if isinstance(node, (exp.If, exp.Nvl2)) and not isinstance(node.parent, exp.Case):
+        branches = _types(_if_values(node))
+        return co.wider(*branches) if branches is not None else None
+    if isinstance(node, exp.Case):
+        return _merged(_case_values(node))
+    if isinstance(node, exp.Array):
+        element = _merged(node.expressions)
+        return co.array(element) if element is not None else None
+    if isinstance(node, exp.VarMap):
+        keys, values = _map_parts(node)
+        key, value = _merged(keys), _merged(values)
+        return co.map_of(key, value) if key is not None and value is not None else None
+    if isinstance(node, exp.Struct):
+        return _struct_type(node)
+    if isinstance(node, exp.Tuple):
+        return _tuple_type(node)
+    return None
+
+
+def _map_parts(node: exp.VarMap) -> tuple[list[exp.Expr], list[exp.Expr]]:
+    keys, values = node.args.get("keys"), node.args.get("values")
+    return (keys.expressions if isinstance(keys, exp.Array) else [],
+            values.expressions if isinstance(values, exp.Array) else [])
+
+
+def _struct_type(node: exp.Struct) -> SparkType | None:
+    fields = []
+    for i, item in enumerate(node.expressions):
+        if isinstance(item, exp.PropertyEQ):
+            value = item.expression
+            name = item.this.name if isinstance(value, (exp.Literal, exp.Column)) or \
+                _struct_name(value, i) is not None else None
+        else:
+            value, name = item, _struct_name(item, i)
+        dtype = spark_type(value)
+        if name is None or dtype is None:
+            return None
+        fields.append((name, dtype))
+    return co.struct(fields)
+
+
+def _tuple_type(node: exp.Tuple) -> SparkType | None:
+    """``(a, b)`` in ``(a, b) IN (...)``: Spark's ``struct(a, b)``."""
+    fields = []
+    for i, item in enumerate(node.expressions):
+        name, dtype = _struct_name(item, i), spark_type(item)
+        if name is None or dtype is None:
+            return None
+        fields.append((name, dtype))
+    return co.struct(fields)
+
+
+# -- the rule -------------------------------------------------------------------------------
+
+def _first_mismatch(types: Sequence[SparkType], *, strings: bool = True
+                    ) -> tuple[SparkType, SparkType] | None:
+    """The type merged so far and the first input it has no common type with, or None when
+    all merge (or all are one type already: Spark casts nothing then)."""
+    if all(co.same_type(t, types[0]) for t in types):
+        return None
+    find = co.wider if strings else co.wider_without_string
+    found: SparkType = co.NULL
+    for t in types:
+        merged = find(found, t)
+        if merged is None:
+            return found, t
+        found = merged
+    return None
+
+
+#: Operand types of ``+ - * /`` Spark resolves as arithmetic (not date or interval functions).
+_PLAIN = frozenset({"void", "boolean", "binary", "string", "tinyint", "smallint", "int",
+                    "bigint", "float", "double", "decimal"})
+_ARRAY_FUNCTIONS = frozenset({"array_contains", "array_position", "array_remove",
+                              "array_insert", "array_append", "array_prepend"})
+
+
+def _call(node: exp.Expr) -> tuple[str, list[exp.Expr]] | None:
+    """``(lower-cased name, arguments)`` of a function call as sqlglot keeps it."""
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower(), list(node.expressions)
+    if isinstance(node, exp.Func):
+        args = [a for a in (node.args.get(k) for k in node.arg_types) if a is not None]
+        flat: list[exp.Expr] = []
+        for a in args:
+            flat.extend(x for x in (a if isinstance(a, list) else [a])
+                        if isinstance(x, exp.Expr))
+        return node.sql_name().lower(), flat
+    return None
+
+
+class CommonType(ModelRule):
+    """Inputs Spark merges into one type must have one (ANSI type coercion): coalesce, IF,
+    CASE, array(), map(), IN, greatest/least, concat of arrays, map_concat
+    ([DATATYPE_MISMATCH.DATA_DIFF_TYPES]), UNION/INTERSECT/EXCEPT columns
+    ([INCOMPATIBLE_COLUMN_TYPE]), array and map functions' elements and keys
+    ([DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES], [...MAP_FUNCTION_DIFF_TYPES],
+    [...MAP_ZIP_WITH_DIFF_TYPES]), an operator's operands
+    ([DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES]). Only where lint knows every input's type."""
+
+    id = "common-type"
+
+    def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        if ctx.query is None or ctx.analysis is None:
+            return
+        yield from self._merging(ctx)
+        yield from self._in_lists(ctx)
+        yield from self._in_subqueries(ctx, ctx.analysis.selects)
+        yield from self._functions(ctx)
+        yield from self._operators(ctx)
+        yield from self._set_operations(ctx, ctx.analysis.selects)
+
+    def _diff(self, ctx: ModelContext, node: exp.Expr, what: str, inputs: Sequence[exp.Expr],
+              *, strings: bool = True) -> Iterator[Violation]:
+        types = _types(inputs)
+        found = _first_mismatch(types, strings=strings) if types else None
+        if found is None:
+            return
+        a, b = found
+        yield self.at(ctx, node, f"[DATATYPE_MISMATCH.DATA_DIFF_TYPES] {what}: the inputs "
+                      f"have no common type ({a} and {b}): {_sql(node)}",
+                      f"cast the {b} input to {a} (or both to one type)")
+
+    def _merging(self, ctx: ModelContext) -> Iterator[Violation]:
+        nodes = ctx.nodes.of(exp.Coalesce, exp.Greatest, exp.Least, exp.If, exp.Nvl2,
+                             exp.Case, exp.Array, exp.VarMap)
+        for node in nodes:
+            if isinstance(node, exp.Coalesce):
+                yield from self._diff(ctx, node, "coalesce", [node.this, *node.expressions])
+            elif isinstance(node, (exp.Greatest, exp.Least)):
+                name = "greatest" if isinstance(node, exp.Greatest) else "least"
+                yield from self._diff(ctx, node, name, [node.this, *node.expressions],
+                                      strings=False)
+            elif isinstance(node, (exp.If, exp.Nvl2)) and not isinstance(node.parent,
+                                                                          exp.Case):
+                yield from self._diff(ctx, node, "if", _if_values(node))
+            elif isinstance(node, exp.Case):
+                yield from self._diff(ctx, node, "CASE", _case_values(node))
+            elif isinstance(node, exp.Array) and not isinstance(node.parent, exp.VarMap):
+                yield from self._diff(ctx, node, "array", node.expressions)
+            elif isinstance(node, exp.VarMap):
+                keys, values = _map_parts(node)
+                yield from self._diff(ctx, node, "map keys", keys)
+                yield from self._diff(ctx, node, "map values", values)
+
+    def _in_lists(self, ctx: ModelContext) -> Iterator[Violation]:
+        for node in ctx.nodes.of(exp.In):
+            items = node.expressions
+            if not items or node.args.get("query") is not None:
+                continue
+            types = _types([node.this, *items])
+            if types is None or all(co.same_type(t, types[0], names=False) for t in types):
+                continue  # IN compares structs by their fields' types, not their names
+            yield from self._diff(ctx, node, "IN", [node.this, *items])
+
+    def _in_subqueries(self, ctx: ModelContext, selects: Mapping[int, list[Output]]
+                       ) -> Iterator[Violation]:
+        """``(a, b) IN (SELECT x, y ...)``: each value and its column need a common type."""
+        for node in ctx.nodes.of(exp.In):
+            query = node.args.get("query")
+            if not isinstance(query, exp.Expr):
+                continue
+            values = node.this.expressions if isinstance(node.this, exp.Tuple) else [node.this]
+            columns = _branch_types(query, selects)
+            if columns is None or len(columns) != len(values):
+                continue
+            for value, column in zip(values, columns):
+                a = spark_type(value)
+                if a is None or column is None or co.wider(a, column) is not None:
+                    continue
+                yield self.at(ctx, node, f"[DATATYPE_MISMATCH.IN_SUBQUERY_DATA_TYPE_MISMATCH] "
+                              f"{_sql(value)} ({a}) and the subquery's column ({column}) have "
+                              "no common type", "cast the value or the subquery's column")
+                break
+
+    def _listagg(self, ctx: ModelContext) -> Iterator[Violation]:
+        """``listagg(x, sep)``/``string_agg``: a BINARY value with a STRING separator (or
+        the other way round) has no common type."""
+        for node in ctx.nodes.of(exp.GroupConcat):
+            value, separator = node.this, node.args.get("separator")
+            while isinstance(value, (exp.Order, exp.Distinct)):
+                value = value.this if isinstance(value, exp.Order) else (
+                    value.expressions[0] if len(value.expressions) == 1 else None)
+            a = spark_type(value) if isinstance(value, exp.Expr) else None
+            b = spark_type(separator) if isinstance(separator, exp.Expr) else None
+            if a is not None and b is not None and {a.name, b.name} == {"binary", "string"}:
+                yield self.at(ctx, node, f"[DATATYPE_MISMATCH.DATA_DIFF_TYPES] listagg: the "
+                              f"value ({a}) and the separator ({b}) have no common type",
+                              "a BINARY value takes a BINARY separator (X'2C'), a STRING one "
+                              "a STRING separator")
+
+    def _functions(self, ctx: ModelContext) -> Iterator[Violation]:
+        yield from self._listagg(ctx)
+        for node in ctx.nodes.of(exp.Anonymous, exp.Concat, exp.ArrayContains,
+                                 exp.ArrayPosition, exp.ArrayRemove, exp.ArrayInsert,
+                                 exp.ArrayAppend, exp.ArrayPrepend, exp.MapContainsKey):
+            call = _call(node)
+            if call is None:
+                continue
+            name, args = call
+            if name in ("concat", "map_concat"):
+                types = _types(args)
+                kind = "array" if name == "concat" else "map"
+                if types and all(t.name == kind for t in types):
+                    yield from self._diff(ctx, node, name, args)
+            elif name in _ARRAY_FUNCTIONS or name == "map_contains_key":
+                yield from self._element(ctx, node, name, args)
+            elif name == "map_zip_with" and len(args) == 3:
+                yield from self._map_zip_with(ctx, node, args)
+            elif name == "pmod" and len(args) == 2:
+                yield from self._binary(ctx, exp.Mod(this=args[0], expression=args[1]),
+                                        args[0], args[1], at=node)
+
+    def _element(self, ctx: ModelContext, node: exp.Expr, name: str, args: list[exp.Expr]
+                 ) -> Iterator[Violation]:
+        """``array_contains(arr, v)``...: the element type and the value's must have a
+        common type without string promotion (``findWiderTypeWithoutStringPromotionForTwo``);
+        ``map_contains_key``: the key's."""
+        if len(args) < 2:
+            return
+        value_arg = args[2] if name == "array_insert" else args[1]
+        if name == "array_insert" and len(args) != 3:
+            return
+        container, value = spark_type(args[0]), spark_type(value_arg)
+        kind = "map" if name == "map_contains_key" else "array"
+        if container is None or value is None or container.name != kind or \
+                value.name == "void":
+            return
+        inner = container.args[0]
+        if co.same_type(inner, value) or co.wider_without_string(inner, value) is not None:
+            return
+        error = "MAP_FUNCTION_DIFF_TYPES" if kind == "map" else "ARRAY_FUNCTION_DIFF_TYPES"
+        what = "key" if kind == "map" else "element"
+        yield self.at(ctx, node, f"[DATATYPE_MISMATCH.{error}] {name}(): the {kind}'s {what} "
+                      f"type {inner} and {_sql(value_arg)} ({value}) have no common type",
+                      f"cast {_sql(value_arg)} to {inner}")
+
+    def _map_zip_with(self, ctx: ModelContext, node: exp.Expr, args: list[exp.Expr]
+                      ) -> Iterator[Violation]:
+        left, right = spark_type(args[0]), spark_type(args[1])
+        if left is None or right is None or left.name != "map" or right.name != "map":
+            return
+        a, b = left.args[0], right.args[0]
+        merged = co.wider(a, b)
+        if co.same_type(a, b) or (merged is not None and not co.force_nullable(a, merged)
+                                  and not co.force_nullable(b, merged)):
+            return
+        yield self.at(ctx, node, f"[DATATYPE_MISMATCH.MAP_ZIP_WITH_DIFF_TYPES] map_zip_with(): "
+                      f"the maps' key types {a} and {b} have no common type",
+                      "cast one map's keys to the other's key type")
+
+    def _operators(self, ctx: ModelContext) -> Iterator[Violation]:
+        for node in ctx.nodes.of(exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.EQ,
+                                 exp.NEQ, exp.NullSafeEQ, exp.LT, exp.LTE, exp.GT, exp.GTE):
+            if arg_type(node.this) is not None and arg_type(node.expression) is not None:
+                continue  # literals, columns, casts: the argument-type rule's operator table
+            yield from self._binary(ctx, node, node.this, node.expression)
+
+    def _binary(self, ctx: ModelContext, node: exp.Expr, left: exp.Expr, right: exp.Expr, *,
+                at: exp.Expr | None = None) -> Iterator[Violation]:
+        """Spark's binary operators cast both operands to a common type (ANSI string
+        promotion, decimal precision, then the tightest common type); none: refused.
+        ``+ - * /`` with a date, time or interval operand are left alone (Spark rewrites
+        those into date and interval functions first), but for ``NULL / <interval>``."""
+        a, b = spark_type(left), spark_type(right)
+        if a is None or b is None or co.same_type(a, b):
+            return
+        where = at if at is not None else node
+        names = {a.name, b.name}
+        if isinstance(node, exp.Div) and a.name == "void" and b.name.startswith("interval"):
+            pass  # no interval division has a NULL dividend: refused as below
+        elif isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div)) and not names <= _PLAIN:
+            return
+        elif isinstance(node, exp.Mod) and not names <= _PLAIN | co.DATETIME:
+            return
+        elif co.binary_common_type(a, b) is not None:
+            return
+        yield self.at(ctx, where, f"[DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES] {_sql(where)}: "
+                      f"its operands have no common type ({a} and {b})",
+                      "cast one operand to the other's type")
+
+    def _set_operations(self, ctx: ModelContext, selects: Mapping[int, list[Output]]
+                        ) -> Iterator[Violation]:
+        for node in ctx.nodes.of(exp.Union, exp.Intersect, exp.Except):
+            left = _branch_types(node.this, selects)
+            right = _branch_types(node.expression, selects)
+            if left is None or right is None or len(left) != len(right):
+                continue
+            for i, (a, b) in enumerate(zip(left, right)):
+                if a is None or b is None or co.wider(a, b) is not None:
+                    continue
+                op = type(node).__name__.upper()
+                yield self.at(ctx, node.expression, f"[INCOMPATIBLE_COLUMN_TYPE] {op}: column "
+                              f"{i + 1} is {a} in the first query and {b} in the second, which "
+                              "have no common type", f"cast column {i + 1} of one query to the "
+                              "other's type")
+                break
+
+
+def _branch_types(node: exp.Expr, selects: Mapping[int, list[Output]]
+                  ) -> list[SparkType | None] | None:
+    """The column types of a query: one side of a set operation, an IN subquery (None: not
+    known, e.g. a star over a relation lint cannot see into)."""
+    node = node.unnest()
+    if isinstance(node, exp.SetOperation):
+        left = _branch_types(node.this, selects)
+        right = _branch_types(node.expression, selects)
+        if left is None or right is None or len(left) != len(right):
+            return None
+        return [co.wider(a, b) if a is not None and b is not None else None
+                for a, b in zip(left, right)]
+    if not isinstance(node, exp.Select):
+        return None
+    if any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star)
+           for p in node.expressions):
+        outputs = selects.get(id(node))  # a star: name resolution's columns, when all known
+        return [co.of(o.type) if is_known(o.type) else None for o in outputs] \
+            if outputs is not None else None
+    return [spark_type(p.this if isinstance(p, exp.Alias) else p) for p in node.expressions]
