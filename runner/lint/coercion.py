@@ -38,12 +38,15 @@ __all__ = [
     "DATETIME",
     "NULL",
     "SparkType",
+    "array",
     "binary_common_type",
     "decimal_for",
     "force_nullable",
+    "map_of",
     "of",
     "of_string",
     "same_type",
+    "struct",
     "tightest",
     "wider",
     "wider_common",
@@ -257,6 +260,8 @@ _Finder = Callable[[SparkType, SparkType], "SparkType | None"]
 def force_nullable(source: SparkType, target: SparkType) -> bool:
     """``Cast.forceNullable``: casting ``source`` to ``target`` may produce NULL."""
     s, t = source.name, target.name
+    if same_type(source, target):
+        return False  # no cast at all
     if s == "void" or (s == "string" and t == "binary"):
         return False
     if s == "string":

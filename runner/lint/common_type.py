@@ -1,9 +1,11 @@
 """``common-type``: inputs Spark must merge into one type have one (:mod:`.coercion`'s ANSI
 rules), or its analyser refuses the model:
 
-- ``coalesce``/``nvl``/``ifnull``, ``IF``/``nvl2``, ``CASE`` results, ``array()``, ``map()``
-  keys and values, ``IN`` lists, ``greatest``/``least`` (no string promotion), ``concat`` of
-  arrays, ``map_concat``: ``[DATATYPE_MISMATCH.DATA_DIFF_TYPES]``;
+- ``coalesce``/``nvl``/``ifnull``, ``IF``/``nvl2``, ``CASE`` results, ``array()``, ``IN``
+  lists, ``greatest``/``least`` (no string promotion), ``concat`` of arrays, ``map_concat``,
+  ``listagg``'s value and separator: ``[DATATYPE_MISMATCH.DATA_DIFF_TYPES]``; ``map()``'s
+  keys and values: ``[DATATYPE_MISMATCH.CREATE_MAP_KEY_DIFF_TYPES]``,
+  ``[...CREATE_MAP_VALUE_DIFF_TYPES]``;
 - ``UNION``/``INTERSECT``/``EXCEPT`` columns: ``[INCOMPATIBLE_COLUMN_TYPE]``;
 - an array function's element and value (``array_contains``, ``array_insert``...):
   ``[DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES]``; ``map_contains_key``'s key:
@@ -280,8 +282,9 @@ def _call(node: exp.Expr) -> tuple[str, list[exp.Expr]] | None:
 
 class CommonType(ModelRule):
     """Inputs Spark merges into one type must have one (ANSI type coercion): coalesce, IF,
-    CASE, array(), map(), IN, greatest/least, concat of arrays, map_concat
-    ([DATATYPE_MISMATCH.DATA_DIFF_TYPES]), UNION/INTERSECT/EXCEPT columns
+    CASE, array(), IN, greatest/least, concat of arrays, map_concat
+    ([DATATYPE_MISMATCH.DATA_DIFF_TYPES]), map() keys and values
+    ([DATATYPE_MISMATCH.CREATE_MAP_KEY_DIFF_TYPES]...), UNION/INTERSECT/EXCEPT columns
     ([INCOMPATIBLE_COLUMN_TYPE]), array and map functions' elements and keys
     ([DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES], [...MAP_FUNCTION_DIFF_TYPES],
     [...MAP_ZIP_WITH_DIFF_TYPES]), an operator's operands
@@ -300,13 +303,13 @@ class CommonType(ModelRule):
         yield from self._set_operations(ctx, ctx.analysis.selects)
 
     def _diff(self, ctx: ModelContext, node: exp.Expr, what: str, inputs: Sequence[exp.Expr],
-              *, strings: bool = True) -> Iterator[Violation]:
+              *, strings: bool = True, error: str = "DATA_DIFF_TYPES") -> Iterator[Violation]:
         types = _types(inputs)
         found = _first_mismatch(types, strings=strings) if types else None
         if found is None:
             return
         a, b = found
-        yield self.at(ctx, node, f"[DATATYPE_MISMATCH.DATA_DIFF_TYPES] {what}: the inputs "
+        yield self.at(ctx, node, f"[DATATYPE_MISMATCH.{error}] {what}: the inputs "
                       f"have no common type ({a} and {b}): {_sql(node)}",
                       f"cast the {b} input to {a} (or both to one type)")
 
@@ -329,8 +332,10 @@ class CommonType(ModelRule):
                 yield from self._diff(ctx, node, "array", node.expressions)
             elif isinstance(node, exp.VarMap):
                 keys, values = _map_parts(node)
-                yield from self._diff(ctx, node, "map keys", keys)
-                yield from self._diff(ctx, node, "map values", values)
+                yield from self._diff(ctx, node, "map keys", keys,
+                                      error="CREATE_MAP_KEY_DIFF_TYPES")
+                yield from self._diff(ctx, node, "map values", values,
+                                      error="CREATE_MAP_VALUE_DIFF_TYPES")
 
     def _in_lists(self, ctx: ModelContext) -> Iterator[Violation]:
         for node in ctx.nodes.of(exp.In):

@@ -7,8 +7,11 @@ from __future__ import annotations
 import pytest
 
 from runner.lint.coercion import (
+    NULL,
     SparkType,
+    array,
     binary_common_type,
+    map_of,
     of_string,
     tightest,
     wider,
@@ -130,6 +133,7 @@ def test_intervals_of_one_kind_span_their_fields(a: str, b: str, common: str | N
     ("map<string, int>", "map<int, int>", None),
     ("map<string, string>", "map<date, date>", None),
     ("map<date, int>", "map<timestamp, int>", "MAP<TIMESTAMP, INT>"),
+    ("map<string, int>", "map<string, bigint>", "MAP<STRING, BIGINT>"),
     ("struct<a: int, b: string>", "struct<a: bigint, b: string>",
      "STRUCT<a: BIGINT, b: STRING>"),
     ("struct<a: int>", "struct<A: bigint>", "STRUCT<a: BIGINT>"),  # names case-insensitive
@@ -140,6 +144,12 @@ def test_intervals_of_one_kind_span_their_fields(a: str, b: str, common: str | N
 ])
 def test_nested_types_by_their_parts(a: str, b: str, common: str | None) -> None:
     assert merged(a, b) == common
+
+
+def test_empty_collections_take_the_other_side() -> None:
+    """``array()`` is ARRAY<VOID>, ``map()`` MAP<VOID, VOID>: NULL keys cast to anything."""
+    assert str(wider(map_of(NULL, NULL), t("map<string, int>"))) == "MAP<STRING, INT>"
+    assert str(wider(array(NULL), t("array<date>"))) == "ARRAY<DATE>"
 
 
 def test_a_common_type_of_many_folds_from_null() -> None:

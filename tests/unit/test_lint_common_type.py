@@ -26,7 +26,10 @@ INVALID: dict[str, tuple[str, str, tuple[int, int]]] = {
                         DIFF, (1, 8)),
     "array_structs_named_apart": (f"SELECT array(struct(eventId), struct(eventId AS id)) AS x {P}",
                                   DIFF, (1, 8)),
-    "map_keys": (f"SELECT map(1, 'a', DATE '2020-01-01', 'b') AS x {P}", DIFF, (1, 8)),
+    "map_keys": (f"SELECT map(1, 'a', DATE '2020-01-01', 'b') AS x {P}",
+                 "DATATYPE_MISMATCH.CREATE_MAP_KEY_DIFF_TYPES", (1, 8)),
+    "map_values": (f"SELECT map(1, X'01', 2, true) AS x {P}",
+                   "DATATYPE_MISMATCH.CREATE_MAP_VALUE_DIFF_TYPES", (1, 8)),
     "in_list": (f"SELECT eventId {P} WHERE `timestamp` IN (1, 2)", DIFF, (1, 41)),
     "greatest_string_int": (f"SELECT greatest(eventId, 1) AS x {P}", DIFF, (1, 8)),
     "map_concat_keys": (f"SELECT map_concat(map('a', 1), map(DATE '2020-01-01', 2)) AS x {P}",
@@ -71,12 +74,20 @@ VALID: dict[str, str] = {
               f"SELECT 'x', 1.5 {P}\nUNION ALL\nSELECT eventId, '2' {P}",
     "array_functions": f"SELECT array_contains(array(1, 2), 1.5) AS a,\n"
                        f"  map_contains_key(map(1, 'a'), 5.0) AS b,\n"
-                       f"  array_contains(array(1, 2), NULL) AS c,\n"
+                       f"  array_position(array(1, 2), 2L) AS c,\n"
                        f"  map_zip_with(map(1, 2), map(2L, 3), (k, v1, v2) -> v1) AS d {P}",
     "operators": f"SELECT (request.latency_ms + 1) = '2' AS a, (request.latency_ms + 1) > 1.5 AS b,"
                  f"\n  pmod(request.latency_ms, 2.5) AS c, `timestamp` - INTERVAL '1' DAY AS d"
                  f" {P}",
     "in_subquery": f"SELECT eventId {P}\nWHERE request.latency_ms IN (SELECT 1.5 {P})",
+    "empty_and_null": f"SELECT coalesce(errors, array()) AS a, IF(eventId = 'a', map(), map('a', 1))"
+                      f" AS b,\n  array(1, NULL) AS c, array(NULL) AS d,\n"
+                      f"  coalesce(user, named_struct('userId', 'x', 'country', 'y')) AS e {P}",
+    "dates_and_strings": f"SELECT CASE WHEN eventId = 'a' THEN `timestamp` ELSE '2020-01-01' END"
+                         f" AS a,\n  greatest(`timestamp`, DATE '2020-01-01') AS b,\n"
+                         f"  coalesce(request.latency_ms, 1.5D) AS c {P}\n"
+                         f"WHERE `timestamp` IN ('2020-01-01') AND (eventId, eventId) IN (('a', 'b'))",
+    "union_null": f"SELECT NULL AS e {P}\nUNION ALL\nSELECT errors {P}",
     "listagg": f"SELECT listagg(eventId, ',') AS a, listagg(CAST(eventId AS BINARY)) AS b {P}",
 }
 
