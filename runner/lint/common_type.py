@@ -449,9 +449,26 @@ class CommonType(ModelRule):
             if arg_type(node.this) is not None and arg_type(node.expression) is not None:
                 continue  # literals, columns, casts: the argument-type rule's operator table
             yield from self._binary(ctx, node, node.this, node.expression)
+        for between in ctx.nodes.of(exp.Between):  # x >= low AND x <= high
+            for bound in (between.args.get("low"), between.args.get("high")):
+                if isinstance(bound, exp.Expr):
+                    found = list(self._binary(ctx, exp.GTE(this=between.this, expression=bound),
+                                              between.this, bound, at=between))
+                    yield from found[:1]
+                    if found:
+                        break
+        for case in ctx.nodes.of(exp.Case):  # CASE x WHEN v: x = v
+            operand = case.this
+            for branch in case.args.get("ifs") or [] if isinstance(operand, exp.Expr) else []:
+                found = list(self._binary(
+                    ctx, exp.EQ(this=operand, expression=branch.this), operand, branch.this,
+                    at=branch.this, text=f"CASE {_sql(operand)} WHEN {_sql(branch.this)}"))
+                yield from found
+                if found:
+                    break
 
     def _binary(self, ctx: ModelContext, node: exp.Expr, left: exp.Expr, right: exp.Expr, *,
-                at: exp.Expr | None = None) -> Iterator[Violation]:
+                at: exp.Expr | None = None, text: str | None = None) -> Iterator[Violation]:
         """Spark's binary operators cast both operands to a common type (ANSI string
         promotion, decimal precision, then the tightest common type); none: refused.
         ``+ - * /`` with a date, time or interval operand are left alone (Spark rewrites
@@ -469,7 +486,8 @@ class CommonType(ModelRule):
             return
         elif co.binary_common_type(a, b) is not None:
             return
-        yield self.at(ctx, where, f"[DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES] {_sql(where)}: "
+        yield self.at(ctx, where, f"[DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES] "
+                      f"{text or _sql(where)}: "
                       f"its operands have no common type ({a} and {b})",
                       "cast one operand to the other's type")
 

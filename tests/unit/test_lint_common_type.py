@@ -43,6 +43,14 @@ INVALID: dict[str, tuple[str, str, tuple[int, int]]] = {
                        "DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES", (1, 8)),
     "array_insert_string": (f"SELECT array_insert(array(1, 2, 3), 3, '4') AS x {P}",
                             "DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES", (1, 8)),
+    "array_position": (f"SELECT array_position(array(1, 2), true) AS x {P}",
+                       "DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES", (1, 8)),
+    "array_remove": (f"SELECT array_remove(array(DATE '2020-01-01'), 1) AS x {P}",
+                     "DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES", (1, 8)),
+    "array_append": (f"SELECT array_append(array(1, 2), X'01') AS x {P}",
+                     "DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES", (1, 8)),
+    "array_prepend": (f"SELECT array_prepend(array(1, 2), DATE '2020-01-01') AS x {P}",
+                      "DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES", (1, 8)),
     "map_contains_key": (f"SELECT map_contains_key(map('1', 'a'), 1) AS x {P}",
                          "DATATYPE_MISMATCH.MAP_FUNCTION_DIFF_TYPES", (1, 8)),
     "map_zip_with": (f"SELECT map_zip_with(map('a', 1), map(1, 2), (k, v1, v2) -> v1) AS x {P}",
@@ -51,6 +59,10 @@ INVALID: dict[str, tuple[str, str, tuple[int, int]]] = {
                   "DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES", (1, 8)),
     "compare_expression": (f"SELECT eventId {P} WHERE (request.latency_ms + 1) = true",
                            "DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES", (1, 42)),
+    "between": (f"SELECT eventId {P} WHERE `timestamp` BETWEEN 1 AND 2",
+                "DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES", (1, 41)),
+    "simple_case": (f"SELECT CASE `timestamp` WHEN 1 THEN 'a' END AS x {P}",
+                    "DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES", (1, 30)),
     "in_subquery": (f"SELECT eventId {P}\nWHERE `timestamp` IN (SELECT request.latency_ms {P})",
                     "DATATYPE_MISMATCH.IN_SUBQUERY_DATA_TYPE_MISMATCH", (2, 7)),
     "listagg_binary": (f"SELECT listagg(CAST(eventId AS BINARY), ',') AS x {P}", DIFF, (1, 21)),
@@ -87,6 +99,9 @@ VALID: dict[str, str] = {
                          f" AS a,\n  greatest(`timestamp`, DATE '2020-01-01') AS b,\n"
                          f"  coalesce(request.latency_ms, 1.5D) AS c {P}\n"
                          f"WHERE `timestamp` IN ('2020-01-01') AND (eventId, eventId) IN (('a', 'b'))",
+    "between_and_case": f"SELECT CASE request.latency_ms WHEN '1' THEN 'a' WHEN 2.5 THEN 'b' END"
+                        f" AS a {P}\nWHERE `timestamp` BETWEEN '2020-01-01' AND DATE '2020-02-01'"
+                        f"\n  AND request.latency_ms BETWEEN 1.5 AND '3'",
     "union_null": f"SELECT NULL AS e {P}\nUNION ALL\nSELECT errors {P}",
     "listagg": f"SELECT listagg(eventId, ',') AS a, listagg(CAST(eventId AS BINARY)) AS b {P}",
 }
