@@ -31,8 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sqlglot import exp
-
-from runner.lint.infer import parse_type
+from sqlglot.errors import ParseError
 
 __all__ = [
     "DATETIME",
@@ -42,6 +41,7 @@ __all__ = [
     "binary_common_type",
     "decimal_for",
     "force_nullable",
+    "interval_of",
     "map_of",
     "of",
     "of_string",
@@ -151,7 +151,7 @@ def _param(node: exp.Expr) -> int | None:
     return None
 
 
-def _interval(unit: exp.Expr | None) -> SparkType | None:
+def interval_of(unit: exp.Expr | None) -> SparkType | None:
     """An ANSI interval type from its unit (``MONTH``, ``DAY TO SECOND``...); None otherwise."""
     if isinstance(unit, exp.IntervalSpan):
         first, last = unit.this, unit.expression
@@ -173,7 +173,7 @@ def of(dtype: exp.DataType | None) -> SparkType | None:
         return None
     kind = dtype.this
     if isinstance(kind, exp.Interval):
-        return _interval(kind.args.get("unit"))
+        return interval_of(kind.args.get("unit"))
     simple = _SIMPLE.get(kind) if isinstance(kind, exp.DType) else None
     if simple is not None:
         return SparkType(simple)
@@ -206,7 +206,12 @@ def of(dtype: exp.DataType | None) -> SparkType | None:
 
 def of_string(sql: str) -> SparkType | None:
     """A Spark type string in this model (``'array<decimal(5,2)>'``); ``'void'`` is NULL."""
-    return NULL if sql.strip().lower() in ("void", "null") else of(parse_type(sql))
+    if sql.strip().lower() in ("void", "null"):
+        return NULL
+    try:
+        return of(exp.DataType.build(sql, dialect="spark"))
+    except (ParseError, ValueError):
+        return None
 
 
 # -- Spark's rules -------------------------------------------------------------------------

@@ -24,7 +24,6 @@ not known, or is one :mod:`.coercion` does not model, settles nothing: the rule 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
@@ -33,6 +32,13 @@ from runner.lint import coercion as co
 from runner.lint.builtins import arg_type
 from runner.lint.coercion import SparkType
 from runner.lint.context import ModelContext
+from runner.lint.expr_types import (
+    case_values,
+    if_values,
+    known_types,
+    map_parts,
+    spark_type,
+)
 from runner.lint.infer import is_known
 from runner.lint.rules import ModelRule
 from runner.lint.shapes import Output
@@ -42,203 +48,6 @@ __all__ = ["CommonType", "spark_type"]
 
 def _sql(node: exp.Expr) -> str:
     return node.sql(dialect="spark", comments=False)
-
-
-# -- Spark's type of an expression ----------------------------------------------------------
-
-def _number(text: str) -> SparkType | None:
-    """Spark's type of an unsuffixed numeric literal."""
-    if "e" in text.lower():
-        return co.DOUBLE
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        return None
-    if "." not in text:
-        magnitude = abs(int(value))
-        if magnitude < 2 ** 31:
-            return SparkType("int")
-        if magnitude < 2 ** 63:
-            return co.BIGINT
-        width = len(str(magnitude))
-        return co.decimal(width, 0) if width <= co.MAX_PRECISION else None
-    _, digits, exponent = value.as_tuple()
-    if not isinstance(exponent, int):
-        return None
-    scale = max(-exponent, 0)
-    precision = max(len(digits), scale)
-    return co.decimal(precision, scale) if precision <= co.MAX_PRECISION else None
-
-
-def _interval(node: exp.Interval) -> SparkType | None:
-    """``INTERVAL '1' MONTH``, ``INTERVAL 20 DAYS``, ``INTERVAL '1-2' YEAR TO MONTH``; None for
-    the multi-unit forms sqlglot rewrites into a sum of intervals (``INTERVAL 3 days 2
-    hours``), whose parts are no literals of Spark's."""
-    text = node.this
-    if not isinstance(text, exp.Literal):
-        return None
-    parent = node.parent
-    if not isinstance(text.meta.get("start"), int) and isinstance(parent, exp.Add) and \
-            isinstance(parent.this, exp.Interval) and isinstance(parent.expression, exp.Interval):
-        return None
-    return co._interval(node.args.get("unit"))  # noqa: SLF001 - one reader of interval units
-
-
-def _adjust(precision: int, scale: int) -> SparkType:
-    """``DecimalType.adjustPrecisionScale`` (precision loss allowed, Spark's default)."""
-    if precision <= co.MAX_PRECISION:
-        return co.decimal(precision, scale)
-    digits = precision - scale
-    return co.decimal(co.MAX_PRECISION, max(co.MAX_PRECISION - digits, min(scale, 6)))
-
-
-def _arithmetic(node: exp.Expr, a: SparkType, b: SparkType) -> SparkType | None:
-    """The result type of ``+ - * / %`` on two numbers (ANSI: ``/`` of non-decimals is
-    DOUBLE; decimals by ``DecimalPrecision``); None for anything else."""
-    if not (a.numeric and b.numeric):
-        return None
-    if "decimal" not in (a.name, b.name) or {a.name, b.name} & {"float", "double"}:
-        if isinstance(node, exp.Div):
-            return co.DOUBLE
-        return co.tightest(a, b)
-    da, db = co.decimal_for(a), co.decimal_for(b)
-    if da is None or db is None:
-        return None
-    p1, s1, p2, s2 = da.precision, da.scale, db.precision, db.scale
-    if isinstance(node, (exp.Add, exp.Sub)):
-        scale = max(s1, s2)
-        return _adjust(max(p1 - s1, p2 - s2) + scale + 1, scale)
-    if isinstance(node, exp.Mul):
-        return _adjust(p1 + p2 + 1, s1 + s2)
-    if isinstance(node, exp.Div):
-        scale = max(6, s1 + p2 + 1)
-        return _adjust(p1 - s1 + s2 + scale, scale)
-    scale = max(s1, s2)  # exp.Mod
-    return _adjust(min(p1 - s1, p2 - s2) + scale, scale)
-
-
-def _struct_name(value: exp.Expr, index: int) -> str | None:
-    """The field name Spark's ``struct(...)``/``(a, b)`` gives an unnamed value: a column's
-    name, else ``col<n>``; None where lint cannot be sure (a struct field, an element)."""
-    value = value.unnest()
-    if isinstance(value, exp.Column):
-        return value.name
-    if isinstance(value, (exp.Dot, exp.Bracket)):
-        return None
-    return f"col{index + 1}"
-
-
-def _types(nodes: Sequence[exp.Expr]) -> list[SparkType] | None:
-    types = [spark_type(n) for n in nodes]
-    return None if any(t is None for t in types) else [t for t in types if t is not None]
-
-
-def _merged(nodes: Sequence[exp.Expr], *, strings: bool = True) -> SparkType | None:
-    types = _types(nodes)
-    if types is None:
-        return None
-    return co.wider_common(types) if strings else co.wider_common_without_string(types)
-
-
-def _case_values(node: exp.Case) -> list[exp.Expr]:
-    values = [i.args["true"] for i in node.args.get("ifs") or []]
-    default = node.args.get("default")
-    return values + [default] if isinstance(default, exp.Expr) else values
-
-
-def _if_values(node: exp.If | exp.Nvl2) -> list[exp.Expr]:
-    """The two results of ``IF(c, a, b)`` / ``nvl2(x, a, b)`` (a missing one is NULL)."""
-    values = [node.args.get("true"), node.args.get("false")]
-    return [v if isinstance(v, exp.Expr) else exp.Null() for v in values]
-
-
-def spark_type(node: exp.Expr | None) -> SparkType | None:
-    """Spark's type of ``node`` under ANSI mode, or None when lint does not know it."""
-    if node is None:
-        return None
-    if isinstance(node, exp.Paren):
-        return spark_type(node.this)
-    if isinstance(node, exp.Literal):
-        return co.STRING if node.is_string else _number(node.name)
-    if isinstance(node, exp.Null):
-        return co.NULL
-    if isinstance(node, exp.Boolean):
-        return SparkType("boolean")
-    if isinstance(node, exp.HexString):
-        return SparkType("binary")
-    if isinstance(node, (exp.Cast, exp.TryCast)):
-        to = node.args.get("to")
-        return co.of(to) if isinstance(to, exp.DataType) else None
-    if isinstance(node, exp.Interval):
-        return _interval(node)
-    if isinstance(node, (exp.Column, exp.Dot, exp.Bracket)):
-        return co.of(node.type) if is_known(node.type) else None
-    if isinstance(node, exp.Neg):
-        inner = spark_type(node.this)
-        return inner if inner is not None and (inner.numeric or inner.name.startswith(
-            "interval")) else None
-    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
-        a, b = spark_type(node.this), spark_type(node.expression)
-        return _arithmetic(node, a, b) if a is not None and b is not None else None
-    return _merging_type(node)
-
-
-def _merging_type(node: exp.Expr) -> SparkType | None:
-    """The type of an expression that merges its inputs (or builds a complex value)."""
-    if isinstance(node, exp.Coalesce):
-        return _merged([node.this, *node.expressions])
-    if isinstance(node, (exp.Greatest, exp.Least)):
-        return _merged([node.this, *node.expressions], strings=False)
-    if isinstance(node, (exp.If, exp.Nvl2)) and not isinstance(node.parent, exp.Case):
-        branches = _types(_if_values(node))
-        return co.wider(*branches) if branches is not None else None
-    if isinstance(node, exp.Case):
-        return _merged(_case_values(node))
-    if isinstance(node, exp.Array):
-        element = _merged(node.expressions)
-        return co.array(element) if element is not None else None
-    if isinstance(node, exp.VarMap):
-        keys, values = _map_parts(node)
-        key, value = _merged(keys), _merged(values)
-        return co.map_of(key, value) if key is not None and value is not None else None
-    if isinstance(node, exp.Struct):
-        return _struct_type(node)
-    if isinstance(node, exp.Tuple):
-        return _tuple_type(node)
-    return None
-
-
-def _map_parts(node: exp.VarMap) -> tuple[list[exp.Expr], list[exp.Expr]]:
-    keys, values = node.args.get("keys"), node.args.get("values")
-    return (keys.expressions if isinstance(keys, exp.Array) else [],
-            values.expressions if isinstance(values, exp.Array) else [])
-
-
-def _struct_type(node: exp.Struct) -> SparkType | None:
-    fields = []
-    for i, item in enumerate(node.expressions):
-        if isinstance(item, exp.PropertyEQ):
-            value = item.expression
-            name = item.this.name if isinstance(value, (exp.Literal, exp.Column)) or \
-                _struct_name(value, i) is not None else None
-        else:
-            value, name = item, _struct_name(item, i)
-        dtype = spark_type(value)
-        if name is None or dtype is None:
-            return None
-        fields.append((name, dtype))
-    return co.struct(fields)
-
-
-def _tuple_type(node: exp.Tuple) -> SparkType | None:
-    """``(a, b)`` in ``(a, b) IN (...)``: Spark's ``struct(a, b)``."""
-    fields = []
-    for i, item in enumerate(node.expressions):
-        name, dtype = _struct_name(item, i), spark_type(item)
-        if name is None or dtype is None:
-            return None
-        fields.append((name, dtype))
-    return co.struct(fields)
 
 
 # -- the rule -------------------------------------------------------------------------------
@@ -304,7 +113,7 @@ class CommonType(ModelRule):
 
     def _diff(self, ctx: ModelContext, node: exp.Expr, what: str, inputs: Sequence[exp.Expr],
               *, strings: bool = True, error: str = "DATA_DIFF_TYPES") -> Iterator[Violation]:
-        types = _types(inputs)
+        types = known_types(inputs)
         found = _first_mismatch(types, strings=strings) if types else None
         if found is None:
             return
@@ -325,13 +134,13 @@ class CommonType(ModelRule):
                                       strings=False)
             elif isinstance(node, (exp.If, exp.Nvl2)) and not isinstance(node.parent,
                                                                           exp.Case):
-                yield from self._diff(ctx, node, "if", _if_values(node))
+                yield from self._diff(ctx, node, "if", if_values(node))
             elif isinstance(node, exp.Case):
-                yield from self._diff(ctx, node, "CASE", _case_values(node))
+                yield from self._diff(ctx, node, "CASE", case_values(node))
             elif isinstance(node, exp.Array) and not isinstance(node.parent, exp.VarMap):
                 yield from self._diff(ctx, node, "array", node.expressions)
             elif isinstance(node, exp.VarMap):
-                keys, values = _map_parts(node)
+                keys, values = map_parts(node)
                 yield from self._diff(ctx, node, "map keys", keys,
                                       error="CREATE_MAP_KEY_DIFF_TYPES")
                 yield from self._diff(ctx, node, "map values", values,
@@ -342,7 +151,7 @@ class CommonType(ModelRule):
             items = node.expressions
             if not items or node.args.get("query") is not None:
                 continue
-            types = _types([node.this, *items])
+            types = known_types([node.this, *items])
             if types is None or all(co.same_type(t, types[0], names=False) for t in types):
                 continue  # IN compares structs by their fields' types, not their names
             yield from self._diff(ctx, node, "IN", [node.this, *items])
@@ -355,7 +164,7 @@ class CommonType(ModelRule):
             if not isinstance(query, exp.Expr):
                 continue
             values = node.this.expressions if isinstance(node.this, exp.Tuple) else [node.this]
-            columns = _branch_types(query, selects)
+            columns = _branchtypes(query, selects)
             if columns is None or len(columns) != len(values):
                 continue
             for value, column in zip(values, columns):
@@ -393,7 +202,7 @@ class CommonType(ModelRule):
                 continue
             name, args = call
             if name in ("concat", "map_concat"):
-                types = _types(args)
+                types = known_types(args)
                 kind = "array" if name == "concat" else "map"
                 if types and all(t.name == kind for t in types):
                     yield from self._diff(ctx, node, name, args)
@@ -494,8 +303,8 @@ class CommonType(ModelRule):
     def _set_operations(self, ctx: ModelContext, selects: Mapping[int, list[Output]]
                         ) -> Iterator[Violation]:
         for node in ctx.nodes.of(exp.Union, exp.Intersect, exp.Except):
-            left = _branch_types(node.this, selects)
-            right = _branch_types(node.expression, selects)
+            left = _branchtypes(node.this, selects)
+            right = _branchtypes(node.expression, selects)
             if left is None or right is None or len(left) != len(right):
                 continue
             for i, (a, b) in enumerate(zip(left, right)):
@@ -509,14 +318,14 @@ class CommonType(ModelRule):
                 break
 
 
-def _branch_types(node: exp.Expr, selects: Mapping[int, list[Output]]
+def _branchtypes(node: exp.Expr, selects: Mapping[int, list[Output]]
                   ) -> list[SparkType | None] | None:
     """The column types of a query: one side of a set operation, an IN subquery (None: not
     known, e.g. a star over a relation lint cannot see into)."""
     node = node.unnest()
     if isinstance(node, exp.SetOperation):
-        left = _branch_types(node.this, selects)
-        right = _branch_types(node.expression, selects)
+        left = _branchtypes(node.this, selects)
+        right = _branchtypes(node.expression, selects)
         if left is None or right is None or len(left) != len(right):
             return None
         return [co.wider(a, b) if a is not None and b is not None else None
