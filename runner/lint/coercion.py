@@ -236,9 +236,13 @@ def _decimal_wider_than(d: SparkType, other: SparkType) -> bool:
 
 
 def _wider_decimal(a: SparkType, b: SparkType) -> SparkType:
-    """``DecimalPrecision.widerDecimalType``."""
+    """``DecimalPrecision.widerDecimalType``: every integral digit of both and the larger scale;
+    past 38 digits the scale gives way (``DecimalType.boundedPreferIntegralDigits``)."""
     scale = max(a.scale, b.scale)
-    return decimal(max(a.precision - a.scale, b.precision - b.scale) + scale, scale)
+    precision = max(a.precision - a.scale, b.precision - b.scale) + scale
+    if precision > MAX_PRECISION:
+        return decimal(MAX_PRECISION, max(0, scale - (precision - MAX_PRECISION)))
+    return decimal(precision, scale)
 
 
 def same_type(a: SparkType, b: SparkType, *, names: bool = True) -> bool:
@@ -282,8 +286,10 @@ def force_nullable(source: SparkType, target: SparkType) -> bool:
     if t == "decimal":
         if s == "boolean":
             return False
-        if s in _INTEGRAL or s == "decimal":
-            return not _decimal_wider_than(target, source)
+        if s in _INTEGRAL or s == "decimal":  # fewer fraction digits round; fewer integral
+            digits = decimal_for(source)      # digits overflow (NULL)
+            return digits is None or \
+                target.precision - target.scale < digits.precision - digits.scale
         return True
     return s in ("float", "double", "decimal") and t in _INTEGRAL
 

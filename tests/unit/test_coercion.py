@@ -54,7 +54,10 @@ def test_numbers_by_precedence_and_null_with_anything(a: str, b: str, common: st
     ("tinyint", "decimal(5,2)", "DECIMAL(5,2)"),
     ("bigint", "decimal(3,1)", "DECIMAL(21,1)"),
     ("decimal(10,2)", "decimal(5,4)", "DECIMAL(12,4)"),
-    ("decimal(38,0)", "decimal(38,38)", "DECIMAL(38,38)"),  # bounded at 38 digits
+    # past 38 digits the integral digits stay, the scale gives way (boundedPreferIntegralDigits)
+    ("decimal(38,0)", "decimal(38,38)", "DECIMAL(38,0)"),
+    ("decimal(36,0)", "decimal(36,35)", "DECIMAL(38,2)"),  # Spark's map_zip_with keys: 12.00
+    ("int", "decimal(36,35)", "DECIMAL(38,28)"),
     ("decimal(5,2)", "double", "DOUBLE"),
     ("float", "decimal(5,2)", "DOUBLE"),
     ("decimal", "int", "DECIMAL(10,0)"),  # DECIMAL is DECIMAL(10,0)
@@ -134,6 +137,8 @@ def test_intervals_of_one_kind_span_their_fields(a: str, b: str, common: str | N
     ("map<string, string>", "map<date, date>", None),
     ("map<date, int>", "map<timestamp, int>", "MAP<TIMESTAMP, INT>"),
     ("map<string, int>", "map<string, bigint>", "MAP<STRING, BIGINT>"),
+    # a decimal key cast to fewer fraction digits rounds, it does not become NULL
+    ("map<decimal(36,0), int>", "map<decimal(36,35), int>", "MAP<DECIMAL(38,2), INT>"),
     ("struct<a: int, b: string>", "struct<a: bigint, b: string>",
      "STRUCT<a: BIGINT, b: STRING>"),
     ("struct<a: int>", "struct<A: bigint>", "STRUCT<a: BIGINT>"),  # names case-insensitive

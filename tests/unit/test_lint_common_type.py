@@ -102,6 +102,10 @@ VALID: dict[str, str] = {
     "between_and_case": f"SELECT CASE request.latency_ms WHEN '1' THEN 'a' WHEN 2.5 THEN 'b' END"
                         f" AS a {P}\nWHERE `timestamp` BETWEEN '2020-01-01' AND DATE '2020-02-01'"
                         f"\n  AND request.latency_ms BETWEEN 1.5 AND '3'",
+    "big_decimals": "WITH m AS (SELECT map(922337203685477897945456575809789456, 1) AS a,\n"
+                    "  map(9.22337203685477897945456575809789456, 2) AS b, map(2, 3) AS c "
+                    f"{P})\nSELECT map_zip_with(a, b, (k, v1, v2) -> v1) AS x,\n"
+                    "  map_zip_with(b, c, (k, v1, v2) -> v1) AS y FROM m",
     "union_null": f"SELECT NULL AS e {P}\nUNION ALL\nSELECT errors {P}",
     "listagg": f"SELECT listagg(eventId, ',') AS a, listagg(CAST(eventId AS BINARY)) AS b {P}",
 }
