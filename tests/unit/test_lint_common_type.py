@@ -31,6 +31,10 @@ INVALID: dict[str, tuple[str, str, tuple[int, int]]] = {
     "map_values": (f"SELECT map(1, X'01', 2, true) AS x {P}",
                    "DATATYPE_MISMATCH.CREATE_MAP_VALUE_DIFF_TYPES", (1, 8)),
     "in_list": (f"SELECT eventId {P} WHERE `timestamp` IN (1, 2)", DIFF, (1, 41)),
+    # (a, b) is struct<a, b>, (1, 2) struct<col1, col2>: IN merges structs of one field
+    # name only, so differing field types have no common type
+    "in_tuple_types": ("WITH t AS (SELECT CAST(1 AS BIGINT) AS a, 2 AS b "
+                       f"{P})\nSELECT a FROM t WHERE (a, b) IN ((1, 2))", DIFF, (2, 24)),
     "greatest_string_int": (f"SELECT greatest(eventId, 1) AS x {P}", DIFF, (1, 8)),
     "map_concat_keys": (f"SELECT map_concat(map('a', 1), map(DATE '2020-01-01', 2)) AS x {P}",
                         DIFF, (1, 8)),
@@ -102,6 +106,8 @@ VALID: dict[str, str] = {
     "between_and_case": f"SELECT CASE request.latency_ms WHEN '1' THEN 'a' WHEN 2.5 THEN 'b' END"
                         f" AS a {P}\nWHERE `timestamp` BETWEEN '2020-01-01' AND DATE '2020-02-01'"
                         f"\n  AND request.latency_ms BETWEEN 1.5 AND '3'",
+    "in_tuple_same_types": "WITH t AS (SELECT CAST(1 AS BIGINT) AS a, 2 AS b "
+                           f"{P})\nSELECT a FROM t WHERE (a, b) IN ((1L, 2), (3L, 4))",
     "big_decimals": "WITH m AS (SELECT map(922337203685477897945456575809789456, 1) AS a,\n"
                     "  map(9.22337203685477897945456575809789456, 2) AS b, map(2, 3) AS c "
                     f"{P})\nSELECT map_zip_with(a, b, (k, v1, v2) -> v1) AS x,\n"
