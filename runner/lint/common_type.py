@@ -11,6 +11,8 @@ rules), or its analyser refuses the model:
   ``[DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES]``; ``map_contains_key``'s key:
   ``[DATATYPE_MISMATCH.MAP_FUNCTION_DIFF_TYPES]``; ``map_zip_with``'s keys:
   ``[DATATYPE_MISMATCH.MAP_ZIP_WITH_DIFF_TYPES]``;
+- a recursive CTE's recursive query, whose columns must cast to its anchor query's types:
+  ``[CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE]``;
 - ``pmod`` and operators whose operands lint types only here (expressions, not the
   literals, columns and casts :class:`~runner.lint.signatures.ArgumentType` judges):
   ``[DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES]``.
@@ -97,7 +99,8 @@ class CommonType(ModelRule):
     ([INCOMPATIBLE_COLUMN_TYPE]), array and map functions' elements and keys
     ([DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES], [...MAP_FUNCTION_DIFF_TYPES],
     [...MAP_ZIP_WITH_DIFF_TYPES]), an operator's operands
-    ([DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES]). Only where lint knows every input's type."""
+    ([DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES]), a recursive CTE's recursive columns
+    ([CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE]). Only where lint knows every input's type."""
 
     id = "common-type"
 
@@ -110,6 +113,7 @@ class CommonType(ModelRule):
         yield from self._functions(ctx)
         yield from self._operators(ctx)
         yield from self._set_operations(ctx, ctx.analysis.selects)
+        yield from self._recursive_ctes(ctx, ctx.analysis.selects)
 
     def _diff(self, ctx: ModelContext, node: exp.Expr, what: str, inputs: Sequence[exp.Expr],
               *, strings: bool = True, error: str = "DATA_DIFF_TYPES") -> Iterator[Violation]:
@@ -164,7 +168,7 @@ class CommonType(ModelRule):
             if not isinstance(query, exp.Expr):
                 continue
             values = node.this.expressions if isinstance(node.this, exp.Tuple) else [node.this]
-            columns = _branchtypes(query, selects)
+            columns = _branch_types(query, selects)
             if columns is None or len(columns) != len(values):
                 continue
             for value, column in zip(values, columns):
@@ -303,8 +307,8 @@ class CommonType(ModelRule):
     def _set_operations(self, ctx: ModelContext, selects: Mapping[int, list[Output]]
                         ) -> Iterator[Violation]:
         for node in ctx.nodes.of(exp.Union, exp.Intersect, exp.Except):
-            left = _branchtypes(node.this, selects)
-            right = _branchtypes(node.expression, selects)
+            left = _branch_types(node.this, selects)
+            right = _branch_types(node.expression, selects)
             if left is None or right is None or len(left) != len(right):
                 continue
             for i, (a, b) in enumerate(zip(left, right)):
@@ -318,14 +322,43 @@ class CommonType(ModelRule):
                 break
 
 
-def _branchtypes(node: exp.Expr, selects: Mapping[int, list[Output]]
+    def _recursive_ctes(self, ctx: ModelContext, selects: Mapping[int, list[Output]]
+                        ) -> Iterator[Violation]:
+        """``WITH RECURSIVE t AS (anchor UNION ALL recursive)``: the anchor's column types are
+        the CTE's; a recursive column Spark cannot cast to its anchor column's type (their
+        common type is not the anchor's: ``INT`` then ``BIGINT``) is refused
+        (``[CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE]``)."""
+        for with_ in ctx.nodes.of(exp.With):
+            if not with_.args.get("recursive"):
+                continue
+            for cte in with_.expressions:
+                body = cte.this
+                if not isinstance(body, exp.Union):
+                    continue
+                anchor = _branch_types(body.this, selects)
+                step = _branch_types(body.expression, selects)
+                if anchor is None or step is None or len(anchor) != len(step):
+                    continue
+                for i, (a, b) in enumerate(zip(anchor, step)):
+                    merged = co.wider(a, b) if a is not None and b is not None else None
+                    if a is None or b is None or merged is None or co.same_type(merged, a):
+                        continue  # no common type at all: INCOMPATIBLE_COLUMN_TYPE above
+                    yield self.at(ctx, body.expression, f"[CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE] "
+                                  f"recursive CTE {cte.alias}: column {i + 1} is {a} in its "
+                                  f"anchor query and {b} in its recursive one, which does not "
+                                  f"cast to {a}", f"cast column {i + 1} of the recursive query "
+                                  f"to {a} (or the anchor's to {merged})")
+                    break
+
+
+def _branch_types(node: exp.Expr, selects: Mapping[int, list[Output]]
                   ) -> list[SparkType | None] | None:
     """The column types of a query: one side of a set operation, an IN subquery (None: not
     known, e.g. a star over a relation lint cannot see into)."""
     node = node.unnest()
     if isinstance(node, exp.SetOperation):
-        left = _branchtypes(node.this, selects)
-        right = _branchtypes(node.expression, selects)
+        left = _branch_types(node.this, selects)
+        right = _branch_types(node.expression, selects)
         if left is None or right is None or len(left) != len(right):
             return None
         return [co.wider(a, b) if a is not None and b is not None else None

@@ -43,6 +43,9 @@ INVALID: dict[str, tuple[str, str, tuple[int, int]]] = {
                       (3, 8)),
     "except_star": (f"WITH t AS (SELECT errors {P})\nSELECT * FROM t EXCEPT SELECT 1 {P}",
                     "INCOMPATIBLE_COLUMN_TYPE", (2, 31)),
+    "recursive_wider": ("WITH RECURSIVE t(n) AS (SELECT 1 FROM parsed_events\nUNION ALL\n"
+                        "SELECT CAST(n + 1 AS BIGINT) FROM t WHERE n < 3) SELECT n FROM t",
+                        "CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE", (3, 13)),
     "array_contains": (f"SELECT array_contains(array(1, 2), DATE '2020-01-01') AS x {P}",
                        "DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES", (1, 8)),
     "array_insert_string": (f"SELECT array_insert(array(1, 2, 3), 3, '4') AS x {P}",
@@ -108,6 +111,10 @@ VALID: dict[str, str] = {
                         f"\n  AND request.latency_ms BETWEEN 1.5 AND '3'",
     "in_tuple_same_types": "WITH t AS (SELECT CAST(1 AS BIGINT) AS a, 2 AS b "
                            f"{P})\nSELECT a FROM t WHERE (a, b) IN ((1L, 2), (3L, 4))",
+    "recursive_narrower": "WITH RECURSIVE t(n, ts) AS (SELECT CAST(1 AS BIGINT),\n"
+                          f"  TIMESTAMP '2020-01-01 00:00:00' {P}\nUNION ALL\n"
+                          "SELECT n + 1, '2020-01-02 00:00:00' FROM t WHERE n < 3)\n"
+                          "SELECT n, ts FROM t",
     "big_decimals": "WITH m AS (SELECT map(922337203685477897945456575809789456, 1) AS a,\n"
                     "  map(9.22337203685477897945456575809789456, 2) AS b, map(2, 3) AS c "
                     f"{P})\nSELECT map_zip_with(a, b, (k, v1, v2) -> v1) AS x,\n"
