@@ -333,8 +333,10 @@ class CommonType(ModelRule):
                 continue
             for cte in with_.expressions:
                 body = cte.this
-                if not isinstance(body, exp.Union):
-                    continue
+                if not isinstance(body, exp.Union) or not any(
+                        t.name.lower() == cte.alias.lower() and not t.args.get("db")
+                        for t in body.expression.find_all(exp.Table)):
+                    continue  # not recursive: a plain UNION, widened as any other
                 anchor = _branch_types(body.this, selects)
                 step = _branch_types(body.expression, selects)
                 if anchor is None or step is None or len(anchor) != len(step):

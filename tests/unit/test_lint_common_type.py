@@ -115,6 +115,8 @@ VALID: dict[str, str] = {
                           f"  TIMESTAMP '2020-01-01 00:00:00' {P}\nUNION ALL\n"
                           "SELECT n + 1, '2020-01-02 00:00:00' FROM t WHERE n < 3)\n"
                           "SELECT n, ts FROM t",
+    "recursive_in_name_only": f"WITH RECURSIVE t(n) AS (SELECT 1 {P} UNION ALL SELECT 2L {P})\n"
+                              "SELECT n FROM t",
     "big_decimals": "WITH m AS (SELECT map(922337203685477897945456575809789456, 1) AS a,\n"
                     "  map(9.22337203685477897945456575809789456, 2) AS b, map(2, 3) AS c "
                     f"{P})\nSELECT map_zip_with(a, b, (k, v1, v2) -> v1) AS x,\n"
