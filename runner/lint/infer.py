@@ -3,7 +3,9 @@
 Expression types come from sqlglot's :class:`TypeAnnotator` run *partially*: the resolver sets
 the type of every column reference it resolves, and the annotator (``overwrite_types=False``)
 types what is built on top of them (functions, operators, CASE, casts...). A few Spark return
-types sqlglot does not know (or gets wrong) are overridden here.
+types sqlglot does not know (or gets wrong) are overridden here; the expressions that merge
+their inputs (``coalesce``, ``IF``, ``CASE``, ``greatest``, ``array()``, ``map()``) get Spark's
+ANSI common type (:mod:`.expr_types`) where it is known.
 
 >>> type_string(parse_type("struct<a: int, b: array<string>>"))
 'STRUCT<a: INT, b: ARRAY<STRING>>'
@@ -22,6 +24,8 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError
 from sqlglot.optimizer.annotate_types import TypeAnnotator
 from sqlglot.schema import MappingSchema
+
+from runner.lint.expr_types import spark_type, to_sqlglot
 
 __all__ = [
     "UNKNOWN",
@@ -255,6 +259,26 @@ def _anonymous(self: TypeAnnotator, e: exp.Expr) -> Any:
     return self._set_type(e, None)
 
 
+#: Expressions that merge their inputs into one type (ANSI coercion): sqlglot types them without
+#: Spark's string promotion (``coalesce(1, '2')``: STRING, Spark: BIGINT).
+_MERGING = (exp.Coalesce, exp.If, exp.Case, exp.Greatest, exp.Least, exp.Array, exp.VarMap,
+            exp.Nvl2)
+
+
+def _spark_merged(base: Callable[[TypeAnnotator, exp.Expr], Any] | None
+                  ) -> Callable[[TypeAnnotator, exp.Expr], Any]:
+    """Spark's type of a merging expression (:mod:`.expr_types`) where it knows every input's,
+    else ``base``'s (sqlglot's)."""
+
+    def annotate(self: TypeAnnotator, e: exp.Expr) -> Any:
+        found = spark_type(e)
+        if found is not None:
+            return self._set_type(e, to_sqlglot(found))
+        return base(self, e) if base is not None else self._set_type(e, None)
+
+    return annotate
+
+
 def _overrides() -> dict[type[exp.Expr], dict[str, Any]]:
     out: dict[type[exp.Expr], dict[str, Any]] = {
         exp.TimestampTrunc: {"annotator": _returns("TIMESTAMP")},
@@ -278,6 +302,10 @@ def _overrides() -> dict[type[exp.Expr], dict[str, Any]]:
         cls = getattr(exp, name, None)
         if cls is not None:
             out[cls] = {"annotator": _returns("INT")}
+    spark = Dialect.get_or_raise("spark").EXPRESSION_METADATA
+    for cls in _MERGING:
+        base = (out.get(cls) or spark.get(cls) or {}).get("annotator")
+        out[cls] = {"annotator": _spark_merged(base)}
     return out
 
 

@@ -25,6 +25,7 @@ from runner.lint.analysis import (
 from runner.lint.ansi import AnsiCast, AnsiDivide, AnsiIndex
 from runner.lint.cdc_config import ChangeDataCapture
 from runner.lint.clauses import QueryShape
+from runner.lint.common_type import CommonType
 from runner.lint.context import ModelContext, parse_sql
 from runner.lint.format_options import FormatOptions
 from runner.lint.generators import GeneratorUse
@@ -69,7 +70,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
     AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(), ChangeDataCapture(), KafkaColumns(),
     FunctionArguments(), ArgumentType(), InvalidLiteral(), QueryShape(), RecursiveCte(),
-    AggregateCall(), GroupingShape(), GeneratorUse(), FormatOptions(),
+    AggregateCall(), GroupingShape(), GeneratorUse(), FormatOptions(), CommonType(),
 )
 
 

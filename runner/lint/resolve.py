@@ -218,6 +218,8 @@ class Resolver(NameResolver):
                     "cluster"):
             self.walk(node.args.get(key), frame)
         self._outputs[id(node)] = outputs
+        if not open_:
+            self.analysis.selects[id(node)] = outputs
         single = frame.sources[0][1] if len(frame.sources) == 1 else None
         joined = joined_unique(node, self._relations(node), self.source_of, self.refs_of) \
             if node.args.get("joins") else []

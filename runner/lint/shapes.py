@@ -108,3 +108,7 @@ class Analysis:
     ambiguous_columns: list[Finding] = field(default_factory=list)
     used_fields: set[str] = field(default_factory=set)
     star_over_events: bool = False
+    #: id(SELECT node) -> its output columns, for every SELECT of the query (UNION branches,
+    #: CTEs, subqueries) whose columns are all known: what a rule reads of a branch whose
+    #: ``*`` it cannot expand itself
+    selects: dict[int, list[Output]] = field(default_factory=dict)
