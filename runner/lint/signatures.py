@@ -26,9 +26,10 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from runner.errors import Violation
-from runner.lint.builtins import Signature, arg_type, operator_refuses, signature
+from runner.lint.builtins import Signature, arg_type, operator_refuses, signature, value_type
+from runner.lint.casts import cast_refusal
 from runner.lint.context import ModelContext
-from runner.lint.infer import element_type, is_, is_known
+from runner.lint.infer import element_type, is_, is_known, type_string
 from runner.lint.rules import ModelRule
 from runner.lint.sql_tokens import tokens as sql_tokens
 from runner.lint.sql_tokens import violation_at
@@ -131,6 +132,9 @@ def _split(tokens: tuple[Token, ...], open_at: int) -> tuple[list[tuple[int, int
         elif depth == 0 and kind == TokenType.COMMA:
             ranges.append((start, k))
             start = k + 1
+        elif kind == TokenType.STAR and k > start and \
+                tokens[k - 1].token_type in _OPERAND_END:
+            continue  # a product (a * b), not count(*) or t.*
         elif depth == 0 and (kind in _SPECIAL or tokens[k].text.upper() in _SPECIAL_WORDS):
             return None
     return None
@@ -148,8 +152,23 @@ def _arg(tokens: tuple[Token, ...], i: int, j: int,
            and tokens[j - 1].token_type == TokenType.R_PAREN
            and _split(tokens, i) == ([(i + 1, j - 1)], j - 1)):
         i, j = i + 1, j - 1  # (expr): the node spans what is inside
-    node = spans.get((tokens[i].start, tokens[j - 1].end)) if j > i else None
+    node = _covering(spans, tokens[i].start, tokens[j - 1].end) if j > i else None
     return Arg(node, first, name, is_lambda)
+
+
+def _covering(spans: dict[tuple[int, int], exp.Expr], lo: int, hi: int) -> exp.Expr | None:
+    """The node that spans ``[lo, hi]`` exactly, else the one node that covers every node
+    inside it: sqlglot keeps no position for keywords and types, so ``CAST(x AS INT)``,
+    ``array(1, 2)`` or ``-x`` span only what is inside them (None when two nodes side by
+    side are the widest: lint cannot tell which the argument is)."""
+    exact = spans.get((lo, hi))
+    if exact is not None:
+        return exact
+    inside = [s for s in spans if lo <= s[0] and s[1] <= hi]
+    if not inside:
+        return None
+    widest = (min(s[0] for s in inside), max(s[1] for s in inside))
+    return spans.get(widest)
 
 
 def _over(tokens: tuple[Token, ...], close: int) -> bool:
@@ -305,6 +324,79 @@ _SPARK_TYPES = {"string": "STRING", "tinyint": "TINYINT", "smallint": "SMALLINT"
                 "interval_month": "INTERVAL YEAR TO MONTH"}
 
 
+_CAST_HINTS = {
+    "DATATYPE_MISMATCH.CAST_WITH_FUNC_SUGGESTION": "between numbers and dates use "
+    "date_from_unix_date() / unix_date()",
+    "DATATYPE_MISMATCH.CAST_WITH_CONF_SUGGESTION": "only legacy casting (ANSI off) takes "
+    "it: convert with a function instead (hex(), to_binary(), ...)",
+    "DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION": "no cast does this: build the value with "
+    "a function (from_json(), split(), array(), struct(), ...)",
+}
+
+
+def _unorderable(dtype: exp.DataType | None) -> str | None:
+    """The part of ``dtype`` that has no order in Spark (``MAP``, ``VARIANT``), or None
+    (orderable, or unknown)."""
+    if dtype is None:
+        return None
+    if is_(dtype, T.MAP, T.VARIANT):
+        return type_string(exp.DataType(this=dtype.this))
+    if is_(dtype, T.ARRAY, T.STRUCT):
+        for inner in dtype.expressions:
+            kind = inner.args.get("kind") if isinstance(inner, exp.ColumnDef) else inner
+            found = _unorderable(kind) if isinstance(kind, exp.DataType) else None
+            if found is not None:
+                return found
+    return None
+
+
+#: Higher-order functions whose function argument Spark wraps in a lambda when it is no
+#: lambda (``filter(arr, 1)``): its position, the type it must return, the error class.
+_FUNCTION_ARGUMENTS: dict[str, tuple[int, frozenset[str], str]] = {
+    name: (1, frozenset({"boolean"}), "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE")
+    for name in ("filter", "exists", "forall", "map_filter")}
+_FUNCTION_ARGUMENTS["array_sort"] = (1, frozenset({"int"}),
+                                     "DATATYPE_MISMATCH.UNEXPECTED_RETURN_TYPE")
+_FUNCTION_ARGUMENTS["transform_keys"] = (1, frozenset(), "DATATYPE_MISMATCH.INVALID_MAP_KEY_TYPE")
+
+
+def _function_argument(call: Call) -> tuple[exp.Expr, str, str] | None:
+    """A higher-order function given a constant of a type its function may not return
+    (``filter(arr, 1)``: Spark wants a BOOLEAN) or, for ``transform_keys``, a map key type
+    Spark refuses (a MAP)."""
+    rule = _FUNCTION_ARGUMENTS.get(call.name)
+    arg = call.args[rule[0]] if rule is not None and len(call.args) > rule[0] else None
+    if rule is None or arg is None or arg.node is None or arg.is_lambda or arg.name:
+        return None
+    kind = arg_type(arg.node)
+    if call.name == "transform_keys":
+        bad = kind == "map"
+    else:
+        bad = kind is not None and kind not in rule[1] and kind not in (
+            "string", "string_literal")
+    if not bad:
+        return None
+    wanted = "a MAP key type (no MAP)" if call.name == "transform_keys" else \
+        " or ".join(sorted(k.upper() for k in rule[1]))
+    return (arg.node, f"[{rule[2]}] argument {rule[0] + 1} of {call.name}() is a function "
+            f"that must return {wanted}, not {_SPARK_TYPES.get(kind or '', kind)}: "
+            f"{_sql(arg.node)}", "write a lambda (x -> ...) that returns it")
+
+
+def _null_argument(call: Call) -> tuple[exp.Expr, str, str] | None:
+    """A ``NULL`` literal where Spark refuses one (``explode(NULL)``: VOID is no ARRAY or
+    MAP; ``schema_of_json(NULL)``: [DATATYPE_MISMATCH.UNEXPECTED_NULL])."""
+    for i, error in call.signature.nulls.items():
+        arg = call.args[i] if i < len(call.args) else None
+        if arg is not None and arg.node is not None and arg.name is None and \
+                isinstance(arg.node.unnest(), exp.Null):
+            rule = call.signature.types.get(i)
+            needs = f" must be {rule[0]}" if rule else " must not be NULL"
+            return (arg.node, f"[{error}] argument {i + 1} of {call.name}(){needs}, not a "
+                    "NULL literal", "cast it: CAST(NULL AS <type>) (or pass a value)")
+    return None
+
+
 def _value_type(node: exp.Expr) -> exp.DataType | None:
     """The type of a column, struct field or an array element of one, where resolution typed
     it (``errors[0]``: the element type of ``errors``)."""
@@ -332,9 +424,16 @@ class ArgumentType(ModelRule):
         if ctx.query is None:
             return
         for call in calls(ctx):
-            if argument_problem(call) is not None or not call.signature.checks_arguments_of(
-                    len(call.args)):
-                continue  # the arguments are wrong already, or an overload not probed
+            if argument_problem(call) is not None:
+                continue  # the arguments are wrong already
+            found = _function_argument(call)
+            if found is None and call.signature.checks_arguments_of(len(call.args)):
+                found = _null_argument(call)
+            if found is not None:
+                yield self.at(ctx, *found)
+                continue
+            if not call.signature.checks_arguments_of(len(call.args)):
+                continue  # an overload not probed
             for i, arg in enumerate(call.args):
                 rule = call.signature.types.get(i)
                 kind = arg_type(arg.node) if rule is not None and arg.node is not None \
@@ -354,6 +453,36 @@ class ArgumentType(ModelRule):
         yield from self._struct_index(ctx)
         yield from self._unary_plus(ctx)
         yield from self._time_casts(ctx)
+        yield from self._casts(ctx)
+        yield from self._ordering(ctx)
+
+    def _casts(self, ctx: ModelContext) -> Iterator[Violation]:
+        """``CAST(x AS t)`` of a type ANSI mode does not cast to ``t`` (:mod:`.casts`):
+        ``CAST(1 AS BINARY)``, ``CAST('a' AS ARRAY<STRING>)``. TRY_CAST has rules of its own
+        (left alone); a typed literal (``DATE '...'``) is a string cast, always taken."""
+        for node in ctx.nodes.of(exp.Cast):
+            to = node.args.get("to")
+            if node.args.get("safe") or not isinstance(to, exp.DataType):
+                continue
+            source = value_type(node.this)
+            error = cast_refusal(source, to)
+            if error is not None and source is not None:
+                yield self.at(ctx, node, f"[{error}] {_sql(node)}: Spark's ANSI mode does not "
+                              f"cast {type_string(source)} to {type_string(to)}",
+                              _CAST_HINTS.get(error, "cast to another type, or convert it "
+                                              "with a function"))
+
+    def _ordering(self, ctx: ModelContext) -> Iterator[Violation]:
+        """``ORDER BY`` (a query's or a window's) of a value Spark cannot order: a MAP, a
+        VARIANT, or an array or struct holding one ([DATATYPE_MISMATCH.INVALID_ORDERING_TYPE])."""
+        for node in ctx.nodes.of(exp.Ordered):
+            dtype = value_type(node.this)
+            bad = _unorderable(dtype)
+            if bad is not None and dtype is not None:
+                yield self.at(ctx, node, f"[DATATYPE_MISMATCH.INVALID_ORDERING_TYPE] "
+                              f"{_sql(node.this)}: Spark cannot order values of type "
+                              f"{type_string(dtype)} ({bad} has no order)",
+                              "order by a field or a cast of it to STRING")
 
     def _time_casts(self, ctx: ModelContext) -> Iterator[Violation]:
         """``CAST(x AS TIME)``: Spark 4.2 has no TIME values (a ``TIME '12:00'`` literal, which

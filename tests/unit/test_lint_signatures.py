@@ -59,6 +59,40 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                      "UNSUPPORTED_TIME_TYPE", (1, 13)),
     "struct_by_number": ("argument-type", f"SELECT errors[0][1] AS x {P}",
                          "INVALID_EXTRACT_FIELD_TYPE", (1, 8)),
+    "date_add_bigint_product": ("argument-type",
+                                f"SELECT date_add(`timestamp`, CAST(1 AS BIGINT) * -1) AS d {P}",
+                                "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 35)),
+    "some_smallint": ("argument-type", f"SELECT some(CAST(1 AS SMALLINT)) AS s {P}",
+                      "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 18)),
+    "explode_struct": ("argument-type", f"SELECT explode(named_struct('a', 1)) AS x {P}",
+                       "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 16)),
+    "filter_int": ("argument-type", f"SELECT filter(errors, 1) AS x {P}",
+                   "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 23)),
+    "exists_map": ("argument-type", f"SELECT exists(errors, map('a', true)) AS x {P}",
+                   "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 23)),
+    "array_sort_array": ("argument-type", f"SELECT array_sort(array(3, 1), array(0)) AS x {P}",
+                         "DATATYPE_MISMATCH.UNEXPECTED_RETURN_TYPE", (1, 32)),
+    "transform_keys_map": ("argument-type",
+                           f"SELECT transform_keys(map('a', 1), map('k', 'v')) AS x {P}",
+                           "DATATYPE_MISMATCH.INVALID_MAP_KEY_TYPE", (1, 36)),
+    "cast_int_binary": ("argument-type", f"SELECT hex(CAST(request.latency_ms AS BINARY)) AS h {P}",
+                        "DATATYPE_MISMATCH.CAST_WITH_CONF_SUGGESTION", (1, 17)),
+    "cast_literal_binary": ("argument-type", f"SELECT CAST(-123 AS BINARY) AS b {P}",
+                            "DATATYPE_MISMATCH.CAST_WITH_CONF_SUGGESTION", (1, 14)),
+    "cast_string_array": ("argument-type", f"SELECT CAST(eventId AS ARRAY<STRING>) AS a {P}",
+                          "DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION", (1, 13)),
+    "cast_string_struct": ("argument-type",
+                           f"SELECT CAST(user.country AS STRUCT<s: STRING>) AS s {P}",
+                           "DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION", (1, 13)),
+    "cast_date_int": ("argument-type", f"SELECT CAST(DATE '2020-01-01' AS INT) AS d {P}",
+                      "DATATYPE_MISMATCH.CAST_WITH_FUNC_SUGGESTION", (1, 18)),
+    "cast_struct_width": ("argument-type",
+                          f"SELECT CAST(user AS STRUCT<a: STRING>) AS u {P}",
+                          "DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION", (1, 13)),
+    "order_by_variant": ("argument-type", f"SELECT eventId {P} ORDER BY CAST(eventId AS VARIANT)",
+                         "DATATYPE_MISMATCH.INVALID_ORDERING_TYPE", (1, 49)),
+    "order_by_map": ("argument-type", f"SELECT eventId {P} ORDER BY map('a', eventId) DESC",
+                     "DATATYPE_MISMATCH.INVALID_ORDERING_TYPE", (1, 44)),
     "date_words": ("invalid-literal", f"SELECT date 'mar 11 2016' AS d {P}",
                    "INVALID_TYPED_LITERAL", (1, 8)),
     "date_no_such_day": ("invalid-literal", f"SELECT date '2016-02-30' AS d {P}",
@@ -169,6 +203,20 @@ VALID: dict[str, str] = {
                            f"  INTERVAL '1' MONTH + INTERVAL '2' YEAR AS b,\n"
                            f"  `timestamp` - INTERVAL '1-2' YEAR TO MONTH AS c {P}",
     "interval_sign_space": f"SELECT INTERVAL '-\t 1' DAY AS a {P}",
+    "casts_ansi_takes": "SELECT CAST(1 AS BOOLEAN) AS a, CAST(`timestamp` AS BIGINT) AS b,\n"
+                        "  CAST(1.5 AS TIMESTAMP) AS c, CAST(errors AS STRING) AS d,\n"
+                        f"  CAST(NULL AS ARRAY<INT>) AS e, CAST(eventId AS BINARY) AS f {P}",
+    "casts_ansi_takes_too": "SELECT CAST(array(1) AS ARRAY<STRING>) AS g,\n"
+                            "  CAST(true AS DECIMAL(3, 1)) AS h,\n"
+                            "  CAST(INTERVAL '1' DAY AS BIGINT) AS i, CAST(2 AS INTERVAL DAY) AS j,\n"
+                            "  CAST(user AS STRUCT<a: STRING, b: BINARY>) AS k,\n"
+                            "  CAST(DATE '2020-01-01' AS TIMESTAMP_NTZ) AS l, CAST(-1 AS DOUBLE) AS m"
+                            f"\n{P}",
+    "function_arguments": f"SELECT filter(errors, true) AS a, exists(errors, NULL) AS b,\n"
+                          f"  array_sort(array(2, 1), (x, y) -> 0) AS c,\n"
+                          f"  transform_keys(map('a', 1), (k, v) -> upper(k)) AS d,\n"
+                          f"  explode(array(1, 2)) AS e, date_add(`timestamp`, 1 * -1) AS f {P}",
+    "orderable": f"SELECT eventId {P} ORDER BY array(1), named_struct('a', eventId), errors",
 }
 
 
