@@ -16,6 +16,8 @@ type, VARIANT, the geospatial types, a user-defined type) answers None: callers 
 'DATATYPE_MISMATCH.CAST_WITH_FUNC_SUGGESTION'
 >>> cast_refusal(t("ARRAY<INT>"), t("ARRAY<STRING>")) is None
 True
+>>> cast_refusal(t("ARRAY<DATE>"), t("ARRAY<INT>"))
+'DATATYPE_MISMATCH.CAST_WITH_FUNC_SUGGESTION'
 """
 
 from __future__ import annotations
@@ -152,6 +154,13 @@ def cast_refusal(src: exp.DataType | None, dst: exp.DataType | None) -> str | No
     if can_ansi_cast(src, dst) is not False:
         return None
     a, b = category(src), category(dst)
+    if src is not None and dst is not None and a == b and a in ("array", "map", "struct") \
+            and can_cast(src, dst):
+        # legacy casting takes it: Spark 4.2 classes the refusal by the refused elements
+        # (ARRAY<DATE> to ARRAY<INT>: CAST_WITH_FUNC_SUGGESTION, measured against a session)
+        pairs = zip(_elements(src), _elements(dst), strict=True)
+        refused = next((x, y) for x, y in pairs if can_ansi_cast(x, y) is False)
+        return cast_refusal(*refused)
     if (a in _NUMERIC and b == "date") or (a == "date" and b in _NUMERIC):
         return "DATATYPE_MISMATCH.CAST_WITH_FUNC_SUGGESTION"
     if can_cast(src, dst):
