@@ -32,6 +32,10 @@ against, from the registry where it says so and else by asking the analyser (eac
 - ``types``: per argument position (the first three), the basic types Spark refuses there with
   ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE`` naming that position (the other arguments NULL),
   and the type it requires.
+- ``nulls``: argument positions (0-based) where Spark refuses a ``NULL`` literal, with the
+  error class (``explode(NULL)``: ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE``, VOID is no
+  collection; ``schema_of_json(NULL)``: ``DATATYPE_MISMATCH.UNEXPECTED_NULL``), the other
+  arguments typed NULLs of types they take.
 - ``refused``: the error class of a function Spark refuses whatever its arguments (the TIME
   functions, ``UNSUPPORTED_TIME_TYPE``: every call of it refused so, no argument type taken).
 - ``probed_nargs``: the argument count ``literal`` and ``types`` were probed with (the largest
@@ -240,6 +244,8 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
         return out
     types: dict[str, list[Any]] = {}
     literal: dict[str, str] = {}
+    nulls = {str(i): refusal for i in accepted
+             if (refusal := _null_refused(prober, name, arity, i, accepted)) is not None}
     for i, (ok, refused, required) in accepted.items():
         # a refusal that depends on the other arguments (lag's default: the input's type,
         # VOID when the input is NULL) is not the position's own: refused again with every
@@ -264,7 +270,9 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
         out["types"] = types
     if literal:
         out["literal"] = literal
-    if types or literal:
+    if nulls:
+        out["nulls"] = nulls
+    if types or literal or nulls:
         out["probed_nargs"] = arity
     return out
 
@@ -318,6 +326,29 @@ def _refused_among(prober: Prober, name: str, arity: int, i: int, t: str,
     error = prober.error(_call(name, args))
     return error is not None and error[0] == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE" and \
         error[1].get("paramIndex") == _ORDINALS[i]
+
+
+def _null_refused(prober: Prober, name: str, arity: int, i: int,
+                  accepted: dict[int, tuple[list[str], list[str], str]]) -> str | None:
+    """The error class Spark refuses a ``NULL`` literal (type VOID) at position ``i`` with,
+    the other arguments typed as in :func:`_refused_among`; None when it takes it (most
+    positions: Spark casts NULL to the type they need)."""
+    args = []
+    for j in range(arity):
+        ok = accepted[j][0] if j in accepted else []
+        other = next((o for o in _PREFERRED if o in ok), None)
+        args.append("NULL" if j == i or other is None else _null(other))
+    error = prober.error(_call(name, args))
+    if error is None:
+        return None
+    if error[0] == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE" and \
+            error[1].get("paramIndex") == _ORDINALS[i] and error[1].get("inputType") == '"VOID"':
+        return error[0]
+    if error[0] != "DATATYPE_MISMATCH.UNEXPECTED_NULL":
+        return None
+    args[i] = _sample(_candidates(*accepted[i][:2]))  # the NULL's own: a value there passes
+    again = prober.error(_call(name, args)) if args[i] != "NULL" else error
+    return error[0] if again is None or again[0] != error[0] else None
 
 
 def _operators(prober: Prober) -> dict[str, dict[str, str]]:

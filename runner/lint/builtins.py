@@ -177,8 +177,9 @@ _INTEGRAL = (T.TINYINT, T.SMALLINT, T.INT, T.BIGINT)
 def value_type(node: exp.Expr) -> exp.DataType | None:
     """Spark's type of ``node`` where lint can vouch for it: literals (``NULL`` is VOID,
     ``1.5`` a DECIMAL), casts and typed literals, columns name resolution typed, a minus sign
-    or ``+ - *`` over numbers so typed, the constructors ``array(...)``, ``struct(...)``,
-    ``named_struct(...)``, ``map(...)`` (their element types unknown). None otherwise."""
+    or ``+ - *`` over numbers so typed, the constructors ``array(...)`` (its element type
+    when all its elements have the same: ``array()`` is ``ARRAY<VOID>``), ``struct(...)``,
+    ``named_struct(...)``, ``map(...)`` (their field types unknown). None otherwise."""
     node = node.unnest()
     if isinstance(node, exp.Literal):
         kind = T.TEXT if node.is_string else _LITERAL_TYPES.get(_number_type(node.name) or "")
@@ -200,6 +201,12 @@ def value_type(node: exp.Expr) -> exp.DataType | None:
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
         return _wider(value_type(node.this), value_type(node.expression))
     kind = _CONSTRUCTORS.get(type(node))
+    if kind is T.ARRAY:  # array(1, 2): ARRAY<INT> when every element has one known type
+        elements = {value_type(e) for e in node.expressions}
+        if len(node.expressions) == 0:
+            elements = {exp.DataType(this=T.NULL)}
+        inner = elements.pop() if len(elements) == 1 else None
+        return exp.DataType(this=T.ARRAY, expressions=[inner] if inner else [], nested=True)
     if kind is not None:
         return exp.DataType(this=kind, nested=True)
     return None

@@ -29,7 +29,7 @@ from runner.errors import Violation
 from runner.lint.builtins import Signature, arg_type, operator_refuses, signature, value_type
 from runner.lint.casts import cast_refusal
 from runner.lint.context import ModelContext
-from runner.lint.infer import element_type, is_, is_known, type_string
+from runner.lint.infer import element_type, is_, is_known, parse_type, type_string
 from runner.lint.rules import ModelRule
 from runner.lint.sql_tokens import tokens as sql_tokens
 from runner.lint.sql_tokens import violation_at
@@ -52,6 +52,7 @@ class Arg:
     start: int
     name: str | None = None
     is_lambda: bool = False
+    is_null: bool = False  # the NULL literal (sqlglot keeps no position for it: no node)
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ def _split(tokens: tuple[Token, ...], open_at: int) -> tuple[list[tuple[int, int
 
 
 def _arg(tokens: tuple[Token, ...], i: int, j: int,
-         spans: dict[tuple[int, int], exp.Expr]) -> Arg:
+         spans: dict[tuple[int, int], exp.Expr], call: str) -> Arg:
     name = None
     first = tokens[i].start if j > i else 0
     kinds = [t.token_type for t in tokens[i:j]]
@@ -153,7 +154,20 @@ def _arg(tokens: tuple[Token, ...], i: int, j: int,
            and _split(tokens, i) == ([(i + 1, j - 1)], j - 1)):
         i, j = i + 1, j - 1  # (expr): the node spans what is inside
     node = _covering(spans, tokens[i].start, tokens[j - 1].end) if j > i else None
-    return Arg(node, first, name, is_lambda)
+    is_null = j - i == 1 and tokens[i].token_type == TokenType.NULL
+    return Arg(_inside(node, call), first, name, is_lambda, is_null)
+
+
+def _inside(node: exp.Expr | None, call: str) -> exp.Expr | None:
+    """``node``, or its one child when ``node`` is the call itself: a call sqlglot keeps no
+    position for (``ANY(x)``) spans exactly its one argument."""
+    if node is None or node._meta:  # noqa: SLF001 - .meta would allocate a dict
+        return node
+    own = node.sql_name() if isinstance(node, exp.Func) else node.key
+    if own.lower() == call:
+        children = list(node.iter_expressions())
+        return children[0] if len(children) == 1 else None
+    return node
 
 
 def _covering(spans: dict[tuple[int, int], exp.Expr], lo: int, hi: int) -> exp.Expr | None:
@@ -218,7 +232,7 @@ def _calls(sql: str, query: exp.Expr) -> list[Call]:
             continue  # DECIMAL(10, 2): a type
         if spans is None:
             spans = _spans(query)
-        out.append(Call(sig, tokens[k].start, tuple(_arg(tokens, i, j, spans)
+        out.append(Call(sig, tokens[k].start, tuple(_arg(tokens, i, j, spans, name)
                                                     for i, j in ranges), _over(tokens, split[1])))
     return out
 
@@ -324,6 +338,33 @@ _SPARK_TYPES = {"string": "STRING", "tinyint": "TINYINT", "smallint": "SMALLINT"
                 "interval_month": "INTERVAL YEAR TO MONTH"}
 
 
+def _outer_kinds(required: str) -> str:
+    """Spark's required type with what is inside ``<...>`` (and parentheses) left out:
+    ``ARRAY<STRUCT>`` is an ARRAY, ``(ARRAY or MAP)`` either."""
+    out, depth = [], 0
+    for ch in required.upper():
+        depth += ch == "<"
+        if depth == 0:
+            out.append(" " if ch in "()" else ch)
+        depth -= ch == ">"
+    return "".join(out)
+
+
+def _strict_elements(node: exp.Expr, required: str) -> str | None:
+    """The argument's type when it is an array whose element type is not the one a position
+    that takes no other requires: ``vector_norm(array(1, 2))`` (ARRAY<INT>; ARRAY<FLOAT>
+    required). Strict means Spark refused an ARRAY<INT> there (no implicit cast of the
+    elements: ``array_join`` casts them, and is left alone), so only ``ARRAY<X>`` positions
+    that refuse ``array`` reach here; None when they match or lint does not know them."""
+    dtype = value_type(node)
+    inner = element_type(dtype)
+    want = parse_type(required) if required.upper().startswith("ARRAY<") else None
+    if want is None or not is_known(inner) or element_type(want) is None or \
+            "(" in required or inner == element_type(want):
+        return None
+    return type_string(dtype) if inner.this is not T.NULL else "ARRAY<VOID>"
+
+
 _CAST_HINTS = {
     "DATATYPE_MISMATCH.CAST_WITH_FUNC_SUGGESTION": "between numbers and dates use "
     "date_from_unix_date() / unix_date()",
@@ -360,7 +401,7 @@ _FUNCTION_ARGUMENTS["array_sort"] = (1, frozenset({"int"}),
 _FUNCTION_ARGUMENTS["transform_keys"] = (1, frozenset(), "DATATYPE_MISMATCH.INVALID_MAP_KEY_TYPE")
 
 
-def _function_argument(call: Call) -> tuple[exp.Expr, str, str] | None:
+def _function_argument(call: Call) -> tuple[int, str, str] | None:
     """A higher-order function given a constant of a type its function may not return
     (``filter(arr, 1)``: Spark wants a BOOLEAN) or, for ``transform_keys``, a map key type
     Spark refuses (a MAP)."""
@@ -378,21 +419,20 @@ def _function_argument(call: Call) -> tuple[exp.Expr, str, str] | None:
         return None
     wanted = "a MAP key type (no MAP)" if call.name == "transform_keys" else \
         " or ".join(sorted(k.upper() for k in rule[1]))
-    return (arg.node, f"[{rule[2]}] argument {rule[0] + 1} of {call.name}() is a function "
+    return (arg.start, f"[{rule[2]}] argument {rule[0] + 1} of {call.name}() is a function "
             f"that must return {wanted}, not {_SPARK_TYPES.get(kind or '', kind)}: "
             f"{_sql(arg.node)}", "write a lambda (x -> ...) that returns it")
 
 
-def _null_argument(call: Call) -> tuple[exp.Expr, str, str] | None:
+def _null_argument(call: Call) -> tuple[int, str, str] | None:
     """A ``NULL`` literal where Spark refuses one (``explode(NULL)``: VOID is no ARRAY or
     MAP; ``schema_of_json(NULL)``: [DATATYPE_MISMATCH.UNEXPECTED_NULL])."""
     for i, error in call.signature.nulls.items():
         arg = call.args[i] if i < len(call.args) else None
-        if arg is not None and arg.node is not None and arg.name is None and \
-                isinstance(arg.node.unnest(), exp.Null):
+        if arg is not None and arg.name is None and arg.is_null:
             rule = call.signature.types.get(i)
             needs = f" must be {rule[0]}" if rule else " must not be NULL"
-            return (arg.node, f"[{error}] argument {i + 1} of {call.name}(){needs}, not a "
+            return (arg.start, f"[{error}] argument {i + 1} of {call.name}(){needs}, not a "
                     "NULL literal", "cast it: CAST(NULL AS <type>) (or pass a value)")
     return None
 
@@ -430,7 +470,7 @@ class ArgumentType(ModelRule):
             if found is None and call.signature.checks_arguments_of(len(call.args)):
                 found = _null_argument(call)
             if found is not None:
-                yield self.at(ctx, *found)
+                yield violation_at(self, ctx, *found)
                 continue
             if not call.signature.checks_arguments_of(len(call.args)):
                 continue  # an overload not probed
@@ -441,12 +481,15 @@ class ArgumentType(ModelRule):
                 if rule is None or arg.node is None or kind is None or kind not in rule[1]:
                     continue
                 required = rule[0]
-                if kind in _COMPLEX and _SPARK_TYPES[kind] in required.upper():
-                    continue  # an element or field type Spark may refuse, not the kind
+                shown = _SPARK_TYPES[kind]
+                if kind in _COMPLEX and shown in _outer_kinds(required).split():
+                    shown = _strict_elements(arg.node, required) or ""
+                    if not shown:
+                        continue  # an element or field type Spark may take, not the kind
                 text = _sql(arg.node)
                 yield self.at(ctx, arg.node, f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] "
                               f"argument {i + 1} of {call.name}() must be {required}, not "
-                              f"{_SPARK_TYPES[kind]}: {text}",
+                              f"{shown}: {text}",
                               f"cast it (CAST({text} AS ...)) or pass another column")
                 break
         yield from self._operators(ctx)

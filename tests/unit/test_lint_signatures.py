@@ -66,6 +66,18 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                       "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 18)),
     "explode_struct": ("argument-type", f"SELECT explode(named_struct('a', 1)) AS x {P}",
                        "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 16)),
+    "any_bigint": ("argument-type", f"SELECT any(CAST(1 AS BIGINT)) AS s {P}",
+                   "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 17)),
+    "explode_null": ("argument-type", f"SELECT explode(NULL) AS x {P}",
+                     "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 16)),
+    "get_null": ("argument-type", f"SELECT get(NULL, 0) AS x {P}",
+                 "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 12)),
+    "mode_null": ("argument-type", f"SELECT mode(request.latency_ms, NULL) AS x {P}",
+                  "DATATYPE_MISMATCH.UNEXPECTED_NULL", (1, 33)),
+    "inline_struct": ("argument-type", f"SELECT inline(named_struct('a', 1)) AS x {P}",
+                      "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 15)),
+    "vector_int_array": ("argument-type", f"SELECT vector_norm(array(3, 4), 2.0F) AS x {P}",
+                         "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 20)),
     "filter_int": ("argument-type", f"SELECT filter(errors, 1) AS x {P}",
                    "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 23)),
     "exists_map": ("argument-type", f"SELECT exists(errors, map('a', true)) AS x {P}",
@@ -217,6 +229,9 @@ VALID: dict[str, str] = {
                           f"  transform_keys(map('a', 1), (k, v) -> upper(k)) AS d,\n"
                           f"  explode(array(1, 2)) AS e, date_add(`timestamp`, 1 * -1) AS f {P}",
     "orderable": f"SELECT eventId {P} ORDER BY array(1), named_struct('a', eventId), errors",
+    "arrays_cast_or_typed": f"SELECT array_join(array(1, 2), ',') AS a,\n"
+                            f"  vector_norm(array(CAST(3 AS FLOAT)), 2.0F) AS b,\n"
+                            f"  coalesce(NULL, eventId) AS c, upper(NULL) AS d, size(NULL) AS e {P}",
 }
 
 
