@@ -25,6 +25,7 @@ from runner.lint.ansi import AnsiCast, AnsiDivide, AnsiIndex
 from runner.lint.cdc_config import ChangeDataCapture
 from runner.lint.clauses import QueryShape
 from runner.lint.context import ModelContext, parse_sql
+from runner.lint.frames import WindowFrame
 from runner.lint.guard import GUARD_RULES, NotAQuery, UnknownTable, UnsafeFunction, UnsafeTable
 from runner.lint.infer import parse_type, type_string
 from runner.lint.kafka import KafkaColumns
@@ -63,7 +64,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     NondeterministicMerge(), AppendAggregate(), AppendWindow(), MergeKeyNotUnique(),
     MissingAggregation(), MisplacedAggregate(), WindowOrder(), AmbiguousColumn(), TypeMismatch(),
     AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(), ChangeDataCapture(), KafkaColumns(),
-    FunctionArguments(), ArgumentType(), InvalidLiteral(), QueryShape(),
+    FunctionArguments(), ArgumentType(), InvalidLiteral(), QueryShape(), WindowFrame(),
 )
 
 

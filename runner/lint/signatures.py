@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
@@ -359,9 +360,10 @@ def _strict_elements(node: exp.Expr, required: str) -> str | None:
     dtype = value_type(node)
     inner = element_type(dtype)
     want = parse_type(required) if required.upper().startswith("ARRAY<") else None
-    if want is None or not is_known(inner) or element_type(want) is None or \
-            "(" in required or inner == element_type(want):
-        return None
+    wanted = element_type(want)
+    if wanted is None or wanted.expressions or not is_known(inner) or "(" in required or \
+            inner.this is wanted.this:
+        return None  # the same kind (ARRAY<STRUCT> takes any struct), or unknown
     return type_string(dtype) if inner.this is not T.NULL else "ARRAY<VOID>"
 
 
@@ -424,6 +426,58 @@ def _function_argument(call: Call) -> tuple[int, str, str] | None:
             f"{_sql(arg.node)}", "write a lambda (x -> ...) that returns it")
 
 
+#: Constant arguments Spark checks the value of ([DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE]): the
+#: function, the position, what it must be (Spark's TimeBucket: a positive bucket size;
+#: RegExpReplace: a position from 1).
+_POSITIVE: dict[str, tuple[int, str]] = {
+    "time_bucket": (0, "a positive interval"),
+    "regexp_replace": (3, "a position from 1"),
+}
+_UNIT_SIZES = {"YEAR": ("ym", 12), "MONTH": ("ym", 1), "WEEK": ("dt", 7 * 86_400_000_000),
+               "DAY": ("dt", 86_400_000_000), "HOUR": ("dt", 3_600_000_000),
+               "MINUTE": ("dt", 60_000_000), "SECOND": ("dt", 1_000_000)}
+
+
+def _constant_value(node: exp.Expr) -> tuple[str, Decimal] | None:
+    """An integer or single-unit interval constant's (family, value): ``5`` is
+    ``("int", 5)``, ``INTERVAL '15' MINUTE - INTERVAL '20' MINUTE`` ``("dt", -300000000)``
+    (microseconds); None for anything else."""
+    node = node.unnest()
+    if isinstance(node, exp.Literal) and node.is_int:
+        return "int", Decimal(node.name)
+    if isinstance(node, exp.Neg):
+        inner = _constant_value(node.this)
+        return (inner[0], -inner[1]) if inner else None
+    if isinstance(node, exp.Interval) and isinstance(node.this, exp.Literal):
+        unit = node.args.get("unit")
+        size = _UNIT_SIZES.get(unit.name.upper().rstrip("S")) if isinstance(
+            unit, exp.Var) else None
+        try:
+            return (size[0], Decimal(node.this.name.strip()) * size[1]) if size else None
+        except InvalidOperation:
+            return None
+    if isinstance(node, (exp.Add, exp.Sub)):
+        a, b = _constant_value(node.this), _constant_value(node.expression)
+        if a is None or b is None or a[0] != b[0] or a[0] == "int":
+            return None
+        return a[0], a[1] + b[1] if isinstance(node, exp.Add) else a[1] - b[1]
+    return None
+
+
+def _out_of_range(call: Call) -> tuple[int, str, str] | None:
+    """A constant argument whose value Spark refuses (``time_bucket(INTERVAL '0' SECOND, ts)``,
+    ``regexp_replace(s, p, r, 0)``)."""
+    rule = _POSITIVE.get(call.name)
+    arg = call.args[rule[0]] if rule is not None and len(call.args) > rule[0] else None
+    if rule is None or arg is None or arg.node is None or arg.name is not None:
+        return None
+    value = _constant_value(arg.node)
+    if value is None or value[1] > 0:
+        return None
+    return (arg.start, f"[DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE] argument {rule[0] + 1} of "
+            f"{call.name}() must be {rule[1]}, not {_sql(arg.node)}", f"pass {rule[1]}")
+
+
 def _null_argument(call: Call) -> tuple[int, str, str] | None:
     """A ``NULL`` literal where Spark refuses one (``explode(NULL)``: VOID is no ARRAY or
     MAP; ``schema_of_json(NULL)``: [DATATYPE_MISMATCH.UNEXPECTED_NULL])."""
@@ -466,7 +520,7 @@ class ArgumentType(ModelRule):
         for call in calls(ctx):
             if argument_problem(call) is not None:
                 continue  # the arguments are wrong already
-            found = _function_argument(call)
+            found = _function_argument(call) or _out_of_range(call)
             if found is None and call.signature.checks_arguments_of(len(call.args)):
                 found = _null_argument(call)
             if found is not None:

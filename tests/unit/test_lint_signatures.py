@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.unit.test_lint import _BASE, lint_files
 
-RULES = {"function-arguments", "argument-type", "invalid-literal", "query-shape"}
+RULES = {"function-arguments", "argument-type", "invalid-literal", "query-shape", "window-frame"}
 P = "FROM parsed_events"
 
 #: name -> (rule, SQL, Spark's error class, (line, column) of the finding).
@@ -78,6 +78,15 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                       "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 15)),
     "vector_int_array": ("argument-type", f"SELECT vector_norm(array(3, 4), 2.0F) AS x {P}",
                          "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 20)),
+    "time_bucket_zero": ("argument-type",
+                         f"SELECT time_bucket(INTERVAL '0' SECOND, `timestamp`) AS b {P}",
+                         "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", (1, 20)),
+    "time_bucket_negative": ("argument-type", "SELECT time_bucket(INTERVAL '5' MINUTE - "
+                             f"INTERVAL '15' MINUTE, `timestamp`) AS b {P}",
+                             "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", (1, 20)),
+    "regexp_replace_position": ("argument-type",
+                                f"SELECT regexp_replace(eventId, 'a', 'b', 0) AS r {P}",
+                                "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", (1, 42)),
     "filter_int": ("argument-type", f"SELECT filter(errors, 1) AS x {P}",
                    "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 23)),
     "exists_map": ("argument-type", f"SELECT exists(errors, map('a', true)) AS x {P}",
@@ -105,6 +114,30 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                          "DATATYPE_MISMATCH.INVALID_ORDERING_TYPE", (1, 49)),
     "order_by_map": ("argument-type", f"SELECT eventId {P} ORDER BY map('a', eventId) DESC",
                      "DATATYPE_MISMATCH.INVALID_ORDERING_TYPE", (1, 44)),
+    "rows_bigint_bound": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY `timestamp`\n"
+                          f"  ROWS BETWEEN CURRENT ROW AND 2147483648 FOLLOWING) AS n {P}",
+                          "SPECIFIED_WINDOW_FRAME_UNACCEPTED_TYPE", (1, 8)),
+    "range_string_order": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY eventId\n"
+                           f"  RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING) AS n {P}",
+                           "SPECIFIED_WINDOW_FRAME_UNACCEPTED_TYPE", (1, 8)),
+    "frame_unbounded_following": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY `timestamp`\n"
+                                  f"  ROWS BETWEEN UNBOUNDED FOLLOWING AND 1 FOLLOWING) AS n {P}",
+                                  "SPECIFIED_WINDOW_FRAME_INVALID_BOUND", (1, 8)),
+    "frame_backwards": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY request.latency_ms\n"
+                        f"  RANGE BETWEEN 1 FOLLOWING AND 1 PRECEDING) AS n {P}",
+                        "SPECIFIED_WINDOW_FRAME_WRONG_COMPARISON", (1, 8)),
+    "range_without_order": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId\n"
+                            f"  RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING) AS n {P}",
+                            "RANGE_FRAME_WITHOUT_ORDER", (1, 8)),
+    "range_two_orders": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY request.latency_ms, eventId\n"
+                         f"  RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING) AS n {P}",
+                         "RANGE_FRAME_MULTI_ORDER", (1, 8)),
+    "range_timestamp_by_number": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY `timestamp`\n"
+                                  f"  RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING) AS n {P}",
+                                  "RANGE_FRAME_INVALID_TYPE", (1, 8)),
+    "range_date_by_seconds": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY CAST(`timestamp` AS DATE)"
+                              f"\n  RANGE BETWEEN CURRENT ROW AND INTERVAL '1 2:3:4' DAY TO SECOND"
+                              f" FOLLOWING) AS n {P}", "RANGE_FRAME_INVALID_TYPE", (1, 8)),
     "date_words": ("invalid-literal", f"SELECT date 'mar 11 2016' AS d {P}",
                    "INVALID_TYPED_LITERAL", (1, 8)),
     "date_no_such_day": ("invalid-literal", f"SELECT date '2016-02-30' AS d {P}",
@@ -229,6 +262,20 @@ VALID: dict[str, str] = {
                           f"  transform_keys(map('a', 1), (k, v) -> upper(k)) AS d,\n"
                           f"  explode(array(1, 2)) AS e, date_add(`timestamp`, 1 * -1) AS f {P}",
     "orderable": f"SELECT eventId {P} ORDER BY array(1), named_struct('a', eventId), errors",
+    "frames": f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY `timestamp`\n"
+              "  RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) AS a,\n"
+              "  sum(request.latency_ms) OVER (ORDER BY request.latency_ms\n"
+              "    RANGE BETWEEN 10 PRECEDING AND 5 FOLLOWING) AS b,\n"
+              "  count(*) OVER (ORDER BY CAST(`timestamp` AS DATE) RANGE 1 PRECEDING) AS c,\n"
+              "  count(*) OVER (ORDER BY CAST(`timestamp` AS DATE)\n"
+              "    RANGE BETWEEN INTERVAL '5' DAY PRECEDING AND CURRENT ROW) AS g,\n"
+              "  count(*) OVER (ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS d,\n"
+              "  count(*) OVER (ORDER BY eventId, `timestamp` ROWS UNBOUNDED PRECEDING) AS e,\n"
+              "  count(*) OVER (ORDER BY CAST(request.latency_ms AS BIGINT)\n"
+              f"    RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS f {P}",
+    "positive_constants": f"SELECT time_bucket(INTERVAL '15' MINUTE, `timestamp`) AS a,\n"
+                          "  time_bucket(INTERVAL '1' MONTH - INTERVAL '0' MONTH, `timestamp`) AS b,"
+                          f"\n  regexp_replace(eventId, 'a', 'b', 1) AS c {P}",
     "arrays_cast_or_typed": f"SELECT array_join(array(1, 2), ',') AS a,\n"
                             f"  vector_norm(array(CAST(3 AS FLOAT)), 2.0F) AS b,\n"
                             f"  coalesce(NULL, eventId) AS c, upper(NULL) AS d, size(NULL) AS e {P}",
