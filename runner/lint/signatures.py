@@ -19,6 +19,7 @@ has no record of, an overload with more arguments than the one probed, the gramm
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -142,8 +143,8 @@ def _split(tokens: tuple[Token, ...], open_at: int) -> tuple[list[tuple[int, int
     return None
 
 
-def _arg(tokens: tuple[Token, ...], i: int, j: int,
-         spans: dict[tuple[int, int], exp.Expr], call: str) -> Arg:
+def _arg(tokens: tuple[Token, ...], i: int, j: int, spans: dict[tuple[int, int], exp.Expr],
+         keys: list[tuple[int, int]], call: str) -> Arg:
     name = None
     first = tokens[i].start if j > i else 0
     kinds = [t.token_type for t in tokens[i:j]]
@@ -154,7 +155,7 @@ def _arg(tokens: tuple[Token, ...], i: int, j: int,
            and tokens[j - 1].token_type == TokenType.R_PAREN
            and _split(tokens, i) == ([(i + 1, j - 1)], j - 1)):
         i, j = i + 1, j - 1  # (expr): the node spans what is inside
-    node = _covering(spans, tokens[i].start, tokens[j - 1].end) if j > i else None
+    node = _covering(spans, keys, tokens[i].start, tokens[j - 1].end) if j > i else None
     is_null = j - i == 1 and tokens[i].token_type == TokenType.NULL
     return Arg(_inside(node, call), first, name, is_lambda, is_null)
 
@@ -171,7 +172,8 @@ def _inside(node: exp.Expr | None, call: str) -> exp.Expr | None:
     return node
 
 
-def _covering(spans: dict[tuple[int, int], exp.Expr], lo: int, hi: int) -> exp.Expr | None:
+def _covering(spans: dict[tuple[int, int], exp.Expr], keys: list[tuple[int, int]], lo: int,
+              hi: int) -> exp.Expr | None:
     """The node that spans ``[lo, hi]`` exactly, else the one node that covers every node
     inside it: sqlglot keeps no position for keywords and types, so ``CAST(x AS INT)``,
     ``array(1, 2)`` or ``-x`` span only what is inside them (None when two nodes side by
@@ -179,7 +181,8 @@ def _covering(spans: dict[tuple[int, int], exp.Expr], lo: int, hi: int) -> exp.E
     exact = spans.get((lo, hi))
     if exact is not None:
         return exact
-    inside = [s for s in spans if lo <= s[0] and s[1] <= hi]
+    inside = [s for s in keys[bisect_left(keys, (lo, -1)):bisect_right(keys, (hi, hi))]
+              if s[1] <= hi]
     if not inside:
         return None
     widest = (min(s[0] for s in inside), max(s[1] for s in inside))
@@ -206,6 +209,7 @@ def calls(ctx: ModelContext) -> list[Call]:
 def _calls(sql: str, query: exp.Expr) -> list[Call]:
     tokens = sql_tokens(sql)
     spans: dict[tuple[int, int], exp.Expr] | None = None
+    keys: list[tuple[int, int]] = []
     out = []
     for k in range(len(tokens) - 1):
         if tokens[k + 1].token_type != TokenType.L_PAREN:
@@ -233,7 +237,8 @@ def _calls(sql: str, query: exp.Expr) -> list[Call]:
             continue  # DECIMAL(10, 2): a type
         if spans is None:
             spans = _spans(query)
-        out.append(Call(sig, tokens[k].start, tuple(_arg(tokens, i, j, spans, name)
+            keys = sorted(spans)
+        out.append(Call(sig, tokens[k].start, tuple(_arg(tokens, i, j, spans, keys, name)
                                                     for i, j in ranges), _over(tokens, split[1])))
     return out
 
@@ -478,6 +483,25 @@ def _out_of_range(call: Call) -> tuple[int, str, str] | None:
             f"{call.name}() must be {rule[1]}, not {_sql(arg.node)}", f"pass {rule[1]}")
 
 
+#: Functions that are Spark's binary arithmetic under another name (``Pmod`` extends
+#: ``BinaryArithmetic``, like ``%``): their operands are checked as the operator's.
+_OPERATOR_FUNCTIONS = {"pmod": "%"}
+
+
+def _as_operator(call: Call) -> tuple[int, str, str] | None:
+    """``pmod('1', '1')``: operands the operator refuses (``[BINARY_OP_WRONG_TYPE]``...)."""
+    op = _OPERATOR_FUNCTIONS.get(call.name)
+    if op is None or len(call.args) != 2 or any(a.node is None or a.name for a in call.args):
+        return None
+    left, right = (arg_type(a.node) for a in call.args if a.node is not None)
+    error = operator_refuses(op, left, right) if left and right else None
+    if error is None or left is None or right is None:
+        return None
+    return (call.start, f"[{error}] {call.name}() is Spark's {op} operator, which has no "
+            f"{_SPARK_TYPES[left]} {op} {_SPARK_TYPES[right]}",
+            "cast an operand so that both are numbers")
+
+
 def _null_argument(call: Call) -> tuple[int, str, str] | None:
     """A ``NULL`` literal where Spark refuses one (``explode(NULL)``: VOID is no ARRAY or
     MAP; ``schema_of_json(NULL)``: [DATATYPE_MISMATCH.UNEXPECTED_NULL])."""
@@ -520,7 +544,7 @@ class ArgumentType(ModelRule):
         for call in calls(ctx):
             if argument_problem(call) is not None:
                 continue  # the arguments are wrong already
-            found = _function_argument(call) or _out_of_range(call)
+            found = _function_argument(call) or _out_of_range(call) or _as_operator(call)
             if found is None and call.signature.checks_arguments_of(len(call.args)):
                 found = _null_argument(call)
             if found is not None:

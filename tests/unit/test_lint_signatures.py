@@ -87,6 +87,10 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
     "regexp_replace_position": ("argument-type",
                                 f"SELECT regexp_replace(eventId, 'a', 'b', 0) AS r {P}",
                                 "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", (1, 42)),
+    "pmod_strings": ("argument-type", f"SELECT pmod('1', '1') AS m {P}",
+                     "DATATYPE_MISMATCH.BINARY_OP_WRONG_TYPE", (1, 8)),
+    "pmod_date": ("argument-type", f"SELECT pmod(CAST(`timestamp` AS DATE), '1') AS m {P}",
+                  "DATATYPE_MISMATCH.BINARY_OP_WRONG_TYPE", (1, 8)),
     "filter_int": ("argument-type", f"SELECT filter(errors, 1) AS x {P}",
                    "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 23)),
     "exists_map": ("argument-type", f"SELECT exists(errors, map('a', true)) AS x {P}",
@@ -276,6 +280,8 @@ VALID: dict[str, str] = {
     "positive_constants": f"SELECT time_bucket(INTERVAL '15' MINUTE, `timestamp`) AS a,\n"
                           "  time_bucket(INTERVAL '1' MONTH - INTERVAL '0' MONTH, `timestamp`) AS b,"
                           f"\n  regexp_replace(eventId, 'a', 'b', 1) AS c {P}",
+    "pmod_numbers": f"SELECT pmod(request.latency_ms, 7) AS a, pmod('10', 3) AS b,\n"
+                    f"  pmod(1.5, 2) AS c {P}",
     "arrays_cast_or_typed": f"SELECT array_join(array(1, 2), ',') AS a,\n"
                             f"  vector_norm(array(CAST(3 AS FLOAT)), 2.0F) AS b,\n"
                             f"  coalesce(NULL, eventId) AS c, upper(NULL) AS d, size(NULL) AS e {P}",
