@@ -23,8 +23,8 @@ from sqlglot import exp
 
 from runner.lint.infer import is_known
 
-__all__ = ["Signature", "aggregate_names", "arg_type", "operator_refuses", "signature",
-           "value_type"]
+__all__ = ["TYPE_NAMES", "Signature", "aggregate_names", "arg_type", "operator_refuses",
+           "signature", "value_type"]
 
 T = exp.DType
 
@@ -134,6 +134,16 @@ def _number_type(text: str) -> str | None:
         return "decimal"
     value = int(text)
     return "int" if value < 2 ** 31 else "bigint" if value < 2 ** 63 else "decimal"
+
+
+#: Basic type names as Spark writes them in its messages.
+TYPE_NAMES = {
+    "string": "STRING", "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INT",
+    "bigint": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "decimal": "DECIMAL",
+    "boolean": "BOOLEAN", "binary": "BINARY", "date": "DATE", "timestamp": "TIMESTAMP",
+    "timestamp_ntz": "TIMESTAMP_NTZ", "array": "ARRAY", "map": "MAP", "struct": "STRUCT",
+    "string_literal": "STRING", "interval_day": "INTERVAL DAY TO SECOND",
+    "interval_month": "INTERVAL YEAR TO MONTH"}
 
 
 _MONTHS = frozenset({"YEAR", "YEARS", "MONTH", "MONTHS"})

@@ -6,13 +6,16 @@ recorded from Spark's registry (:mod:`runner.lint.builtins`):
   arguments that must be constant (``percentile_approx(x, p)`` with a column ``p``:
   ``[DATATYPE_MISMATCH.NON_FOLDABLE_INPUT]``), lambdas outside higher-order functions;
 - ``argument-type``: an argument of a type the position refuses (``json_array_length(2)``:
-  ``[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE]``), operands an operator refuses, a struct
-  indexed by a number (``[INVALID_EXTRACT_FIELD_TYPE]``).
+  ``[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE]``), argument values Spark refuses
+  (:mod:`.call_values`: ``explode(NULL)``, ``filter(arr, 1)``, ``time_bucket(INTERVAL '0'
+  SECOND, ts)``, ``pmod('1', '1')``), operands an operator refuses, a struct indexed by a
+  number (``[INVALID_EXTRACT_FIELD_TYPE]``), a CAST ANSI mode refuses (:mod:`.casts`:
+  ``CAST(1 AS BINARY)``), an ORDER BY of a MAP or VARIANT.
 
 Spark refuses every finding (each example is run through its analyser by
 tests/spark/test_signatures_vs_spark.py). When in doubt a rule does not flag: a call whose
 arguments lint cannot map to Spark's positions, an argument whose type it cannot vouch for
-(:func:`~runner.lint.builtins.arg_type`: NULL, an expression), a count or type the registry
+(:func:`~runner.lint.builtins.value_type`: a function's result), a count or type the registry
 has no record of, an overload with more arguments than the one probed, the grammar's own forms
 (``DATE_ADD(DAY, 1, d)``, ``trim(BOTH 'x' FROM s)``, ``count(DISTINCT a)``).
 """
@@ -22,16 +25,23 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from runner.errors import Violation
-from runner.lint.builtins import Signature, arg_type, operator_refuses, signature, value_type
+from runner.lint.builtins import (
+    TYPE_NAMES,
+    Signature,
+    arg_type,
+    operator_refuses,
+    signature,
+    value_type,
+)
+from runner.lint.call_values import element_mismatch, outer_kinds, value_problem
 from runner.lint.casts import cast_refusal
 from runner.lint.context import ModelContext
-from runner.lint.infer import element_type, is_, is_known, parse_type, type_string
+from runner.lint.infer import element_type, is_, is_known, type_string
 from runner.lint.rules import ModelRule
 from runner.lint.sql_tokens import tokens as sql_tokens
 from runner.lint.sql_tokens import violation_at
@@ -335,41 +345,6 @@ _OPERAND_END = frozenset({
     TokenType.VAR, TokenType.IDENTIFIER, TokenType.NUMBER, TokenType.STRING, TokenType.R_PAREN,
     TokenType.R_BRACKET, TokenType.NULL, TokenType.TRUE, TokenType.FALSE, TokenType.END,
     TokenType.STAR})
-_SPARK_TYPES = {"string": "STRING", "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INT",
-                "bigint": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
-                "decimal": "DECIMAL", "boolean": "BOOLEAN", "binary": "BINARY", "date": "DATE",
-                "timestamp": "TIMESTAMP", "timestamp_ntz": "TIMESTAMP_NTZ", "array": "ARRAY",
-                "map": "MAP", "struct": "STRUCT", "string_literal": "STRING",
-                "interval_day": "INTERVAL DAY TO SECOND",
-                "interval_month": "INTERVAL YEAR TO MONTH"}
-
-
-def _outer_kinds(required: str) -> str:
-    """Spark's required type with what is inside ``<...>`` (and parentheses) left out:
-    ``ARRAY<STRUCT>`` is an ARRAY, ``(ARRAY or MAP)`` either."""
-    out, depth = [], 0
-    for ch in required.upper():
-        depth += ch == "<"
-        if depth == 0:
-            out.append(" " if ch in "()" else ch)
-        depth -= ch == ">"
-    return "".join(out)
-
-
-def _strict_elements(node: exp.Expr, required: str) -> str | None:
-    """The argument's type when it is an array whose element type is not the one a position
-    that takes no other requires: ``vector_norm(array(1, 2))`` (ARRAY<INT>; ARRAY<FLOAT>
-    required). Strict means Spark refused an ARRAY<INT> there (no implicit cast of the
-    elements: ``array_join`` casts them, and is left alone), so only ``ARRAY<X>`` positions
-    that refuse ``array`` reach here; None when they match or lint does not know them."""
-    dtype = value_type(node)
-    inner = element_type(dtype)
-    want = parse_type(required) if required.upper().startswith("ARRAY<") else None
-    wanted = element_type(want)
-    if wanted is None or wanted.expressions or not is_known(inner) or "(" in required or \
-            inner.this is wanted.this:
-        return None  # the same kind (ARRAY<STRUCT> takes any struct), or unknown
-    return type_string(dtype) if inner.this is not T.NULL else "ARRAY<VOID>"
 
 
 _CAST_HINTS = {
@@ -395,123 +370,6 @@ def _unorderable(dtype: exp.DataType | None) -> str | None:
             found = _unorderable(kind) if isinstance(kind, exp.DataType) else None
             if found is not None:
                 return found
-    return None
-
-
-#: Higher-order functions whose function argument Spark wraps in a lambda when it is no
-#: lambda (``filter(arr, 1)``): its position, the type it must return, the error class.
-_FUNCTION_ARGUMENTS: dict[str, tuple[int, frozenset[str], str]] = {
-    name: (1, frozenset({"boolean"}), "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE")
-    for name in ("filter", "exists", "forall", "map_filter")}
-_FUNCTION_ARGUMENTS["array_sort"] = (1, frozenset({"int"}),
-                                     "DATATYPE_MISMATCH.UNEXPECTED_RETURN_TYPE")
-_FUNCTION_ARGUMENTS["transform_keys"] = (1, frozenset(), "DATATYPE_MISMATCH.INVALID_MAP_KEY_TYPE")
-
-
-def _function_argument(call: Call) -> tuple[int, str, str] | None:
-    """A higher-order function given a constant of a type its function may not return
-    (``filter(arr, 1)``: Spark wants a BOOLEAN) or, for ``transform_keys``, a map key type
-    Spark refuses (a MAP)."""
-    rule = _FUNCTION_ARGUMENTS.get(call.name)
-    arg = call.args[rule[0]] if rule is not None and len(call.args) > rule[0] else None
-    if rule is None or arg is None or arg.node is None or arg.is_lambda or arg.name:
-        return None
-    kind = arg_type(arg.node)
-    if call.name == "transform_keys":
-        bad = kind == "map"
-    else:
-        bad = kind is not None and kind not in rule[1] and kind not in (
-            "string", "string_literal")
-    if not bad:
-        return None
-    wanted = "a MAP key type (no MAP)" if call.name == "transform_keys" else \
-        " or ".join(sorted(k.upper() for k in rule[1]))
-    return (arg.start, f"[{rule[2]}] argument {rule[0] + 1} of {call.name}() is a function "
-            f"that must return {wanted}, not {_SPARK_TYPES.get(kind or '', kind)}: "
-            f"{_sql(arg.node)}", "write a lambda (x -> ...) that returns it")
-
-
-#: Constant arguments Spark checks the value of ([DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE]): the
-#: function, the position, what it must be (Spark's TimeBucket: a positive bucket size;
-#: RegExpReplace: a position from 1).
-_POSITIVE: dict[str, tuple[int, str]] = {
-    "time_bucket": (0, "a positive interval"),
-    "regexp_replace": (3, "a position from 1"),
-}
-_UNIT_SIZES = {"YEAR": ("ym", 12), "MONTH": ("ym", 1), "WEEK": ("dt", 7 * 86_400_000_000),
-               "DAY": ("dt", 86_400_000_000), "HOUR": ("dt", 3_600_000_000),
-               "MINUTE": ("dt", 60_000_000), "SECOND": ("dt", 1_000_000)}
-
-
-def _constant_value(node: exp.Expr) -> tuple[str, Decimal] | None:
-    """An integer or single-unit interval constant's (family, value): ``5`` is
-    ``("int", 5)``, ``INTERVAL '15' MINUTE - INTERVAL '20' MINUTE`` ``("dt", -300000000)``
-    (microseconds); None for anything else."""
-    node = node.unnest()
-    if isinstance(node, exp.Literal) and node.is_int:
-        return "int", Decimal(node.name)
-    if isinstance(node, exp.Neg):
-        inner = _constant_value(node.this)
-        return (inner[0], -inner[1]) if inner else None
-    if isinstance(node, exp.Interval) and isinstance(node.this, exp.Literal):
-        unit = node.args.get("unit")
-        size = _UNIT_SIZES.get(unit.name.upper().rstrip("S")) if isinstance(
-            unit, exp.Var) else None
-        try:
-            return (size[0], Decimal(node.this.name.strip()) * size[1]) if size else None
-        except InvalidOperation:
-            return None
-    if isinstance(node, (exp.Add, exp.Sub)):
-        a, b = _constant_value(node.this), _constant_value(node.expression)
-        if a is None or b is None or a[0] != b[0] or a[0] == "int":
-            return None
-        return a[0], a[1] + b[1] if isinstance(node, exp.Add) else a[1] - b[1]
-    return None
-
-
-def _out_of_range(call: Call) -> tuple[int, str, str] | None:
-    """A constant argument whose value Spark refuses (``time_bucket(INTERVAL '0' SECOND, ts)``,
-    ``regexp_replace(s, p, r, 0)``)."""
-    rule = _POSITIVE.get(call.name)
-    arg = call.args[rule[0]] if rule is not None and len(call.args) > rule[0] else None
-    if rule is None or arg is None or arg.node is None or arg.name is not None:
-        return None
-    value = _constant_value(arg.node)
-    if value is None or value[1] > 0:
-        return None
-    return (arg.start, f"[DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE] argument {rule[0] + 1} of "
-            f"{call.name}() must be {rule[1]}, not {_sql(arg.node)}", f"pass {rule[1]}")
-
-
-#: Functions that are Spark's binary arithmetic under another name (``Pmod`` extends
-#: ``BinaryArithmetic``, like ``%``): their operands are checked as the operator's.
-_OPERATOR_FUNCTIONS = {"pmod": "%"}
-
-
-def _as_operator(call: Call) -> tuple[int, str, str] | None:
-    """``pmod('1', '1')``: operands the operator refuses (``[BINARY_OP_WRONG_TYPE]``...)."""
-    op = _OPERATOR_FUNCTIONS.get(call.name)
-    if op is None or len(call.args) != 2 or any(a.node is None or a.name for a in call.args):
-        return None
-    left, right = (arg_type(a.node) for a in call.args if a.node is not None)
-    error = operator_refuses(op, left, right) if left and right else None
-    if error is None or left is None or right is None:
-        return None
-    return (call.start, f"[{error}] {call.name}() is Spark's {op} operator, which has no "
-            f"{_SPARK_TYPES[left]} {op} {_SPARK_TYPES[right]}",
-            "cast an operand so that both are numbers")
-
-
-def _null_argument(call: Call) -> tuple[int, str, str] | None:
-    """A ``NULL`` literal where Spark refuses one (``explode(NULL)``: VOID is no ARRAY or
-    MAP; ``schema_of_json(NULL)``: [DATATYPE_MISMATCH.UNEXPECTED_NULL])."""
-    for i, error in call.signature.nulls.items():
-        arg = call.args[i] if i < len(call.args) else None
-        if arg is not None and arg.name is None and arg.is_null:
-            rule = call.signature.types.get(i)
-            needs = f" must be {rule[0]}" if rule else " must not be NULL"
-            return (arg.start, f"[{error}] argument {i + 1} of {call.name}(){needs}, not a "
-                    "NULL literal", "cast it: CAST(NULL AS <type>) (or pass a value)")
     return None
 
 
@@ -544,9 +402,7 @@ class ArgumentType(ModelRule):
         for call in calls(ctx):
             if argument_problem(call) is not None:
                 continue  # the arguments are wrong already
-            found = _function_argument(call) or _out_of_range(call) or _as_operator(call)
-            if found is None and call.signature.checks_arguments_of(len(call.args)):
-                found = _null_argument(call)
+            found = value_problem(call)
             if found is not None:
                 yield violation_at(self, ctx, *found)
                 continue
@@ -559,9 +415,9 @@ class ArgumentType(ModelRule):
                 if rule is None or arg.node is None or kind is None or kind not in rule[1]:
                     continue
                 required = rule[0]
-                shown = _SPARK_TYPES[kind]
-                if kind in _COMPLEX and shown in _outer_kinds(required).split():
-                    shown = _strict_elements(arg.node, required) or ""
+                shown = TYPE_NAMES[kind]
+                if kind in _COMPLEX and shown in outer_kinds(required).split():
+                    shown = element_mismatch(arg.node, required) or ""
                     if not shown:
                         continue  # an element or field type Spark may take, not the kind
                 text = _sql(arg.node)
@@ -638,7 +494,7 @@ class ArgumentType(ModelRule):
             if type(node) in _UNARY:
                 kind = arg_type(node.this)
                 error = operator_refuses(op, kind) if kind else None
-                text = f"{op.upper()} {_SPARK_TYPES.get(kind or '', '')}"
+                text = f"{op.upper()} {TYPE_NAMES.get(kind or '', '')}"
             else:
                 left, right = arg_type(node.this), arg_type(node.expression)
                 if left is None or right is None or (isinstance(node, (
@@ -646,7 +502,7 @@ class ArgumentType(ModelRule):
                         and {left, right} & _COMPLEX):
                     continue  # complex comparisons: the type-mismatch rule's
                 error = operator_refuses(op, left, right)
-                text = f"{_SPARK_TYPES[left]} {op.upper()} {_SPARK_TYPES[right]}"
+                text = f"{TYPE_NAMES[left]} {op.upper()} {TYPE_NAMES[right]}"
             if error is not None:
                 yield self.at(ctx, node, f"[{error}] {_sql(node)}: Spark has no {text}",
                               "cast an operand so that both have types the operator takes")
