@@ -31,7 +31,8 @@ def value_problem(call: Call) -> tuple[int, str, str] | None:
     """(offset, message, hint) of the first value ``call``'s arguments are refused for, or
     None: its function argument, a constant out of range, pmod's operands, a NULL literal
     (this last only for the argument counts functions.json's records hold for)."""
-    found = _function_argument(call) or _out_of_range(call) or _as_operator(call)
+    found = _function_argument(call) or _out_of_range(call) or _as_operator(call) or \
+        _field_names(call)
     if found is None and call.signature.checks_arguments_of(len(call.args)):
         found = _null_argument(call)
     return found
@@ -179,4 +180,19 @@ def _null_argument(call: Call) -> tuple[int, str, str] | None:
             needs = f" must be {rule[0]}" if rule else " must not be NULL"
             return (arg.start, f"[{error}] argument {i + 1} of {call.name}(){needs}, not a "
                     "NULL literal", "cast it: CAST(NULL AS <type>) (or pass a value)")
+    return None
+
+
+def _field_names(call: Call) -> tuple[int, str, str] | None:
+    """``json_tuple(json, 1)``: Spark's JsonTuple takes strings only, the JSON and every field
+    name (a NULL literal is VOID, no string: ``[DATATYPE_MISMATCH.NON_STRING_TYPE]``)."""
+    if call.name != "json_tuple":
+        return None
+    for i, arg in enumerate(call.args):
+        kind = arg_type(arg.node) if arg.node is not None and arg.name is None else None
+        if arg.is_null or (kind is not None and kind not in ("string", "string_literal")):
+            shown = "NULL" if arg.is_null else TYPE_NAMES.get(kind or "", kind)
+            return (arg.start, f"[DATATYPE_MISMATCH.NON_STRING_TYPE] argument {i + 1} of "
+                    f"json_tuple() must be a STRING, not {shown}",
+                    "json_tuple takes the JSON and the field names as strings: quote them")
     return None

@@ -91,6 +91,10 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                      "DATATYPE_MISMATCH.BINARY_OP_WRONG_TYPE", (1, 8)),
     "pmod_date": ("argument-type", f"SELECT pmod(CAST(`timestamp` AS DATE), '1') AS m {P}",
                   "DATATYPE_MISMATCH.BINARY_OP_WRONG_TYPE", (1, 8)),
+    "json_tuple_int": ("argument-type", f"SELECT json_tuple(eventId, 'a', 1) {P}",
+                       "DATATYPE_MISMATCH.NON_STRING_TYPE", (1, 33)),
+    "json_tuple_null": ("argument-type", f"SELECT json_tuple('{{\"a\": 1}}', NULL) {P}",
+                        "DATATYPE_MISMATCH.NON_STRING_TYPE", (1, 31)),
     "filter_int": ("argument-type", f"SELECT filter(errors, 1) AS x {P}",
                    "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 23)),
     "exists_map": ("argument-type", f"SELECT exists(errors, map('a', true)) AS x {P}",
@@ -282,6 +286,7 @@ VALID: dict[str, str] = {
                           f"\n  regexp_replace(eventId, 'a', 'b', 1) AS c {P}",
     "pmod_numbers": f"SELECT pmod(request.latency_ms, 7) AS a, pmod('10', 3) AS b,\n"
                     f"  pmod(1.5, 2) AS c {P}",
+    "json_tuple_strings": f"SELECT json_tuple(eventId, 'a', 'b') {P}",
     "arrays_cast_or_typed": f"SELECT array_join(array(1, 2), ',') AS a,\n"
                             f"  vector_norm(array(CAST(3 AS FLOAT)), 2.0F) AS b,\n"
                             f"  coalesce(NULL, eventId) AS c, upper(NULL) AS d, size(NULL) AS e {P}",
