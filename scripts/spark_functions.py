@@ -239,6 +239,14 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
     if arity is None or out["kind"] == "higher_order":
         return out
     accepted = {i: _accepted(prober, name, arity, i) for i in range(min(arity, TYPED_POSITIONS))}
+    fills = {j: _fill(prober, a) for j, a in accepted.items()}
+    if any(not ok for ok, _, _ in accepted.values()):
+        # a position that takes no basic type (vector_norm's ARRAY<FLOAT>) refuses the NULL
+        # the others were probed with first: probe them again with it typed as it requires
+        for i, (_, refused, _) in list(accepted.items()):
+            others = [fills.get(j) or "NULL" for j in range(arity)]
+            if not refused and any(o != "NULL" for j, o in enumerate(others) if j != i):
+                accepted[i] = _accepted(prober, name, arity, i, others)
     if time_errors == len(nargs) and not any(ok for ok, _, _ in accepted.values()):
         out["refused"] = _NO_TIME  # whatever its arguments: it makes or takes a TIME value
         return out
@@ -294,15 +302,34 @@ def _sample(types: list[str]) -> str:
     return next((_SAMPLES[t] for t in types if t in _SAMPLES), "NULL")
 
 
-def _accepted(prober: Prober, name: str, arity: int, i: int
+_FILLS: dict[str, bool] = {}
+
+
+def _fill(prober: Prober, accepted: tuple[list[str], list[str], str]) -> str | None:
+    """A typed NULL for a position: of the first type it accepts, else of the type Spark
+    said it requires when that is one type a session takes (``ARRAY<FLOAT>``; not
+    ``INTEGRAL``, not ``TIME``), else None."""
+    ok, _, required = accepted
+    first = next((t for t in _PREFERRED if t in ok), None)
+    if first is not None:
+        return _null(first)
+    if not required or " or " in required.lower() or "(" in required:
+        return None
+    value = f"CAST(NULL AS {required})"
+    if required not in _FILLS:
+        _FILLS[required] = prober.error(f"SELECT {value}") is None
+    return value if _FILLS[required] else None
+
+
+def _accepted(prober: Prober, name: str, arity: int, i: int, others: list[str] | None = None
               ) -> tuple[list[str], list[str], str]:
-    """The types position ``i`` accepts and refuses (the other arguments NULL), and the type
-    Spark says it requires."""
+    """The types position ``i`` accepts and refuses (the other arguments ``others``, else
+    NULL), and the type Spark says it requires."""
     ok: list[str] = []
     refused: list[str] = []
     required = ""
     for t in TYPES:
-        args = ["NULL"] * arity
+        args = list(others) if others is not None else ["NULL"] * arity
         args[i] = _null(t)
         error = prober.error(_call(name, args))
         if error is None:
@@ -322,7 +349,8 @@ def _refused_among(prober: Prober, name: str, arity: int, i: int, t: str,
     for j in range(arity):
         ok = accepted[j][0] if j in accepted else []
         other = t if t in ok else next((o for o in _PREFERRED if o in ok), None)
-        args.append(_null(t) if j == i else _null(other) if other else "NULL")
+        fill = _fill(prober, accepted[j]) if j in accepted else None
+        args.append(_null(t) if j == i else _null(other) if other else fill or "NULL")
     error = prober.error(_call(name, args))
     return error is not None and error[0] == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE" and \
         error[1].get("paramIndex") == _ORDINALS[i]
@@ -337,7 +365,8 @@ def _null_refused(prober: Prober, name: str, arity: int, i: int,
     for j in range(arity):
         ok = accepted[j][0] if j in accepted else []
         other = next((o for o in _PREFERRED if o in ok), None)
-        args.append("NULL" if j == i or other is None else _null(other))
+        fill = _fill(prober, accepted[j]) if j in accepted else None
+        args.append("NULL" if j == i else _null(other) if other else fill or "NULL")
     error = prober.error(_call(name, args))
     if error is None:
         return None
