@@ -32,6 +32,10 @@ against, from the registry where it says so and else by asking the analyser (eac
 - ``types``: per argument position (the first three), the basic types Spark refuses there with
   ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE`` naming that position (the other arguments NULL),
   and the type it requires.
+- ``nulls``: argument positions (0-based) where Spark refuses a ``NULL`` literal, with the
+  error class (``explode(NULL)``: ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE``, VOID is no
+  collection; ``schema_of_json(NULL)``: ``DATATYPE_MISMATCH.UNEXPECTED_NULL``), the other
+  arguments typed NULLs of types they take.
 - ``refused``: the error class of a function Spark refuses whatever its arguments (the TIME
   functions, ``UNSUPPORTED_TIME_TYPE``: every call of it refused so, no argument type taken).
 - ``probed_nargs``: the argument count ``literal`` and ``types`` were probed with (the largest
@@ -235,11 +239,21 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
     if arity is None or out["kind"] == "higher_order":
         return out
     accepted = {i: _accepted(prober, name, arity, i) for i in range(min(arity, TYPED_POSITIONS))}
+    fills = {j: _fill(prober, a) for j, a in accepted.items()}
+    if any(not ok for ok, _, _ in accepted.values()):
+        # a position that takes no basic type (vector_norm's ARRAY<FLOAT>) refuses the NULL
+        # the others were probed with first: probe them again with it typed as it requires
+        for i, (_, refused, _) in list(accepted.items()):
+            others = [fills.get(j) or "NULL" for j in range(arity)]
+            if not refused and any(o != "NULL" for j, o in enumerate(others) if j != i):
+                accepted[i] = _accepted(prober, name, arity, i, others)
     if time_errors == len(nargs) and not any(ok for ok, _, _ in accepted.values()):
         out["refused"] = _NO_TIME  # whatever its arguments: it makes or takes a TIME value
         return out
     types: dict[str, list[Any]] = {}
     literal: dict[str, str] = {}
+    nulls = {str(i): refusal for i in accepted
+             if (refusal := _null_refused(prober, name, arity, i, accepted)) is not None}
     for i, (ok, refused, required) in accepted.items():
         # a refusal that depends on the other arguments (lag's default: the input's type,
         # VOID when the input is NULL) is not the position's own: refused again with every
@@ -264,7 +278,9 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
         out["types"] = types
     if literal:
         out["literal"] = literal
-    if types or literal:
+    if nulls:
+        out["nulls"] = nulls
+    if types or literal or nulls:
         out["probed_nargs"] = arity
     return out
 
@@ -286,15 +302,34 @@ def _sample(types: list[str]) -> str:
     return next((_SAMPLES[t] for t in types if t in _SAMPLES), "NULL")
 
 
-def _accepted(prober: Prober, name: str, arity: int, i: int
+_FILLS: dict[str, bool] = {}
+
+
+def _fill(prober: Prober, accepted: tuple[list[str], list[str], str]) -> str | None:
+    """A typed NULL for a position: of the first type it accepts, else of the type Spark
+    said it requires when that is one type a session takes (``ARRAY<FLOAT>``; not
+    ``INTEGRAL``, not ``TIME``), else None."""
+    ok, _, required = accepted
+    first = next((t for t in _PREFERRED if t in ok), None)
+    if first is not None:
+        return _null(first)
+    if not required or " or " in required.lower() or "(" in required:
+        return None
+    value = f"CAST(NULL AS {required})"
+    if required not in _FILLS:
+        _FILLS[required] = prober.error(f"SELECT {value}") is None
+    return value if _FILLS[required] else None
+
+
+def _accepted(prober: Prober, name: str, arity: int, i: int, others: list[str] | None = None
               ) -> tuple[list[str], list[str], str]:
-    """The types position ``i`` accepts and refuses (the other arguments NULL), and the type
-    Spark says it requires."""
+    """The types position ``i`` accepts and refuses (the other arguments ``others``, else
+    NULL), and the type Spark says it requires."""
     ok: list[str] = []
     refused: list[str] = []
     required = ""
     for t in TYPES:
-        args = ["NULL"] * arity
+        args = list(others) if others is not None else ["NULL"] * arity
         args[i] = _null(t)
         error = prober.error(_call(name, args))
         if error is None:
@@ -314,10 +349,35 @@ def _refused_among(prober: Prober, name: str, arity: int, i: int, t: str,
     for j in range(arity):
         ok = accepted[j][0] if j in accepted else []
         other = t if t in ok else next((o for o in _PREFERRED if o in ok), None)
-        args.append(_null(t) if j == i else _null(other) if other else "NULL")
+        fill = _fill(prober, accepted[j]) if j in accepted else None
+        args.append(_null(t) if j == i else _null(other) if other else fill or "NULL")
     error = prober.error(_call(name, args))
     return error is not None and error[0] == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE" and \
         error[1].get("paramIndex") == _ORDINALS[i]
+
+
+def _null_refused(prober: Prober, name: str, arity: int, i: int,
+                  accepted: dict[int, tuple[list[str], list[str], str]]) -> str | None:
+    """The error class Spark refuses a ``NULL`` literal (type VOID) at position ``i`` with,
+    the other arguments typed as in :func:`_refused_among`; None when it takes it (most
+    positions: Spark casts NULL to the type they need)."""
+    args = []
+    for j in range(arity):
+        ok = accepted[j][0] if j in accepted else []
+        other = next((o for o in _PREFERRED if o in ok), None)
+        fill = _fill(prober, accepted[j]) if j in accepted else None
+        args.append("NULL" if j == i else _null(other) if other else fill or "NULL")
+    error = prober.error(_call(name, args))
+    if error is None:
+        return None
+    if error[0] == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE" and \
+            error[1].get("paramIndex") == _ORDINALS[i] and error[1].get("inputType") == '"VOID"':
+        return error[0]
+    if error[0] != "DATATYPE_MISMATCH.UNEXPECTED_NULL":
+        return None
+    args[i] = _sample(_candidates(*accepted[i][:2]))  # the NULL's own: a value there passes
+    again = prober.error(_call(name, args)) if args[i] != "NULL" else error
+    return error[0] if again is None or again[0] != error[0] else None
 
 
 def _operators(prober: Prober) -> dict[str, dict[str, str]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,8 @@ from sqlglot import exp
 
 from runner.lint.infer import is_known
 
-__all__ = ["Signature", "aggregate_names", "arg_type", "operator_refuses", "signature"]
+__all__ = ["TYPE_NAMES", "Signature", "aggregate_names", "arg_type", "operator_refuses",
+           "signature", "value_type"]
 
 T = exp.DType
 
@@ -41,6 +42,8 @@ class Signature:
         params: names of its named arguments (none: it takes none).
         literal: 0-based position -> the error class Spark gives a column there.
         types: 0-based position -> (the type Spark requires, the basic types it refuses).
+        nulls: 0-based position -> the error class Spark refuses a ``NULL`` literal there
+            with (``explode(NULL)``: VOID is no collection).
         refused: the error class Spark refuses every call of it with (the TIME functions:
             ``UNSUPPORTED_TIME_TYPE``), or None.
         probed_nargs: the argument count ``literal`` and ``types`` were probed with: they
@@ -57,6 +60,7 @@ class Signature:
     types: Mapping[int, tuple[str, frozenset[str]]]
     probed_nargs: int = 0
     refused: str | None = None
+    nulls: Mapping[int, str] = field(default_factory=dict)
 
     def checks_arguments_of(self, n: int) -> bool:
         """``literal`` and ``types`` hold for a call of ``n`` arguments."""
@@ -94,7 +98,8 @@ def signature(name: str) -> Signature | None:
         nargs=tuple(f.get("nargs", ())), params=tuple(f.get("params", ())),
         literal={int(k): v for k, v in f.get("literal", {}).items()},
         types={int(k): (v[0], frozenset(v[1])) for k, v in f.get("types", {}).items()},
-        probed_nargs=f.get("probed_nargs", 0), refused=f.get("refused"))
+        probed_nargs=f.get("probed_nargs", 0), refused=f.get("refused"),
+        nulls={int(k): v for k, v in f.get("nulls", {}).items()})
 
 
 @cache
@@ -131,6 +136,16 @@ def _number_type(text: str) -> str | None:
     return "int" if value < 2 ** 31 else "bigint" if value < 2 ** 63 else "decimal"
 
 
+#: Basic type names as Spark writes them in its messages.
+TYPE_NAMES = {
+    "string": "STRING", "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INT",
+    "bigint": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "decimal": "DECIMAL",
+    "boolean": "BOOLEAN", "binary": "BINARY", "date": "DATE", "timestamp": "TIMESTAMP",
+    "timestamp_ntz": "TIMESTAMP_NTZ", "array": "ARRAY", "map": "MAP", "struct": "STRUCT",
+    "string_literal": "STRING", "interval_day": "INTERVAL DAY TO SECOND",
+    "interval_month": "INTERVAL YEAR TO MONTH"}
+
+
 _MONTHS = frozenset({"YEAR", "YEARS", "MONTH", "MONTHS"})
 _DAYS = frozenset({"WEEK", "WEEKS", "DAY", "DAYS", "HOUR", "HOURS", "MINUTE", "MINUTES", "SECOND",
                    "SECONDS", "MILLISECOND", "MILLISECONDS", "MICROSECOND", "MICROSECONDS"})
@@ -151,20 +166,76 @@ def _interval_type(node: exp.Interval) -> str | None:
 
 def arg_type(node: exp.Expr) -> str | None:
     """The basic type name of an argument, when lint can vouch for it: a literal (a string
-    literal is ``string_literal``: Spark coerces it where it refuses a string column), a
-    column name resolution typed, a CAST. None otherwise (NULL, an expression)."""
+    literal is ``string_literal``: Spark coerces it where it refuses a string column), an
+    interval literal, else the kind of :func:`value_type` (``array`` for ``array(1, 2)``).
+    None otherwise (NULL, an expression lint does not type)."""
     node = node.unnest()
-    if isinstance(node, exp.Literal):
-        return "string_literal" if node.is_string else _number_type(node.name)
-    if isinstance(node, exp.Boolean):
-        return "boolean"
-    if isinstance(node, exp.HexString):  # X'01'
-        return "binary"
+    if isinstance(node, exp.Literal) and node.is_string:
+        return "string_literal"
     if isinstance(node, exp.Interval):
         return _interval_type(node)
+    dtype = value_type(node)
+    return _KEYS.get(dtype.this) if dtype is not None and isinstance(dtype.this, exp.DType) \
+        else None
+
+
+_CONSTRUCTORS: dict[type[exp.Expr], exp.DType] = {
+    exp.Array: T.ARRAY, exp.Struct: T.STRUCT, exp.Map: T.MAP, exp.VarMap: T.MAP}
+_INTEGRAL = (T.TINYINT, T.SMALLINT, T.INT, T.BIGINT)
+
+
+def value_type(node: exp.Expr) -> exp.DataType | None:
+    """Spark's type of ``node`` where lint can vouch for it: literals (``NULL`` is VOID,
+    ``1.5`` a DECIMAL), casts and typed literals, columns name resolution typed, a minus sign
+    or ``+ - *`` over numbers so typed, the constructors ``array(...)`` (its element type
+    when all its elements have the same: ``array()`` is ``ARRAY<VOID>``), ``struct(...)``,
+    ``named_struct(...)``, ``map(...)`` (their field types unknown). None otherwise."""
+    node = node.unnest()
+    if isinstance(node, exp.Literal):
+        kind = T.TEXT if node.is_string else _LITERAL_TYPES.get(_number_type(node.name) or "")
+        return exp.DataType(this=kind) if kind is not None else None
+    if isinstance(node, exp.Null):
+        return exp.DataType(this=T.NULL)
+    if isinstance(node, exp.Boolean):
+        return exp.DataType(this=T.BOOLEAN)
+    if isinstance(node, exp.HexString):  # X'01'
+        return exp.DataType(this=T.BINARY)
     if isinstance(node, (exp.Cast, exp.TryCast)):
         to = node.args.get("to")
-        return _KEYS.get(to.this) if isinstance(to, exp.DataType) else None
-    if isinstance(node, (exp.Column, exp.Dot)) and is_known(node.type):
-        return _KEYS.get(node.type.this)
+        return to if isinstance(to, exp.DataType) and to.this is not T.USERDEFINED else None
+    if isinstance(node, (exp.Column, exp.Dot)):
+        return node.type if is_known(node.type) else None
+    if isinstance(node, exp.Neg):
+        inner = value_type(node.this)
+        return inner if inner is not None and inner.this in _NUMBERS else None
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        return _wider(value_type(node.this), value_type(node.expression))
+    kind = _CONSTRUCTORS.get(type(node))
+    if kind is T.ARRAY:  # array(1, 2): ARRAY<INT> when every element has one known type
+        elements = {value_type(e) for e in node.expressions}
+        if len(node.expressions) == 0:
+            elements = {exp.DataType(this=T.NULL)}
+        inner = elements.pop() if len(elements) == 1 else None
+        return exp.DataType(this=T.ARRAY, expressions=[inner] if inner else [], nested=True)
+    if kind is not None:
+        return exp.DataType(this=kind, nested=True)
     return None
+
+
+_LITERAL_TYPES = {"int": T.INT, "bigint": T.BIGINT, "decimal": T.DECIMAL, "double": T.DOUBLE}
+_NUMBERS = frozenset({*_INTEGRAL, T.FLOAT, T.DOUBLE, T.DECIMAL})
+
+
+def _wider(a: exp.DataType | None, b: exp.DataType | None) -> exp.DataType | None:
+    """The type of ``a + b`` (``-``, ``*``) for two numbers, by Spark's widening: the wider
+    integer; DECIMAL over integers; FLOAT over integers, DOUBLE over FLOAT and DECIMAL."""
+    if a is None or b is None or a.this not in _NUMBERS or b.this not in _NUMBERS:
+        return None
+    kinds = {a.this, b.this}
+    if T.DOUBLE in kinds or kinds == {T.FLOAT, T.DECIMAL}:
+        return exp.DataType(this=T.DOUBLE)
+    if T.FLOAT in kinds:
+        return exp.DataType(this=T.FLOAT)
+    if T.DECIMAL in kinds:
+        return exp.DataType(this=T.DECIMAL)
+    return exp.DataType(this=max(kinds, key=_INTEGRAL.index))

@@ -28,6 +28,7 @@ from runner.lint.clauses import QueryShape
 from runner.lint.common_type import CommonType
 from runner.lint.context import ModelContext, parse_sql
 from runner.lint.format_options import FormatOptions
+from runner.lint.frames import WindowFrame
 from runner.lint.generators import GeneratorUse
 from runner.lint.grouping import GroupingShape
 from runner.lint.guard import GUARD_RULES, NotAQuery, UnknownTable, UnsafeFunction, UnsafeTable
@@ -71,6 +72,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(), ChangeDataCapture(), KafkaColumns(),
     FunctionArguments(), ArgumentType(), InvalidLiteral(), QueryShape(), RecursiveCte(),
     AggregateCall(), GroupingShape(), GeneratorUse(), FormatOptions(), CommonType(),
+    WindowFrame(),
 )
 
 

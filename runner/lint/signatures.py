@@ -6,19 +6,23 @@ recorded from Spark's registry (:mod:`runner.lint.builtins`):
   arguments that must be constant (``percentile_approx(x, p)`` with a column ``p``:
   ``[DATATYPE_MISMATCH.NON_FOLDABLE_INPUT]``), lambdas outside higher-order functions;
 - ``argument-type``: an argument of a type the position refuses (``json_array_length(2)``:
-  ``[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE]``), operands an operator refuses, a struct
-  indexed by a number (``[INVALID_EXTRACT_FIELD_TYPE]``).
+  ``[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE]``), argument values Spark refuses
+  (:mod:`.call_values`: ``explode(NULL)``, ``filter(arr, 1)``, ``time_bucket(INTERVAL '0'
+  SECOND, ts)``, ``pmod('1', '1')``), operands an operator refuses, a struct indexed by a
+  number (``[INVALID_EXTRACT_FIELD_TYPE]``), a CAST ANSI mode refuses (:mod:`.casts`:
+  ``CAST(1 AS BINARY)``), an ORDER BY of a MAP or VARIANT.
 
 Spark refuses every finding (each example is run through its analyser by
 tests/spark/test_signatures_vs_spark.py). When in doubt a rule does not flag: a call whose
 arguments lint cannot map to Spark's positions, an argument whose type it cannot vouch for
-(:func:`~runner.lint.builtins.arg_type`: NULL, an expression), a count or type the registry
+(:func:`~runner.lint.builtins.value_type`: a function's result), a count or type the registry
 has no record of, an overload with more arguments than the one probed, the grammar's own forms
 (``DATE_ADD(DAY, 1, d)``, ``trim(BOTH 'x' FROM s)``, ``count(DISTINCT a)``).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -26,9 +30,18 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from runner.errors import Violation
-from runner.lint.builtins import Signature, arg_type, operator_refuses, signature
+from runner.lint.builtins import (
+    TYPE_NAMES,
+    Signature,
+    arg_type,
+    operator_refuses,
+    signature,
+    value_type,
+)
+from runner.lint.call_values import element_mismatch, outer_kinds, value_problem
+from runner.lint.casts import cast_refusal
 from runner.lint.context import ModelContext
-from runner.lint.infer import element_type, is_, is_known
+from runner.lint.infer import element_type, is_, is_known, type_string
 from runner.lint.rules import ModelRule
 from runner.lint.sql_tokens import tokens as sql_tokens
 from runner.lint.sql_tokens import violation_at
@@ -51,6 +64,7 @@ class Arg:
     start: int
     name: str | None = None
     is_lambda: bool = False
+    is_null: bool = False  # the NULL literal (sqlglot keeps no position for it: no node)
 
 
 @dataclass(frozen=True)
@@ -131,13 +145,16 @@ def _split(tokens: tuple[Token, ...], open_at: int) -> tuple[list[tuple[int, int
         elif depth == 0 and kind == TokenType.COMMA:
             ranges.append((start, k))
             start = k + 1
+        elif kind == TokenType.STAR and k > start and \
+                tokens[k - 1].token_type in _OPERAND_END:
+            continue  # a product (a * b), not count(*) or t.*
         elif depth == 0 and (kind in _SPECIAL or tokens[k].text.upper() in _SPECIAL_WORDS):
             return None
     return None
 
 
-def _arg(tokens: tuple[Token, ...], i: int, j: int,
-         spans: dict[tuple[int, int], exp.Expr]) -> Arg:
+def _arg(tokens: tuple[Token, ...], i: int, j: int, spans: dict[tuple[int, int], exp.Expr],
+         keys: list[tuple[int, int]], call: str) -> Arg:
     name = None
     first = tokens[i].start if j > i else 0
     kinds = [t.token_type for t in tokens[i:j]]
@@ -148,8 +165,38 @@ def _arg(tokens: tuple[Token, ...], i: int, j: int,
            and tokens[j - 1].token_type == TokenType.R_PAREN
            and _split(tokens, i) == ([(i + 1, j - 1)], j - 1)):
         i, j = i + 1, j - 1  # (expr): the node spans what is inside
-    node = spans.get((tokens[i].start, tokens[j - 1].end)) if j > i else None
-    return Arg(node, first, name, is_lambda)
+    node = _covering(spans, keys, tokens[i].start, tokens[j - 1].end) if j > i else None
+    is_null = j - i == 1 and tokens[i].token_type == TokenType.NULL
+    return Arg(_inside(node, call), first, name, is_lambda, is_null)
+
+
+def _inside(node: exp.Expr | None, call: str) -> exp.Expr | None:
+    """``node``, or its one child when ``node`` is the call itself: a call sqlglot keeps no
+    position for (``ANY(x)``) spans exactly its one argument."""
+    if node is None or node._meta:  # noqa: SLF001 - .meta would allocate a dict
+        return node
+    own = node.sql_name() if isinstance(node, exp.Func) else node.key
+    if own.lower() == call:
+        children = list(node.iter_expressions())
+        return children[0] if len(children) == 1 else None
+    return node
+
+
+def _covering(spans: dict[tuple[int, int], exp.Expr], keys: list[tuple[int, int]], lo: int,
+              hi: int) -> exp.Expr | None:
+    """The node that spans ``[lo, hi]`` exactly, else the one node that covers every node
+    inside it: sqlglot keeps no position for keywords and types, so ``CAST(x AS INT)``,
+    ``array(1, 2)`` or ``-x`` span only what is inside them (None when two nodes side by
+    side are the widest: lint cannot tell which the argument is)."""
+    exact = spans.get((lo, hi))
+    if exact is not None:
+        return exact
+    inside = [s for s in keys[bisect_left(keys, (lo, -1)):bisect_right(keys, (hi, hi))]
+              if s[1] <= hi]
+    if not inside:
+        return None
+    widest = (min(s[0] for s in inside), max(s[1] for s in inside))
+    return spans.get(widest)
 
 
 def _over(tokens: tuple[Token, ...], close: int) -> bool:
@@ -172,6 +219,7 @@ def calls(ctx: ModelContext) -> list[Call]:
 def _calls(sql: str, query: exp.Expr) -> list[Call]:
     tokens = sql_tokens(sql)
     spans: dict[tuple[int, int], exp.Expr] | None = None
+    keys: list[tuple[int, int]] = []
     out = []
     for k in range(len(tokens) - 1):
         if tokens[k + 1].token_type != TokenType.L_PAREN:
@@ -199,7 +247,8 @@ def _calls(sql: str, query: exp.Expr) -> list[Call]:
             continue  # DECIMAL(10, 2): a type
         if spans is None:
             spans = _spans(query)
-        out.append(Call(sig, tokens[k].start, tuple(_arg(tokens, i, j, spans)
+            keys = sorted(spans)
+        out.append(Call(sig, tokens[k].start, tuple(_arg(tokens, i, j, spans, keys, name)
                                                     for i, j in ranges), _over(tokens, split[1])))
     return out
 
@@ -296,13 +345,32 @@ _OPERAND_END = frozenset({
     TokenType.VAR, TokenType.IDENTIFIER, TokenType.NUMBER, TokenType.STRING, TokenType.R_PAREN,
     TokenType.R_BRACKET, TokenType.NULL, TokenType.TRUE, TokenType.FALSE, TokenType.END,
     TokenType.STAR})
-_SPARK_TYPES = {"string": "STRING", "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INT",
-                "bigint": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
-                "decimal": "DECIMAL", "boolean": "BOOLEAN", "binary": "BINARY", "date": "DATE",
-                "timestamp": "TIMESTAMP", "timestamp_ntz": "TIMESTAMP_NTZ", "array": "ARRAY",
-                "map": "MAP", "struct": "STRUCT", "string_literal": "STRING",
-                "interval_day": "INTERVAL DAY TO SECOND",
-                "interval_month": "INTERVAL YEAR TO MONTH"}
+
+
+_CAST_HINTS = {
+    "DATATYPE_MISMATCH.CAST_WITH_FUNC_SUGGESTION": "between numbers and dates use "
+    "date_from_unix_date() / unix_date()",
+    "DATATYPE_MISMATCH.CAST_WITH_CONF_SUGGESTION": "only legacy casting (ANSI off) takes "
+    "it: convert with a function instead (hex(), to_binary(), ...)",
+    "DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION": "no cast does this: build the value with "
+    "a function (from_json(), split(), array(), struct(), ...)",
+}
+
+
+def _unorderable(dtype: exp.DataType | None) -> str | None:
+    """The part of ``dtype`` that has no order in Spark (``MAP``, ``VARIANT``), or None
+    (orderable, or unknown)."""
+    if dtype is None:
+        return None
+    if is_(dtype, T.MAP, T.VARIANT):
+        return type_string(exp.DataType(this=dtype.this))
+    if is_(dtype, T.ARRAY, T.STRUCT):
+        for inner in dtype.expressions:
+            kind = inner.args.get("kind") if isinstance(inner, exp.ColumnDef) else inner
+            found = _unorderable(kind) if isinstance(kind, exp.DataType) else None
+            if found is not None:
+                return found
+    return None
 
 
 def _value_type(node: exp.Expr) -> exp.DataType | None:
@@ -332,9 +400,14 @@ class ArgumentType(ModelRule):
         if ctx.query is None:
             return
         for call in calls(ctx):
-            if argument_problem(call) is not None or not call.signature.checks_arguments_of(
-                    len(call.args)):
-                continue  # the arguments are wrong already, or an overload not probed
+            if argument_problem(call) is not None:
+                continue  # the arguments are wrong already
+            found = value_problem(call)
+            if found is not None:
+                yield violation_at(self, ctx, *found)
+                continue
+            if not call.signature.checks_arguments_of(len(call.args)):
+                continue  # an overload not probed
             for i, arg in enumerate(call.args):
                 rule = call.signature.types.get(i)
                 kind = arg_type(arg.node) if rule is not None and arg.node is not None \
@@ -342,18 +415,51 @@ class ArgumentType(ModelRule):
                 if rule is None or arg.node is None or kind is None or kind not in rule[1]:
                     continue
                 required = rule[0]
-                if kind in _COMPLEX and _SPARK_TYPES[kind] in required.upper():
-                    continue  # an element or field type Spark may refuse, not the kind
+                shown = TYPE_NAMES[kind]
+                if kind in _COMPLEX and shown in outer_kinds(required).split():
+                    shown = element_mismatch(arg.node, required) or ""
+                    if not shown:
+                        continue  # an element or field type Spark may take, not the kind
                 text = _sql(arg.node)
                 yield self.at(ctx, arg.node, f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] "
                               f"argument {i + 1} of {call.name}() must be {required}, not "
-                              f"{_SPARK_TYPES[kind]}: {text}",
+                              f"{shown}: {text}",
                               f"cast it (CAST({text} AS ...)) or pass another column")
                 break
         yield from self._operators(ctx)
         yield from self._struct_index(ctx)
         yield from self._unary_plus(ctx)
         yield from self._time_casts(ctx)
+        yield from self._casts(ctx)
+        yield from self._ordering(ctx)
+
+    def _casts(self, ctx: ModelContext) -> Iterator[Violation]:
+        """``CAST(x AS t)`` of a type ANSI mode does not cast to ``t`` (:mod:`.casts`):
+        ``CAST(1 AS BINARY)``, ``CAST('a' AS ARRAY<STRING>)``. TRY_CAST has rules of its own
+        (left alone); a typed literal (``DATE '...'``) is a string cast, always taken."""
+        for node in ctx.nodes.of(exp.Cast):
+            to = node.args.get("to")
+            if node.args.get("safe") or not isinstance(to, exp.DataType):
+                continue
+            source = value_type(node.this)
+            error = cast_refusal(source, to)
+            if error is not None and source is not None:
+                yield self.at(ctx, node, f"[{error}] {_sql(node)}: Spark's ANSI mode does not "
+                              f"cast {type_string(source)} to {type_string(to)}",
+                              _CAST_HINTS.get(error, "cast to another type, or convert it "
+                                              "with a function"))
+
+    def _ordering(self, ctx: ModelContext) -> Iterator[Violation]:
+        """``ORDER BY`` (a query's or a window's) of a value Spark cannot order: a MAP, a
+        VARIANT, or an array or struct holding one ([DATATYPE_MISMATCH.INVALID_ORDERING_TYPE])."""
+        for node in ctx.nodes.of(exp.Ordered):
+            dtype = value_type(node.this)
+            bad = _unorderable(dtype)
+            if bad is not None and dtype is not None:
+                yield self.at(ctx, node, f"[DATATYPE_MISMATCH.INVALID_ORDERING_TYPE] "
+                              f"{_sql(node.this)}: Spark cannot order values of type "
+                              f"{type_string(dtype)} ({bad} has no order)",
+                              "order by a field or a cast of it to STRING")
 
     def _time_casts(self, ctx: ModelContext) -> Iterator[Violation]:
         """``CAST(x AS TIME)``: Spark 4.2 has no TIME values (a ``TIME '12:00'`` literal, which
@@ -388,7 +494,7 @@ class ArgumentType(ModelRule):
             if type(node) in _UNARY:
                 kind = arg_type(node.this)
                 error = operator_refuses(op, kind) if kind else None
-                text = f"{op.upper()} {_SPARK_TYPES.get(kind or '', '')}"
+                text = f"{op.upper()} {TYPE_NAMES.get(kind or '', '')}"
             else:
                 left, right = arg_type(node.this), arg_type(node.expression)
                 if left is None or right is None or (isinstance(node, (
@@ -396,7 +502,7 @@ class ArgumentType(ModelRule):
                         and {left, right} & _COMPLEX):
                     continue  # complex comparisons: the type-mismatch rule's
                 error = operator_refuses(op, left, right)
-                text = f"{_SPARK_TYPES[left]} {op.upper()} {_SPARK_TYPES[right]}"
+                text = f"{TYPE_NAMES[left]} {op.upper()} {TYPE_NAMES[right]}"
             if error is not None:
                 yield self.at(ctx, node, f"[{error}] {_sql(node)}: Spark has no {text}",
                               "cast an operand so that both have types the operator takes")

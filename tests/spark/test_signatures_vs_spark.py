@@ -72,7 +72,8 @@ def test_valid_neighbours_are_accepted(analyse, tmp_path: Path) -> None:  # type
 _TYPES: dict[str, str] = json.loads((Path(__file__).parents[2] / "runner" / "lint" / "functions.json")
                     .read_text(encoding="utf-8"))["types"]
 #: The functions the rules' examples call (every recorded one in the slow test).
-_NAMES = ["if", "json_array_length", "mask", "percentile_approx", "every", "make_timestamp"]
+_NAMES = ["if", "json_array_length", "mask", "percentile_approx", "every", "make_timestamp",
+          "explode"]
 
 
 def _recorded() -> list[str]:
@@ -107,6 +108,10 @@ def _disagreements(spark: SparkSession, names: list[str]) -> list[str]:
             got = condition(f"SELECT `{name}`({', '.join(args)})")
             if got != "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE":
                 wrong.append(f"{name} with {t} at {i + 1}: {got}")
+        if 0 in sig.nulls:  # a NULL literal first (the others NULL: Spark checks it first)
+            got = condition(f"SELECT `{name}`({', '.join(['NULL'] * sig.probed_nargs)})")
+            if got != sig.nulls[0]:
+                wrong.append(f"{name} with NULL at 1: {got}")
         call = f"SELECT `{name}`({', '.join(['NULL'] * sig.nargs[0])})" if sig.nargs else ""
         if sig.kind == "aggregate" and call and condition(call) is None:
             plan = spark.sql(call)._jdf.queryExecution().analyzed()

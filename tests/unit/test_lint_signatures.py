@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.unit.test_lint import _BASE, lint_files
 
-RULES = {"function-arguments", "argument-type", "invalid-literal", "query-shape"}
+RULES = {"function-arguments", "argument-type", "invalid-literal", "query-shape", "window-frame"}
 P = "FROM parsed_events"
 
 #: name -> (rule, SQL, Spark's error class, (line, column) of the finding).
@@ -59,6 +59,96 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                      "UNSUPPORTED_TIME_TYPE", (1, 13)),
     "struct_by_number": ("argument-type", f"SELECT errors[0][1] AS x {P}",
                          "INVALID_EXTRACT_FIELD_TYPE", (1, 8)),
+    "date_add_bigint_product": ("argument-type",
+                                f"SELECT date_add(`timestamp`, CAST(1 AS BIGINT) * -1) AS d {P}",
+                                "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 35)),
+    "some_smallint": ("argument-type", f"SELECT some(CAST(1 AS SMALLINT)) AS s {P}",
+                      "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 18)),
+    "explode_struct": ("argument-type", f"SELECT explode(named_struct('a', 1)) AS x {P}",
+                       "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 16)),
+    "any_bigint": ("argument-type", f"SELECT any(CAST(1 AS BIGINT)) AS s {P}",
+                   "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 17)),
+    "explode_null": ("argument-type", f"SELECT explode(NULL) AS x {P}",
+                     "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 16)),
+    "get_null": ("argument-type", f"SELECT get(NULL, 0) AS x {P}",
+                 "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 12)),
+    "mode_null": ("argument-type", f"SELECT mode(request.latency_ms, NULL) AS x {P}",
+                  "DATATYPE_MISMATCH.UNEXPECTED_NULL", (1, 33)),
+    "inline_struct": ("argument-type", f"SELECT inline(named_struct('a', 1)) AS x {P}",
+                      "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 15)),
+    "vector_int_array": ("argument-type", f"SELECT vector_norm(array(3, 4), 2.0F) AS x {P}",
+                         "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 20)),
+    "time_bucket_zero": ("argument-type",
+                         f"SELECT time_bucket(INTERVAL '0' SECOND, `timestamp`) AS b {P}",
+                         "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", (1, 20)),
+    "time_bucket_negative": ("argument-type", "SELECT time_bucket(INTERVAL '5' MINUTE - "
+                             f"INTERVAL '15' MINUTE, `timestamp`) AS b {P}",
+                             "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", (1, 20)),
+    "regexp_replace_position": ("argument-type",
+                                f"SELECT regexp_replace(eventId, 'a', 'b', 0) AS r {P}",
+                                "DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE", (1, 42)),
+    "pmod_strings": ("argument-type", f"SELECT pmod('1', '1') AS m {P}",
+                     "DATATYPE_MISMATCH.BINARY_OP_WRONG_TYPE", (1, 8)),
+    "pmod_date": ("argument-type", f"SELECT pmod(CAST(`timestamp` AS DATE), '1') AS m {P}",
+                  "DATATYPE_MISMATCH.BINARY_OP_WRONG_TYPE", (1, 8)),
+    "json_tuple_int": ("argument-type", f"SELECT json_tuple(eventId, 'a', 1) {P}",
+                       "DATATYPE_MISMATCH.NON_STRING_TYPE", (1, 33)),
+    "json_tuple_null": ("argument-type", f"SELECT json_tuple('{{\"a\": 1}}', NULL) {P}",
+                        "DATATYPE_MISMATCH.NON_STRING_TYPE", (1, 31)),
+    "vector_norm_int_degree": ("argument-type",
+                               f"SELECT vector_norm(array(CAST(3 AS FLOAT)), 2) AS x {P}",
+                               "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 45)),
+    "filter_int": ("argument-type", f"SELECT filter(errors, 1) AS x {P}",
+                   "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 23)),
+    "exists_map": ("argument-type", f"SELECT exists(errors, map('a', true)) AS x {P}",
+                   "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 23)),
+    "array_sort_array": ("argument-type", f"SELECT array_sort(array(3, 1), array(0)) AS x {P}",
+                         "DATATYPE_MISMATCH.UNEXPECTED_RETURN_TYPE", (1, 32)),
+    "transform_keys_map": ("argument-type",
+                           f"SELECT transform_keys(map('a', 1), map('k', 'v')) AS x {P}",
+                           "DATATYPE_MISMATCH.INVALID_MAP_KEY_TYPE", (1, 36)),
+    "cast_int_binary": ("argument-type", f"SELECT hex(CAST(request.latency_ms AS BINARY)) AS h {P}",
+                        "DATATYPE_MISMATCH.CAST_WITH_CONF_SUGGESTION", (1, 17)),
+    "cast_literal_binary": ("argument-type", f"SELECT CAST(-123 AS BINARY) AS b {P}",
+                            "DATATYPE_MISMATCH.CAST_WITH_CONF_SUGGESTION", (1, 14)),
+    "cast_string_array": ("argument-type", f"SELECT CAST(eventId AS ARRAY<STRING>) AS a {P}",
+                          "DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION", (1, 13)),
+    "cast_string_struct": ("argument-type",
+                           f"SELECT CAST(user.country AS STRUCT<s: STRING>) AS s {P}",
+                           "DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION", (1, 13)),
+    "cast_date_int": ("argument-type", f"SELECT CAST(DATE '2020-01-01' AS INT) AS d {P}",
+                      "DATATYPE_MISMATCH.CAST_WITH_FUNC_SUGGESTION", (1, 18)),
+    "cast_struct_width": ("argument-type",
+                          f"SELECT CAST(user AS STRUCT<a: STRING>) AS u {P}",
+                          "DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION", (1, 13)),
+    "order_by_variant": ("argument-type", f"SELECT eventId {P} ORDER BY CAST(eventId AS VARIANT)",
+                         "DATATYPE_MISMATCH.INVALID_ORDERING_TYPE", (1, 49)),
+    "order_by_map": ("argument-type", f"SELECT eventId {P} ORDER BY map('a', eventId) DESC",
+                     "DATATYPE_MISMATCH.INVALID_ORDERING_TYPE", (1, 44)),
+    "rows_bigint_bound": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY `timestamp`\n"
+                          f"  ROWS BETWEEN CURRENT ROW AND 2147483648 FOLLOWING) AS n {P}",
+                          "SPECIFIED_WINDOW_FRAME_UNACCEPTED_TYPE", (1, 8)),
+    "range_string_order": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY eventId\n"
+                           f"  RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING) AS n {P}",
+                           "SPECIFIED_WINDOW_FRAME_UNACCEPTED_TYPE", (1, 8)),
+    "frame_unbounded_following": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY `timestamp`\n"
+                                  f"  ROWS BETWEEN UNBOUNDED FOLLOWING AND 1 FOLLOWING) AS n {P}",
+                                  "SPECIFIED_WINDOW_FRAME_INVALID_BOUND", (1, 8)),
+    "frame_backwards": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY request.latency_ms\n"
+                        f"  RANGE BETWEEN 1 FOLLOWING AND 1 PRECEDING) AS n {P}",
+                        "SPECIFIED_WINDOW_FRAME_WRONG_COMPARISON", (1, 8)),
+    "range_without_order": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId\n"
+                            f"  RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING) AS n {P}",
+                            "RANGE_FRAME_WITHOUT_ORDER", (1, 8)),
+    "range_two_orders": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY request.latency_ms, eventId\n"
+                         f"  RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING) AS n {P}",
+                         "RANGE_FRAME_MULTI_ORDER", (1, 8)),
+    "range_timestamp_by_number": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY `timestamp`\n"
+                                  f"  RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING) AS n {P}",
+                                  "RANGE_FRAME_INVALID_TYPE", (1, 8)),
+    "range_date_by_seconds": ("window-frame", f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY CAST(`timestamp` AS DATE)"
+                              f"\n  RANGE BETWEEN CURRENT ROW AND INTERVAL '1 2:3:4' DAY TO SECOND"
+                              f" FOLLOWING) AS n {P}", "RANGE_FRAME_INVALID_TYPE", (1, 8)),
     "date_words": ("invalid-literal", f"SELECT date 'mar 11 2016' AS d {P}",
                    "INVALID_TYPED_LITERAL", (1, 8)),
     "date_no_such_day": ("invalid-literal", f"SELECT date '2016-02-30' AS d {P}",
@@ -169,6 +259,40 @@ VALID: dict[str, str] = {
                            f"  INTERVAL '1' MONTH + INTERVAL '2' YEAR AS b,\n"
                            f"  `timestamp` - INTERVAL '1-2' YEAR TO MONTH AS c {P}",
     "interval_sign_space": f"SELECT INTERVAL '-\t 1' DAY AS a {P}",
+    "casts_ansi_takes": "SELECT CAST(1 AS BOOLEAN) AS a, CAST(`timestamp` AS BIGINT) AS b,\n"
+                        "  CAST(1.5 AS TIMESTAMP) AS c, CAST(errors AS STRING) AS d,\n"
+                        f"  CAST(NULL AS ARRAY<INT>) AS e, CAST(eventId AS BINARY) AS f {P}",
+    "casts_ansi_takes_too": "SELECT CAST(array(1) AS ARRAY<STRING>) AS g,\n"
+                            "  CAST(true AS DECIMAL(3, 1)) AS h,\n"
+                            "  CAST(INTERVAL '1' DAY AS BIGINT) AS i, CAST(2 AS INTERVAL DAY) AS j,\n"
+                            "  CAST(user AS STRUCT<a: STRING, b: BINARY>) AS k,\n"
+                            "  CAST(DATE '2020-01-01' AS TIMESTAMP_NTZ) AS l, CAST(-1 AS DOUBLE) AS m"
+                            f"\n{P}",
+    "function_arguments": f"SELECT filter(errors, true) AS a, exists(errors, NULL) AS b,\n"
+                          f"  array_sort(array(2, 1), (x, y) -> 0) AS c,\n"
+                          f"  transform_keys(map('a', 1), (k, v) -> upper(k)) AS d,\n"
+                          f"  explode(array(1, 2)) AS e, date_add(`timestamp`, 1 * -1) AS f {P}",
+    "orderable": f"SELECT eventId {P} ORDER BY array(1), named_struct('a', eventId), errors",
+    "frames": f"SELECT count(*) OVER (PARTITION BY eventId ORDER BY `timestamp`\n"
+              "  RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) AS a,\n"
+              "  sum(request.latency_ms) OVER (ORDER BY request.latency_ms\n"
+              "    RANGE BETWEEN 10 PRECEDING AND 5 FOLLOWING) AS b,\n"
+              "  count(*) OVER (ORDER BY CAST(`timestamp` AS DATE) RANGE 1 PRECEDING) AS c,\n"
+              "  count(*) OVER (ORDER BY CAST(`timestamp` AS DATE)\n"
+              "    RANGE BETWEEN INTERVAL '5' DAY PRECEDING AND CURRENT ROW) AS g,\n"
+              "  count(*) OVER (ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS d,\n"
+              "  count(*) OVER (ORDER BY eventId, `timestamp` ROWS UNBOUNDED PRECEDING) AS e,\n"
+              "  count(*) OVER (ORDER BY CAST(request.latency_ms AS BIGINT)\n"
+              f"    RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS f {P}",
+    "positive_constants": f"SELECT time_bucket(INTERVAL '15' MINUTE, `timestamp`) AS a,\n"
+                          "  time_bucket(INTERVAL '1' MONTH - INTERVAL '0' MONTH, `timestamp`) AS b,"
+                          f"\n  regexp_replace(eventId, 'a', 'b', 1) AS c {P}",
+    "pmod_numbers": f"SELECT pmod(request.latency_ms, 7) AS a, pmod('10', 3) AS b,\n"
+                    f"  pmod(1.5, 2) AS c {P}",
+    "json_tuple_strings": f"SELECT json_tuple(eventId, 'a', 'b') {P}",
+    "arrays_cast_or_typed": f"SELECT array_join(array(1, 2), ',') AS a,\n"
+                            f"  vector_norm(array(CAST(3 AS FLOAT)), 2.0F) AS b,\n"
+                            f"  coalesce(NULL, eventId) AS c, upper(NULL) AS d, size(NULL) AS e {P}",
 }
 
 

@@ -1,0 +1,198 @@
+"""What Spark's analyser checks of a call's argument values, beyond each position's basic
+type (:mod:`.signatures` reads the calls and reports): a ``NULL`` literal where a function
+refuses one, a higher-order function given a constant of the wrong type where its function
+goes, constants out of range, ``pmod`` as the ``%`` it is, and arrays of another element type
+where a position casts no elements.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from runner.lint.builtins import TYPE_NAMES, arg_type, operator_refuses, value_type
+from runner.lint.infer import element_type, is_known, parse_type, type_string
+
+if TYPE_CHECKING:
+    from runner.lint.signatures import Call
+
+__all__ = ["element_mismatch", "outer_kinds", "value_problem"]
+
+T = exp.DType
+
+
+def _sql(node: exp.Expr) -> str:
+    return node.sql(dialect="spark", comments=False)
+
+
+def value_problem(call: Call) -> tuple[int, str, str] | None:
+    """(offset, message, hint) of the first value ``call``'s arguments are refused for, or
+    None: its function argument, a constant out of range, pmod's operands, a NULL literal
+    (this last only for the argument counts functions.json's records hold for)."""
+    found = _function_argument(call) or _out_of_range(call) or _as_operator(call) or \
+        _field_names(call)
+    if found is None and call.signature.checks_arguments_of(len(call.args)):
+        found = _null_argument(call)
+    return found
+
+
+def outer_kinds(required: str) -> str:
+    """Spark's required type with what is inside ``<...>`` (and parentheses) left out:
+    ``ARRAY<STRUCT>`` is an ARRAY, ``(ARRAY or MAP)`` either."""
+    out, depth = [], 0
+    for ch in required.upper():
+        depth += ch == "<"
+        if depth == 0:
+            out.append(" " if ch in "()" else ch)
+        depth -= ch == ">"
+    return "".join(out)
+
+
+def element_mismatch(node: exp.Expr, required: str) -> str | None:
+    """The argument's type when it is an array whose element type is not the one a position
+    that takes no other requires: ``vector_norm(array(1, 2))`` (ARRAY<INT>; ARRAY<FLOAT>
+    required). Strict means Spark refused an ARRAY<INT> there (no implicit cast of the
+    elements: ``array_join`` casts them, and is left alone), so only ``ARRAY<X>`` positions
+    that refuse ``array`` reach here; None when they match or lint does not know them."""
+    dtype = value_type(node)
+    inner = element_type(dtype)
+    want = parse_type(required) if required.upper().startswith("ARRAY<") else None
+    wanted = element_type(want)
+    if wanted is None or wanted.expressions or not is_known(inner) or "(" in required or \
+            inner.this is wanted.this:
+        return None  # the same kind (ARRAY<STRUCT> takes any struct), or unknown
+    return type_string(dtype) if inner.this is not T.NULL else "ARRAY<VOID>"
+
+
+#: Higher-order functions whose function argument Spark wraps in a lambda when it is no
+#: lambda (``filter(arr, 1)``): its position, the type it must return, the error class.
+_FUNCTION_ARGUMENTS: dict[str, tuple[int, frozenset[str], str]] = {
+    name: (1, frozenset({"boolean"}), "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE")
+    for name in ("filter", "exists", "forall", "map_filter")}
+_FUNCTION_ARGUMENTS["array_sort"] = (1, frozenset({"int"}),
+                                     "DATATYPE_MISMATCH.UNEXPECTED_RETURN_TYPE")
+_FUNCTION_ARGUMENTS["transform_keys"] = (1, frozenset(), "DATATYPE_MISMATCH.INVALID_MAP_KEY_TYPE")
+
+
+def _function_argument(call: Call) -> tuple[int, str, str] | None:
+    """A higher-order function given a constant of a type its function may not return
+    (``filter(arr, 1)``: Spark wants a BOOLEAN) or, for ``transform_keys``, a map key type
+    Spark refuses (a MAP)."""
+    rule = _FUNCTION_ARGUMENTS.get(call.name)
+    arg = call.args[rule[0]] if rule is not None and len(call.args) > rule[0] else None
+    if rule is None or arg is None or arg.node is None or arg.is_lambda or arg.name:
+        return None
+    kind = arg_type(arg.node)
+    if call.name == "transform_keys":
+        bad = kind == "map"
+    else:
+        bad = kind is not None and kind not in rule[1] and kind not in (
+            "string", "string_literal")
+    if not bad:
+        return None
+    wanted = "a MAP key type (no MAP)" if call.name == "transform_keys" else \
+        " or ".join(sorted(k.upper() for k in rule[1]))
+    return (arg.start, f"[{rule[2]}] argument {rule[0] + 1} of {call.name}() is a function "
+            f"that must return {wanted}, not {TYPE_NAMES.get(kind or '', kind)}: "
+            f"{_sql(arg.node)}", "write a lambda (x -> ...) that returns it")
+
+
+#: Constant arguments Spark checks the value of ([DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE]): the
+#: function, the position, what it must be (Spark's TimeBucket: a positive bucket size;
+#: RegExpReplace: a position from 1).
+_POSITIVE: dict[str, tuple[int, str]] = {
+    "time_bucket": (0, "a positive interval"),
+    "regexp_replace": (3, "a position from 1"),
+}
+_UNIT_SIZES = {"YEAR": ("ym", 12), "MONTH": ("ym", 1), "WEEK": ("dt", 7 * 86_400_000_000),
+               "DAY": ("dt", 86_400_000_000), "HOUR": ("dt", 3_600_000_000),
+               "MINUTE": ("dt", 60_000_000), "SECOND": ("dt", 1_000_000)}
+
+
+def _constant_value(node: exp.Expr) -> tuple[str, Decimal] | None:
+    """An integer or single-unit interval constant's (family, value): ``5`` is
+    ``("int", 5)``, ``INTERVAL '15' MINUTE - INTERVAL '20' MINUTE`` ``("dt", -300000000)``
+    (microseconds); None for anything else."""
+    node = node.unnest()
+    if isinstance(node, exp.Literal) and node.is_int:
+        return "int", Decimal(node.name)
+    if isinstance(node, exp.Neg):
+        inner = _constant_value(node.this)
+        return (inner[0], -inner[1]) if inner else None
+    if isinstance(node, exp.Interval) and isinstance(node.this, exp.Literal):
+        unit = node.args.get("unit")
+        size = _UNIT_SIZES.get(unit.name.upper().rstrip("S")) if isinstance(
+            unit, exp.Var) else None
+        try:
+            return (size[0], Decimal(node.this.name.strip()) * size[1]) if size else None
+        except InvalidOperation:
+            return None
+    if isinstance(node, (exp.Add, exp.Sub)):
+        a, b = _constant_value(node.this), _constant_value(node.expression)
+        if a is None or b is None or a[0] != b[0] or a[0] == "int":
+            return None
+        return a[0], a[1] + b[1] if isinstance(node, exp.Add) else a[1] - b[1]
+    return None
+
+
+def _out_of_range(call: Call) -> tuple[int, str, str] | None:
+    """A constant argument whose value Spark refuses (``time_bucket(INTERVAL '0' SECOND, ts)``,
+    ``regexp_replace(s, p, r, 0)``)."""
+    rule = _POSITIVE.get(call.name)
+    arg = call.args[rule[0]] if rule is not None and len(call.args) > rule[0] else None
+    if rule is None or arg is None or arg.node is None or arg.name is not None:
+        return None
+    value = _constant_value(arg.node)
+    if value is None or value[1] > 0:
+        return None
+    return (arg.start, f"[DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE] argument {rule[0] + 1} of "
+            f"{call.name}() must be {rule[1]}, not {_sql(arg.node)}", f"pass {rule[1]}")
+
+
+#: Functions that are Spark's binary arithmetic under another name (``Pmod`` extends
+#: ``BinaryArithmetic``, like ``%``): their operands are checked as the operator's.
+_OPERATOR_FUNCTIONS = {"pmod": "%"}
+
+
+def _as_operator(call: Call) -> tuple[int, str, str] | None:
+    """``pmod('1', '1')``: operands the operator refuses (``[BINARY_OP_WRONG_TYPE]``...)."""
+    op = _OPERATOR_FUNCTIONS.get(call.name)
+    if op is None or len(call.args) != 2 or any(a.node is None or a.name for a in call.args):
+        return None
+    left, right = (arg_type(a.node) for a in call.args if a.node is not None)
+    error = operator_refuses(op, left, right) if left and right else None
+    if error is None or left is None or right is None:
+        return None
+    return (call.start, f"[{error}] {call.name}() is Spark's {op} operator, which has no "
+            f"{TYPE_NAMES[left]} {op} {TYPE_NAMES[right]}",
+            "cast an operand so that both are numbers")
+
+
+def _null_argument(call: Call) -> tuple[int, str, str] | None:
+    """A ``NULL`` literal where Spark refuses one (``explode(NULL)``: VOID is no ARRAY or
+    MAP; ``schema_of_json(NULL)``: [DATATYPE_MISMATCH.UNEXPECTED_NULL])."""
+    for i, error in call.signature.nulls.items():
+        arg = call.args[i] if i < len(call.args) else None
+        if arg is not None and arg.name is None and arg.is_null:
+            rule = call.signature.types.get(i)
+            needs = f" must be {rule[0]}" if rule else " must not be NULL"
+            return (arg.start, f"[{error}] argument {i + 1} of {call.name}(){needs}, not a "
+                    "NULL literal", "cast it: CAST(NULL AS <type>) (or pass a value)")
+    return None
+
+
+def _field_names(call: Call) -> tuple[int, str, str] | None:
+    """``json_tuple(json, 1)``: Spark's JsonTuple takes strings only, the JSON and every field
+    name (a NULL literal is VOID, no string: ``[DATATYPE_MISMATCH.NON_STRING_TYPE]``)."""
+    if call.name != "json_tuple":
+        return None
+    for i, arg in enumerate(call.args):
+        kind = arg_type(arg.node) if arg.node is not None and arg.name is None else None
+        if arg.is_null or (kind is not None and kind not in ("string", "string_literal")):
+            shown = "NULL" if arg.is_null else TYPE_NAMES.get(kind or "", kind)
+            return (arg.start, f"[DATATYPE_MISMATCH.NON_STRING_TYPE] argument {i + 1} of "
+                    f"json_tuple() must be a STRING, not {shown}",
+                    "json_tuple takes the JSON and the field names as strings: quote them")
+    return None
