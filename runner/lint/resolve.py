@@ -270,19 +270,20 @@ class Resolver(NameResolver):
         return (id(ref[0]), ref[1].lower()) if ref else None
 
     def _expand_all(self, star: exp.Star, frame: Frame) -> tuple[list[Output], bool]:
-        skip = {c.name.lower() for c in star.args.get("except_") or []}
+        skip, reshaped, unsure = _star_except(star, frame)
         outs: list[Output] = []
         for i, (_, src) in enumerate(frame.sources):
             if src is self.events:
                 self.analysis.star_over_events = True
-            outs += [Output(n, t, star, origin=(id(src), n.lower())) for n, t in src.columns
+            outs += [Output(n, UNKNOWN if n.lower() in reshaped else t, star,
+                            origin=(id(src), n.lower())) for n, t in src.columns
                      if (i, n.lower()) not in frame.hidden and n.lower() not in skip]
         if frame.using:  # JOIN ... USING (k): Spark puts the USING columns first, once
             using = list(dict.fromkeys(frame.using))
             first = [next((o for o in outs if o.name.lower() == u), None) for u in using]
             front = [o for o in first if o is not None]
             outs = front + [o for o in outs if all(o is not f for f in front)]
-        return outs, any(src.open for _, src in frame.sources) or not frame.sources
+        return outs, unsure or any(src.open for _, src in frame.sources) or not frame.sources
 
     def _expand_one(self, col: exp.Column, frame: Frame) -> tuple[list[Output], bool]:
         prefix = [p for p in col.parts if isinstance(p, exp.Identifier)]
@@ -298,6 +299,32 @@ class Resolver(NameResolver):
         self.resolve_column(probe, frame)
         fields = struct_fields(probe.type)
         return [Output(n, t, col) for n, t in fields], not fields
+
+
+def _star_except(star: exp.Star, frame: Frame) -> tuple[set[str], set[str], bool]:
+    """The lower-cased columns ``* EXCEPT (...)`` leaves out, those it keeps with a field
+    dropped, and whether an item names neither: ``a`` and ``t.a`` (``t`` a relation) leave out
+    ``a``; ``a.f`` (``a`` a column) and ``t.a.f`` drop the field ``f`` of ``a`` (its type is no
+    longer known); ``u.a`` (``u`` a relation name lint does not see, as after ``|> AS u``)
+    leaves the columns unsure (nothing is flagged against them)."""
+    skip: set[str] = set()
+    reshaped: set[str] = set()
+    unsure = False
+    for item in star.args.get("except_") or []:
+        parts: list[str] = []
+        node = item
+        while isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):
+            parts.insert(0, node.expression.name.lower())
+            node = node.this
+        if not isinstance(node, exp.Column):
+            continue
+        parts = [p.name.lower() for p in node.parts] + parts
+        if len(parts) > 1 and frame.source(parts[0]) is not None:
+            parts = parts[1:]
+        elif len(parts) > 1 and all(src.find(parts[0]) is None for _, src in frame.sources):
+            unsure = True
+        (skip if len(parts) == 1 else reshaped).add(parts[0])
+    return skip, reshaped, unsure
 
 
 def _join_columns(node: exp.Select, scope: Scope, frame: Frame) -> None:
