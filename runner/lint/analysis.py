@@ -16,7 +16,7 @@ When in doubt a rule does not flag: a name it cannot place is left to ``unknown-
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from sqlglot import exp
 
@@ -25,6 +25,7 @@ from runner.lint.builtins import aggregate_names
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_, is_known, type_string
 from runner.lint.rules import ModelRule, time_column
+from runner.lint.spark_names import aggregate_list, generator_inputs
 from runner.lint.unique import GROUPING_ID, grouping_sets, time_window
 
 __all__ = ["AmbiguousColumn", "MisplacedAggregate", "MissingAggregation", "TypeMismatch",
@@ -115,13 +116,21 @@ class _Grouping:
     """What a SELECT groups by: expressions (as keys) and column paths, with relation
     aliases stripped so that ``p.request.endpoint`` and ``request.endpoint`` are one."""
 
-    def __init__(self, select: exp.Select) -> None:
+    def __init__(self, select: exp.Select, generated: Mapping[int, str]) -> None:
+        self.generated = generated  # Spark's names of expressions without an alias
         self.relations = {s.alias_or_name.lower() for s in _sources(select)}
         self.keys: set[str] = set()
         self.types: set[type] = set()  # of the grouped expressions: others are not compared
         self.paths: set[tuple[str, ...]] = set()
-        projections = select.expressions
-        aliases = {p.alias.lower(): p.this for p in projections if isinstance(p, exp.Alias)}
+        projections = aggregate_list(select)  # what GROUP BY ordinals count
+        aliases: dict[str, exp.Expr] = {}
+        for p in select.expressions:  # GROUP BY a: the first select-list a
+            if isinstance(p, exp.Alias):
+                aliases.setdefault(p.alias.lower(), p.this)
+            elif id(p) in generated:  # GROUP BY `concat_ws( , a, b)`
+                aliases.setdefault(generated[id(p)].lower(), p)
+            for name, arg in generator_inputs(p):
+                aliases.setdefault(name, arg)
         group = select.args.get("group")
         items: list[exp.Expr] = []
         for key in ("expressions", "grouping_sets", "cube", "rollup"):
@@ -152,6 +161,8 @@ class _Grouping:
     def _add(self, node: exp.Expr) -> None:
         self.keys.add(_key(node))
         self.types.add(type(node))
+        if id(node) in self.generated:  # its column, by Spark's name (grouping sets)
+            self.paths.add((self.generated[id(node)].lower(),))
         path = _path(node)
         if path:
             self.paths.update(self.forms(path))
@@ -197,11 +208,13 @@ class MissingAggregation(ModelRule):
         clauses = [*select.expressions, select.args.get("having"), select.args.get("order")]
         if group is None and not any(next(_grouping_aggregates(c), None) for c in clauses):
             return
-        grouping = _Grouping(select)
+        grouping = _Grouping(select, ctx.analysis.generated if ctx.analysis else {})
         aliases: set[str] = set()
         seen: set[str] = set()
-        # a name that does not resolve is unknown-column's finding, not this rule's
-        unknown = {id(f.node) for f in ctx.analysis.unknown_columns} if ctx.analysis else set()
+        # a name that does not resolve is unknown-column's finding, not this rule's; a name
+        # of an enclosing query is one value per group of this one
+        unknown = {id(f.node) for f in ctx.analysis.unknown_columns} | \
+            ctx.analysis.outer_references if ctx.analysis else set()
         for projection in select.expressions:
             for node in self._ungrouped(projection, grouping, aliases):
                 if any(id(n) in unknown for n in node.walk()):
@@ -211,6 +224,8 @@ class MissingAggregation(ModelRule):
                     yield self._violation(ctx, node, group is not None)
             if isinstance(projection, exp.Alias):  # lateral column aliases, then HAVING/ORDER
                 aliases.add(projection.alias.lower())
+            elif id(projection) in grouping.generated:  # ORDER BY `count(1)`
+                aliases.add(grouping.generated[id(projection)].lower())
         for clause in clauses[-2:]:
             for node in self._ungrouped(clause, grouping, aliases):
                 if any(id(n) in unknown for n in node.walk()):

@@ -83,6 +83,9 @@ class NameResolver:
         self.refs_of: dict[int, tuple[Shape, str]] = {}  # plain column node -> (source, column)
         self.source_of: dict[int, Shape] = {}  # resolved column node (struct paths too) -> source
         self.names: dict[int, str] = {}  # resolved reference node -> Spark's name for it
+        #: resolved reference of a relation's column -> Spark's text of it in a generated name
+        #: (``user.country``: the column and its fields, without the relation)
+        self.paths: dict[int, str] = {}
         self.tainted = 0  # references resolved to an unresolved column (Shape.unresolved)
 
     # -- expressions --------------------------------------------------------------------------
@@ -166,6 +169,7 @@ class NameResolver:
                 col = src.find(idents[1].name)
                 if col is not None:
                     self._resolved(top, src, col, idents, 2)
+                    self._correlated(top, sc, frame)
                     return
                 if src.open:
                     return
@@ -182,6 +186,7 @@ class NameResolver:
                         return
                     self._resolved(top, src, col, idents, 1)
                     self._ambiguous(idents[0], sc)
+                    self._correlated(top, sc, frame)
                     return
             if first in sc.time_windows:
                 self._descend(top, sc.time_windows[first], idents[1:], idents[0].name)
@@ -207,6 +212,12 @@ class NameResolver:
         self._unknown(idents[0], f"unknown column '{idents[0].name}'"
                       + did_you_mean(idents[0].name, candidates))
 
+    def _correlated(self, top: exp.Expr, found: Frame, frame: Frame) -> None:
+        """Record a reference resolved in an enclosing query's frame (an outer reference:
+        one value per row of that query, a constant to the aggregates of this one)."""
+        if found is not frame:
+            self.analysis.outer_references.add(id(top))
+
     def _ambiguous(self, ident: exp.Identifier, scope: Frame) -> None:
         """Record an unqualified name that two of the scope's relations have (Spark's
         [AMBIGUOUS_REFERENCE]); JOIN ... USING columns are one column."""
@@ -229,11 +240,14 @@ class NameResolver:
         self.source_of[id(top)] = src
         if used == len(idents):
             self.refs_of[id(top)] = (src, name)
-        self._descend(top, dtype, idents[used:], name)
+        path = self._descend(top, dtype, idents[used:], name)
+        if path is not None:
+            self.paths[id(top)] = path
 
     def _descend(self, top: exp.Expr, dtype: exp.DataType | None,
-                 fields: list[exp.Identifier], name: str) -> None:
-        """Follow struct field access from a value of ``dtype``; type ``top`` with the result."""
+                 fields: list[exp.Identifier], name: str) -> str | None:
+        """Follow struct field access from a value of ``dtype``; type ``top`` with the result.
+        Returns the path followed (``name.field...``), None when a field is not there."""
         path = name
         for ident in fields:
             nxt, canonical, candidates = field_type(dtype, ident.name)
@@ -245,12 +259,13 @@ class NameResolver:
                 elif candidates is not None:
                     self._unknown(ident, f"'{path}' is {type_string(dtype)}, not a struct: it "
                                   f"has no field '{ident.name}'")
-                return
+                return None
             dtype, name = nxt, canonical or ident.name
             path = f"{path}.{name}"
         if is_known(dtype):
             top.type = dtype
         self.names[id(top)] = name
+        return path
 
     def _unknown(self, node: exp.Expr, message: str, hint: str | None = None) -> None:
         self.analysis.unknown_columns.append(Finding(node, message, hint))

@@ -44,6 +44,7 @@ from runner.lint.infer import (
 from runner.lint.join_keys import joined_unique
 from runner.lint.names import Frame, NameResolver
 from runner.lint.shapes import OPEN, Analysis, Output, Shape
+from runner.lint.spark_names import cast_column, generator_call, generator_inputs, pretty_name
 from runner.lint.unique import GROUPING_ID, grouping_sets, time_window, unique_sets
 
 #: The column ``GROUP BY window(ts, ...)`` / ``session_window(...)`` gives a SELECT.
@@ -62,13 +63,17 @@ class Resolver(NameResolver):
         event_fields: lower-cased -> declared name of the schema's top-level fields.
         refs: lower-cased name -> shape of each model this one ref()s (None: not known).
         models: lower-cased -> name of every model of the project.
+        sql: the SQL text the query was parsed from (Spark names a column after the text of
+            its expression: :func:`~runner.lint.spark_names.pretty_name`).
     """
 
     def __init__(self, *, events: Shape, event_fields: Mapping[str, str],
-                 refs: Mapping[str, Shape | None], models: Mapping[str, str]) -> None:
+                 refs: Mapping[str, Shape | None], models: Mapping[str, str],
+                 sql: str = "") -> None:
         super().__init__(events=events, event_fields=event_fields)
         self.refs = refs
         self.models = models
+        self.sql = sql
         self._outputs: dict[int, list[Output]] = {}  # id(SELECT) -> its output columns
         self._shapes: dict[int, Shape] = {}  # id(sqlglot scope) -> the relation it yields
         self._frames: dict[int, Frame] = {}  # id(sqlglot scope) -> what its names resolve in
@@ -200,6 +205,11 @@ class Resolver(NameResolver):
         outputs: list[Output] = []
         open_ = False
         unresolved: set[str] = set()
+        # a generator's aliases are seen by the whole select list, before and after it
+        pending = {name.lower() for p in node.expressions if generator_call(p) is not None
+                   for name in _aliases(p)}
+        for name in pending:
+            frame.aliases.setdefault(name, UNKNOWN)
         for projection in node.expressions:
             before = (len(self.analysis.unknown_columns), self.tainted)
             self.walk(projection, frame)
@@ -210,12 +220,27 @@ class Resolver(NameResolver):
             if (len(self.analysis.unknown_columns), self.tainted) != before:
                 unresolved.update(o.name.lower() for o in outs)
             for out in outs:
+                if out.name.lower() in pending:
+                    pending.discard(out.name.lower())
+                    frame.aliases[out.name.lower()] = out.type
                 frame.aliases.setdefault(out.name.lower(), out.type)
         frame.alias_ok = False
         self.walk(node.args.get("where"), frame)
         frame.alias_ok = True
-        for key in ("group", "having", "qualify", "order", "windows", "distribute", "sort",
-                    "cluster"):
+        # GROUP BY alone sees the inputs Spark moves out of a generator (_gen_input_<i>)
+        inputs = {name: arg.type or UNKNOWN for p in node.expressions
+                  for name, arg in generator_inputs(p) if name not in frame.aliases}
+        frame.aliases.update(inputs)
+        self.walk(group, frame)
+        for name in inputs:
+            del frame.aliases[name]
+        if group is not None and grouping_sets(group):  # each expression is a column then
+            for item in _grouping_items(group):
+                self.annotator.annotate_expression(item)
+                name = self._generated(item)
+                if name is not None:
+                    frame.aliases.setdefault(name.lower(), item.type or UNKNOWN)
+        for key in ("having", "qualify", "order", "windows", "distribute", "sort", "cluster"):
             self.walk(node.args.get(key), frame)
         self._outputs[id(node)] = outputs
         single = frame.sources[0][1] if len(frame.sources) == 1 else None
@@ -255,15 +280,32 @@ class Resolver(NameResolver):
             return self._expand_all(proj, frame)
         if isinstance(proj, exp.Column) and proj.is_star:
             return self._expand_one(proj, frame)
-        if isinstance(proj, (exp.Column, exp.Dot)):
+        if isinstance(proj, exp.Column) or (isinstance(proj, exp.Dot)
+                                            and isinstance(_dot_root(proj), exp.Column)):
+            # a column, or a field of one: named after the column or the field; a field of
+            # any other value (from_json(a).b) is named after its text, as an expression
             name = self.names.get(id(proj)) or proj.output_name
             return [Output(name, proj.type or UNKNOWN, proj, True, proj,
                            self._origin(proj))], False
+        column = cast_column(proj)
+        if column is not None and id(column) in self.refs_of:  # CAST(a AS INT) is named a
+            return [Output(self.names.get(id(column)) or column.name, proj.type or UNKNOWN,
+                           proj, True, proj)], False
         if is_generator(proj):
             cols = generator_columns(proj)
             return [Output(n, t, proj, True, proj) for n, t in cols or ()], cols is None
-        text = proj.sql(dialect="spark", comments=False)
+        text = self._generated(proj)
+        if text is None:  # not known: sqlglot's text of it
+            text = proj.sql(dialect="spark", comments=False)
         return [Output(text, proj.type or UNKNOWN, proj, False, proj)], False
+
+    def _generated(self, node: exp.Expr) -> str | None:
+        """The name Spark gives the column of ``node`` (no alias), recorded for the rules."""
+        name = pretty_name(node, sql=self.sql, paths=self.paths,
+                           outer=self.analysis.outer_references)
+        if name is not None:
+            self.analysis.generated[id(node)] = name
+        return name
 
     def _origin(self, node: exp.Expr) -> tuple[int, str] | None:
         ref = self.refs_of.get(id(node))
@@ -288,6 +330,9 @@ class Resolver(NameResolver):
     def _expand_one(self, col: exp.Column, frame: Frame) -> tuple[list[Output], bool]:
         prefix = [p for p in col.parts if isinstance(p, exp.Identifier)]
         src = frame.source(prefix[0].name.lower()) if len(prefix) == 1 else None
+        if src is None and len(prefix) == 1 and all(
+                s.find(prefix[0].name) is None for _, s in frame.sources):
+            src = _outer_source(frame, prefix[0].name.lower())  # t.* of an enclosing query's t
         if src is not None:
             if src is self.events:
                 self.analysis.star_over_events = True
@@ -299,6 +344,51 @@ class Resolver(NameResolver):
         self.resolve_column(probe, frame)
         fields = struct_fields(probe.type)
         return [Output(n, t, col) for n, t in fields], not fields
+
+
+def _dot_root(node: exp.Dot) -> exp.Expr:
+    """What a chain of field accesses starts from (``f(x)`` in ``f(x).a.b``)."""
+    root: exp.Expr = node
+    while isinstance(root, exp.Dot):
+        root = root.this
+    return root
+
+
+def _grouping_items(group: exp.Group) -> list[exp.Expr]:
+    """The expressions a GROUP BY with grouping sets groups by (not the plain columns, named
+    already), each once."""
+    items: list[exp.Expr] = []
+    stack = [e for key in ("expressions", "grouping_sets", "cube", "rollup")
+             for e in group.args.get(key) or []]
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, (exp.GroupingSets, exp.Cube, exp.Rollup, exp.Tuple)):
+            stack = list(item.expressions) + stack
+        elif isinstance(item, exp.Paren):
+            stack.insert(0, item.this)
+        elif not isinstance(item, (exp.Column, exp.Literal)):
+            items.append(item)
+    return items
+
+
+def _outer_source(frame: Frame, alias: str) -> Shape | None:
+    """The relation ``alias`` of a query ``frame`` is correlated with (the nearest), or None."""
+    outer = frame.parent
+    while outer is not None:
+        src = outer.source(alias)
+        if src is not None:
+            return src
+        outer = outer.parent
+    return None
+
+
+def _aliases(projection: exp.Expr) -> list[str]:
+    """The names a select-list item gives its columns (``AS a``, ``AS (a, b)``)."""
+    if isinstance(projection, exp.Alias):
+        return [projection.alias]
+    if isinstance(projection, exp.Aliases):
+        return [i.name for i in projection.expressions]
+    return []
 
 
 def _star_except(star: exp.Star, frame: Frame) -> tuple[set[str], set[str], bool]:

@@ -39,12 +39,70 @@ ACCEPTED = {
                               "FROM parsed_events |> DROP o.m.i",
     # a spatial type of any SRID (st_functions)
     "geography any": "SELECT CAST(NULL AS GEOGRAPHY(ANY)) AS g, CAST(NULL AS GEOMETRY(ANY)) AS h",
+    # a generator's aliases are seen by the whole select list (generators_resolution_edge_cases)
+    "generator alias before it": "SELECT col + 1 AS col2, explode(array(1, 2)) AS col",
+    "generator alias in a generator before it":
+        "SELECT explode(arr) AS col, explode(array(array(0), array(1))) AS arr",
+    # a generator in an aggregating SELECT: its inputs are _gen_input_<i>, which GROUP BY may
+    # name and its ordinals count
+    "generator inputs by name": _T + "SELECT stack(2, 'x', count(*), a, 'y', 0L, 1) AS (p, q, r), b "
+                                     "FROM t GROUP BY _gen_input_3, b",
+    "generator inputs by ordinal": _T + "SELECT stack(2, 'x', count(*), a, 'y', 0L, 1) AS (p, q, r), "
+                                        "b FROM t GROUP BY 2, 3",
+    "generator input by ordinal": _T + "SELECT b, explode(array(a)) FROM t GROUP BY b, 2",
+    # GROUP BY an alias two select-list items have: the first (group_by_alias)
+    "group by a repeated alias": _T + "SELECT a AS x, b AS y, count(*) AS n FROM t "
+                                      "GROUP BY b, x",
+    # t.* of the enclosing query's t, in a scalar or lateral subquery (scalar_subquery_select,
+    # postgresql_join)
+    "outer star in a scalar subquery":
+        "SELECT (SELECT t1.* FROM (SELECT 2 AS c2 FROM parsed_events) AS t2 LIMIT 1) AS v "
+        "FROM (SELECT 1 AS c1 FROM parsed_events) AS t1",
+    "outer star in a lateral subquery":
+        _T + "SELECT s2.a AS x FROM t CROSS JOIN LATERAL (SELECT t.a) AS s1 "
+             "CROSS JOIN LATERAL (SELECT s1.* FROM t AS u LIMIT 1) AS s2",
+    # a column without an alias is named after Spark's text of its expression, which GROUP BY
+    # and ORDER BY may use (group_by_alias, order_by_alias)
+    "group by a generated name": _T + "SELECT concat_ws(' ', a, b) FROM t "
+                                      "GROUP BY `concat_ws( , a, b)`",
+    "order by a generated name": _T + "SELECT concat_ws(' ', a, b) FROM t "
+                                      "ORDER BY `concat_ws( , a, b)`",
+    "count(*) is named count(1)": _T + "SELECT count(*) FROM t ORDER BY `count(1)`",
+    "group by a generated name of subqueries":
+        _T + "SELECT (SELECT a FROM t) + (SELECT b FROM t) FROM parsed_events "
+             "GROUP BY `(scalarsubquery() + scalarsubquery())`",
+    # each expression of grouping sets is a column of the grouped rows (grouping_set)
+    "order by a grouping set's expression": _T + "SELECT a, b FROM t "
+                                                 "GROUP BY GROUPING SETS (a, b, b + 1) ORDER BY `(b + 1)`",
+    # a subquery's HAVING compares its group with the enclosing query's column (subquery_in)
+    "outer reference in a subquery's HAVING":
+        _T + "SELECT a, min(b) AS m FROM t WHERE b IN (SELECT max(u.b) FROM t AS u "
+             "GROUP BY u.a HAVING u.a > t.a) GROUP BY a",
 }
 
 #: SQL Spark refuses -> the rule compile refuses it with.
 REFUSED = {
     "pipe drop, then the dropped column":
         ("SELECT 1 AS x, 2 AS y FROM parsed_events |> DROP x |> SELECT x", "unknown-column"),
+    "a generated name Spark does not give": (
+        _T + "SELECT concat_ws(' ', a, b) FROM t GROUP BY `concat_ws(' ', a, b)`",
+        "unknown-column"),
+    "a grouping expression's name without grouping sets": (
+        _T + "SELECT a, count(*) AS n FROM t GROUP BY a, b + 1 ORDER BY `(b + 1)`",
+        "unknown-column"),
+    "generator inputs are not seen by HAVING":
+        (_T + "SELECT stack(2, 'x', count(*), a, 'y', 0L, 1) AS (p, q, r), b FROM t "
+              "GROUP BY _gen_input_3, b HAVING _gen_input_3 > 0", "unknown-column"),
+    "generator input ordinal, another column not grouped":
+        (_T + "SELECT b, explode(array(a)) FROM t GROUP BY 2", "missing-aggregation"),
+    "group by a repeated alias, the second not grouped":
+        (_T + "SELECT a AS x, b AS x, count(*) AS n FROM t GROUP BY x", "missing-aggregation"),
+    "outer star of no relation": (
+        "SELECT (SELECT t3.* FROM (SELECT 2 AS c2 FROM parsed_events) AS t2 LIMIT 1) AS v "
+        "FROM (SELECT 1 AS c1 FROM parsed_events) AS t1", "unknown-column"),
+    "the subquery's own column not grouped in its HAVING":
+        (_T + "SELECT a FROM t WHERE b IN (SELECT max(u.b) FROM t AS u GROUP BY u.a "
+              "HAVING u.b > t.a) GROUP BY a", "missing-aggregation"),
 }
 
 
@@ -68,3 +126,44 @@ def test_identifier_where_lint_cannot_read_it_is_the_guards_refusal(project: Pro
     errors = _errors(project, sql)
     assert set(errors) == {"unsafe-table"}
     assert errors["unsafe-table"].startswith("IDENTIFIER(...) names a table, column or function")
+
+
+def _columns(project: Project, sql: str) -> list[str]:
+    model = RenderedModel("m", "models/m.sql", sql, ModelConfig(), ())
+    result = lint_models(project, [model], deadline=time.monotonic() + 60)
+    return [c.name for c in result.columns["m"]]
+
+
+def test_columns_without_an_alias_have_the_names_spark_gives_them(project: Project) -> None:
+    """Spark's own names (its analysed schema of the same SELECT, in the corpus): operators in
+    parentheses, literals bare, calls by the name written, a cast of a column by the
+    column, a field of a column by the field (tests/spark/test_lint_resolution_vs_spark.py
+    checks them against Spark)."""
+    sql = NAMED
+    assert _columns(project, sql) == SPARK_NAMES
+
+
+def test_a_field_of_a_value_is_named_after_its_text(project: Project) -> None:
+    """Spark names ``f(x).a`` after the whole text, not ``a``: two of them are no duplicate."""
+    sql = ("SELECT from_json(eventId, 'a INT').a, from_json(request.method, 'a INT').a "
+           "FROM parsed_events")
+    assert "duplicate-output-column" not in _errors(project, sql)
+
+
+#: A SELECT of columns without an alias, and the names Spark gives them.
+NAMED = ("SELECT concat_ws(' ', eventId, 1.50), user.country || 'x', -1, -request.latency_ms, "
+         "eventId IS NOT NULL, eventId != 'a', CASE eventId WHEN 'a' THEN 1 ELSE 2 END, "
+         "IF(eventId = 'x', 1, 2), errors[0], upper(user.country), CAST(eventId AS INT), "
+         "CAST(user.country AS DECIMAL(4, 2)), 1L, user.country, (SELECT 1) FROM parsed_events")
+SPARK_NAMES = [
+    "concat_ws( , eventId, 1.50)", "concat(user.country, x)", "-1", "(- request.latency_ms)",
+    "(eventId IS NOT NULL)", "(NOT (eventId = a))", "CASE WHEN (eventId = a) THEN 1 ELSE 2 END",
+    "(IF((eventId = x), 1, 2))", "errors[0]", "upper(user.country)", "eventId",
+    "CAST(user.country AS DECIMAL(4,2))", "1", "country", "scalarsubquery()"]
+
+
+def test_two_columns_spark_names_alike_are_one_name_twice(project: Project) -> None:
+    """CAST(eventId AS INT) is named eventId by Spark: with eventId itself, a Delta table
+    cannot hold both."""
+    errors = _errors(project, "SELECT eventId, CAST(eventId AS INT) FROM parsed_events")
+    assert "duplicate-output-column" in errors
