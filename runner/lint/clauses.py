@@ -8,7 +8,8 @@
   ``IN (SELECT ...)`` as many as the values it is compared with
   (``[DATATYPE_MISMATCH.IN_SUBQUERY_LENGTH_MISMATCH]``);
 - ``QUALIFY`` has a window function in it or in the select list
-  (``[QUALIFY_REQUIRES_WINDOW_FUNCTION]``).
+  (``[QUALIFY_REQUIRES_WINDOW_FUNCTION]``);
+- one ``WITH`` names each of its CTEs once (``[DUPLICATED_CTE_NAMES]``, case-insensitive).
 
 A select list with a ``*``, ``AS (a, b)`` or a generator has a number of columns lint does not
 count: ordinals and subqueries over one are left alone.
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from runner.errors import Violation
 from runner.lint.analysis import _grouping_aggregates
@@ -26,6 +28,7 @@ from runner.lint.builtins import signature
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_generator
 from runner.lint.rules import ModelRule
+from runner.lint.spark_dialect import SPARK
 
 __all__ = ["QueryShape"]
 
@@ -58,6 +61,20 @@ def _many(projection: exp.Expr) -> bool:
     return sig is not None and sig.kind == "generator"
 
 
+def _written_cte(sql: str, cte: exp.CTE) -> bool:
+    """``cte`` is written in a WITH clause (its name follows WITH or a comma), not made by
+    sqlglot of a pipe operator (``|> AS t`` names a subquery; two may share a name)."""
+    alias = cte.args.get("alias")
+    ident = alias.this if isinstance(alias, exp.TableAlias) else None
+    meta = ident._meta if isinstance(ident, exp.Identifier) else None  # noqa: SLF001
+    start = meta.get("start") if meta else None
+    if not isinstance(start, int):
+        return False
+    before = [t for t in SPARK.tokenizer().tokenize(sql) if t.end < start]
+    return bool(before) and before[-1].token_type in (TokenType.WITH, TokenType.COMMA,
+                                                      TokenType.RECURSIVE)
+
+
 def _ordinal(node: exp.Expr) -> int | None:
     """The integer of a GROUP BY / ORDER BY item that is an integer literal (``-1`` too)."""
     sign = 1
@@ -72,7 +89,8 @@ class QueryShape(ModelRule):
     """GROUP BY and ORDER BY positions are in the select list ([GROUP_BY_POS_OUT_OF_RANGE],
     [ORDER_BY_POS_OUT_OF_RANGE]) and a grouped one holds no aggregate; a scalar subquery
     returns one column and an IN subquery as many as it is compared with; QUALIFY needs a
-    window function ([QUALIFY_REQUIRES_WINDOW_FUNCTION])."""
+    window function ([QUALIFY_REQUIRES_WINDOW_FUNCTION]); one WITH names each CTE once
+    ([DUPLICATED_CTE_NAMES])."""
 
     id = "query-shape"
 
@@ -90,6 +108,8 @@ class QueryShape(ModelRule):
                               f"MORE_THAN_ONE_OUTPUT_COLUMN] this subquery is a value and "
                               f"returns {width} columns, not one",
                               "select one column, or join the subquery instead")
+        for with_ in ctx.nodes.of(exp.With):
+            yield from self._ctes(ctx, with_)
         for node in ctx.nodes.of(exp.In):
             query = node.args.get("query")
             width = _width(query) if query is not None else None
@@ -122,6 +142,15 @@ class QueryShape(ModelRule):
                 yield self.at(ctx, ordered, f"[ORDER_BY_POS_OUT_OF_RANGE] ORDER BY {n}: the "
                               f"select list has {width} column(s)",
                               f"a position from 1 to {width}")
+
+    def _ctes(self, ctx: ModelContext, with_: exp.With) -> Iterator[Violation]:
+        seen: set[str] = set()
+        for cte in with_.expressions:
+            name = cte.alias_or_name
+            if name.lower() in seen and _written_cte(ctx.model.sql, cte):
+                yield self.at(ctx, cte.args.get("alias") or cte, f"[DUPLICATED_CTE_NAMES] the "
+                              f"WITH clause defines '{name}' twice", "give each CTE its own name")
+            seen.add(name.lower())
 
     def _qualify(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
         qualify = select.args.get("qualify")

@@ -74,6 +74,10 @@ ACCEPTED = {
     # each expression of grouping sets is a column of the grouped rows (grouping_set)
     "order by a grouping set's expression": _T + "SELECT a, b FROM t "
                                                  "GROUP BY GROUPING SETS (a, b, b + 1) ORDER BY `(b + 1)`",
+    # CTEs of one name in nested WITH clauses, and pipe aliases of one name (cte, pipe_operators)
+    "one CTE name in two WITH clauses": "WITH t AS (SELECT 1 AS a FROM parsed_events) SELECT * "
+                                        "FROM (WITH t AS (SELECT 2 AS a FROM parsed_events) "
+                                        "SELECT * FROM t)",
     # a subquery's HAVING compares its group with the enclosing query's column (subquery_in)
     "outer reference in a subquery's HAVING":
         _T + "SELECT a, min(b) AS m FROM t WHERE b IN (SELECT max(u.b) FROM t AS u "
@@ -90,6 +94,9 @@ REFUSED = {
     "a grouping expression's name without grouping sets": (
         _T + "SELECT a, count(*) AS n FROM t GROUP BY a, b + 1 ORDER BY `(b + 1)`",
         "unknown-column"),
+    "one CTE name twice in one WITH": (
+        "WITH t AS (SELECT 1 AS a FROM parsed_events), T AS (SELECT 2 AS a FROM parsed_events) "
+        "SELECT * FROM t", "query-shape"),
     "generator inputs are not seen by HAVING":
         (_T + "SELECT stack(2, 'x', count(*), a, 'y', 0L, 1) AS (p, q, r), b FROM t "
               "GROUP BY _gen_input_3, b HAVING _gen_input_3 > 0", "unknown-column"),
