@@ -116,12 +116,18 @@ class _Grouping:
     """What a SELECT groups by: expressions (as keys) and column paths, with relation
     aliases stripped so that ``p.request.endpoint`` and ``request.endpoint`` are one."""
 
-    def __init__(self, select: exp.Select, generated: Mapping[int, str]) -> None:
+    def __init__(self, select: exp.Select, generated: Mapping[int, str],
+                 sources: Mapping[int, object]) -> None:
         self.generated = generated  # Spark's names of expressions without an alias
+        self.sources = sources  # id() of a resolved column reference -> its relation
         self.relations = {s.alias_or_name.lower() for s in _sources(select)}
         self.keys: set[str] = set()
         self.types: set[type] = set()  # of the grouped expressions: others are not compared
-        self.paths: set[tuple[str, ...]] = set()
+        self.paths: set[tuple[str, ...]] = set()  # grouped paths, with and without relation
+        #: grouped paths written with their relation (``v1.col1``) and resolved to it:
+        #: (id(relation), column, field...); the paths of the others
+        self.sourced: set[tuple[object, ...]] = set()
+        self.loose: set[tuple[str, ...]] = set()
         projections = aggregate_list(select)  # what GROUP BY ordinals count
         aliases: dict[str, exp.Expr] = {}
         for p in select.expressions:  # GROUP BY a: the first select-list a
@@ -166,6 +172,16 @@ class _Grouping:
         path = _path(node)
         if path:
             self.paths.update(self.forms(path))
+            if self._qualified(path) and id(node) in self.sources:
+                self.sourced.add(self._sourced(node, path))
+            else:
+                self.loose.update(self.forms(path))
+
+    def _qualified(self, path: tuple[str, ...]) -> bool:
+        return len(path) > 1 and path[0] in self.relations
+
+    def _sourced(self, node: exp.Expr, path: tuple[str, ...]) -> tuple[object, ...]:
+        return (id(self.sources[id(node)]), *self.forms(path)[-1])
 
     def forms(self, path: tuple[str, ...]) -> list[tuple[str, ...]]:
         """``path`` and, when its first part names a relation, the path without it."""
@@ -173,10 +189,17 @@ class _Grouping:
             return [path, path[1:]]
         return [path]
 
-    def covers(self, path: tuple[str, ...]) -> bool:
+    def covers(self, path: tuple[str, ...], node: exp.Expr | None = None) -> bool:
         """The column is grouped, or is a field of a grouped column (``user.country`` when
-        grouping by ``user``)."""
-        return any(form[:i] in self.paths for form in self.forms(path)
+        grouping by ``user``). A column resolved to a relation is grouped when that
+        relation's column is: ``v2.col1`` is not ``v1.col1``, though both are ``col1``."""
+        paths = self.paths
+        if node is not None and self._qualified(path) and id(node) in self.sources:
+            key = self._sourced(node, path)
+            if any(key[:i] in self.sourced for i in range(2, len(key) + 1)):
+                return True
+            paths = self.loose  # not another relation's column of the same name
+        return any(form[:i] in paths for form in self.forms(path)
                    for i in range(1, len(form) + 1))
 
 
@@ -208,7 +231,8 @@ class MissingAggregation(ModelRule):
         clauses = [*select.expressions, select.args.get("having"), select.args.get("order")]
         if group is None and not any(next(_grouping_aggregates(c), None) for c in clauses):
             return
-        grouping = _Grouping(select, ctx.analysis.generated if ctx.analysis else {})
+        grouping = _Grouping(select, ctx.analysis.generated if ctx.analysis else {},
+                             ctx.analysis.sources if ctx.analysis else {})
         aliases: set[str] = set()
         seen: set[str] = set()
         # a name that does not resolve is unknown-column's finding, not this rule's; a name
@@ -252,7 +276,8 @@ class MissingAggregation(ModelRule):
                 continue
             path = _path(node)
             if path is not None:
-                if not grouping.covers(path) and not (len(path) == 1 and path[0] in aliases):
+                if not grouping.covers(path, node) and not (len(path) == 1
+                                                            and path[0] in aliases):
                     yield node
                 continue
             if _is_aggregate(node) and not _window_function(node):

@@ -9,7 +9,11 @@
   (``[DATATYPE_MISMATCH.IN_SUBQUERY_LENGTH_MISMATCH]``);
 - ``QUALIFY`` has a window function in it or in the select list
   (``[QUALIFY_REQUIRES_WINDOW_FUNCTION]``);
-- one ``WITH`` names each of its CTEs once (``[DUPLICATED_CTE_NAMES]``, case-insensitive).
+- one ``WITH`` names each of its CTEs once (``[DUPLICATED_CTE_NAMES]``, case-insensitive);
+- ``ORDER BY`` over a ``HAVING`` that reads what the select list does not (an aggregate, a
+  column) orders by no aggregate and no grouped expression: Spark's analyser puts the select
+  list between them and cannot reach the aggregate (``[UNRESOLVED_COLUMN]``; measured on
+  Spark 4.2, ``tests/spark/test_lint_resolution_vs_spark.py``).
 
 A select list with a ``*``, ``AS (a, b)`` or a generator has a number of columns lint does not
 count: ordinals and subqueries over one are left alone.
@@ -23,7 +27,13 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from runner.errors import Violation
-from runner.lint.analysis import _grouping_aggregates
+from runner.lint.analysis import (
+    _grouping_aggregates,
+    _is_aggregate,
+    _key,
+    _own,
+    _window_function,
+)
 from runner.lint.builtins import signature
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_generator
@@ -61,6 +71,31 @@ def _many(projection: exp.Expr) -> bool:
     return sig is not None and sig.kind == "generator"
 
 
+def _reads_beyond_outputs(having: exp.Expr, select: exp.Select) -> bool:
+    """HAVING needs a value the select list does not have: an aggregate that is not one of
+    its items, or a column that is none of its output names (Spark then computes it in the
+    aggregate, hidden, and a projection of the select list's columns follows the filter)."""
+    items = {_key(p.unalias()) for p in select.expressions}
+    names = {p.alias_or_name.lower() for p in select.expressions}
+    for node in _own(having):
+        if _is_aggregate(node) and not _window_function(node):
+            if _key(node) not in items:
+                return True
+        elif isinstance(node, exp.Column) and not node.is_star and not \
+                _inside_aggregate(node, having) and node.name.lower() not in names:
+            return True
+    return False
+
+
+def _inside_aggregate(node: exp.Expr, root: exp.Expr) -> bool:
+    parent = node.parent
+    while parent is not None and parent is not root:
+        if _is_aggregate(parent):
+            return True
+        parent = parent.parent
+    return False
+
+
 def _written_cte(sql: str, cte: exp.CTE) -> bool:
     """``cte`` is written in a WITH clause (its name follows WITH or a comma), not made by
     sqlglot of a pipe operator (``|> AS t`` names a subquery; two may share a name)."""
@@ -90,7 +125,8 @@ class QueryShape(ModelRule):
     [ORDER_BY_POS_OUT_OF_RANGE]) and a grouped one holds no aggregate; a scalar subquery
     returns one column and an IN subquery as many as it is compared with; QUALIFY needs a
     window function ([QUALIFY_REQUIRES_WINDOW_FUNCTION]); one WITH names each CTE once
-    ([DUPLICATED_CTE_NAMES])."""
+    ([DUPLICATED_CTE_NAMES]); ORDER BY over a HAVING that reads what the select list does not
+    orders by output columns and grouped columns only ([UNRESOLVED_COLUMN])."""
 
     id = "query-shape"
 
@@ -100,6 +136,7 @@ class QueryShape(ModelRule):
         for select in ctx.nodes.of(exp.Select):
             yield from self._ordinals(ctx, select)
             yield from self._qualify(ctx, select)
+            yield from self._order_over_having(ctx, select)
         for sub in ctx.nodes.of(exp.Subquery):
             width = _width(sub)
             if width is not None and width > 1 and sub.parent is not None and not isinstance(
@@ -151,6 +188,23 @@ class QueryShape(ModelRule):
                 yield self.at(ctx, cte.args.get("alias") or cte, f"[DUPLICATED_CTE_NAMES] the "
                               f"WITH clause defines '{name}' twice", "give each CTE its own name")
             seen.add(name.lower())
+
+    def _order_over_having(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
+        having, order = select.args.get("having"), select.args.get("order")
+        if having is None or order is None or not _reads_beyond_outputs(having.this, select):
+            return
+        group = select.args.get("group")
+        grouped = {_key(e) for e in (group.expressions if group is not None else [])
+                   if not isinstance(e, (exp.Column, exp.Literal))}
+        for ordered in order.expressions:
+            found = next((n for n in _own(ordered.this) if (_is_aggregate(n) and not
+                          _window_function(n)) or (grouped and _key(n) in grouped)), None)
+            if found is not None:
+                text = found.sql(dialect="spark", comments=False)
+                yield self.at(ctx, ordered, f"[UNRESOLVED_COLUMN] Spark cannot order by {text}"
+                              " here: HAVING reads what the select list does not, and ORDER BY"
+                              " then sees the select list's columns and grouped columns only",
+                              f"select {text} with an alias and order by the alias")
 
     def _qualify(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
         qualify = select.args.get("qualify")

@@ -81,7 +81,7 @@ class NameResolver:
         self.annotator = make_annotator()
         self.analysis = Analysis(shape=OPEN, outputs=[])
         self.refs_of: dict[int, tuple[Shape, str]] = {}  # plain column node -> (source, column)
-        self.source_of: dict[int, Shape] = {}  # resolved column node (struct paths too) -> source
+        self.source_of = self.analysis.sources  # resolved column node -> its relation
         self.names: dict[int, str] = {}  # resolved reference node -> Spark's name for it
         #: resolved reference of a relation's column -> Spark's text of it in a generated name
         #: (``user.country``: the column and its fields, without the relation)

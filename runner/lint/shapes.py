@@ -110,6 +110,8 @@ class Analysis:
     star_over_events: bool = False
     #: id() of the column references resolved in an enclosing query (correlated)
     outer_references: set[int] = field(default_factory=set)
+    #: id() of a resolved column reference (struct paths too) -> the relation it reads
+    sources: dict[int, Shape] = field(default_factory=dict)
     #: id() of an expression without an alias (a select-list item, a grouping set's item) ->
     #: the name Spark gives its column, when lint knows it (GROUP BY/ORDER BY may use it)
     generated: dict[int, str] = field(default_factory=dict)

@@ -30,6 +30,7 @@ def _errors(project: Project, sql: str) -> dict[str, str]:
 
 
 _T = "WITH t AS (SELECT 1 AS a, 2 AS b FROM parsed_events) "
+_TU = _T[:-1] + ", u AS (SELECT 1 AS a, 3 AS c FROM parsed_events) "
 
 #: SQL Spark accepts (the corpus's verdicts on the models these are shaped like).
 ACCEPTED = {
@@ -78,6 +79,21 @@ ACCEPTED = {
     "one CTE name in two WITH clauses": "WITH t AS (SELECT 1 AS a FROM parsed_events) SELECT * "
                                         "FROM (WITH t AS (SELECT 2 AS a FROM parsed_events) "
                                         "SELECT * FROM t)",
+    # a relation's grouped column (order_by_and_having_on_top_of_aggregate_with_join)
+    "a grouped column by its relation": _TU + "SELECT sum(b) AS s FROM t NATURAL JOIN u "
+                                              "GROUP BY t.a ORDER BY t.a",
+    "another relation's column inside an aggregate":
+        _TU + "SELECT sum(b) AS s FROM t NATURAL JOIN u GROUP BY t.a ORDER BY max(u.a)",
+    # ORDER BY over HAVING (order_by_and_having_on_top_of_aggregate_with_join): what HAVING
+    # reads of the select list, an ORDER BY of outputs and grouped columns, no HAVING
+    "order by an alias, HAVING on it": _T + "SELECT sum(b) AS s FROM t GROUP BY a HAVING s > 5 "
+                                            "ORDER BY s",
+    "order by an aggregate, HAVING on the select list's":
+        _T + "SELECT sum(b) FROM t GROUP BY a HAVING sum(b) > 5 ORDER BY sum(b)",
+    "order by a grouped column over HAVING":
+        _T + "SELECT sum(b) AS s FROM t GROUP BY a HAVING max(b) > 5 ORDER BY a + 1",
+    "order by an aggregate without HAVING": _T + "SELECT sum(b) AS s FROM t GROUP BY a "
+                                                 "ORDER BY max(b)",
     # a subquery's HAVING compares its group with the enclosing query's column (subquery_in)
     "outer reference in a subquery's HAVING":
         _T + "SELECT a, min(b) AS m FROM t WHERE b IN (SELECT max(u.b) FROM t AS u "
@@ -97,6 +113,18 @@ REFUSED = {
     "one CTE name twice in one WITH": (
         "WITH t AS (SELECT 1 AS a FROM parsed_events), T AS (SELECT 2 AS a FROM parsed_events) "
         "SELECT * FROM t", "query-shape"),
+    "another relation's column of the grouped name": (
+        _TU + "SELECT sum(b) AS s FROM t NATURAL JOIN u GROUP BY t.a ORDER BY u.a",
+        "missing-aggregation"),
+    "another relation's column of the grouped name, joined on": (
+        _TU + "SELECT sum(b) AS s FROM t JOIN u ON t.a = u.a GROUP BY t.a HAVING u.a > 0",
+        "missing-aggregation"),
+    "order by an aggregate over HAVING on another": (
+        _T + "SELECT sum(b) AS s FROM t GROUP BY a HAVING max(b) > 5 ORDER BY max(b)",
+        "query-shape"),
+    "order by a grouped expression over HAVING on a column": (
+        _T + "SELECT sum(b) AS s FROM t GROUP BY a + 1 HAVING a + 1 > 0 ORDER BY a + 1",
+        "query-shape"),
     "generator inputs are not seen by HAVING":
         (_T + "SELECT stack(2, 'x', count(*), a, 'y', 0L, 1) AS (p, q, r), b FROM t "
               "GROUP BY _gen_input_3, b HAVING _gen_input_3 > 0", "unknown-column"),
