@@ -13,7 +13,14 @@
 - ``ORDER BY`` over a ``HAVING`` that reads what the select list does not (an aggregate, a
   column) orders by no aggregate and no grouped expression: Spark's analyser puts the select
   list between them and cannot reach the aggregate (``[UNRESOLVED_COLUMN]``; measured on
-  Spark 4.2, ``tests/spark/test_lint_resolution_vs_spark.py``).
+  Spark 4.2, ``tests/spark/test_lint_resolution_vs_spark.py``);
+- ``grouping(a)`` / ``grouping_id(...)`` need grouping sets (CUBE, ROLLUP, GROUPING SETS:
+  ``[UNSUPPORTED_GROUPING_EXPRESSION]``), and name their expressions
+  (``[GROUPING_COLUMN_MISMATCH]``);
+- ``* EXCEPT (a, a)`` / ``* EXCEPT (s.f, s.f.g)``: no item names another or a part of it
+  (``[EXCEPT_OVERLAPPING_COLUMNS]``);
+- ``EXTRACT(field FROM x)`` / ``date_part('field', x)`` name a field Spark extracts
+  (``[INVALID_EXTRACT_FIELD]``).
 
 A select list with a ``*``, ``AS (a, b)`` or a generator has a number of columns lint does not
 count: ordinals and subqueries over one are left alone.
@@ -28,10 +35,12 @@ from sqlglot.tokens import TokenType
 
 from runner.errors import Violation
 from runner.lint.analysis import (
+    _Grouping,
     _grouping_aggregates,
     _is_aggregate,
     _key,
     _own,
+    _path,
     _window_function,
 )
 from runner.lint.builtins import signature
@@ -39,6 +48,7 @@ from runner.lint.context import ModelContext
 from runner.lint.infer import is_generator
 from runner.lint.rules import ModelRule
 from runner.lint.spark_dialect import SPARK
+from runner.lint.unique import grouping_sets
 
 __all__ = ["QueryShape"]
 
@@ -71,28 +81,46 @@ def _many(projection: exp.Expr) -> bool:
     return sig is not None and sig.kind == "generator"
 
 
+#: The fields EXTRACT and date_part take (Spark's DatePart.parseExtractField), with their
+#: other spellings.
+_EXTRACT_FIELDS = frozenset({
+    "YEAR", "Y", "YEARS", "YR", "YRS", "YEAROFWEEK", "QUARTER", "QTR", "MONTH", "MON", "MONS",
+    "MONTHS", "WEEK", "W", "WEEKS", "DAY", "D", "DAYS", "DAYOFWEEK", "DOW", "DAYOFWEEK_ISO",
+    "DOW_ISO", "DOY", "HOUR", "H", "HOURS", "HR", "HRS", "MINUTE", "M", "MIN", "MINS",
+    "MINUTES", "SECOND", "S", "SEC", "SECONDS", "SECS"})
+
+
+def _name(call: exp.Expr) -> str:
+    return "grouping_id" if isinstance(call, exp.GroupingId) else "grouping"
+
+
+def _except_path(item: exp.Expr) -> tuple[str, ...] | None:
+    """The lower-cased name parts of a ``* EXCEPT`` item, as written."""
+    fields: list[str] = []
+    while isinstance(item, exp.Dot) and isinstance(item.expression, exp.Identifier):
+        fields.insert(0, item.expression.name.lower())
+        item = item.this
+    if not isinstance(item, exp.Column):
+        return None
+    return (*(p.name.lower() for p in item.parts), *fields)
+
+
 def _reads_beyond_outputs(having: exp.Expr, select: exp.Select) -> bool:
     """HAVING needs a value the select list does not have: an aggregate that is not one of
     its items, or a column that is none of its output names (Spark then computes it in the
     aggregate, hidden, and a projection of the select list's columns follows the filter)."""
     items = {_key(p.unalias()) for p in select.expressions}
     names = {p.alias_or_name.lower() for p in select.expressions}
-    for node in _own(having):
+    stack = [having]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (exp.Subquery, exp.Query)) or _key(node) in items:
+            continue  # a select-list item (SUM(b) + 1 in HAVING SUM(b) + 1 > 0) is its column
         if _is_aggregate(node) and not _window_function(node):
-            if _key(node) not in items:
-                return True
-        elif isinstance(node, exp.Column) and not node.is_star and not \
-                _inside_aggregate(node, having) and node.name.lower() not in names:
             return True
-    return False
-
-
-def _inside_aggregate(node: exp.Expr, root: exp.Expr) -> bool:
-    parent = node.parent
-    while parent is not None and parent is not root:
-        if _is_aggregate(parent):
+        if isinstance(node, exp.Column) and not node.is_star and node.name.lower() not in names:
             return True
-        parent = parent.parent
+        stack.extend(node.iter_expressions())
     return False
 
 
@@ -126,7 +154,9 @@ class QueryShape(ModelRule):
     returns one column and an IN subquery as many as it is compared with; QUALIFY needs a
     window function ([QUALIFY_REQUIRES_WINDOW_FUNCTION]); one WITH names each CTE once
     ([DUPLICATED_CTE_NAMES]); ORDER BY over a HAVING that reads what the select list does not
-    orders by output columns and grouped columns only ([UNRESOLVED_COLUMN])."""
+    orders by output columns and grouped columns only ([UNRESOLVED_COLUMN]); grouping() and
+    grouping_id() need grouping sets and name their expressions; * EXCEPT names no column
+    twice ([EXCEPT_OVERLAPPING_COLUMNS]); EXTRACT names a field Spark has."""
 
     id = "query-shape"
 
@@ -137,6 +167,11 @@ class QueryShape(ModelRule):
             yield from self._ordinals(ctx, select)
             yield from self._qualify(ctx, select)
             yield from self._order_over_having(ctx, select)
+            yield from self._grouping_calls(ctx, select)
+        for star in ctx.nodes.of(exp.Star):
+            yield from self._except(ctx, star)
+        for call in ctx.nodes.of(exp.Extract, exp.Anonymous):
+            yield from self._extract(ctx, call)
         for sub in ctx.nodes.of(exp.Subquery):
             width = _width(sub)
             if width is not None and width > 1 and sub.parent is not None and not isinstance(
@@ -205,6 +240,54 @@ class QueryShape(ModelRule):
                               " here: HAVING reads what the select list does not, and ORDER BY"
                               " then sees the select list's columns and grouped columns only",
                               f"select {text} with an alias and order by the alias")
+
+    def _grouping_calls(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
+        calls = [n for root in (*select.expressions, select.args.get("having"),
+                                select.args.get("order")) for n in _own(root)
+                 if isinstance(n, (exp.Grouping, exp.GroupingId))]
+        if not calls:
+            return
+        group = select.args.get("group")
+        if not grouping_sets(group):
+            for call in calls:
+                yield self.at(ctx, call, f"[UNSUPPORTED_GROUPING_EXPRESSION] {_name(call)}() "
+                              "needs grouping sets: GROUP BY CUBE, ROLLUP or GROUPING SETS",
+                              "group by GROUPING SETS (...), or leave the call out")
+            return
+        grouped = _Grouping(select, {}, {})
+        for call in calls:
+            for arg in call.expressions:
+                path = _path(arg)
+                if _key(arg) not in grouped.keys and not (path and any(
+                        form in grouped.paths for form in grouped.forms(path))):
+                    text = arg.sql(dialect="spark", comments=False)
+                    yield self.at(ctx, arg, f"[GROUPING_COLUMN_MISMATCH] {_name(call)}({text})"
+                                  f": {text} is not one of the grouping sets' expressions",
+                                  "name an expression of GROUP BY")
+
+    def _except(self, ctx: ModelContext, star: exp.Star) -> Iterator[Violation]:
+        paths = [_except_path(item) for item in star.args.get("except_") or []]
+        for i, path in enumerate(paths):
+            other = next((p for p in paths[:i] if p and path and (
+                p[:len(path)] == path or path[:len(p)] == p)), None)
+            if other is not None and path is not None:
+                yield self.at(ctx, star, f"[EXCEPT_OVERLAPPING_COLUMNS] * EXCEPT names "
+                              f"{'.'.join(path)} and {'.'.join(other)}, which overlap",
+                              "name each column (or field) once")
+
+    def _extract(self, ctx: ModelContext, node: exp.Expr) -> Iterator[Violation]:
+        if isinstance(node, exp.Extract):
+            unit = node.this
+            field = unit.name if isinstance(unit, (exp.Var, exp.Column)) else None
+        elif node.name.lower() in ("date_part", "datepart") and node.expressions and \
+                isinstance(node.expressions[0], exp.Literal) and node.expressions[0].is_string:
+            field = node.expressions[0].name
+        else:
+            return
+        if field is not None and field.upper() not in _EXTRACT_FIELDS:
+            yield self.at(ctx, node, f"[INVALID_EXTRACT_FIELD] Spark cannot extract "
+                          f"'{field}'", "a field such as YEAR, MONTH, DAY, HOUR, MINUTE, "
+                          "SECOND, QUARTER, WEEK, DAYOFWEEK, DOY")
 
     def _qualify(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
         qualify = select.args.get("qualify")

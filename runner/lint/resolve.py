@@ -32,6 +32,7 @@ from itertools import takewhile
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, ScopeType
 
+from runner.errors import did_you_mean
 from runner.lint.infer import (
     UNKNOWN,
     generator_columns,
@@ -313,6 +314,18 @@ class Resolver(NameResolver):
 
     def _expand_all(self, star: exp.Star, frame: Frame) -> tuple[list[Output], bool]:
         skip, reshaped, unsure = _star_except(star, frame)
+        if not unsure and frame.sources and not any(src.open for _, src in frame.sources):
+            known = {n.lower() for _, src in frame.sources for n in src.names}
+            for item in star.args.get("except_") or []:
+                column = item
+                while isinstance(column, exp.Dot):
+                    column = column.this
+                if isinstance(column, exp.Column) and column.parts and \
+                        column.parts[0].name.lower() not in known and \
+                        frame.source(column.parts[0].name.lower()) is None:
+                    ident = column.parts[0]
+                    self._unknown(ident, f"unknown column '{ident.name}' in * EXCEPT"
+                                  + did_you_mean(ident.name, sorted(known)))
         outs: list[Output] = []
         for i, (_, src) in enumerate(frame.sources):
             if src is self.events:

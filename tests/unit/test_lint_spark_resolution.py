@@ -94,6 +94,18 @@ ACCEPTED = {
         _T + "SELECT sum(b) AS s FROM t GROUP BY a HAVING max(b) > 5 ORDER BY a + 1",
     "order by an aggregate without HAVING": _T + "SELECT sum(b) AS s FROM t GROUP BY a "
                                                  "ORDER BY max(b)",
+    "order by a select-list item HAVING filters on": _T + "SELECT sum(b) + 1 FROM t "
+                                                           "HAVING sum(b) + 1 > 0 ORDER BY sum(b) + 1",
+    # grouping() of a grouping set's expression, however written (group_analytics)
+    "grouping of a rollup's column": _T + "SELECT a, grouping(t.a) AS g FROM t "
+                                          "GROUP BY a, b WITH ROLLUP",
+    "grouping of a grouping set's expression": _T + "SELECT a + 1 AS c, grouping(a + 1) AS g "
+                                                    "FROM t GROUP BY GROUPING SETS ((a + 1), ())",
+    "grouping_id of a cube": _T + "SELECT a, grouping_id(a, b) AS g FROM t GROUP BY CUBE (a, b)",
+    # * EXCEPT of columns that do not overlap; the fields EXTRACT takes (selectexcept, extract)
+    "except two columns": _T + "SELECT * EXCEPT (a, b) FROM t",
+    "extract's fields": "SELECT EXTRACT(DOW_ISO FROM timestamp) AS d, date_part('yrs', timestamp) "
+                        "AS y, EXTRACT(secs FROM timestamp) AS s FROM parsed_events",
     # a subquery's HAVING compares its group with the enclosing query's column (subquery_in)
     "outer reference in a subquery's HAVING":
         _T + "SELECT a, min(b) AS m FROM t WHERE b IN (SELECT max(u.b) FROM t AS u "
@@ -125,6 +137,18 @@ REFUSED = {
     "order by a grouped expression over HAVING on a column": (
         _T + "SELECT sum(b) AS s FROM t GROUP BY a + 1 HAVING a + 1 > 0 ORDER BY a + 1",
         "query-shape"),
+    "grouping without grouping sets": (_T + "SELECT a, grouping(a) AS g FROM t GROUP BY a",
+                                       "query-shape"),
+    "grouping of no grouping set's expression": (
+        _T + "SELECT a, grouping(b) AS g FROM t GROUP BY ROLLUP (a)", "query-shape"),
+    "except one column twice": (_T + "SELECT * EXCEPT (a, a) FROM t", "query-shape"),
+    "except a column and its field": (
+        "SELECT * EXCEPT (user, user.country) FROM parsed_events", "query-shape"),
+    "extract a field Spark does not have": (
+        "SELECT EXTRACT(EPOCH FROM timestamp) AS e FROM parsed_events", "query-shape"),
+    "date_part of a field Spark does not have": (
+        "SELECT date_part('microseconds', timestamp) AS e FROM parsed_events", "query-shape"),
+    "except a column no relation has": (_T + "SELECT * EXCEPT (c) FROM t", "unknown-column"),
     "generator inputs are not seen by HAVING":
         (_T + "SELECT stack(2, 'x', count(*), a, 'y', 0L, 1) AS (p, q, r), b FROM t "
               "GROUP BY _gen_input_3, b HAVING _gen_input_3 > 0", "unknown-column"),
