@@ -170,6 +170,7 @@ class NameResolver:
                 if col is not None:
                     self._resolved(top, src, col, idents, 2)
                     self._correlated(top, sc, frame)
+                    self._same_alias(idents, sc)
                     return
                 if src.open:
                     return
@@ -217,6 +218,17 @@ class NameResolver:
         one value per row of that query, a constant to the aggregates of this one)."""
         if found is not frame:
             self.analysis.outer_references.add(id(top))
+
+    def _same_alias(self, idents: list[exp.Identifier], scope: Frame) -> None:
+        """Record ``t.a`` when two relations of the scope are named ``t`` and both have ``a``
+        (``WITH t AS (...) SELECT t.a FROM (...) AS t CROSS JOIN t``: Spark's
+        [AMBIGUOUS_REFERENCE])."""
+        alias, column = idents[0].name.lower(), idents[1].name
+        having = [src for a, src in scope.sources if a == alias and src.find(column) is not None]
+        if len(having) > 1:
+            self.analysis.ambiguous_columns.append(Finding(
+                idents[1], f"column '{idents[0].name}.{column}' is ambiguous: two relations are "
+                f"named '{idents[0].name}'", "give one of the relations another alias"))
 
     def _ambiguous(self, ident: exp.Identifier, scope: Frame) -> None:
         """Record an unqualified name that two of the scope's relations have (Spark's

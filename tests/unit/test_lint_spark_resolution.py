@@ -149,6 +149,9 @@ REFUSED = {
     "date_part of a field Spark does not have": (
         "SELECT date_part('microseconds', timestamp) AS e FROM parsed_events", "query-shape"),
     "except a column no relation has": (_T + "SELECT * EXCEPT (c) FROM t", "unknown-column"),
+    "two relations of one alias": (
+        "WITH s(x) AS (SELECT 42 FROM parsed_events) SELECT s.x FROM "
+        "(SELECT 10 FROM parsed_events) AS s(x) CROSS JOIN s", "ambiguous-column"),
     "generator inputs are not seen by HAVING":
         (_T + "SELECT stack(2, 'x', count(*), a, 'y', 0L, 1) AS (p, q, r), b FROM t "
               "GROUP BY _gen_input_3, b HAVING _gen_input_3 > 0", "unknown-column"),
