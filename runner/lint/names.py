@@ -37,11 +37,10 @@ _Lambdas = Mapping[str, "exp.DataType | None"]
 _NO_LAMBDAS: _Lambdas = {}
 _INDEX_LAMBDAS = (exp.Transform, exp.ArrayFilter)
 # Functions Spark calls without parentheses when no column has the name (sqlglot parses a few
-# of them as columns).
-NILADIC = {"current_date": "DATE", "current_timestamp": "TIMESTAMP", "localtimestamp":
-           "TIMESTAMP_NTZ", "current_time": "TIME", "current_user": "STRING", "user": "STRING",
-           "session_user": "STRING", "current_schema": "STRING", "current_database": "STRING",
-           "current_catalog": "STRING", "current_timezone": "STRING",
+# of them as columns). Spark 4.2's grammar has these; current_schema, current_database,
+# current_catalog, current_timezone and localtimestamp need their parentheses (measured).
+NILADIC = {"current_date": "DATE", "current_timestamp": "TIMESTAMP", "current_time": "TIME",
+           "current_user": "STRING", "user": "STRING", "session_user": "STRING",
            "current_path": "STRING"}
 
 

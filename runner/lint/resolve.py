@@ -43,7 +43,7 @@ from runner.lint.infer import (
     struct_fields,
 )
 from runner.lint.join_keys import joined_unique
-from runner.lint.names import Frame, NameResolver
+from runner.lint.names import NILADIC, Frame, NameResolver
 from runner.lint.shapes import OPEN, Analysis, Output, Shape
 from runner.lint.spark_names import cast_column, generator_call, generator_inputs, pretty_name
 from runner.lint.unique import GROUPING_ID, grouping_sets, time_window, unique_sets
@@ -105,10 +105,28 @@ class Resolver(NameResolver):
                          for (n, t), (_, rt) in zip(left.columns, right.columns))
             distinct = isinstance(node, exp.Union) and bool(node.args.get("distinct"))
             unique = (frozenset(n.lower() for n, _ in cols),) if distinct else ()
-            return Shape(cols, open=left.open or right.open, unique=unique)
+            shape = Shape(cols, open=left.open or right.open, unique=unique)
+            self._set_order(node, shape)
+            return shape
         if isinstance(node, exp.Lateral):
             return self._lateral(node, scope)
         return OPEN  # VALUES, a table function in FROM: named by their alias columns, if any
+
+    def _set_order(self, node: exp.SetOperation, shape: Shape) -> None:
+        """ORDER BY after UNION/EXCEPT/INTERSECT sees the result's columns (the first branch's
+        names): a bare name that is none of them is unknown (a qualified one names the first
+        branch's relation: left alone)."""
+        order = node.args.get("order")
+        if order is None or shape.open:
+            return
+        for col in order.walk(prune=lambda n: isinstance(n, (exp.Query, exp.Subquery,
+                                                             exp.Lambda))):
+            if isinstance(col, exp.Column) and not col.is_star and len(col.parts) == 1 \
+                    and shape.find(col.name) is None and col.name.lower() not in NILADIC:
+                self._unknown(col.this, f"unknown column '{col.name}': ORDER BY after "
+                              f"{node.key.upper()} sees the columns of its result"
+                              + did_you_mean(col.name, shape.suggestions),
+                              f"columns: {', '.join(shape.names)}")
 
     def _frame(self, scope: Scope) -> Frame:
         """The frame of ``scope``, made on first use (a correlated subquery, resolved before

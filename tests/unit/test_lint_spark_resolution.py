@@ -106,6 +106,13 @@ ACCEPTED = {
     "except two columns": _T + "SELECT * EXCEPT (a, b) FROM t",
     "extract's fields": "SELECT EXTRACT(DOW_ISO FROM timestamp) AS d, date_part('yrs', timestamp) "
                         "AS y, EXTRACT(secs FROM timestamp) AS s FROM parsed_events",
+    # ORDER BY after a set operation: its result's columns, or the first branch's by relation
+    "order a union by its column": _T + "SELECT a FROM t UNION ALL SELECT b FROM t ORDER BY a",
+    "order a union by the first branch's relation":
+        _T + "SELECT a FROM t UNION ALL SELECT b FROM t ORDER BY t.a",
+    # the functions Spark 4.2 calls without parentheses (current_database_catalog)
+    "niladic functions": "SELECT current_date AS d, current_user AS u, user AS v, "
+                         "session_user AS s, current_path AS p FROM parsed_events",
     # a subquery's HAVING compares its group with the enclosing query's column (subquery_in)
     "outer reference in a subquery's HAVING":
         _T + "SELECT a, min(b) AS m FROM t WHERE b IN (SELECT max(u.b) FROM t AS u "
@@ -152,6 +159,12 @@ REFUSED = {
     "two relations of one alias": (
         "WITH s(x) AS (SELECT 42 FROM parsed_events) SELECT s.x FROM "
         "(SELECT 10 FROM parsed_events) AS s(x) CROSS JOIN s", "ambiguous-column"),
+    "order a union by the second branch's column": (
+        _T + "SELECT a FROM t EXCEPT SELECT b FROM t ORDER BY b", "unknown-column"),
+    "current_catalog without parentheses": (
+        "SELECT current_catalog AS c FROM parsed_events", "unknown-column"),
+    "localtimestamp without parentheses": (
+        "SELECT localtimestamp AS c FROM parsed_events", "unknown-column"),
     "generator inputs are not seen by HAVING":
         (_T + "SELECT stack(2, 'x', count(*), a, 'y', 0L, 1) AS (p, q, r), b FROM t "
               "GROUP BY _gen_input_3, b HAVING _gen_input_3 > 0", "unknown-column"),
