@@ -170,6 +170,7 @@ class NameResolver:
                     self._resolved(top, src, col, idents, 2)
                     self._correlated(top, sc, frame)
                     self._same_alias(idents, sc)
+                    self._twice(idents[1], src, sc)
                     return
                 if src.open:
                     return
@@ -187,6 +188,7 @@ class NameResolver:
                     self._resolved(top, src, col, idents, 1)
                     self._ambiguous(idents[0], sc)
                     self._correlated(top, sc, frame)
+                    self._twice(idents[0], src, sc)
                     return
             if first in sc.time_windows:
                 self._descend(top, sc.time_windows[first], idents[1:], idents[0].name)
@@ -217,6 +219,16 @@ class NameResolver:
         one value per row of that query, a constant to the aggregates of this one)."""
         if found is not frame:
             self.analysis.outer_references.add(id(top))
+
+    def _twice(self, ident: exp.Identifier, src: Shape, scope: Frame) -> None:
+        """Record a name one relation has twice (``SELECT col1 FROM (SELECT 1 AS col1, 2 AS
+        col1)``: Spark's [AMBIGUOUS_REFERENCE]), unless a select-list alias of that name is
+        what it names (ORDER BY col1 after ``3 AS col1``)."""
+        low = ident.name.lower()
+        if low in src.repeated and not (scope.alias_ok and low in scope.aliases):
+            self.analysis.ambiguous_columns.append(Finding(
+                ident, f"column '{ident.name}' is ambiguous: its relation has two columns of "
+                "that name", "give one of them another alias where the relation is made"))
 
     def _same_alias(self, idents: list[exp.Identifier], scope: Frame) -> None:
         """Record ``t.a`` when two relations of the scope are named ``t`` and both have ``a``

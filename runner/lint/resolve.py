@@ -267,7 +267,8 @@ class Resolver(NameResolver):
             if node.args.get("joins") else []
         unique, rownums = unique_sets(node, outputs, single, self.refs_of, joined)
         return Shape(tuple((o.name, o.type) for o in outputs), open=open_, unique=unique,
-                     rownums=rownums, unresolved=frozenset(unresolved))
+                     rownums=rownums, unresolved=frozenset(unresolved),
+                     repeated=_repeated(outputs))
 
     def _relations(self, node: exp.Select) -> list[Shape | None]:
         """The shapes of ``node``'s FROM relation and of each JOIN's, in order (None: not
@@ -400,6 +401,15 @@ def _grouping_items(group: exp.Group) -> list[exp.Expr]:
         elif not isinstance(item, (exp.Column, exp.Literal)):
             items.append(item)
     return items
+
+
+def _repeated(outputs: list[Output]) -> frozenset[str]:
+    """The lower-cased names two different output columns have: not one column selected
+    twice (``SELECT x, z, x``: one attribute, which Spark resolves without ambiguity)."""
+    origins: dict[str, set[object]] = {}
+    for out in outputs:
+        origins.setdefault(out.name.lower(), set()).add(out.origin or id(out))
+    return frozenset(name for name, seen in origins.items() if len(seen) > 1)
 
 
 def _outer_source(frame: Frame, alias: str) -> Shape | None:

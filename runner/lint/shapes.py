@@ -36,6 +36,9 @@ class Shape:
     unique: tuple[frozenset[str], ...] = ()
     rownums: Mapping[str, frozenset[str]] = field(default_factory=dict)
     unresolved: frozenset[str] = frozenset()
+    #: lower-cased names two different columns of the relation have (not one column selected
+    #: twice): a reference to one is ambiguous
+    repeated: frozenset[str] = frozenset()
     _index: dict[str, tuple[str, exp.DataType]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -113,6 +113,12 @@ ACCEPTED = {
     # the functions Spark 4.2 calls without parentheses (current_database_catalog)
     "niladic functions": "SELECT current_date AS d, current_user AS u, user AS v, "
                          "session_user AS s, current_path AS p FROM parsed_events",
+    # ORDER BY names the select list's alias, not the relation's two columns of that name
+    # (name_precedence_in_order_by_and_having_with_conflicting_attributes)
+    "order by an alias over a relation's repeated name":
+        "SELECT 3 AS col1 FROM (SELECT 1 AS col1, 2 AS col1 FROM parsed_events) ORDER BY col1",
+    # one column selected twice is one column (pipe_operators, cte)
+    "a column its relation selects twice": _T + "SELECT u.a AS x FROM (SELECT a, b, a FROM t) AS u",
     # a subquery's HAVING compares its group with the enclosing query's column (subquery_in)
     "outer reference in a subquery's HAVING":
         _T + "SELECT a, min(b) AS m FROM t WHERE b IN (SELECT max(u.b) FROM t AS u "
@@ -165,6 +171,12 @@ REFUSED = {
         "SELECT current_catalog AS c FROM parsed_events", "unknown-column"),
     "localtimestamp without parentheses": (
         "SELECT localtimestamp AS c FROM parsed_events", "unknown-column"),
+    "a name its relation has twice": (
+        "SELECT col1 AS c FROM (SELECT 1 AS col1, 2 AS col1 FROM parsed_events) AS t",
+        "ambiguous-column"),
+    "a name its relation has twice, qualified": (
+        "SELECT t.col1 AS c FROM (SELECT 1 AS col1, 2 AS col1 FROM parsed_events) AS t",
+        "ambiguous-column"),
     "generator inputs are not seen by HAVING":
         (_T + "SELECT stack(2, 'x', count(*), a, 'y', 0L, 1) AS (p, q, r), b FROM t "
               "GROUP BY _gen_input_3, b HAVING _gen_input_3 > 0", "unknown-column"),
