@@ -46,7 +46,13 @@ from runner.lint.join_keys import joined_unique
 from runner.lint.names import NILADIC, Frame, NameResolver
 from runner.lint.shapes import OPEN, Analysis, Output, Shape
 from runner.lint.spark_names import cast_column, generator_call, generator_inputs, pretty_name
-from runner.lint.unique import GROUPING_ID, grouping_sets, time_window, unique_sets
+from runner.lint.unique import (
+    GROUPING_ID,
+    grouping_sets,
+    is_aggregate,
+    time_window,
+    unique_sets,
+)
 
 #: The column ``GROUP BY window(ts, ...)`` / ``session_window(...)`` gives a SELECT.
 _WINDOW_STRUCT = "STRUCT<start: TIMESTAMP, end: TIMESTAMP>"
@@ -224,9 +230,16 @@ class Resolver(NameResolver):
         outputs: list[Output] = []
         open_ = False
         unresolved: set[str] = set()
-        # a generator's aliases are seen by the whole select list, before and after it
-        pending = {name.lower() for p in node.expressions if generator_call(p) is not None
-                   for name in _aliases(p)}
+        # a generator's aliases are seen by the whole select list, before and after it; in an
+        # aggregating SELECT the generator runs after the aggregate: neither the select list
+        # nor GROUP BY sees them
+        generated = {name.lower() for p in node.expressions if generator_call(p) is not None
+                     for name in _aliases(p)}
+        aggregating = group is not None or any(
+            is_aggregate(n) for p in node.expressions for n in p.walk(
+                prune=lambda n: isinstance(n, (exp.Query, exp.Subquery))))
+        pending = set() if aggregating else set(generated)
+        after_group: dict[str, exp.DataType] = {}
         for name in pending:
             frame.aliases.setdefault(name, UNKNOWN)
         for projection in node.expressions:
@@ -238,7 +251,11 @@ class Resolver(NameResolver):
             outputs.extend(outs)
             if (len(self.analysis.unknown_columns), self.tainted) != before:
                 unresolved.update(o.name.lower() for o in outs)
+            hidden = aggregating and generator_call(projection) is not None
             for out in outs:
+                if hidden:
+                    after_group.setdefault(out.name.lower(), out.type)
+                    continue
                 if out.name.lower() in pending:
                     pending.discard(out.name.lower())
                     frame.aliases[out.name.lower()] = out.type
@@ -253,6 +270,8 @@ class Resolver(NameResolver):
         self.walk(group, frame)
         for name in inputs:
             del frame.aliases[name]
+        for name, dtype in after_group.items():  # HAVING, ORDER BY: left as before
+            frame.aliases.setdefault(name, dtype)
         if group is not None and grouping_sets(group):  # each expression is a column then
             for item in _grouping_items(group):
                 self.annotator.annotate_expression(item)

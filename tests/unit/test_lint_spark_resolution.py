@@ -119,6 +119,10 @@ ACCEPTED = {
         "SELECT 3 AS col1 FROM (SELECT 1 AS col1, 2 AS col1 FROM parsed_events) ORDER BY col1",
     # one column selected twice is one column (pipe_operators, cte)
     "a column its relation selects twice": _T + "SELECT u.a AS x FROM (SELECT a, b, a FROM t) AS u",
+    # an aggregating SELECT's other aliases stay seen next to a generator's of the same name
+    "an alias next to a generator's, with an aggregate":
+        "SELECT 1 AS p, posexplode(array('x')) AS (p2, v), p * 10 AS q, count(*) AS n "
+        "FROM parsed_events",
     # a subquery's HAVING compares its group with the enclosing query's column (subquery_in)
     "outer reference in a subquery's HAVING":
         _T + "SELECT a, min(b) AS m FROM t WHERE b IN (SELECT max(u.b) FROM t AS u "
@@ -177,6 +181,11 @@ REFUSED = {
     "a name its relation has twice, qualified": (
         "SELECT t.col1 AS c FROM (SELECT 1 AS col1, 2 AS col1 FROM parsed_events) AS t",
         "ambiguous-column"),
+    "a generator's alias in GROUP BY": (
+        _T + "SELECT a, explode(array(1, 2)) AS e FROM t GROUP BY a, e", "unknown-column"),
+    "a generator's alias in an aggregating select list": (
+        "SELECT explode(array(1, 2)) AS c, c + 1 AS d, count(*) AS n FROM parsed_events",
+        "unknown-column"),
     "generator inputs are not seen by HAVING":
         (_T + "SELECT stack(2, 'x', count(*), a, 'y', 0L, 1) AS (p, q, r), b FROM t "
               "GROUP BY _gen_input_3, b HAVING _gen_input_3 > 0", "unknown-column"),
