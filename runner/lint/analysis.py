@@ -4,7 +4,8 @@ Each rule mirrors one of Spark's analysis error classes, so that a pull request 
 ``runner compile`` instead of the stream failing at run time:
 
 - ``missing-aggregation``: ``[MISSING_AGGREGATION]`` / ``[MISSING_GROUP_BY]``, a column that
-  is neither grouped nor inside an aggregate in an aggregating SELECT;
+  is neither grouped nor inside an aggregate in an aggregating SELECT
+  (``[UNRESOLVED_ALL_IN_GROUP_BY]`` under GROUP BY ALL);
 - ``misplaced-aggregate``: aggregates or window functions in WHERE, JOIN ... ON or GROUP BY,
   and an aggregate nested in another (``[NESTED_AGGREGATE_FUNCTION]``);
 - ``window-order``: ranking and offset window functions without ORDER BY;
@@ -25,7 +26,7 @@ from runner.lint.builtins import aggregate_names
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_, is_known, type_string
 from runner.lint.rules import ModelRule, time_column
-from runner.lint.spark_names import aggregate_list, generator_inputs
+from runner.lint.spark_names import aggregate_list, generator_call, generator_inputs
 from runner.lint.unique import GROUPING_ID, grouping_sets, time_window
 
 __all__ = ["AmbiguousColumn", "MisplacedAggregate", "MissingAggregation", "TypeMismatch",
@@ -153,18 +154,18 @@ class _Grouping:
             if isinstance(item, exp.Literal) and item.is_int:
                 index = int(item.name) - 1
                 if 0 <= index < len(projections):
-                    self._add(_unalias(projections[index]))
+                    self.add(_unalias(projections[index]))
                 continue
-            self._add(item)
+            self.add(item)
             path = _path(item)
             if path and len(path) == 1 and path[0] in aliases:  # GROUP BY <select alias>
-                self._add(aliases[path[0]])
+                self.add(aliases[path[0]])
             if (window := time_window(item)) is not None:  # its column: `window`.start...
                 self.paths.add((window,))
         if grouping_sets(group):
             self.paths.add((GROUPING_ID,))
 
-    def _add(self, node: exp.Expr) -> None:
+    def add(self, node: exp.Expr) -> None:
         self.keys.add(_key(node))
         self.types.add(type(node))
         if id(node) in self.generated:  # its column, by Spark's name (grouping sets)
@@ -227,6 +228,7 @@ class MissingAggregation(ModelRule):
     def _select(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
         group = select.args.get("group")
         if group is not None and group.args.get("all"):
+            yield from self._group_by_all(ctx, select)
             return
         clauses = [*select.expressions, select.args.get("having"), select.args.get("order")]
         if group is None and not any(next(_grouping_aggregates(c), None) for c in clauses):
@@ -257,6 +259,40 @@ class MissingAggregation(ModelRule):
                 if _key(node) not in seen:
                     seen.add(_key(node))
                     yield self._violation(ctx, node, group is not None)
+
+    def _group_by_all(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
+        """GROUP BY ALL groups by the select-list items without an aggregate; an item with
+        an aggregate and a column outside it that none of those groups is what Spark cannot
+        infer ([UNRESOLVED_ALL_IN_GROUP_BY]: ``SELECT id + count(*) ... GROUP BY ALL``)."""
+        analysis = ctx.analysis
+        if analysis is None:
+            return
+        items = [p for p in select.expressions if not isinstance(p, exp.Star)]
+        with_aggregate = [p for p in items if next(_grouping_aggregates(p), None) is not None]
+        if not with_aggregate or any(isinstance(p, exp.Star) or (
+                isinstance(p, exp.Column) and p.is_star) for p in select.expressions):
+            return
+        grouping = _Grouping(select, analysis.generated, analysis.sources)
+        for p in items:
+            call = generator_call(p)
+            if call is not None:  # its arguments without an aggregate are grouped
+                for arg in call.iter_expressions():
+                    if next(_grouping_aggregates(arg), None) is None:
+                        grouping.add(arg)
+            elif p not in with_aggregate:
+                grouping.add(_unalias(p))
+        with_aggregate = [p for p in with_aggregate if generator_call(p) is None]
+        aliases = {p.alias.lower() for p in items if isinstance(p, exp.Alias)}
+        skip = {id(f.node) for f in analysis.unknown_columns} | analysis.outer_references
+        for item in with_aggregate:
+            for node in self._ungrouped(item, grouping, aliases):
+                if any(id(n) in skip for n in node.walk()):
+                    continue
+                text = node.sql(dialect="spark", comments=False)
+                yield self.at(ctx, node, f"[UNRESOLVED_ALL_IN_GROUP_BY] GROUP BY ALL cannot "
+                              f"group by this item: '{text}' is outside its aggregate",
+                              "list the GROUP BY columns, or aggregate the column too")
+                break
 
     def _violation(self, ctx: ModelContext, node: exp.Expr, grouped: bool) -> Violation:
         text = node.sql(dialect="spark", comments=False)

@@ -123,6 +123,11 @@ ACCEPTED = {
     "an alias next to a generator's, with an aggregate":
         "SELECT 1 AS p, posexplode(array('x')) AS (p2, v), p * 10 AS q, count(*) AS n "
         "FROM parsed_events",
+    # GROUP BY ALL groups by the items without an aggregate (group_by_all)
+    "group by all, an item with an aggregate over grouped columns":
+        _T + "SELECT a, a + count(*) AS n FROM t GROUP BY ALL",
+    "group by all, a generator's arguments without an aggregate":
+        _T + "SELECT stack(2, a + 10L, count(b)) FROM t GROUP BY ALL",
     # a subquery's HAVING compares its group with the enclosing query's column (subquery_in)
     "outer reference in a subquery's HAVING":
         _T + "SELECT a, min(b) AS m FROM t WHERE b IN (SELECT max(u.b) FROM t AS u "
@@ -186,6 +191,8 @@ REFUSED = {
     "a generator's alias in an aggregating select list": (
         "SELECT explode(array(1, 2)) AS c, c + 1 AS d, count(*) AS n FROM parsed_events",
         "unknown-column"),
+    "group by all, a column outside an item's aggregate": (
+        _T + "SELECT a + count(*) AS n FROM t GROUP BY ALL", "missing-aggregation"),
     "generator inputs are not seen by HAVING":
         (_T + "SELECT stack(2, 'x', count(*), a, 'y', 0L, 1) AS (p, q, r), b FROM t "
               "GROUP BY _gen_input_3, b HAVING _gen_input_3 > 0", "unknown-column"),
