@@ -4,7 +4,8 @@ Each rule mirrors one of Spark's analysis error classes, so that a pull request 
 ``runner compile`` instead of the stream failing at run time:
 
 - ``missing-aggregation``: ``[MISSING_AGGREGATION]`` / ``[MISSING_GROUP_BY]``, a column that
-  is neither grouped nor inside an aggregate in an aggregating SELECT;
+  is neither grouped nor inside an aggregate in an aggregating SELECT
+  (``[UNRESOLVED_ALL_IN_GROUP_BY]`` under GROUP BY ALL);
 - ``misplaced-aggregate``: aggregates or window functions in WHERE, JOIN ... ON or GROUP BY,
   and an aggregate nested in another (``[NESTED_AGGREGATE_FUNCTION]``);
 - ``window-order``: ranking and offset window functions without ORDER BY;
@@ -16,7 +17,7 @@ When in doubt a rule does not flag: a name it cannot place is left to ``unknown-
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from sqlglot import exp
 
@@ -25,6 +26,7 @@ from runner.lint.builtins import aggregate_names
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_, is_known, type_string
 from runner.lint.rules import ModelRule, time_column
+from runner.lint.spark_names import aggregate_list, generator_call, generator_inputs
 from runner.lint.unique import GROUPING_ID, grouping_sets, time_window
 
 __all__ = ["AmbiguousColumn", "MisplacedAggregate", "MissingAggregation", "TypeMismatch",
@@ -115,13 +117,27 @@ class _Grouping:
     """What a SELECT groups by: expressions (as keys) and column paths, with relation
     aliases stripped so that ``p.request.endpoint`` and ``request.endpoint`` are one."""
 
-    def __init__(self, select: exp.Select) -> None:
+    def __init__(self, select: exp.Select, generated: Mapping[int, str],
+                 sources: Mapping[int, object]) -> None:
+        self.generated = generated  # Spark's names of expressions without an alias
+        self.sources = sources  # id() of a resolved column reference -> its relation
         self.relations = {s.alias_or_name.lower() for s in _sources(select)}
         self.keys: set[str] = set()
         self.types: set[type] = set()  # of the grouped expressions: others are not compared
-        self.paths: set[tuple[str, ...]] = set()
-        projections = select.expressions
-        aliases = {p.alias.lower(): p.this for p in projections if isinstance(p, exp.Alias)}
+        self.paths: set[tuple[str, ...]] = set()  # grouped paths, with and without relation
+        #: grouped paths written with their relation (``v1.col1``) and resolved to it:
+        #: (id(relation), column, field...); the paths of the others
+        self.sourced: set[tuple[object, ...]] = set()
+        self.loose: set[tuple[str, ...]] = set()
+        projections = aggregate_list(select)  # what GROUP BY ordinals count
+        aliases: dict[str, exp.Expr] = {}
+        for p in select.expressions:  # GROUP BY a: the first select-list a
+            if isinstance(p, exp.Alias):
+                aliases.setdefault(p.alias.lower(), p.this)
+            elif id(p) in generated:  # GROUP BY `concat_ws( , a, b)`
+                aliases.setdefault(generated[id(p)].lower(), p)
+            for name, arg in generator_inputs(p):
+                aliases.setdefault(name, arg)
         group = select.args.get("group")
         items: list[exp.Expr] = []
         for key in ("expressions", "grouping_sets", "cube", "rollup"):
@@ -138,23 +154,35 @@ class _Grouping:
             if isinstance(item, exp.Literal) and item.is_int:
                 index = int(item.name) - 1
                 if 0 <= index < len(projections):
-                    self._add(_unalias(projections[index]))
+                    self.add(_unalias(projections[index]))
                 continue
-            self._add(item)
+            self.add(item)
             path = _path(item)
             if path and len(path) == 1 and path[0] in aliases:  # GROUP BY <select alias>
-                self._add(aliases[path[0]])
+                self.add(aliases[path[0]])
             if (window := time_window(item)) is not None:  # its column: `window`.start...
                 self.paths.add((window,))
         if grouping_sets(group):
             self.paths.add((GROUPING_ID,))
 
-    def _add(self, node: exp.Expr) -> None:
+    def add(self, node: exp.Expr) -> None:
         self.keys.add(_key(node))
         self.types.add(type(node))
+        if id(node) in self.generated:  # its column, by Spark's name (grouping sets)
+            self.paths.add((self.generated[id(node)].lower(),))
         path = _path(node)
         if path:
             self.paths.update(self.forms(path))
+            if self._qualified(path) and id(node) in self.sources:
+                self.sourced.add(self._sourced(node, path))
+            else:
+                self.loose.update(self.forms(path))
+
+    def _qualified(self, path: tuple[str, ...]) -> bool:
+        return len(path) > 1 and path[0] in self.relations
+
+    def _sourced(self, node: exp.Expr, path: tuple[str, ...]) -> tuple[object, ...]:
+        return (id(self.sources[id(node)]), *self.forms(path)[-1])
 
     def forms(self, path: tuple[str, ...]) -> list[tuple[str, ...]]:
         """``path`` and, when its first part names a relation, the path without it."""
@@ -162,10 +190,17 @@ class _Grouping:
             return [path, path[1:]]
         return [path]
 
-    def covers(self, path: tuple[str, ...]) -> bool:
+    def covers(self, path: tuple[str, ...], node: exp.Expr | None = None) -> bool:
         """The column is grouped, or is a field of a grouped column (``user.country`` when
-        grouping by ``user``)."""
-        return any(form[:i] in self.paths for form in self.forms(path)
+        grouping by ``user``). A column resolved to a relation is grouped when that
+        relation's column is: ``v2.col1`` is not ``v1.col1``, though both are ``col1``."""
+        paths = self.paths
+        if node is not None and self._qualified(path) and id(node) in self.sources:
+            key = self._sourced(node, path)
+            if any(key[:i] in self.sourced for i in range(2, len(key) + 1)):
+                return True
+            paths = self.loose  # not another relation's column of the same name
+        return any(form[:i] in paths for form in self.forms(path)
                    for i in range(1, len(form) + 1))
 
 
@@ -193,15 +228,19 @@ class MissingAggregation(ModelRule):
     def _select(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
         group = select.args.get("group")
         if group is not None and group.args.get("all"):
+            yield from self._group_by_all(ctx, select)
             return
         clauses = [*select.expressions, select.args.get("having"), select.args.get("order")]
         if group is None and not any(next(_grouping_aggregates(c), None) for c in clauses):
             return
-        grouping = _Grouping(select)
+        grouping = _Grouping(select, ctx.analysis.generated if ctx.analysis else {},
+                             ctx.analysis.sources if ctx.analysis else {})
         aliases: set[str] = set()
         seen: set[str] = set()
-        # a name that does not resolve is unknown-column's finding, not this rule's
-        unknown = {id(f.node) for f in ctx.analysis.unknown_columns} if ctx.analysis else set()
+        # a name that does not resolve is unknown-column's finding, not this rule's; a name
+        # of an enclosing query is one value per group of this one
+        unknown = {id(f.node) for f in ctx.analysis.unknown_columns} | \
+            ctx.analysis.outer_references if ctx.analysis else set()
         for projection in select.expressions:
             for node in self._ungrouped(projection, grouping, aliases):
                 if any(id(n) in unknown for n in node.walk()):
@@ -211,6 +250,8 @@ class MissingAggregation(ModelRule):
                     yield self._violation(ctx, node, group is not None)
             if isinstance(projection, exp.Alias):  # lateral column aliases, then HAVING/ORDER
                 aliases.add(projection.alias.lower())
+            elif id(projection) in grouping.generated:  # ORDER BY `count(1)`
+                aliases.add(grouping.generated[id(projection)].lower())
         for clause in clauses[-2:]:
             for node in self._ungrouped(clause, grouping, aliases):
                 if any(id(n) in unknown for n in node.walk()):
@@ -218,6 +259,40 @@ class MissingAggregation(ModelRule):
                 if _key(node) not in seen:
                     seen.add(_key(node))
                     yield self._violation(ctx, node, group is not None)
+
+    def _group_by_all(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
+        """GROUP BY ALL groups by the select-list items without an aggregate; an item with
+        an aggregate and a column outside it that none of those groups is what Spark cannot
+        infer ([UNRESOLVED_ALL_IN_GROUP_BY]: ``SELECT id + count(*) ... GROUP BY ALL``)."""
+        analysis = ctx.analysis
+        if analysis is None:
+            return
+        items = [p for p in select.expressions if not isinstance(p, exp.Star)]
+        with_aggregate = [p for p in items if next(_grouping_aggregates(p), None) is not None]
+        if not with_aggregate or any(isinstance(p, exp.Star) or (
+                isinstance(p, exp.Column) and p.is_star) for p in select.expressions):
+            return
+        grouping = _Grouping(select, analysis.generated, analysis.sources)
+        for p in items:
+            call = generator_call(p)
+            if call is not None:  # its arguments without an aggregate are grouped
+                for arg in call.iter_expressions():
+                    if next(_grouping_aggregates(arg), None) is None:
+                        grouping.add(arg)
+            elif p not in with_aggregate:
+                grouping.add(_unalias(p))
+        with_aggregate = [p for p in with_aggregate if generator_call(p) is None]
+        aliases = {p.alias.lower() for p in items if isinstance(p, exp.Alias)}
+        skip = {id(f.node) for f in analysis.unknown_columns} | analysis.outer_references
+        for item in with_aggregate:
+            for node in self._ungrouped(item, grouping, aliases):
+                if any(id(n) in skip for n in node.walk()):
+                    continue
+                text = node.sql(dialect="spark", comments=False)
+                yield self.at(ctx, node, f"[UNRESOLVED_ALL_IN_GROUP_BY] GROUP BY ALL cannot "
+                              f"group by this item: '{text}' is outside its aggregate",
+                              "list the GROUP BY columns, or aggregate the column too")
+                break
 
     def _violation(self, ctx: ModelContext, node: exp.Expr, grouped: bool) -> Violation:
         text = node.sql(dialect="spark", comments=False)
@@ -237,7 +312,8 @@ class MissingAggregation(ModelRule):
                 continue
             path = _path(node)
             if path is not None:
-                if not grouping.covers(path) and not (len(path) == 1 and path[0] in aliases):
+                if not grouping.covers(path, node) and not (len(path) == 1
+                                                            and path[0] in aliases):
                     yield node
                 continue
             if _is_aggregate(node) and not _window_function(node):

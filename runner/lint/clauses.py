@@ -14,6 +14,17 @@
   (``[INVALID_LIMIT_LIKE_EXPRESSION.IS_UNFOLDABLE]``);
 - ``ORDER BY`` of a SELECT that does not aggregate holds no IN/EXISTS subquery
   (``[UNSUPPORTED_SUBQUERY_EXPRESSION_CATEGORY.UNSUPPORTED_IN_EXISTS_SUBQUERY]``).
+- one ``WITH`` names each of its CTEs once (``[DUPLICATED_CTE_NAMES]``, case-insensitive);
+- ``ORDER BY`` over a ``HAVING`` that reads what the select list does not (an aggregate, a
+  column) orders by no aggregate and no grouped expression: Spark's analyser puts the select
+  list between them and cannot reach the aggregate (``[UNRESOLVED_COLUMN]``; measured on
+  Spark 4.2, ``tests/spark/test_lint_resolution_vs_spark.py``);
+- ``grouping(a)`` / ``grouping_id(...)`` under grouping sets name their expressions
+  (``[GROUPING_COLUMN_MISMATCH]``; without grouping sets: the ``grouping-shape`` rule);
+- ``* EXCEPT (a, a)`` / ``* EXCEPT (s.f, s.f.g)``: no item names another or a part of it
+  (``[EXCEPT_OVERLAPPING_COLUMNS]``);
+- ``EXTRACT(field FROM x)`` / ``date_part('field', x)`` name a field Spark extracts
+  (``[INVALID_EXTRACT_FIELD]``).
 
 A select list with ``AS (a, b)`` or a generator has a number of columns lint does not count:
 ordinals and subqueries over one are left alone; over a ``*``, an ORDER BY / SORT BY position
@@ -26,14 +37,25 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from runner.errors import Violation
 from runner.lint.aggregate_calls import NONDETERMINISTIC
-from runner.lint.analysis import _grouping_aggregates
+from runner.lint.analysis import (
+    _Grouping,
+    _grouping_aggregates,
+    _is_aggregate,
+    _key,
+    _own,
+    _path,
+    _window_function,
+)
 from runner.lint.builtins import signature
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_generator
 from runner.lint.rules import ModelRule
+from runner.lint.spark_dialect import SPARK
+from runner.lint.unique import grouping_sets
 
 __all__ = ["QueryShape"]
 
@@ -82,6 +104,63 @@ def _unfoldable(value: exp.Expr) -> bool:
     return False
 
 
+#: The fields EXTRACT and date_part take (Spark's DatePart.parseExtractField), with their
+#: other spellings.
+_EXTRACT_FIELDS = frozenset({
+    "YEAR", "Y", "YEARS", "YR", "YRS", "YEAROFWEEK", "QUARTER", "QTR", "MONTH", "MON", "MONS",
+    "MONTHS", "WEEK", "W", "WEEKS", "DAY", "D", "DAYS", "DAYOFWEEK", "DOW", "DAYOFWEEK_ISO",
+    "DOW_ISO", "DOY", "HOUR", "H", "HOURS", "HR", "HRS", "MINUTE", "M", "MIN", "MINS",
+    "MINUTES", "SECOND", "S", "SEC", "SECONDS", "SECS"})
+
+
+def _name(call: exp.Expr) -> str:
+    return "grouping_id" if isinstance(call, exp.GroupingId) else "grouping"
+
+
+def _except_path(item: exp.Expr) -> tuple[str, ...] | None:
+    """The lower-cased name parts of a ``* EXCEPT`` item, as written."""
+    fields: list[str] = []
+    while isinstance(item, exp.Dot) and isinstance(item.expression, exp.Identifier):
+        fields.insert(0, item.expression.name.lower())
+        item = item.this
+    if not isinstance(item, exp.Column):
+        return None
+    return (*(p.name.lower() for p in item.parts), *fields)
+
+
+def _reads_beyond_outputs(having: exp.Expr, select: exp.Select) -> bool:
+    """HAVING needs a value the select list does not have: an aggregate that is not one of
+    its items, or a column that is none of its output names (Spark then computes it in the
+    aggregate, hidden, and a projection of the select list's columns follows the filter)."""
+    items = {_key(p.unalias()) for p in select.expressions}
+    names = {p.alias_or_name.lower() for p in select.expressions}
+    stack = [having]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (exp.Subquery, exp.Query)) or _key(node) in items:
+            continue  # a select-list item (SUM(b) + 1 in HAVING SUM(b) + 1 > 0) is its column
+        if _is_aggregate(node) and not _window_function(node):
+            return True
+        if isinstance(node, exp.Column) and not node.is_star and node.name.lower() not in names:
+            return True
+        stack.extend(node.iter_expressions())
+    return False
+
+
+def _written_cte(sql: str, cte: exp.CTE) -> bool:
+    """``cte`` is written in a WITH clause (its name follows WITH or a comma), not made by
+    sqlglot of a pipe operator (``|> AS t`` names a subquery; two may share a name)."""
+    alias = cte.args.get("alias")
+    ident = alias.this if isinstance(alias, exp.TableAlias) else None
+    meta = ident._meta if isinstance(ident, exp.Identifier) else None  # noqa: SLF001
+    start = meta.get("start") if meta else None
+    if not isinstance(start, int):
+        return False
+    before = [t for t in SPARK.tokenizer().tokenize(sql) if t.end < start]
+    return bool(before) and before[-1].token_type in (TokenType.WITH, TokenType.COMMA,
+                                                      TokenType.RECURSIVE)
+
+
 def _ordinal(node: exp.Expr) -> int | None:
     """The integer of a GROUP BY / ORDER BY item that is an integer literal (``-1`` too)."""
     sign = 1
@@ -98,7 +177,12 @@ class QueryShape(ModelRule):
     returns one column and an IN subquery as many as it is compared with; QUALIFY needs a
     window function ([QUALIFY_REQUIRES_WINDOW_FUNCTION]); set operations' inputs have as many
     columns ([NUM_COLUMNS_MISMATCH]); LIMIT and OFFSET are constants
-    ([INVALID_LIMIT_LIKE_EXPRESSION]); no IN/EXISTS subquery in a plain SELECT's ORDER BY."""
+    ([INVALID_LIMIT_LIKE_EXPRESSION]); no IN/EXISTS subquery in a plain SELECT's ORDER BY; one
+    WITH names each CTE once ([DUPLICATED_CTE_NAMES]); ORDER BY over a HAVING that reads what
+    the select list does not orders by output columns and grouped columns only
+    ([UNRESOLVED_COLUMN]); grouping() and grouping_id() name their grouping sets' expressions;
+    * EXCEPT names no column twice ([EXCEPT_OVERLAPPING_COLUMNS]); EXTRACT names a field Spark
+    has."""
 
     id = "query-shape"
 
@@ -108,6 +192,12 @@ class QueryShape(ModelRule):
         for select in ctx.nodes.of(exp.Select):
             yield from self._ordinals(ctx, select)
             yield from self._qualify(ctx, select)
+            yield from self._order_over_having(ctx, select)
+            yield from self._grouping_calls(ctx, select)
+        for star in ctx.nodes.of(exp.Star):
+            yield from self._except(ctx, star)
+        for call in ctx.nodes.of(exp.Extract, exp.Anonymous):
+            yield from self._extract(ctx, call)
         for sub in ctx.nodes.of(exp.Subquery):
             width = _width(sub)
             if width is not None and width > 1 and sub.parent is not None and not isinstance(
@@ -116,6 +206,8 @@ class QueryShape(ModelRule):
                               f"MORE_THAN_ONE_OUTPUT_COLUMN] this subquery is a value and "
                               f"returns {width} columns, not one",
                               "select one column, or join the subquery instead")
+        for with_ in ctx.nodes.of(exp.With):
+            yield from self._ctes(ctx, with_)
         for node in ctx.nodes.of(exp.In):
             query = node.args.get("query")
             width = _width(query) if query is not None else None
@@ -207,6 +299,75 @@ class QueryShape(ModelRule):
                     yield self.at(ctx, ordered, f"[ORDER_BY_POS_OUT_OF_RANGE] {clause} {n}: "
                                   "not a position of the select list",
                                   "a position from 1" + (f" to {width}" if width else ""))
+    def _ctes(self, ctx: ModelContext, with_: exp.With) -> Iterator[Violation]:
+        seen: set[str] = set()
+        for cte in with_.expressions:
+            name = cte.alias_or_name
+            if name.lower() in seen and _written_cte(ctx.model.sql, cte):
+                yield self.at(ctx, cte.args.get("alias") or cte, f"[DUPLICATED_CTE_NAMES] the "
+                              f"WITH clause defines '{name}' twice", "give each CTE its own name")
+            seen.add(name.lower())
+
+    def _order_over_having(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
+        having, order = select.args.get("having"), select.args.get("order")
+        if having is None or order is None or not _reads_beyond_outputs(having.this, select):
+            return
+        group = select.args.get("group")
+        grouped = {_key(e) for e in (group.expressions if group is not None else [])
+                   if not isinstance(e, (exp.Column, exp.Literal))}
+        for ordered in order.expressions:
+            found = next((n for n in _own(ordered.this) if (_is_aggregate(n) and not
+                          _window_function(n)) or (grouped and _key(n) in grouped)), None)
+            if found is not None:
+                text = found.sql(dialect="spark", comments=False)
+                yield self.at(ctx, ordered, f"[UNRESOLVED_COLUMN] Spark cannot order by {text}"
+                              " here: HAVING reads what the select list does not, and ORDER BY"
+                              " then sees the select list's columns and grouped columns only",
+                              f"select {text} with an alias and order by the alias")
+
+    def _grouping_calls(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
+        calls = [n for root in (*select.expressions, select.args.get("having"),
+                                select.args.get("order")) for n in _own(root)
+                 if isinstance(n, (exp.Grouping, exp.GroupingId))]
+        if not calls:
+            return
+        group = select.args.get("group")
+        if not grouping_sets(group):  # the grouping-shape rule's refusal (lint/grouping.py)
+            return
+        grouped = _Grouping(select, {}, {})
+        for call in calls:
+            for arg in call.expressions:
+                path = _path(arg)
+                if _key(arg) not in grouped.keys and not (path and any(
+                        form in grouped.paths for form in grouped.forms(path))):
+                    text = arg.sql(dialect="spark", comments=False)
+                    yield self.at(ctx, arg, f"[GROUPING_COLUMN_MISMATCH] {_name(call)}({text})"
+                                  f": {text} is not one of the grouping sets' expressions",
+                                  "name an expression of GROUP BY")
+
+    def _except(self, ctx: ModelContext, star: exp.Star) -> Iterator[Violation]:
+        paths = [_except_path(item) for item in star.args.get("except_") or []]
+        for i, path in enumerate(paths):
+            other = next((p for p in paths[:i] if p and path and (
+                p[:len(path)] == path or path[:len(p)] == p)), None)
+            if other is not None and path is not None:
+                yield self.at(ctx, star, f"[EXCEPT_OVERLAPPING_COLUMNS] * EXCEPT names "
+                              f"{'.'.join(path)} and {'.'.join(other)}, which overlap",
+                              "name each column (or field) once")
+
+    def _extract(self, ctx: ModelContext, node: exp.Expr) -> Iterator[Violation]:
+        if isinstance(node, exp.Extract):
+            unit = node.this
+            field = unit.name if isinstance(unit, (exp.Var, exp.Column)) else None
+        elif node.name.lower() in ("date_part", "datepart") and node.expressions and \
+                isinstance(node.expressions[0], exp.Literal) and node.expressions[0].is_string:
+            field = node.expressions[0].name
+        else:
+            return
+        if field is not None and field.upper() not in _EXTRACT_FIELDS:
+            yield self.at(ctx, node, f"[INVALID_EXTRACT_FIELD] Spark cannot extract "
+                          f"'{field}'", "a field such as YEAR, MONTH, DAY, HOUR, MINUTE, "
+                          "SECOND, QUARTER, WEEK, DAYOFWEEK, DOY")
 
     def _qualify(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
         qualify = select.args.get("qualify")

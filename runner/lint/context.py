@@ -26,11 +26,15 @@ __all__ = ["ModelContext", "SyntaxProblem", "parse_sql"]
 
 @dataclass(frozen=True)
 class SyntaxProblem:
-    """Why the SQL does not parse, and where (1-based line and column, when known)."""
+    """Why the SQL does not parse, and where (1-based line and column, when known); ``rule``
+    is the guard rule that reports it instead of ``syntax`` when the guard refuses what lint's
+    reader could not read (see :func:`_identifier_clause`)."""
 
     message: str
     line: int | None
     column: int | None
+    rule: str = "syntax"
+    hint: str | None = None
 
 
 def _line_col(text: str, offset: int) -> tuple[int, int]:
@@ -82,6 +86,22 @@ def _spark_refuses(sql: str) -> SyntaxProblem | None:
         return SyntaxProblem("the SQL nests too deeply to parse", 1, 1)
     return None if refused is None else SyntaxProblem(refused.message, refused.line,
                                                       refused.column)
+
+
+def _identifier_clause(tokens: list[Token], sql: str) -> SyntaxProblem | None:
+    """``IDENTIFIER(...)`` where sqlglot cannot read the SQL (naming a function,
+    ``IDENTIFIER('f')(x)``, or an alias, ``1 AS IDENTIFIER('c')``): the guard refuses every
+    ``IDENTIFIER(...)`` (a name made from a string at run time), so that is the refusal, not
+    lint's reader. A backquoted `` `identifier`(x) `` is a call of a function of that name."""
+    for token, after in zip(tokens, tokens[1:]):
+        if token.token_type == TokenType.VAR and token.text.upper() == "IDENTIFIER" \
+                and after.token_type == TokenType.L_PAREN:
+            return SyntaxProblem("IDENTIFIER(...) names a table, column or function from a "
+                                 "string Spark resolves at run time",
+                                 *_line_col(sql, token.start), rule="unsafe-table",
+                                 hint="write the name itself (tables through ref() or "
+                                 "source())")
+    return None
 
 
 def _first_statement(tokens: list[Token], sql: str) -> str:
@@ -155,7 +175,7 @@ def parse_sql(sql: str, *, max_chars: int = 2_000_000, max_depth: int = 40
     if after is not None:
         return (), SyntaxProblem(after.message, *_line_col(sql, after.offset))
     if unread is not None:
-        return (), unread
+        return (), _identifier_clause(tokens, sql) or unread
     return tuple(s for s in parsed if s is not None), None
 
 

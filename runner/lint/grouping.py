@@ -1,20 +1,15 @@
 """The shape of an aggregating SELECT, as Spark's analyser checks it (``CheckAnalysis``,
-``ResolveGroupingAnalytics``, ``ResolveReferencesInAggregate``' GROUP BY ALL,
-``SubstituteUnresolvedOrdinals``):
+``ResolveGroupingAnalytics``, ``SubstituteUnresolvedOrdinals``; GROUP BY ALL's
+``[UNRESOLVED_ALL_IN_GROUP_BY]`` is the ``missing-aggregation`` rule's):
 
 - ``grouping()`` / ``grouping_id()`` need ``ROLLUP``, ``CUBE`` or ``GROUPING SETS`` in the
   query's GROUP BY (``[UNSUPPORTED_GROUPING_EXPRESSION]``);
-- ``GROUP BY ALL`` infers its columns from the select items without an aggregate; when every
-  item has one and some item also reads a column outside it (``i + sum(j)``) there are none
-  to infer (``[UNRESOLVED_ALL_IN_GROUP_BY]``);
 - ``SELECT *`` does not go with ``GROUP BY <position>`` (``[STAR_GROUP_BY_POS]``);
 - ``ORDER BY`` an aggregate is not resolved into a query that also computes window functions
   over its groups, nor over ``HAVING`` on a NATURAL join's groups: Spark leaves the aggregate
   in an operator that cannot compute it (``[UNSUPPORTED_EXPR_FOR_OPERATOR]``; over the
   NATURAL join, a column of the ORDER BY may instead be ``[UNRESOLVED_COLUMN]``).
 
-A select list lint cannot read item by item (a ``*`` for GROUP BY ALL, a generator, a lambda,
-a column named ``all``) is left to Spark.
 
 >>> import sqlglot
 >>> from runner.lint.spark_dialect import SPARK
@@ -30,10 +25,8 @@ from collections.abc import Iterator
 from sqlglot import exp
 
 from runner.errors import Violation
-from runner.lint.analysis import _grouping_aggregates, _is_aggregate, _own
-from runner.lint.builtins import signature
+from runner.lint.analysis import _grouping_aggregates, _own
 from runner.lint.context import ModelContext
-from runner.lint.infer import is_generator
 from runner.lint.rules import ModelRule
 from runner.lint.shapes import Finding
 
@@ -49,8 +42,6 @@ def grouping_problems(query: exp.Expr) -> Iterator[Finding]:
         order = select.args.get("order")
         roots = [*select.expressions, select.args.get("having"), order]
         yield from _grouping_calls(group, roots)
-        if group is not None and group.args.get("all") and not group.expressions:
-            yield from _group_by_all(select)
         if group is not None and any(isinstance(p, exp.Star) or (
                 isinstance(p, exp.Column) and p.is_star) for p in select.expressions):
             ordinal = next((g for g in group.expressions
@@ -80,42 +71,6 @@ def _grouping_calls(group: exp.Group | None, roots: list[exp.Expr | None]
                 return
 
 
-def _group_by_all(select: exp.Select) -> Iterator[Finding]:
-    items = [p.unalias() for p in select.expressions]
-    if any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star) for p in items):
-        return
-    if any(_generator(p) for p in items):
-        return  # a generator's arguments are not select items (`stack(2, a, count(b))`)
-    if select.find(exp.Lambda) or any(
-            n.name.lower() == "all" for n in select.find_all(exp.Column, exp.TableAlias,
-                                                             exp.Alias)):
-        return  # lambda variables, or a column named `all` that GROUP BY ALL may mean
-    if not items or not all(next(_grouping_aggregates(p), None) is not None for p in items):
-        return
-    reader = next((c for p in items for c in _outside_aggregates(p)), None)
-    if reader is not None:
-        yield Finding(reader, "[UNRESOLVED_ALL_IN_GROUP_BY] GROUP BY ALL finds no column to "
-                      f"group by: every select item aggregates, and `{reader.sql()}` is read "
-                      "outside the aggregate", "name the grouping columns (GROUP BY "
-                      f"{reader.sql()}), or move `{reader.sql()}` into the aggregate")
-
-
-def _generator(item: exp.Expr) -> bool:
-    if is_generator(item) or isinstance(item, (exp.Explode, exp.Posexplode, exp.Inline)):
-        return True
-    sig = signature(item.name if isinstance(item, exp.Anonymous) else item.key) \
-        if isinstance(item, exp.Func) else None
-    return sig is not None and sig.kind == "generator"
-
-
-def _outside_aggregates(root: exp.Expr) -> Iterator[exp.Column]:
-    """Columns of ``root`` read outside any aggregate call and outside nested queries."""
-    for node in root.walk(prune=lambda n: _is_aggregate(n) or isinstance(
-            n, (exp.Query, exp.Subquery, exp.Window))):
-        if isinstance(node, exp.Column) and not node.is_star:
-            yield node
-
-
 def _order_by_aggregate(select: exp.Select, order: exp.Order) -> Iterator[Finding]:
     aggregate = next((a for o in order.expressions for a in _grouping_aggregates(o)), None)
     if aggregate is None:
@@ -136,10 +91,9 @@ def _order_by_aggregate(select: exp.Select, order: exp.Order) -> Iterator[Findin
 
 class GroupingShape(ModelRule):
     """An aggregating SELECT has the shape Spark's analyser resolves: grouping()/grouping_id()
-    with ROLLUP, CUBE or GROUPING SETS ([UNSUPPORTED_GROUPING_EXPRESSION]), GROUP BY ALL with
-    a column to infer ([UNRESOLVED_ALL_IN_GROUP_BY]), no `*` with GROUP BY a position
-    ([STAR_GROUP_BY_POS]), no ORDER BY an aggregate beside window functions or after HAVING
-    over a NATURAL join ([UNSUPPORTED_EXPR_FOR_OPERATOR])."""
+    with ROLLUP, CUBE or GROUPING SETS ([UNSUPPORTED_GROUPING_EXPRESSION]), no `*` with GROUP
+    BY a position ([STAR_GROUP_BY_POS]), no ORDER BY an aggregate beside window functions or
+    after HAVING over a NATURAL join ([UNSUPPORTED_EXPR_FOR_OPERATOR])."""
 
     id = "grouping-shape"
 

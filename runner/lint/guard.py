@@ -80,6 +80,11 @@ def _find_fragment_problems(where: str, text: str) -> Iterator[tuple[str, str]]:
 
 class _GuardRule(ModelRule):
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
+        syntax = ctx.syntax
+        if syntax is not None and syntax.rule == self.id:  # found on tokens: lint cannot read it
+            line, column, note = ctx.source_position(syntax.line, syntax.column)
+            yield Violation(self.id, "error", ctx.model.path, line, column,
+                            syntax.message + note, syntax.hint)
         for problem in model_problems(ctx):
             if problem.rule == self.id:
                 yield self.at(ctx, problem.node, problem.message, problem.hint)

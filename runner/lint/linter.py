@@ -254,7 +254,7 @@ class _Linter:
         refs = {r.lower(): self.shapes.get(r.lower()) for r in model.refs}
         refs.update({v.lower(): self.lookup_shapes.get(v.lower()) for v in model.lookups})
         resolver = Resolver(events=self.events, event_fields=self.event_fields, refs=refs,
-                            models=self.all_models)
+                            models=self.all_models, sql=model.sql)
         try:
             ctx.analysis = resolver.run(ctx.scope) if ctx.scope is not None else None
         except SqlglotError:  # a construct sqlglot cannot type: lint the rest, infer nothing

@@ -37,11 +37,10 @@ _Lambdas = Mapping[str, "exp.DataType | None"]
 _NO_LAMBDAS: _Lambdas = {}
 _INDEX_LAMBDAS = (exp.Transform, exp.ArrayFilter)
 # Functions Spark calls without parentheses when no column has the name (sqlglot parses a few
-# of them as columns).
-NILADIC = {"current_date": "DATE", "current_timestamp": "TIMESTAMP", "localtimestamp":
-           "TIMESTAMP_NTZ", "current_time": "TIME", "current_user": "STRING", "user": "STRING",
-           "session_user": "STRING", "current_schema": "STRING", "current_database": "STRING",
-           "current_catalog": "STRING", "current_timezone": "STRING",
+# of them as columns). Spark 4.2's grammar has these; current_schema, current_database,
+# current_catalog, current_timezone and localtimestamp need their parentheses (measured).
+NILADIC = {"current_date": "DATE", "current_timestamp": "TIMESTAMP", "current_time": "TIME",
+           "current_user": "STRING", "user": "STRING", "session_user": "STRING",
            "current_path": "STRING"}
 
 
@@ -81,8 +80,11 @@ class NameResolver:
         self.annotator = make_annotator()
         self.analysis = Analysis(shape=OPEN, outputs=[])
         self.refs_of: dict[int, tuple[Shape, str]] = {}  # plain column node -> (source, column)
-        self.source_of: dict[int, Shape] = {}  # resolved column node (struct paths too) -> source
+        self.source_of = self.analysis.sources  # resolved column node -> its relation
         self.names: dict[int, str] = {}  # resolved reference node -> Spark's name for it
+        #: resolved reference of a relation's column -> Spark's text of it in a generated name
+        #: (``user.country``: the column and its fields, without the relation)
+        self.paths: dict[int, str] = {}
         self.tainted = 0  # references resolved to an unresolved column (Shape.unresolved)
 
     # -- expressions --------------------------------------------------------------------------
@@ -166,6 +168,9 @@ class NameResolver:
                 col = src.find(idents[1].name)
                 if col is not None:
                     self._resolved(top, src, col, idents, 2)
+                    self._correlated(top, sc, frame)
+                    self._same_alias(idents, sc)
+                    self._twice(idents[1], src, sc)
                     return
                 if src.open:
                     return
@@ -182,6 +187,8 @@ class NameResolver:
                         return
                     self._resolved(top, src, col, idents, 1)
                     self._ambiguous(idents[0], sc)
+                    self._correlated(top, sc, frame)
+                    self._twice(idents[0], src, sc)
                     return
             if first in sc.time_windows:
                 self._descend(top, sc.time_windows[first], idents[1:], idents[0].name)
@@ -207,6 +214,33 @@ class NameResolver:
         self._unknown(idents[0], f"unknown column '{idents[0].name}'"
                       + did_you_mean(idents[0].name, candidates))
 
+    def _correlated(self, top: exp.Expr, found: Frame, frame: Frame) -> None:
+        """Record a reference resolved in an enclosing query's frame (an outer reference:
+        one value per row of that query, a constant to the aggregates of this one)."""
+        if found is not frame:
+            self.analysis.outer_references.add(id(top))
+
+    def _twice(self, ident: exp.Identifier, src: Shape, scope: Frame) -> None:
+        """Record a name one relation has twice (``SELECT col1 FROM (SELECT 1 AS col1, 2 AS
+        col1)``: Spark's [AMBIGUOUS_REFERENCE]), unless a select-list alias of that name is
+        what it names (ORDER BY col1 after ``3 AS col1``)."""
+        low = ident.name.lower()
+        if low in src.repeated and not (scope.alias_ok and low in scope.aliases):
+            self.analysis.ambiguous_columns.append(Finding(
+                ident, f"column '{ident.name}' is ambiguous: its relation has two columns of "
+                "that name", "give one of them another alias where the relation is made"))
+
+    def _same_alias(self, idents: list[exp.Identifier], scope: Frame) -> None:
+        """Record ``t.a`` when two relations of the scope are named ``t`` and both have ``a``
+        (``WITH t AS (...) SELECT t.a FROM (...) AS t CROSS JOIN t``: Spark's
+        [AMBIGUOUS_REFERENCE])."""
+        alias, column = idents[0].name.lower(), idents[1].name
+        having = [src for a, src in scope.sources if a == alias and src.find(column) is not None]
+        if len(having) > 1:
+            self.analysis.ambiguous_columns.append(Finding(
+                idents[1], f"column '{idents[0].name}.{column}' is ambiguous: two relations are "
+                f"named '{idents[0].name}'", "give one of the relations another alias"))
+
     def _ambiguous(self, ident: exp.Identifier, scope: Frame) -> None:
         """Record an unqualified name that two of the scope's relations have (Spark's
         [AMBIGUOUS_REFERENCE]); JOIN ... USING columns are one column."""
@@ -229,11 +263,14 @@ class NameResolver:
         self.source_of[id(top)] = src
         if used == len(idents):
             self.refs_of[id(top)] = (src, name)
-        self._descend(top, dtype, idents[used:], name)
+        path = self._descend(top, dtype, idents[used:], name)
+        if path is not None:
+            self.paths[id(top)] = path
 
     def _descend(self, top: exp.Expr, dtype: exp.DataType | None,
-                 fields: list[exp.Identifier], name: str) -> None:
-        """Follow struct field access from a value of ``dtype``; type ``top`` with the result."""
+                 fields: list[exp.Identifier], name: str) -> str | None:
+        """Follow struct field access from a value of ``dtype``; type ``top`` with the result.
+        Returns the path followed (``name.field...``), None when a field is not there."""
         path = name
         for ident in fields:
             nxt, canonical, candidates = field_type(dtype, ident.name)
@@ -245,12 +282,13 @@ class NameResolver:
                 elif candidates is not None:
                     self._unknown(ident, f"'{path}' is {type_string(dtype)}, not a struct: it "
                                   f"has no field '{ident.name}'")
-                return
+                return None
             dtype, name = nxt, canonical or ident.name
             path = f"{path}.{name}"
         if is_known(dtype):
             top.type = dtype
         self.names[id(top)] = name
+        return path
 
     def _unknown(self, node: exp.Expr, message: str, hint: str | None = None) -> None:
         self.analysis.unknown_columns.append(Finding(node, message, hint))

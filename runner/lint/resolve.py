@@ -32,6 +32,7 @@ from itertools import takewhile
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, ScopeType
 
+from runner.errors import did_you_mean
 from runner.lint.infer import (
     UNKNOWN,
     generator_columns,
@@ -42,9 +43,16 @@ from runner.lint.infer import (
     struct_fields,
 )
 from runner.lint.join_keys import joined_unique
-from runner.lint.names import Frame, NameResolver
+from runner.lint.names import NILADIC, Frame, NameResolver
 from runner.lint.shapes import OPEN, Analysis, Output, Shape
-from runner.lint.unique import GROUPING_ID, grouping_sets, time_window, unique_sets
+from runner.lint.spark_names import cast_column, generator_call, generator_inputs, pretty_name
+from runner.lint.unique import (
+    GROUPING_ID,
+    grouping_sets,
+    is_aggregate,
+    time_window,
+    unique_sets,
+)
 
 #: The column ``GROUP BY window(ts, ...)`` / ``session_window(...)`` gives a SELECT.
 _WINDOW_STRUCT = "STRUCT<start: TIMESTAMP, end: TIMESTAMP>"
@@ -62,13 +70,17 @@ class Resolver(NameResolver):
         event_fields: lower-cased -> declared name of the schema's top-level fields.
         refs: lower-cased name -> shape of each model this one ref()s (None: not known).
         models: lower-cased -> name of every model of the project.
+        sql: the SQL text the query was parsed from (Spark names a column after the text of
+            its expression: :func:`~runner.lint.spark_names.pretty_name`).
     """
 
     def __init__(self, *, events: Shape, event_fields: Mapping[str, str],
-                 refs: Mapping[str, Shape | None], models: Mapping[str, str]) -> None:
+                 refs: Mapping[str, Shape | None], models: Mapping[str, str],
+                 sql: str = "") -> None:
         super().__init__(events=events, event_fields=event_fields)
         self.refs = refs
         self.models = models
+        self.sql = sql
         self._outputs: dict[int, list[Output]] = {}  # id(SELECT) -> its output columns
         self._shapes: dict[int, Shape] = {}  # id(sqlglot scope) -> the relation it yields
         self._frames: dict[int, Frame] = {}  # id(sqlglot scope) -> what its names resolve in
@@ -99,10 +111,28 @@ class Resolver(NameResolver):
                          for (n, t), (_, rt) in zip(left.columns, right.columns))
             distinct = isinstance(node, exp.Union) and bool(node.args.get("distinct"))
             unique = (frozenset(n.lower() for n, _ in cols),) if distinct else ()
-            return Shape(cols, open=left.open or right.open, unique=unique)
+            shape = Shape(cols, open=left.open or right.open, unique=unique)
+            self._set_order(node, shape)
+            return shape
         if isinstance(node, exp.Lateral):
             return self._lateral(node, scope)
         return OPEN  # VALUES, a table function in FROM: named by their alias columns, if any
+
+    def _set_order(self, node: exp.SetOperation, shape: Shape) -> None:
+        """ORDER BY after UNION/EXCEPT/INTERSECT sees the result's columns (the first branch's
+        names): a bare name that is none of them is unknown (a qualified one names the first
+        branch's relation: left alone)."""
+        order = node.args.get("order")
+        if order is None or shape.open:
+            return
+        for col in order.walk(prune=lambda n: isinstance(n, (exp.Query, exp.Subquery,
+                                                             exp.Lambda))):
+            if isinstance(col, exp.Column) and not col.is_star and len(col.parts) == 1 \
+                    and shape.find(col.name) is None and col.name.lower() not in NILADIC:
+                self._unknown(col.this, f"unknown column '{col.name}': ORDER BY after "
+                              f"{node.key.upper()} sees the columns of its result"
+                              + did_you_mean(col.name, shape.suggestions),
+                              f"columns: {', '.join(shape.names)}")
 
     def _frame(self, scope: Scope) -> Frame:
         """The frame of ``scope``, made on first use (a correlated subquery, resolved before
@@ -200,6 +230,18 @@ class Resolver(NameResolver):
         outputs: list[Output] = []
         open_ = False
         unresolved: set[str] = set()
+        # a generator's aliases are seen by the whole select list, before and after it; in an
+        # aggregating SELECT the generator runs after the aggregate: neither the select list
+        # nor GROUP BY sees them
+        generated = {name.lower() for p in node.expressions if generator_call(p) is not None
+                     for name in _aliases(p)}
+        aggregating = group is not None or any(
+            is_aggregate(n) for p in node.expressions for n in p.walk(
+                prune=lambda n: isinstance(n, (exp.Query, exp.Subquery))))
+        pending = set() if aggregating else set(generated)
+        after_group: dict[str, exp.DataType] = {}
+        for name in pending:
+            frame.aliases.setdefault(name, UNKNOWN)
         for projection in node.expressions:
             before = (len(self.analysis.unknown_columns), self.tainted)
             self.walk(projection, frame)
@@ -209,13 +251,34 @@ class Resolver(NameResolver):
             outputs.extend(outs)
             if (len(self.analysis.unknown_columns), self.tainted) != before:
                 unresolved.update(o.name.lower() for o in outs)
+            hidden = aggregating and generator_call(projection) is not None
             for out in outs:
+                if hidden:
+                    after_group.setdefault(out.name.lower(), out.type)
+                    continue
+                if out.name.lower() in pending:
+                    pending.discard(out.name.lower())
+                    frame.aliases[out.name.lower()] = out.type
                 frame.aliases.setdefault(out.name.lower(), out.type)
         frame.alias_ok = False
         self.walk(node.args.get("where"), frame)
         frame.alias_ok = True
-        for key in ("group", "having", "qualify", "order", "windows", "distribute", "sort",
-                    "cluster"):
+        # GROUP BY alone sees the inputs Spark moves out of a generator (_gen_input_<i>)
+        inputs = {name: arg.type or UNKNOWN for p in node.expressions
+                  for name, arg in generator_inputs(p) if name not in frame.aliases}
+        frame.aliases.update(inputs)
+        self.walk(group, frame)
+        for name in inputs:
+            del frame.aliases[name]
+        for name, dtype in after_group.items():  # HAVING, ORDER BY: left as before
+            frame.aliases.setdefault(name, dtype)
+        if group is not None and grouping_sets(group):  # each expression is a column then
+            for item in _grouping_items(group):
+                self.annotator.annotate_expression(item)
+                name = self._generated(item)
+                if name is not None:
+                    frame.aliases.setdefault(name.lower(), item.type or UNKNOWN)
+        for key in ("having", "qualify", "order", "windows", "distribute", "sort", "cluster"):
             self.walk(node.args.get(key), frame)
         self._outputs[id(node)] = outputs
         if not open_:
@@ -225,7 +288,8 @@ class Resolver(NameResolver):
             if node.args.get("joins") else []
         unique, rownums = unique_sets(node, outputs, single, self.refs_of, joined)
         return Shape(tuple((o.name, o.type) for o in outputs), open=open_, unique=unique,
-                     rownums=rownums, unresolved=frozenset(unresolved))
+                     rownums=rownums, unresolved=frozenset(unresolved),
+                     repeated=_repeated(outputs))
 
     def _relations(self, node: exp.Select) -> list[Shape | None]:
         """The shapes of ``node``'s FROM relation and of each JOIN's, in order (None: not
@@ -257,38 +321,71 @@ class Resolver(NameResolver):
             return self._expand_all(proj, frame)
         if isinstance(proj, exp.Column) and proj.is_star:
             return self._expand_one(proj, frame)
-        if isinstance(proj, (exp.Column, exp.Dot)):
+        if isinstance(proj, exp.Column) or (isinstance(proj, exp.Dot)
+                                            and isinstance(_dot_root(proj), exp.Column)):
+            # a column, or a field of one: named after the column or the field; a field of
+            # any other value (from_json(a).b) is named after its text, as an expression
             name = self.names.get(id(proj)) or proj.output_name
             return [Output(name, proj.type or UNKNOWN, proj, True, proj,
                            self._origin(proj))], False
+        column = cast_column(proj)
+        if column is not None and id(column) in self.refs_of:  # CAST(a AS INT) is named a
+            return [Output(self.names.get(id(column)) or column.name, proj.type or UNKNOWN,
+                           proj, True, proj)], False
         if is_generator(proj):
             cols = generator_columns(proj)
             return [Output(n, t, proj, True, proj) for n, t in cols or ()], cols is None
-        text = proj.sql(dialect="spark", comments=False)
+        text = self._generated(proj)
+        if text is None:  # not known: sqlglot's text of it
+            text = proj.sql(dialect="spark", comments=False)
         return [Output(text, proj.type or UNKNOWN, proj, False, proj)], False
+
+    def _generated(self, node: exp.Expr) -> str | None:
+        """The name Spark gives the column of ``node`` (no alias), recorded for the rules."""
+        name = pretty_name(node, sql=self.sql, paths=self.paths,
+                           outer=self.analysis.outer_references)
+        if name is not None:
+            self.analysis.generated[id(node)] = name
+        return name
 
     def _origin(self, node: exp.Expr) -> tuple[int, str] | None:
         ref = self.refs_of.get(id(node))
         return (id(ref[0]), ref[1].lower()) if ref else None
 
     def _expand_all(self, star: exp.Star, frame: Frame) -> tuple[list[Output], bool]:
-        skip = {c.name.lower() for c in star.args.get("except_") or []}
+        skip, reshaped, unsure = _star_except(star, frame)
+        if not unsure and frame.sources and not any(src.open for _, src in frame.sources):
+            known = {n.lower() for _, src in frame.sources for n in src.names}
+            for item in star.args.get("except_") or []:
+                column = item
+                while isinstance(column, exp.Dot):
+                    column = column.this
+                if isinstance(column, exp.Column) and column.parts and \
+                        column.parts[0].name.lower() not in known and \
+                        frame.source(column.parts[0].name.lower()) is None:
+                    ident = column.parts[0]
+                    self._unknown(ident, f"unknown column '{ident.name}' in * EXCEPT"
+                                  + did_you_mean(ident.name, sorted(known)))
         outs: list[Output] = []
         for i, (_, src) in enumerate(frame.sources):
             if src is self.events:
                 self.analysis.star_over_events = True
-            outs += [Output(n, t, star, origin=(id(src), n.lower())) for n, t in src.columns
+            outs += [Output(n, UNKNOWN if n.lower() in reshaped else t, star,
+                            origin=(id(src), n.lower())) for n, t in src.columns
                      if (i, n.lower()) not in frame.hidden and n.lower() not in skip]
         if frame.using:  # JOIN ... USING (k): Spark puts the USING columns first, once
             using = list(dict.fromkeys(frame.using))
             first = [next((o for o in outs if o.name.lower() == u), None) for u in using]
             front = [o for o in first if o is not None]
             outs = front + [o for o in outs if all(o is not f for f in front)]
-        return outs, any(src.open for _, src in frame.sources) or not frame.sources
+        return outs, unsure or any(src.open for _, src in frame.sources) or not frame.sources
 
     def _expand_one(self, col: exp.Column, frame: Frame) -> tuple[list[Output], bool]:
         prefix = [p for p in col.parts if isinstance(p, exp.Identifier)]
         src = frame.source(prefix[0].name.lower()) if len(prefix) == 1 else None
+        if src is None and len(prefix) == 1 and all(
+                s.find(prefix[0].name) is None for _, s in frame.sources):
+            src = _outer_source(frame, prefix[0].name.lower())  # t.* of an enclosing query's t
         if src is not None:
             if src is self.events:
                 self.analysis.star_over_events = True
@@ -300,6 +397,86 @@ class Resolver(NameResolver):
         self.resolve_column(probe, frame)
         fields = struct_fields(probe.type)
         return [Output(n, t, col) for n, t in fields], not fields
+
+
+def _dot_root(node: exp.Dot) -> exp.Expr:
+    """What a chain of field accesses starts from (``f(x)`` in ``f(x).a.b``)."""
+    root: exp.Expr = node
+    while isinstance(root, exp.Dot):
+        root = root.this
+    return root
+
+
+def _grouping_items(group: exp.Group) -> list[exp.Expr]:
+    """The expressions a GROUP BY with grouping sets groups by (not the plain columns, named
+    already), each once."""
+    items: list[exp.Expr] = []
+    stack = [e for key in ("expressions", "grouping_sets", "cube", "rollup")
+             for e in group.args.get(key) or []]
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, (exp.GroupingSets, exp.Cube, exp.Rollup, exp.Tuple)):
+            stack = list(item.expressions) + stack
+        elif isinstance(item, exp.Paren):
+            stack.insert(0, item.this)
+        elif not isinstance(item, (exp.Column, exp.Literal)):
+            items.append(item)
+    return items
+
+
+def _repeated(outputs: list[Output]) -> frozenset[str]:
+    """The lower-cased names two different output columns have: not one column selected
+    twice (``SELECT x, z, x``: one attribute, which Spark resolves without ambiguity)."""
+    origins: dict[str, set[object]] = {}
+    for out in outputs:
+        origins.setdefault(out.name.lower(), set()).add(out.origin or id(out))
+    return frozenset(name for name, seen in origins.items() if len(seen) > 1)
+
+
+def _outer_source(frame: Frame, alias: str) -> Shape | None:
+    """The relation ``alias`` of a query ``frame`` is correlated with (the nearest), or None."""
+    outer = frame.parent
+    while outer is not None:
+        src = outer.source(alias)
+        if src is not None:
+            return src
+        outer = outer.parent
+    return None
+
+
+def _aliases(projection: exp.Expr) -> list[str]:
+    """The names a select-list item gives its columns (``AS a``, ``AS (a, b)``)."""
+    if isinstance(projection, exp.Alias):
+        return [projection.alias]
+    if isinstance(projection, exp.Aliases):
+        return [i.name for i in projection.expressions]
+    return []
+
+
+def _star_except(star: exp.Star, frame: Frame) -> tuple[set[str], set[str], bool]:
+    """The lower-cased columns ``* EXCEPT (...)`` leaves out, those it keeps with a field
+    dropped, and whether an item names neither: ``a`` and ``t.a`` (``t`` a relation) leave out
+    ``a``; ``a.f`` (``a`` a column) and ``t.a.f`` drop the field ``f`` of ``a`` (its type is no
+    longer known); ``u.a`` (``u`` a relation name lint does not see, as after ``|> AS u``)
+    leaves the columns unsure (nothing is flagged against them)."""
+    skip: set[str] = set()
+    reshaped: set[str] = set()
+    unsure = False
+    for item in star.args.get("except_") or []:
+        parts: list[str] = []
+        node = item
+        while isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):
+            parts.insert(0, node.expression.name.lower())
+            node = node.this
+        if not isinstance(node, exp.Column):
+            continue
+        parts = [p.name.lower() for p in node.parts] + parts
+        if len(parts) > 1 and frame.source(parts[0]) is not None:
+            parts = parts[1:]
+        elif len(parts) > 1 and all(src.find(parts[0]) is None for _, src in frame.sources):
+            unsure = True
+        (skip if len(parts) == 1 else reshaped).add(parts[0])
+    return skip, reshaped, unsure
 
 
 def _join_columns(node: exp.Select, scope: Scope, frame: Frame) -> None:

@@ -85,7 +85,7 @@ class SyntaxRule(ModelRule):
     id = "syntax"
 
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
-        if ctx.syntax is not None:
+        if ctx.syntax is not None and ctx.syntax.rule == self.id:
             s = ctx.syntax
             line, column, note = ctx.source_position(s.line, s.column)
             yield Violation(self.id, _level(self), ctx.model.path, line, column,

@@ -36,6 +36,9 @@ class Shape:
     unique: tuple[frozenset[str], ...] = ()
     rownums: Mapping[str, frozenset[str]] = field(default_factory=dict)
     unresolved: frozenset[str] = frozenset()
+    #: lower-cased names two different columns of the relation have (not one column selected
+    #: twice): a reference to one is ambiguous
+    repeated: frozenset[str] = frozenset()
     _index: dict[str, tuple[str, exp.DataType]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -112,3 +115,10 @@ class Analysis:
     #: CTEs, subqueries) whose columns are all known: what a rule reads of a branch whose
     #: ``*`` it cannot expand itself
     selects: dict[int, list[Output]] = field(default_factory=dict)
+    #: id() of the column references resolved in an enclosing query (correlated)
+    outer_references: set[int] = field(default_factory=set)
+    #: id() of a resolved column reference (struct paths too) -> the relation it reads
+    sources: dict[int, Shape] = field(default_factory=dict)
+    #: id() of an expression without an alias (a select-list item, a grouping set's item) ->
+    #: the name Spark gives its column, when lint knows it (GROUP BY/ORDER BY may use it)
+    generated: dict[int, str] = field(default_factory=dict)

@@ -7,7 +7,11 @@ own parser accepts differently or not at all. Only what differs is overridden:
   signed parts (not as a subtraction of a column ``MONTHS``);
 - ``PIVOT (sum(a) + 1 AS s FOR ...)``: a pivot aggregates with any expression over aggregates;
 - ``j:a.b``: the path into a JSON string or VARIANT column;
-- ``TIMEDIFF(HOUR, a, b)``: the grammar's other name of ``TIMESTAMPDIFF(HOUR, a, b)``.
+- ``TIMEDIFF(HOUR, a, b)``: the grammar's other name of ``TIMESTAMPDIFF(HOUR, a, b)``;
+- ``GEOGRAPHY(ANY)`` / ``GEOMETRY(ANY)``: a spatial type of any SRID (``ANY`` is a parameter,
+  not the ``ANY(...)`` aggregate);
+- ``|> DROP a, b.c``: the pipe operator that drops columns, read as
+  ``SELECT * EXCEPT (a, b.c)`` over the query before it (what Spark's plan is).
 
 Every parse of SQL in lint goes through :data:`SPARK` (the model's query and each config
 fragment): the rules and the guard read the same tree. The tree is lint's alone: the runner
@@ -52,8 +56,36 @@ def _timediff(args: list[exp.Expr]) -> exp.Expr:
     return exp.Anonymous(this="TIMEDIFF", expressions=args)
 
 
+def _pipe_drop(parser: _Parser, query: exp.Select) -> exp.Select:
+    """``|> DROP a, b.c``: ``SELECT * EXCEPT (a, b.c)`` over the query so far."""
+    parser._advance()  # noqa: SLF001 - DROP
+    columns = parser._parse_csv(lambda: _dotted_name(parser))  # noqa: SLF001
+    dropped = parser._build_pipe_cte(query, [exp.Star(except_=columns)])  # noqa: SLF001
+    # a CTE of its own: the next operator (``|> SELECT``) rewrites the outer SELECT's list
+    return parser._build_pipe_cte(dropped, [exp.Star()])  # noqa: SLF001
+
+
+def _dotted_name(parser: _Parser) -> exp.Expr | None:
+    """A column or a path into its fields, any word a name (``outer.middle.inner``: Spark's
+    non-reserved words name columns; sqlglot's column reader refuses some)."""
+    parts = [parser._parse_id_var(any_token=True)]  # noqa: SLF001
+    while parts[-1] is not None and parser._match(TokenType.DOT):  # noqa: SLF001
+        parts.append(parser._parse_id_var(any_token=True))  # noqa: SLF001
+    idents = [p for p in parts if isinstance(p, exp.Identifier)]
+    if len(idents) != len(parts):
+        return None
+    head = min(len(idents), 4)  # sqlglot's layout: catalog.db.table.column, then fields
+    node: exp.Expr = exp.Column(**dict(zip(("this", "table", "db", "catalog"),
+                                           reversed(idents[:head]))))
+    for ident in idents[head:]:
+        node = exp.Dot(this=node, expression=ident)
+    return node
+
+
 class _Parser(SparkParser):
     FUNCTIONS = {**SparkParser.FUNCTIONS, "TIMEDIFF": _timediff}
+    PIPE_SYNTAX_TRANSFORM_PARSERS = {**SparkParser.PIPE_SYNTAX_TRANSFORM_PARSERS,
+                                     "DROP": _pipe_drop}
 
     _unsigned = False
 
@@ -102,6 +134,15 @@ class _Parser(SparkParser):
                                                                TokenType.STRING)
                 and unit is not None
                 and unit.text.upper() in self.dialect.VALID_INTERVAL_UNITS)
+
+    def _parse_type_size(self) -> exp.DataTypeParam | None:
+        # GEOGRAPHY(ANY): the word, not the start of an ANY(...) call
+        nxt = self._next
+        if (self._curr is not None and self._curr.token_type == TokenType.ANY
+                and nxt is not None and nxt.token_type == TokenType.R_PAREN):
+            self._advance()
+            return self.expression(exp.DataTypeParam(this=exp.var("ANY")))
+        return super()._parse_type_size()
 
     def _parse_pivot_aggregation(self) -> exp.Expr | None:
         index = self._index

@@ -119,7 +119,7 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
     "grouping_without_sets": ("grouping-shape", "SELECT eventId, grouping(eventId) AS g "
                               f"{P}\nGROUP BY eventId", "UNSUPPORTED_GROUPING_EXPRESSION",
                               (1, 17)),
-    "group_by_all_mixed": ("grouping-shape", "SELECT request.latency_ms + count(*) AS n "
+    "group_by_all_mixed": ("missing-aggregation", "SELECT request.latency_ms + count(*) AS n "
                            f"{P}\nGROUP BY ALL", "UNRESOLVED_ALL_IN_GROUP_BY", (1, 8)),
     "star_group_by_position": ("grouping-shape", f"SELECT * FROM (SELECT eventId {P}) AS t\n"
                                "GROUP BY eventId, 1", "STAR_GROUP_BY_POS", (2, 19)),

@@ -125,7 +125,7 @@ def test_compile_what_spark_refuses_after_parsing_and_what_sqlglot_cannot_read(
         "window": "SELECT eventId, rank() OVER w AS r FROM parsed_events\n"
                   "WINDOW w AS (ORDER BY `timestamp`), `w` AS (ORDER BY eventId)\n",
         # Spark's parser accepts it; sqlglot cannot read it, so lint cannot check it
-        "pipe": "SELECT eventId, 1 AS n FROM parsed_events |> DROP n\n",
+        "pipe": "SELECT eventId, 1 AS n FROM parsed_events |> SET n = 2\n",
     })
     assert [(e[1], e[4].split(":")[0]) for e in errors] == [
         ("models/comma.sql", "SQL syntax error"),
