@@ -160,7 +160,7 @@ REFUSED = {
         _T + "SELECT sum(b) AS s FROM t GROUP BY a + 1 HAVING a + 1 > 0 ORDER BY a + 1",
         "query-shape"),
     "grouping without grouping sets": (_T + "SELECT a, grouping(a) AS g FROM t GROUP BY a",
-                                       "query-shape"),
+                                       "grouping-shape"),
     "grouping of no grouping set's expression": (
         _T + "SELECT a, grouping(b) AS g FROM t GROUP BY ROLLUP (a)", "query-shape"),
     "except one column twice": (_T + "SELECT * EXCEPT (a, a) FROM t", "query-shape"),
