@@ -8,6 +8,7 @@ batch, so nothing is written then; the refusals that need no JVM come before the
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Collection
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Literal
@@ -273,10 +274,13 @@ class StartUp:
         go with it: runner.runtime.batches.remote_batch); None for a classic session."""
         if not is_remote(self.spark):
             return None
+        from runner.checkpoint.lock import remote_permit
+
         return RemoteBatch(bp=self.bp, project=self.project, query_id=self.run_id,
                            guard=self.guard, engine=self.writer.engine,
                            arrow_max_rows=self.project.config.delta.arrow_max_rows,
-                           keep=offset_keeper(self.spark, self.project))
+                           keep=offset_keeper(self.spark, self.project),
+                           permit=remote_permit(self.lock), run=uuid.uuid4().hex[:16])
 
 
 def _names_in_tables(project: Project, plan: Plan) -> set[str]:
