@@ -157,6 +157,22 @@ def test_static_server_setting_is_named(tmp_path, connect_server) -> None:
     assert "spark.sql.extensions" in proc.stderr
 
 
+def test_a_kafka_model_is_refused_before_anything_is_written(tmp_path, connect_server) -> None:
+    """The server's worker writes Delta tables only: a materialized='kafka' model over Connect
+    is exit 2, named, before the query or any table (docs/CONNECT.md)."""
+    root = write_project(tmp_path / "p", {**MODELS, "models/events_out.sql": (
+        "{{ config(materialized='kafka', topic='events_out') }}\n"
+        "SELECT eventId AS key, eventId FROM parsed_events\n")}, project_yml=YML, engine="rs",
+        target={"kafka_outputs": {"bootstrap_servers": f"127.0.0.1:{_free_port()}"}})
+    write_demo_files(root / "incoming", events=10, files=1)
+    proc = _client(root, connect_server.url, "--available-now")
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 2, out
+    assert "Kafka models cannot run over Spark Connect yet: events_out" in out, out
+    assert "Traceback" not in out and not (root / "wh" / "events_out").exists(), out
+    assert not (root / "cp" / "commits").exists(), out
+
+
 GUARD_SCRIPT = """
 import sys
 from runner.runtime.client.session import build_session
