@@ -54,14 +54,18 @@ VARIANTS = ("classic", "connect")
 
 
 def _tree_cpu(pid: int) -> float:
-    """CPU seconds of ``pid`` and its live descendants."""
+    """CPU seconds of ``pid`` and its live descendants, each with its children that ended
+    and were waited for (the kernel adds those to their parent): over Connect the server's
+    Python workers come and go during a run, and a worker that ended between the two samples
+    would otherwise count only in the first (its CPU subtracted, not added)."""
     total = 0.0
     try:
         root = psutil.Process(pid)
         for proc in [root, *root.children(recursive=True)]:
             try:
                 times = proc.cpu_times()
-                total += times.user + times.system
+                total += (times.user + times.system + times.children_user
+                          + times.children_system)
             except psutil.NoSuchProcess:
                 continue
     except psutil.NoSuchProcess:

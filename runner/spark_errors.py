@@ -18,9 +18,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["bare_message", "chain", "delta_error", "first_line", "is_kafka_timeout",
-           "is_storage_failure", "java_causes", "marked_text_in", "root_cause",
-           "runner_error_in", "sql_position"]
+__all__ = ["bare_message", "chain", "connect_causes", "delta_error", "first_line",
+           "is_kafka_timeout", "is_storage_failure", "java_causes", "marked_text_in",
+           "root_cause", "runner_error_in", "sql_position"]
 
 _MAX_CHARS = 400
 _MAX_CAUSES = 32  # a Java cause chain is a few links long; bounds a cyclic one
@@ -136,10 +136,31 @@ def java_causes(error: BaseException) -> list[Any]:
     return []
 
 
+_CAUSED_BY = "Caused by: "
+
+
+def connect_causes(error: BaseException) -> list[str]:
+    """The messages of the server's causes behind the first Spark Connect error in ``error``'s
+    chain, outermost first; empty when there is none. A Connect client holds no Java
+    exception: the server sends its cause chain as the error's JVM stack trace, one
+    ``Caused by: <class>: <message>`` line per cause (a write task wraps a model's
+    ``DIVIDE_BY_ZERO`` in ``TASK_WRITE_FAILED`` there too)."""
+    try:
+        from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+    except ImportError:  # no Connect client installed
+        return []
+    for e in chain(error):
+        if isinstance(e, SparkConnectGrpcException):
+            trace = e.getStackTrace() or ""
+            return [line[len(_CAUSED_BY):].partition(": ")[2]
+                    for line in trace.splitlines() if line.startswith(_CAUSED_BY)]
+    return []
+
+
 def root_cause(error: BaseException) -> str:
     """The line worth showing for ``error``: the innermost Java exception behind a py4j error
-    (py4j's own line, ``An error occurred while calling o123.save.``, says nothing), else
-    :func:`first_line`."""
+    (py4j's own line, ``An error occurred while calling o123.save.``, says nothing), or the
+    innermost server cause of a Spark Connect error, else :func:`first_line`."""
     from py4j.protocol import Py4JError
 
     causes = java_causes(error)
@@ -148,6 +169,9 @@ def root_cause(error: BaseException) -> str:
             return first_line(str(causes[-1].toString()))
         except Py4JError:
             pass
+    remote = [c for c in connect_causes(error) if c]
+    if remote:
+        return first_line(remote[-1])
     return first_line(error)
 
 

@@ -15,11 +15,17 @@ Linux by ``/proc/locks`` or by the pid being alive.
 
 In an object store, where there is no ``flock``, the same files are leases
 (:mod:`runner.checkpoint.lease`); :func:`checkpoint_lock` picks the kind for the checkpoint.
+
+Over Spark Connect the batch's commits are made by a Python worker on the server, a process
+that holds no lock: the client gives it a :class:`RemotePermit` (the lock file and what the
+client wrote in it), which the worker checks through the storage layer right before each
+commit, as the client's own lock would be checked.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import socket
@@ -29,13 +35,13 @@ from pathlib import Path
 from typing import IO
 
 from runner.checkpoint.holders import pid_alive
-from runner.checkpoint.lease import ObjectLease, holder_gone, read_lease
-from runner.errors import CheckpointBusyError, ExecutionError
+from runner.checkpoint.lease import COMMIT_WINDOW, ObjectLease, holder_gone, read_lease
+from runner.errors import CheckpointBusyError, ExecutionError, LeaseLostError
 from runner.storage.objects import ObjectPath
-from runner.storage.ops import Location, as_location
+from runner.storage.ops import Location, as_location, read_versioned
 
-__all__ = ["MAINTENANCE", "STREAM", "CheckpointLock", "LockHolder", "checkpoint_lock",
-           "lock_holder"]
+__all__ = ["MAINTENANCE", "STREAM", "CheckpointLock", "LockHolder", "RemotePermit",
+           "checkpoint_lock", "lock_holder", "remote_permit"]
 
 STREAM = "runner.lock"
 MAINTENANCE = "maintain.lock"
@@ -47,6 +53,7 @@ class CheckpointLock:
 
     def __init__(self, checkpoint: Path, file: str = STREAM) -> None:
         self.path = Path(checkpoint) / file
+        self.line = ""  # what this process wrote in the file when it took the lock
         self._handle: IO[str] | None = None
 
     def acquire(self, *, wait: float = 0.0) -> None:
@@ -82,8 +89,9 @@ class CheckpointLock:
                     hint="one runner per checkpoint: stop the other one first") from None
         handle.seek(0)
         handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()} since "
+        self.line = (f"pid {os.getpid()} on {socket.gethostname()} since "
                      f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+        handle.write(self.line)
         handle.flush()
         self._handle = handle
 
@@ -117,6 +125,93 @@ def checkpoint_lock(checkpoint: Location, file: str = STREAM) -> CheckpointLock 
     if isinstance(checkpoint, ObjectPath):
         return ObjectLease(checkpoint / file)
     return CheckpointLock(checkpoint, file)
+
+
+@dataclass(frozen=True)
+class RemotePermit:
+    """The lock holder's permit, checked by another process on its behalf (over Spark Connect:
+    the server's Python worker that commits the batch). Data only, so it pickles.
+
+    :meth:`check` reads the lock file through the storage layer right before a commit and
+    lets it go on only while the file still names the holder that made this permit:
+
+    - a lease (object storage): its token, and a renewal recent enough that the holder's own
+      :meth:`~runner.checkpoint.lease.ObjectLease.check` would pass (the last renewal started
+      less than two thirds of the time to live ago: ``expires - ttl``, on the clock the lease
+      already relies on). A client that died stops renewing, so its query's worker stops
+      committing within that window;
+    - an ``flock`` (local disk): the holder line the client wrote when it took the lock
+      (another runner that took it since wrote its own), and, when the worker is on the
+      holder's host, the kernel still listing an ``flock`` on the file (``/proc/locks``): a
+      killed client's lock is gone at once.
+    """
+
+    path: Location
+    mark: str  # the lease's token, or the flock file's holder line
+    ttl: float | None  # the lease's time to live; None: an flock
+
+    def check(self) -> None:
+        """Raise unless the holder still holds the lock.
+
+        Raises:
+            LeaseLostError: the lock is gone, held by another, or (a lease) not renewed in
+                time, or (an flock on this host) no longer held by anyone.
+        """
+        got = read_versioned(self.path)
+        if got is None:
+            raise LeaseLostError(f"stopped writing: the lock {self.path} is gone",
+                                 hint="the runner that started this query no longer holds "
+                                      "the checkpoint; the batch replays on its next start")
+        if self.ttl is not None:
+            self._check_lease(got[0], self.ttl)
+        else:
+            self._check_flock(got[0].decode("utf-8", "replace").strip())
+
+    def _check_lease(self, data: bytes, ttl: float) -> None:
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            doc = {}
+        doc = doc if isinstance(doc, dict) else {}
+        if doc.get("token") != self.mark:
+            raise LeaseLostError(f"stopped writing: the lease {self.path} was taken by "
+                                 f"{doc.get('holder') or 'another process'}",
+                                 hint="another runner holds the checkpoint now")
+        try:
+            renewed = time.time() - (float(doc.get("expires", 0)) - ttl)
+        except (TypeError, ValueError):
+            renewed = float("inf")
+        if renewed > ttl * COMMIT_WINDOW:
+            raise LeaseLostError(
+                f"stopped writing: the lease {self.path} was last renewed {renewed:.1f} s ago "
+                f"(time to live {ttl:.0f} s; commits stop after {ttl * COMMIT_WINDOW:.0f} s)",
+                hint="the runner that started this query stopped renewing it (ended, killed "
+                     "or cut off); the batch replays on its next start")
+
+    def _check_flock(self, text: str) -> None:
+        if text != self.mark:
+            raise LeaseLostError(f"stopped writing: {self.path} is held by "
+                                 f"{text or 'another process'} now, not {self.mark}",
+                                 hint="another runner holds the checkpoint now")
+        match = _HOLDER.match(text)
+        if isinstance(self.path, ObjectPath) or match is None or (
+                match.group(2) != socket.gethostname()):
+            return  # another host: its kernel's locks are not in reach
+        try:
+            inode = os.stat(self.path).st_ino
+        except OSError:
+            return
+        if _flock_held(inode) is False:
+            raise LeaseLostError(f"stopped writing: {self.mark} no longer holds {self.path} "
+                                 "(it ended or was killed)",
+                                 hint="the batch replays on the runner's next start")
+
+
+def remote_permit(lock: CheckpointLock | ObjectLease) -> RemotePermit:
+    """The permit of a taken ``lock`` for a process other than its holder."""
+    if isinstance(lock, ObjectLease):
+        return RemotePermit(lock.path, lock.token, lock.ttl)
+    return RemotePermit(lock.path, lock.line, None)
 
 
 @dataclass(frozen=True)

@@ -6,25 +6,30 @@ The project is the fault tests' shop-style one: a files source, the example's ap
 records for the dead-letter table. Every table is read back with delta-rs and compared with
 the reference computed from the input files alone (``tests/support/reference.py``).
 
-The runner always runs as a process here: a Connect client marks its process as one
-(pyspark's functions then build Connect columns), which the suite's shared classic session
-could not share.
+The runner always runs as a process here (tests/support/connect_runs.py).
+
+Cost (default suite): the stream-and-kill test runs both engines at once, two batches each and
+a restart; the other default tests start no stream. The server's kill (its own server) is
+nightly.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import psutil
 import pytest
 
 from runner.demo import write_demo_files
+from runner.runtime.batches.remote_batch import RESULTS_FOLDER
 from tests.support.brokers import _free_port
+from tests.support.connect_runs import java_in_tree, start_client, wait_all
 from tests.support.connect_server import REPO, ConnectServer
 from tests.support.projects import BASE_YML, ENDPOINT_COUNTS, EXAMPLE_FILES, write_project
 from tests.support.reference import actual_tables, expected_tables
@@ -48,43 +53,7 @@ def _project(root: Path, engine: str, *, files: int = 2, events: int = 300) -> P
 
 
 def _client(root: Path, url: str, *args: str) -> subprocess.Popen[str]:
-    path = os.environ.get("PYTHONPATH")
-    env = {**os.environ, "SPARK_REMOTE": url, "PYTHONUNBUFFERED": "1",
-           "PYTHONPATH": f"{REPO}{os.pathsep}{path}" if path else str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "runner", "stream", "--project-dir",
-                             str(root), *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-
-
-def _java_in_tree(proc: subprocess.Popen[str]) -> list[str]:
-    """The JVMs among ``proc``'s descendants (names and command lines)."""
-    try:
-        children = psutil.Process(proc.pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
-    found = []
-    for child in children:
-        try:
-            if "java" in child.name() or any("java" in a for a in child.cmdline()[:1]):
-                found.append(" ".join(child.cmdline()[:3]))
-        except psutil.NoSuchProcess:
-            continue
-    return found
-
-
-def _wait(procs: list[subprocess.Popen[str]], timeout: float) -> list[str]:
-    """Wait for ``procs``, watching their process trees for a JVM; returns the JVMs seen."""
-    seen: list[str] = []
-    deadline = time.monotonic() + timeout
-    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-        for p in procs:
-            seen += _java_in_tree(p)
-        time.sleep(0.2)
-    for p in procs:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-    return seen
+    return start_client(root, url, *args)
 
 
 def assert_exact(root: Path) -> None:
@@ -96,25 +65,67 @@ def assert_exact(root: Path) -> None:
                                         f"{sum(extra.values())} extra")
 
 
-def test_stream_over_connect_both_engines_no_jvm(tmp_path, connect_server) -> None:
-    """Both engines at once over the shared server, the seed joined, poison records
-    dead-lettered; exact; and no JVM anywhere under the runner's processes. ``spark`` runs two
-    batches (a create, then SQL MERGE into endpoint_counts, the Connect path of its own);
-    ``rs`` one (its merge is the same delta-rs code as on the classic path, on the worker)."""
-    roots = {e: _project(tmp_path / e, e, files=2 if e == "spark" else 1)
-             for e in ("rs", "spark")}
-    procs = {e: _client(root, connect_server.url, "--available-now")
-             for e, root in roots.items()}
-    jvms = _wait(list(procs.values()), timeout=240)
-    outputs = {e: p.stdout.read() if p.stdout else "" for e, p in procs.items()}
-    for engine, proc in procs.items():
-        if proc.returncode != 0:
-            pytest.fail(f"{engine}: exit {proc.returncode}\n{outputs[engine][-3000:]}\n"
-                        f"server: {connect_server.log()}")
-        assert f"engine {engine}" in outputs[engine], outputs[engine]
-        assert ("batch 1:" in outputs[engine]) == (engine == "spark"), outputs[engine]
-        assert_exact(roots[engine])
-    assert jvms == [], jvms
+def test_stream_and_client_sigkill_over_connect_both_engines_no_jvm(
+        tmp_path, connect_server) -> None:
+    """Both engines at once over the shared server (the seed joined, poison records
+    dead-lettered, the ``endpoint_counts`` merge: on ``spark`` the Connect path's SQL MERGE, on
+    ``rs`` the classic path's delta-rs code on the server's worker), two batches each:
+
+    1. each client is SIGKILLed as soon as Spark has logged batch 0 as committed (batch 1 is
+       starting on the server: the query outlives its client);
+    2. the killed client's query is refused by its worker's permit (the client's lock is gone
+       with it): its batch 1 fails with LeaseLostError before committing, in that run's own
+       results folder;
+    3. the next start of each takes the checkpoint, replays batch 1, and ends well;
+
+    every table exact (read back with delta-rs against the reference computed from the input
+    files alone), and no JVM anywhere under the runner's processes."""
+    with ThreadPoolExecutor(2) as pool:  # the engines side by side, each its own sequence
+        runs = list(pool.map(lambda e: _kill_then_restart(tmp_path / e, e, connect_server.url),
+                             ("rs", "spark")))
+    for engine, (root, code, out, jvms) in zip(("rs", "spark"), runs, strict=True):
+        if code != 0:
+            pytest.fail(f"{engine}: exit {code}\n{out[-3000:]}\nserver: {connect_server.log()}")
+        assert f"engine {engine}" in out, out
+        assert_exact(root)
+        assert jvms == [], jvms
+
+
+def _kill_then_restart(root: Path, engine: str, url: str) -> tuple[Path, int, str, list[str]]:
+    """The test's sequence for one engine: (project, the restart's exit code and output, the
+    JVMs seen under either client)."""
+    _project(root, engine, files=2)
+    proc = _client(root, url, "--available-now")
+    jvms: list[str] = []
+    while not (root / "cp" / "commits" / "0").exists() and proc.poll() is None:
+        jvms += java_in_tree(proc)
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        return root, -1, f"ended before the kill: exit {proc.returncode}\n" + (
+            proc.stdout.read() if proc.stdout else ""), jvms
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    refused = _orphan_failure(root / "cp", timeout=120)
+    if not refused.startswith("LeaseLostError: stopped writing"):
+        return root, -1, f"the killed client's query was not refused: {refused}", jvms
+    again = _client(root, url, "--available-now")
+    jvms += wait_all([again], timeout=300)
+    return root, again.returncode, again.stdout.read() if again.stdout else "", jvms
+
+
+def _orphan_failure(checkpoint: Path, timeout: float) -> str:
+    """The error (``Class: message``) a batch of a killed client's query left in its run's
+    results folder (runner.runtime.batches.remote_batch), waited for."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for failed in (checkpoint / RESULTS_FOLDER).glob("*/*.failed"):
+            try:
+                doc = json.loads(failed.read_text())
+            except ValueError:  # being written
+                continue
+            return f"{doc['class']}: {doc['message']}"
+        time.sleep(0.1)
+    raise AssertionError(f"no batch of the killed client's query failed within {timeout} s")
 
 
 def test_unreachable_server_is_a_clear_error_at_once(tmp_path) -> None:
@@ -144,6 +155,22 @@ def test_static_server_setting_is_named(tmp_path, connect_server) -> None:
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "static on the Spark Connect server" in proc.stderr
     assert "spark.sql.extensions" in proc.stderr
+
+
+def test_a_kafka_model_is_refused_before_anything_is_written(tmp_path, connect_server) -> None:
+    """The server's worker writes Delta tables only: a materialized='kafka' model over Connect
+    is exit 2, named, before the query or any table (docs/CONNECT.md)."""
+    root = write_project(tmp_path / "p", {**MODELS, "models/events_out.sql": (
+        "{{ config(materialized='kafka', topic='events_out') }}\n"
+        "SELECT eventId AS key, eventId FROM parsed_events\n")}, project_yml=YML, engine="rs",
+        target={"kafka_outputs": {"bootstrap_servers": f"127.0.0.1:{_free_port()}"}})
+    write_demo_files(root / "incoming", events=10, files=1)
+    proc = _client(root, connect_server.url, "--available-now")
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 2, out
+    assert "Kafka models cannot run over Spark Connect yet: events_out" in out, out
+    assert "Traceback" not in out and not (root / "wh" / "events_out").exists(), out
+    assert not (root / "cp" / "commits").exists(), out
 
 
 GUARD_SCRIPT = """
@@ -182,22 +209,6 @@ def test_guard_over_connect(connect_server) -> None:
 
 
 # -- crashes (slow: each starts streams and kills a process; a server kill starts its own) ---
-
-@pytest.mark.slow  # ~60-90 s per engine: three batches, a kill, a restart
-@pytest.mark.parametrize("engine", ["rs", "spark"])
-def test_client_sigkill_then_restart_is_exact(tmp_path, connect_server, engine) -> None:
-    root = _project(tmp_path / "p", engine, files=3)
-    proc = _client(root, connect_server.url, "--available-now")
-    deadline = time.monotonic() + 180
-    while not (root / "cp" / "commits" / "0").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGKILL)  # the client, mid-run: batch 1 in flight
-    proc.wait()
-    again = _client(root, connect_server.url, "--available-now")
-    out, _ = again.communicate(timeout=240)
-    assert again.returncode == 0, out
-    assert_exact(root)
-
 
 @pytest.mark.slow  # ~60 s: a server of its own (its start alone is 5-25 s), killed mid-stream
 def test_server_kill_ends_the_client_clearly_then_restart_is_exact(tmp_path) -> None:

@@ -89,3 +89,30 @@ def test_a_parked_model_catches_up_from_the_batch_it_failed_in() -> None:
     h = decide(entries={"a": Entry("live"), "b": parked}, run=["a"], files={"a"},
                committed=9)
     assert h.entries["b"] == Entry("retired", left_at=4)
+
+
+def test_over_connect_the_innermost_server_cause_names_the_failure() -> None:
+    """A Connect client holds no Java exception: a write task's ``TASK_WRITE_FAILED`` carries
+    the model's own error only as a ``Caused by:`` line of the server's stack trace (as
+    delta-spark's writer raised it over Connect in tests/connect), and that is the one named."""
+    from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+
+    from runner.runtime.batches.parking import error_class
+    from runner.spark_errors import root_cause
+
+    trace = ("org.apache.spark.SparkException\n\tat org.apache.spark.sql.X.write(X.scala:1)\n"
+             "Caused by: org.apache.spark.SparkArithmeticException: [DIVIDE_BY_ZERO] Division "
+             "by zero. Use `try_divide` to tolerate divisor being 0.\n\tat Y.div(Y.scala:2)")
+    error = SparkConnectGrpcException(
+        "[TASK_WRITE_FAILED] Task failed while writing rows to file:/wh/fragile.",
+        errorClass="TASK_WRITE_FAILED", messageParameters={"path": "file:/wh/fragile"},
+        server_stacktrace=trace)
+    try:
+        raise RuntimeError("the sink failed") from error
+    except RuntimeError as wrapped:
+        assert error_class(wrapped) == "DIVIDE_BY_ZERO"
+        assert root_cause(wrapped).startswith("[DIVIDE_BY_ZERO] Division by zero.")
+    plain = SparkConnectGrpcException("[TASK_WRITE_FAILED] no cause sent",
+                                      errorClass="TASK_WRITE_FAILED", messageParameters={})
+    assert error_class(plain) == "TASK_WRITE_FAILED"
+    assert root_cause(plain) == "[TASK_WRITE_FAILED] no cause sent"

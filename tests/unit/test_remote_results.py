@@ -86,9 +86,11 @@ class _Plant:
 def test_the_client_reads_results_in_order_once_and_runs_nothing_planted(
         tmp_path: Path) -> None:
     checkpoint = tmp_path / "cp"
-    folder = checkpoint / RESULTS_FOLDER
+    folder = checkpoint / RESULTS_FOLDER / "run2"
+    write_atomic(checkpoint / RESULTS_FOLDER / "run1" / "3.failed",
+                 dump_error(errors.LeaseLostError("stopped writing")))  # another run's
     write_atomic(folder / "0.result", dump_result(_result(0)))
-    files = ResultFiles(checkpoint)  # an earlier run's files are not read again
+    files = ResultFiles(checkpoint, "run2")  # files there before it are not read
     for batch_id in (10, 2):
         write_atomic(folder / f"{batch_id}.result", dump_result(_result(batch_id)))
     results, failure = files.new()

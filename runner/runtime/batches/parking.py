@@ -37,7 +37,14 @@ from runner.compile.graph import descendants
 from runner.compile.plan import Plan, Step
 from runner.errors import DuplicateKeyError, ExecutionError
 from runner.events import ModelParked, Reporter
-from runner.spark_errors import bare_message, chain, first_line, java_causes, sql_position
+from runner.spark_errors import (
+    bare_message,
+    chain,
+    connect_causes,
+    first_line,
+    java_causes,
+    sql_position,
+)
 from runner.storage.ops import Location
 
 __all__ = ["ModelFailure", "ParkedError", "Parking", "error_class", "from_spark", "model_failure",
@@ -90,16 +97,26 @@ class ParkedError:
 def error_class(error: BaseException) -> str | None:
     """Spark's error class (condition) of ``error``: the innermost Java cause's that has one
     (the specific error: a write task wraps a model's ``DIVIDE_BY_ZERO`` in
-    ``TASK_WRITE_FAILED``), else a pyspark exception's ``getCondition()``
+    ``TASK_WRITE_FAILED``), over Spark Connect the innermost server cause's that names one,
+    else a pyspark exception's ``getCondition()``
     (``getErrorClass()`` before Spark 4), else None."""
     for e in chain(error):
         if isinstance(e, DuplicateKeyError):
             return "DUPLICATE_MERGE_KEY"
-    for source in [*reversed(java_causes(error)), *chain(error)]:
-        condition = _condition(source)
-        if condition:
+    for source in reversed(java_causes(error)):
+        if condition := _condition(source):
+            return condition
+    for text in reversed(connect_causes(error)):  # over Spark Connect: the server's causes
+        if match := _BRACKETED.match(text):
+            return match.group(1)
+    for source in chain(error):
+        if condition := _condition(source):
             return condition
     return None
+
+
+#: A Spark error message's leading condition: ``[DIVIDE_BY_ZERO] Division by zero...``.
+_BRACKETED = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
 
 
 def _condition(source: Any) -> str | None:

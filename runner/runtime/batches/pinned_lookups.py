@@ -131,6 +131,16 @@ class Lookups:
         """The checkpoint's pins, one object for the run (it keeps the parsed runs)."""
         return Pins(self.checkpoint)
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled (over Spark Connect the batch function goes to the server's worker: docs/
+        CONNECT.md) without this process's cache: its frames belong to this process's session
+        (a backfill's or a rebuild's in the client), which cannot be unpickled elsewhere; the
+        worker reads each version once into its own. The pins are read again there too."""
+        state = dict(self.__dict__)
+        state["_cache"] = {}
+        state.pop("pins", None)
+        return state
+
     # -- start-up --------------------------------------------------------------------------
     def check_start(self, spark: SparkSession) -> None:
         """Every source is there with every column the models use, every seed's file is

@@ -14,8 +14,19 @@ runner's process, each through the storage layer on locations client and server 
 3. parks the batch's failed models in the registry, records the batch in the ledger (and
    maintains the tables when due) before Spark's commit-log entry, as the classic path does;
 4. leaves the :class:`~runner.runtime.batches.batch.BatchResult` (or the batch's runner
-   error) under ``<checkpoint>/connect/``, where the client reads it (:class:`ResultFiles`)
-   for its progress lines, summary and exit code.
+   error) under ``<checkpoint>/connect/<run>/``, where the client of that run reads it
+   (:class:`ResultFiles`) for its progress lines, summary and exit code. A folder per run:
+   the query of a killed client may still finish (or fail) a batch on the server after the
+   next client started, and that client must not take it for one of its own.
+
+The worker holds no lock of its own: before it records the batch's input, before each
+commit (the writer's ``permit``: every Delta commit of either engine), and before it parks
+models and writes the ledger, it checks the client's :class:`~runner.checkpoint.lock.
+RemotePermit` (the lock file, read through the storage layer), as the classic path checks the
+client's own lock. In an object store every write of the runner's files under the checkpoint
+is fenced by it too (:mod:`runner.storage.fence`). A worker whose client lost the checkpoint
+(another runner took it, or the client died) fails the batch with
+:class:`~runner.errors.LeaseLostError` before committing; the batch replays on the next start.
 
 Those files are JSON of plain fields, never pickles: whoever can write under the checkpoint
 could otherwise run code in the client when it reads them. An error comes back as one of
@@ -36,24 +47,27 @@ from runner.errors import RunnerError
 from runner.runtime.batches.batch import BatchPlan, BatchResult, run_batch
 from runner.runtime.batches.parking import ParkedError, record_parked
 from runner.sinks.base import WriteResult
+from runner.storage import fence
+from runner.storage.objects import ObjectPath
 from runner.storage.ops import Location, names, read_versioned, write_atomic
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from runner.checkpoint.lock import RemotePermit
     from runner.project.loader import Project
     from runner.sources.same_input import ReplayGuard
 
 __all__ = ["RESULTS_FOLDER", "RemoteBatch", "ResultFiles", "dump_error", "dump_result",
            "load_error", "load_result"]
 
-#: Under the checkpoint: one file per finished batch (``<id>.result``) or failed one
-#: (``<id>.failed``), written by the server's worker, read by the client.
+#: Under the checkpoint, a folder per run: one file per finished batch (``<id>.result``) or
+#: failed one (``<id>.failed``), written by the server's worker, read by the run's client.
 RESULTS_FOLDER = "connect"
 
 
-def _folder(checkpoint: Location) -> Location:
-    return checkpoint / RESULTS_FOLDER
+def _folder(checkpoint: Location, run: str) -> Location:
+    return checkpoint / RESULTS_FOLDER / run
 
 
 @dataclass
@@ -61,7 +75,8 @@ class RemoteBatch:
     """A picklable ``foreachBatch`` function: everything it needs is data.
 
     ``bp``'s writer is the client's (not pickled): the worker makes its own with
-    ``engine`` and ``arrow_max_rows`` on the batch's session.
+    ``engine`` and ``arrow_max_rows`` on the batch's session, whose commits ask ``permit``
+    (the client's lock). ``run`` names this client run's results folder.
     """
 
     bp: BatchPlan
@@ -71,6 +86,8 @@ class RemoteBatch:
     engine: str
     arrow_max_rows: int | None
     keep: Callable[[int], object]
+    permit: RemotePermit
+    run: str
     _server: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -80,26 +97,39 @@ class RemoteBatch:
         return state
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        checkpoint = self.project.checkpoint
+        checkpoint, permit = self.project.checkpoint, self.permit.check
+        folder = _folder(checkpoint, self.run)
+        self._fence()
         try:
+            permit()  # the client still holds the checkpoint: else nothing is recorded
             self.keep(batch_id)
             self.guard(batch_id)  # before any table commits it: record (replayed: compare)
             bp = self._plan(df)
             parked = {m for m, e in (load_registry(checkpoint) or {}).items()
                       if e.state == "parked"}
             result = run_batch(bp, df, batch_id, frozenset(parked))
+            permit()  # the registry and the ledger entry: the classic path's fence
             record_parked(checkpoint, result.parked)
             self._bookkeeper(bp).after_batch(result)
-        except RunnerError as e:
-            write_atomic(_folder(checkpoint) / f"{batch_id}.failed", dump_error(e))
+        except RunnerError as e:  # the client reads why, whoever holds the lock now
+            write_atomic(folder / f"{batch_id}.failed", dump_error(e), fenced=False)
             raise
-        write_atomic(_folder(checkpoint) / f"{batch_id}.result", dump_result(result))
+        write_atomic(folder / f"{batch_id}.result", dump_result(result))
+
+    def _fence(self) -> None:
+        """In an object store: every write under the checkpoint from this worker asks the
+        permit first (runner.storage.fence), once per worker process."""
+        lock = self.permit.path
+        if isinstance(lock, ObjectPath) and "fenced" not in self._server:
+            fence.hold(lock, self.permit.check)
+            self._server["fenced"] = True
 
     def _plan(self, df: DataFrame) -> BatchPlan:
         from runner.sinks import make_writer
 
         writer = make_writer(self.engine, df.sparkSession,  # type: ignore[arg-type]
                              arrow_max_rows=self.arrow_max_rows)
+        writer.permit = self.permit.check
         return replace(self.bp, writer=writer)
 
     def _bookkeeper(self, bp: BatchPlan) -> Any:
@@ -179,9 +209,9 @@ def _opt_int(value: object) -> int | None:
 class ResultFiles:
     """The client's side: the batches the server's worker finished, in order, each once."""
 
-    def __init__(self, checkpoint: Location) -> None:
-        self.folder = _folder(checkpoint)
-        self.seen: set[str] = set(names(self.folder))  # earlier runs' files
+    def __init__(self, checkpoint: Location, run: str) -> None:
+        self.folder = _folder(checkpoint, run)
+        self.seen: set[str] = set(names(self.folder))
 
     def new(self) -> tuple[list[BatchResult], RunnerError | None]:
         """The results not read yet (by batch id) and a batch's failure, if one failed."""

@@ -221,8 +221,8 @@ class Query:
         project = self.project
         function: Callable[[DataFrame, int], None] = self.process
         if self.remote is not None:
-            rmtree(project.checkpoint / RESULTS_FOLDER)  # an earlier run's, read then
-            self.results = ResultFiles(project.checkpoint)
+            rmtree(project.checkpoint / RESULTS_FOLDER)  # earlier runs', read then
+            self.results = ResultFiles(project.checkpoint, self.remote.run)
             function = self.remote
         writer = (_source_stream(self.spark, project).writeStream
                   .queryName(f"runner_{project.config.name}")

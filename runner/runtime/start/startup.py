@@ -8,6 +8,7 @@ batch, so nothing is written then; the refusals that need no JVM come before the
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Collection
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Literal
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from runner.checkpoint.identity import PipelineIdentity, check_identity
 from runner.checkpoint.query_id import new_query_id, read_query_id, reset_checkpoint, write_query_id
 from runner.compile.plan import Plan
-from runner.errors import ExecutionError
+from runner.errors import ConfigError, ExecutionError
 from runner.events import EngineChosen, FullRefreshDone, PipelineStarted, Reporter
 from runner.project.event_schema import source_metadata_columns
 from runner.project.kafka_outputs import KafkaOutputs
@@ -157,6 +158,8 @@ class StartUp:
     def engine(self) -> None:
         from runner.runtime.client.session import missing_jars_note
 
+        if is_remote(self.spark):
+            _refuse_kafka_models_over_connect(self.plan)
         choice = engine_choice(self.project.config.delta.engine, self.spark)
         self.writer = make_writer(choice.engine, self.spark,
                                   arrow_max_rows=self.project.config.delta.arrow_max_rows)
@@ -273,10 +276,27 @@ class StartUp:
         go with it: runner.runtime.batches.remote_batch); None for a classic session."""
         if not is_remote(self.spark):
             return None
+        from runner.checkpoint.lock import remote_permit
+
         return RemoteBatch(bp=self.bp, project=self.project, query_id=self.run_id,
                            guard=self.guard, engine=self.writer.engine,
                            arrow_max_rows=self.project.config.delta.arrow_max_rows,
-                           keep=offset_keeper(self.spark, self.project))
+                           keep=offset_keeper(self.spark, self.project),
+                           permit=remote_permit(self.lock), run=uuid.uuid4().hex[:16])
+
+
+def _refuse_kafka_models_over_connect(plan: Plan) -> None:
+    """Over Spark Connect the batch runs on the server's worker, whose writer is Delta's
+    only (runner.runtime.batches.remote_batch): a Kafka model is refused before anything is
+    written, never written to a table instead of its topic."""
+    kafka = sorted(s.name for s in plan.steps if s.config.materialized == "kafka")
+    if kafka:
+        raise ConfigError(
+            f"Kafka models cannot run over Spark Connect yet: {', '.join(kafka)} "
+            "(materialized='kafka')",
+            hint="run this pipeline with a classic session (the target's spark.master instead "
+                 "of spark.remote / SPARK_REMOTE), or disable those models "
+                 "(config(enabled=false)); nothing was written")
 
 
 def _names_in_tables(project: Project, plan: Plan) -> set[str]:
