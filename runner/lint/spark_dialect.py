@@ -5,6 +5,9 @@ own parser accepts differently or not at all. Only what differs is overridden:
   (the function Spark's parser makes of it);
 - ``INTERVAL 1 YEAR -2 MONTHS``: one literal whose units carry signs, read as the sum of its
   signed parts (not as a subtraction of a column ``MONTHS``);
+- ``INTERVAL (-30) DAY``: not a literal (an interval's value is a signed number or string,
+  never a parenthesised expression) but the call ``interval(-30)`` aliased ``DAY``, as
+  Spark's grammar reads it (the runner's run-time guard then refuses the call);
 - ``PIVOT (sum(a) + 1 AS s FOR ...)``: a pivot aggregates with any expression over aggregates;
 - ``j:a.b``: the path into a JSON string or VARIANT column;
 - ``TIMEDIFF(HOUR, a, b)``: the grammar's other name of ``TIMESTAMPDIFF(HOUR, a, b)``;
@@ -117,6 +120,10 @@ class _Parser(SparkParser):
 
     def _parse_interval(self, require_interval: bool = True, parse_function_unit: bool = True
                         ) -> exp.Add | exp.Interval | None:
+        if (require_interval and self._curr is not None
+                and self._curr.token_type == TokenType.INTERVAL
+                and self._next is not None and self._next.token_type == TokenType.L_PAREN):
+            return None  # INTERVAL (...): a call of a function named interval
         interval = super()._parse_interval(require_interval, parse_function_unit)
         # a signed value and its unit continue the literal (super continues unsigned ones)
         while interval is not None and self._signed_unit_follows():

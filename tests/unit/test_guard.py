@@ -138,6 +138,19 @@ def test_each_denied_category(tmp_path: Path, call: str, why: str) -> None:
                       "unsafe-function", 2)
 
 
+@pytest.mark.parametrize("value", ["(-30)", "(eventId + 1)"])
+def test_interval_of_a_parenthesised_value_is_a_call_the_guard_refuses(tmp_path: Path,
+                                                                       value: str) -> None:
+    # Spark's grammar reads INTERVAL (v) DAY as the call interval(v) aliased DAY (an interval
+    # literal's value is a signed number or string), which its run-time guard refuses
+    message = one(tmp_path, f"SELECT eventId,\n  INTERVAL {value} DAY\nFROM parsed_events",
+                  "unsafe-function", 2)
+    assert "not a Spark SQL built-in" in message
+    literal = lint_files(tmp_path, {"m": "SELECT INTERVAL -30 DAY AS d, INTERVAL '1' YEAR "
+                                         "-2 MONTHS AS i FROM parsed_events"})
+    assert [v for v in literal.violations if v.severity == "error"] == []
+
+
 def test_current_functions_and_input_file_name_are_allowed(tmp_path: Path) -> None:
     sql = ("SELECT eventId, current_user() AS u, current_timestamp() AS t, "
            "input_file_name() AS f, current_database() AS d FROM parsed_events")
