@@ -6,7 +6,10 @@ analyser checks them (``ExprUtils.convertToMapData``, ``ExprUtils.evalSchemaExpr
   ``struct(...)``, a column or a literal) of string keys and values
   (``map('mode', 1)``: ``[INVALID_OPTIONS.NON_STRING_TYPE]``);
 - a schema is a string literal (``from_json(j, 1)``: ``[INVALID_SCHEMA.NON_STRING_LITERAL]``),
-  and ``from_csv``'s describes a struct (``'array<int>'``: ``[INVALID_SCHEMA.NON_STRUCT_TYPE]``).
+  and ``from_csv``'s describes a struct (``'array<int>'``: ``[INVALID_SCHEMA.NON_STRUCT_TYPE]``);
+- a schema string reads as Spark's ``DataType.fromDDL`` reads it, by Spark's grammar
+  (:func:`runner.lint.spark_parser.spark_type_error`: ``'a InvalidType'`` is a
+  ``[PARSE_SYNTAX_ERROR]``, ``'array<foo>'`` an ``[UNSUPPORTED_DATATYPE]``).
 
 An argument lint cannot judge (a column of unknown type, a call that returns a map) is left to
 Spark.
@@ -29,6 +32,7 @@ from runner.errors import Violation
 from runner.lint.context import ModelContext
 from runner.lint.rules import ModelRule
 from runner.lint.shapes import Finding
+from runner.lint.spark_parser import spark_type_error
 
 __all__ = ["FormatOptions", "format_problems", "options_problem"]
 
@@ -71,6 +75,10 @@ def _schema_problem(name: str, node: exp.Expr) -> str | None:
             _NOT_STRUCT.fullmatch(node.this):
         return (f"[INVALID_SCHEMA.NON_STRUCT_TYPE] from_csv()'s schema '{node.this}' is no "
                 "struct: a CSV line is a row of columns")
+    if isinstance(node, exp.Literal) and node.is_string:
+        why = spark_type_error(node.this)
+        if why is not None:
+            return f"{why} in {name}()'s schema '{node.this}'"
     return None
 
 

@@ -3,7 +3,8 @@
 ``[UNRESOLVED_ALL_IN_GROUP_BY]`` is the ``missing-aggregation`` rule's):
 
 - ``grouping()`` / ``grouping_id()`` need ``ROLLUP``, ``CUBE`` or ``GROUPING SETS`` in the
-  query's GROUP BY (``[UNSUPPORTED_GROUPING_EXPRESSION]``);
+  query's GROUP BY (``[UNSUPPORTED_GROUPING_EXPRESSION]``), and in HAVING or ORDER BY a
+  grouping set that is not empty (``GROUPING SETS ((), ())`` serves only the select list);
 - ``SELECT *`` does not go with ``GROUP BY <position>`` (``[STAR_GROUP_BY_POS]``);
 - ``ORDER BY`` an aggregate is not resolved into a query that also computes window functions
   over its groups, nor over ``HAVING`` on a NATURAL join's groups: Spark leaves the aggregate
@@ -54,9 +55,22 @@ def grouping_problems(query: exp.Expr) -> Iterator[Finding]:
             yield from _order_by_aggregate(select, order)
 
 
+def _only_empty_sets(group: exp.Group) -> bool:
+    """``GROUP BY GROUPING SETS ((), ...)``: every grouping set empty, nothing else grouped
+    (Spark's aggregate then has no grouping id for HAVING or ORDER BY to read)."""
+    sets = group.expressions
+    return bool(sets) and all(isinstance(g, exp.GroupingSets) and all(
+        isinstance(t, exp.Tuple) and not t.expressions for t in g.expressions)
+        for g in sets) and not any(group.args.get(k) for k in ("rollup", "cube"))
+
+
 def _grouping_calls(group: exp.Group | None, roots: list[exp.Expr | None]
                     ) -> Iterator[Finding]:
-    if group is not None and (group.find(*_ANALYTICS) or any(
+    needs = "ROLLUP, CUBE or GROUPING SETS in the query's GROUP BY"
+    if group is not None and _only_empty_sets(group):
+        roots = roots[-2:]  # the select list reads its grouping id, HAVING/ORDER BY cannot
+        needs = "a grouping set that is not empty to be read in HAVING or ORDER BY"
+    elif group is not None and (group.find(*_ANALYTICS) or any(
             group.args.get(k) for k in ("rollup", "cube", "grouping_sets"))):
         return
     for root in roots:
@@ -64,7 +78,7 @@ def _grouping_calls(group: exp.Group | None, roots: list[exp.Expr | None]
             if isinstance(node, (exp.Grouping, exp.GroupingId)):
                 name = "grouping" if isinstance(node, exp.Grouping) else "grouping_id"
                 yield Finding(node, f"[UNSUPPORTED_GROUPING_EXPRESSION] {name}() needs "
-                              "ROLLUP, CUBE or GROUPING SETS in the query's GROUP BY",
+                              f"{needs}",
                               "group by ROLLUP (...) / CUBE (...) / GROUPING SETS (...), or "
                               f"drop {name}(): without them every row is grouped by every "
                               "column")

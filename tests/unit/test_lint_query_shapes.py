@@ -119,6 +119,9 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
     "grouping_without_sets": ("grouping-shape", "SELECT eventId, grouping(eventId) AS g "
                               f"{P}\nGROUP BY eventId", "UNSUPPORTED_GROUPING_EXPRESSION",
                               (1, 17)),
+    "grouping_id_having_empty_sets": ("grouping-shape", f"SELECT count(*) AS c {P}\n"
+                                      "GROUP BY GROUPING SETS ((), ()) ORDER BY grouping_id()",
+                                      "UNSUPPORTED_GROUPING_EXPRESSION", (2, 42)),
     "group_by_all_mixed": ("missing-aggregation", "SELECT request.latency_ms + count(*) AS n "
                            f"{P}\nGROUP BY ALL", "UNRESOLVED_ALL_IN_GROUP_BY", (1, 8)),
     "star_group_by_position": ("grouping-shape", f"SELECT * FROM (SELECT eventId {P}) AS t\n"
@@ -149,6 +152,10 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                       "INVALID_SCHEMA.NON_STRING_LITERAL", (1, 26)),
     "csv_schema_array": ("format-options", f"SELECT from_csv(eventId, 'array<int>') AS c {P}",
                          "INVALID_SCHEMA.NON_STRUCT_TYPE", (1, 26)),
+    "json_schema_unknown_type": ("format-options", f"SELECT from_json(eventId, 'a InvalidType')"
+                                 f" AS c {P}", "PARSE_SYNTAX_ERROR", (1, 27)),
+    "xml_schema_unknown_element": ("format-options", "SELECT from_xml(eventId, 'array<foo>') "
+                                   f"AS c {P}", "UNSUPPORTED_DATATYPE", (1, 26)),
     "union_widths": ("query-shape", f"SELECT eventId {P}\n"
                      f"UNION ALL SELECT eventId, user.country AS c {P}",
                      "NUM_COLUMNS_MISMATCH", (2, 18)),
@@ -222,7 +229,13 @@ VALID: dict[str, str] = {
                          "  LATERAL VIEW explode(errors) t AS e WHERE e.severity = 'high'",
     "format_options": "SELECT from_json(eventId, 'a INT', map('mode', 'PERMISSIVE')) AS j,\n"
                       "  to_json(user, map('pretty', 'true')) AS u,\n"
-                      f"  from_csv(eventId, 'a INT, b STRING') AS c {P}",
+                      "  from_csv(eventId, 'a INT, b STRING') AS c,\n"
+                      "  from_json(eventId, 'array<struct<a: decimal(10, 2), b: map<string, "
+                      "bigint>>>') AS d,\n"
+                      "  from_xml(eventId, 'a timestamp_ntz NOT NULL, b string COMMENT \"x\"')"
+                      f" AS x {P}",
+    "grouping_id_empty_sets": f"SELECT count(*) AS c, grouping_id() AS g {P}\n"
+                              "GROUP BY GROUPING SETS ((), ())",
     "set_operations": f"SELECT eventId, 1 AS n {P}\nUNION ALL SELECT eventId, 2 AS n {P}",
     "limits": f"SELECT eventId {P} ORDER BY eventId LIMIT 2 * 5 OFFSET 1",
     "exists_in_where": f"SELECT eventId {P} WHERE EXISTS (SELECT 1 {P} AS e WHERE "

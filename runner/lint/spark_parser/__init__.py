@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from runner.lint.spark_parser import verdict_cache
 
-__all__ = ["SparkSyntaxError", "spark_syntax_error"]
+__all__ = ["SparkSyntaxError", "spark_syntax_error", "spark_type_error"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,29 @@ def spark_syntax_error(sql: str) -> SparkSyntaxError | None:
                                 else (verdict.message, verdict.line, verdict.column))
         _VERDICTS[key] = verdict
     return _VERDICTS[key]
+
+
+def spark_type_error(text: str) -> str | None:
+    """Why Spark refuses ``text`` as a data-format function's schema (``from_json``'s
+    ``'a INT, b STRING'`` or ``'array<int>'``), as ``DataType.fromDDL`` reads it: a data type,
+    else a table schema, whose error is the data type's; None when either reads, or when the
+    text is a JSON schema (``{...}``, ``DataType.fromJson``'s, left to Spark)."""
+    from runner.lint.spark_parser.recognizers import Refused, parse, unsupported_types
+
+    if text.lstrip().startswith("{"):
+        return None
+    first: str | None = None
+    for rule in ("singleDataType", "singleTableSchema"):
+        try:
+            tree = parse(text, rule)
+        except Refused as e:
+            first = first or e.message
+            continue
+        bad = unsupported_types(tree)
+        if not bad:
+            return None
+        first = first or f'[UNSUPPORTED_DATATYPE] Unsupported data type "{bad[0].upper()}"'
+    return first
 
 
 def _parse(sql: str) -> SparkSyntaxError | None:

@@ -52,7 +52,8 @@ from antlr4.tree.Tree import ParseTreeListener, TerminalNode
 
 from runner.lint.spark_parser.literals import out_of_range
 
-__all__ = ["FLAGS", "GRAMMAR", "Refused", "check_grammar", "parse", "reset_tables"]
+__all__ = ["FLAGS", "GRAMMAR", "Refused", "check_grammar", "parse", "reset_tables",
+           "unsupported_types"]
 
 #: The parser's flags as Spark 4.2 sets them by default (``AbstractParser.configureParser``):
 #: each is the value of a session setting, and a model is parsed as a default session would.
@@ -432,18 +433,36 @@ def reset_tables() -> None:
 _JAVA_TRIMMED = "".join(chr(c) for c in range(33))
 
 
-def parse(sql: str, rule: str = "compoundOrSingleStatement") -> None:
+def parse(sql: str, rule: str = "compoundOrSingleStatement") -> ParserRuleContext:
     """Parse ``sql`` as Spark's ``parsePlan`` does (its start rule, both stages, its
-    listeners). Raises :class:`Refused` where Spark's parser refuses it."""
+    listeners): its parse tree. Raises :class:`Refused` where Spark's parser refuses it."""
     lexer = SparkLexer(sql)
     if not sql.strip(_JAVA_TRIMMED):  # Spark's check before parsing
         raise Refused("[PARSE_EMPTY_STATEMENT] Syntax error, unexpected empty statement",
                       lexer.nextToken())
     tokens = CommonTokenStream(lexer)
     try:
-        SparkParser(lexer, tokens, sll=True).run(_RULE[rule])
-        return
+        return SparkParser(lexer, tokens, sll=True).run(_RULE[rule])
     except ParseCancellationException:
         pass
     tokens.seek(0)  # a new parser: the runtime's reset() fails with a parse listener installed
-    SparkParser(lexer, tokens, sll=False).run(_RULE[rule])
+    return SparkParser(lexer, tokens, sll=False).run(_RULE[rule])
+
+
+def unsupported_types(tree: ParserRuleContext) -> list[str]:
+    """The type names of a parse tree that Spark's grammar takes only to refuse them: a
+    ``primitiveType`` that is an identifier (``unsupportedType=identifier``), which Spark's
+    ``DataTypeAstBuilder`` throws ``UNSUPPORTED_DATATYPE`` for."""
+    found: list[str] = []
+    stack: list[Any] = [tree]
+    while stack:
+        ctx = stack.pop()
+        if not isinstance(ctx, ParserRuleContext):
+            continue
+        first = ctx.getChild(0) if ctx.children else None
+        if (getattr(ctx, "ruleIndex", -1) == _RULE["primitiveType"]
+                and isinstance(first, ParserRuleContext)
+                and getattr(first, "ruleIndex", -1) == _RULE["identifier"]):
+            found.append(first.getText())
+        stack.extend(reversed(list(ctx.getChildren())))
+    return found
