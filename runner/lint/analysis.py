@@ -158,7 +158,8 @@ class _Grouping:
                 continue
             self.add(item)
             path = _path(item)
-            if path and len(path) == 1 and path[0] in aliases:  # GROUP BY <select alias>
+            if path and len(path) == 1 and path[0] in aliases and id(item) not in sources:
+                # GROUP BY <select alias>: a column of the FROM clause of that name wins
                 self.add(aliases[path[0]])
             if (window := time_window(item)) is not None:  # its column: `window`.start...
                 self.paths.add((window,))
@@ -350,6 +351,7 @@ class MisplacedAggregate(ModelRule):
                             and not _outer_aggregate(node, select):
                         yield self.at(ctx, node, f"aggregate function {_name(node)} in "
                                       f"{name}: {name} {why}", fix)
+            yield from self._grouped_aggregate_alias(ctx, select)
             for node in _grouping_aggregates(select):
                 if isinstance(node, (exp.Filter, exp.WithinGroup)):
                     continue  # wrappers: the aggregate inside is checked itself
@@ -359,6 +361,31 @@ class MisplacedAggregate(ModelRule):
                                   f"{_name(node)}: aggregates cannot be nested",
                                   "aggregate in a subquery first, or make the outer one a "
                                   "window function (... OVER ())")
+
+
+    def _grouped_aggregate_alias(self, ctx: ModelContext, select: exp.Select
+                                 ) -> Iterator[Violation]:
+        """``SELECT count(b) AS k ... GROUP BY k``: the alias (no column of the FROM clause
+        has that name) is the aggregate, which Spark cannot group by ([GROUP_BY_AGGREGATE])."""
+        group = select.args.get("group")
+        if group is None or ctx.analysis is None:
+            return
+        aliases: dict[str, exp.Expr] = {}
+        for p in select.expressions:
+            if isinstance(p, exp.Alias):
+                aliases.setdefault(p.alias.lower(), p.this)
+        unknown = {id(f.node) for f in ctx.analysis.unknown_columns}
+        for item in group.expressions:
+            if not isinstance(item, exp.Column) or item.table or id(item) in \
+                    ctx.analysis.sources or id(item) in unknown:
+                continue
+            target = aliases.get(item.name.lower())
+            aggregate = next(_grouping_aggregates(target), None) if target else None
+            if aggregate is not None:
+                yield self.at(ctx, item, f"[GROUP_BY_AGGREGATE] GROUP BY {item.name} names the "
+                              f"select list's aggregate {_name(aggregate)}: GROUP BY "
+                              "defines the groups the aggregates run over",
+                              "group by the column itself")
 
 
 def _outer_aggregate(node: exp.Expr, select: exp.Select) -> bool:

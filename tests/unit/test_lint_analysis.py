@@ -85,10 +85,20 @@ INVALID: dict[str, tuple[str, str, tuple[int, int], str]] = {
         "  rank() OVER (PARTITION BY user.country ORDER BY count(*)) AS r\n"
         "FROM parsed_events GROUP BY request.endpoint",
         (2, 29), "'user.country' is neither in GROUP BY"),
+    "group_by_name_of_column_and_alias": (
+        # GROUP BY eventId is the source's column, not the select list's alias of user.country
+        "missing-aggregation",
+        "SELECT user.country AS eventId, count(*) AS n\n"
+        "FROM parsed_events GROUP BY eventId",
+        (1, 8), "'user.country' is neither in GROUP BY"),
     "global_aggregate": (
         "missing-aggregation",
         "SELECT eventId, count(*) AS n FROM parsed_events",
         (1, 8), "'eventId' is neither grouped (the SELECT aggregates all rows)"),
+    "group_by_alias_of_aggregate": (
+        "misplaced-aggregate",
+        "SELECT count(*) AS n FROM parsed_events\nGROUP BY n",
+        (2, 10), "[GROUP_BY_AGGREGATE] GROUP BY n names the select list's aggregate count()"),
     "in_group_by": (
         "misplaced-aggregate",
         "SELECT count(*) AS n FROM parsed_events GROUP BY max(request.latency_ms)",
