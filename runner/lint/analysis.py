@@ -270,8 +270,8 @@ class MissingAggregation(ModelRule):
             return
         items = [p for p in select.expressions if not isinstance(p, exp.Star)]
         with_aggregate = [p for p in items if next(_grouping_aggregates(p), None) is not None]
-        if not with_aggregate or any(isinstance(p, exp.Star) or (
-                isinstance(p, exp.Column) and p.is_star) for p in select.expressions):
+        if any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star)
+               for p in select.expressions):
             return
         grouping = _Grouping(select, analysis.generated, analysis.sources)
         for p in items:
@@ -293,6 +293,16 @@ class MissingAggregation(ModelRule):
                 yield self.at(ctx, node, f"[UNRESOLVED_ALL_IN_GROUP_BY] GROUP BY ALL cannot "
                               f"group by this item: '{text}' is outside its aggregate",
                               "list the GROUP BY columns, or aggregate the column too")
+                break
+        for clause in (select.args.get("having"), select.args.get("order")):
+            # HAVING / ORDER BY read the groups: a column no item groups is not there
+            for node in self._ungrouped(clause, grouping, aliases):
+                if any(id(n) in skip for n in node.walk()):
+                    continue
+                text = node.sql(dialect="spark", comments=False)
+                yield self.at(ctx, node, f"[UNRESOLVED_COLUMN] '{text}' is not grouped by "
+                              "GROUP BY ALL (the select list's items without an aggregate) "
+                              "nor inside an aggregate", "select it, or aggregate it")
                 break
 
     def _violation(self, ctx: ModelContext, node: exp.Expr, grouped: bool) -> Violation:

@@ -44,6 +44,8 @@ VALID: dict[str, str] = {
                         "FROM parsed_events GROUP BY user.country HAVING count(*) > 10",
     "group_by_all": "SELECT request.endpoint AS ep, count(*) AS n FROM parsed_events "
                     "GROUP BY ALL",
+    "group_by_all_having": "SELECT eventId, count(*) AS n FROM parsed_events GROUP BY ALL\n"
+                           "HAVING count(*) > 1 AND eventId <> 'a' ORDER BY eventId, n",
     "lateral_group": "SELECT e.err.errorCode AS code, count(*) AS n\n"
                      "FROM parsed_events LATERAL VIEW explode(errors) e AS err\n"
                      "GROUP BY e.err.errorCode",
@@ -99,6 +101,11 @@ INVALID: dict[str, tuple[str, str, tuple[int, int], str]] = {
         "misplaced-aggregate",
         "SELECT count(*) AS n FROM parsed_events\nGROUP BY n",
         (2, 10), "[GROUP_BY_AGGREGATE] GROUP BY n names the select list's aggregate count()"),
+    "group_by_all_having_ungrouped": (
+        "missing-aggregation",
+        "SELECT sum(request.latency_ms) AS total FROM parsed_events\n"
+        "GROUP BY ALL ORDER BY eventId",
+        (2, 23), "[UNRESOLVED_COLUMN] 'eventId' is not grouped by GROUP BY ALL"),
     "in_group_by": (
         "misplaced-aggregate",
         "SELECT count(*) AS n FROM parsed_events GROUP BY max(request.latency_ms)",
