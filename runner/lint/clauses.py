@@ -24,7 +24,8 @@
 - ``* EXCEPT (a, a)`` / ``* EXCEPT (s.f, s.f.g)``: no item names another or a part of it
   (``[EXCEPT_OVERLAPPING_COLUMNS]``);
 - ``EXTRACT(field FROM x)`` / ``date_part('field', x)`` name a field Spark extracts
-  (``[INVALID_EXTRACT_FIELD]``).
+  (``[INVALID_EXTRACT_FIELD]``), of an interval literal one of its units' range
+  (``EXTRACT(DAY FROM INTERVAL '2-1' YEAR TO MONTH)`` is refused).
 
 A select list with ``AS (a, b)`` or a generator has a number of columns lint does not count:
 ordinals and subqueries over one are left alone; over a ``*``, an ORDER BY / SORT BY position
@@ -111,6 +112,36 @@ _EXTRACT_FIELDS = frozenset({
     "MONTHS", "WEEK", "W", "WEEKS", "DAY", "D", "DAYS", "DAYOFWEEK", "DOW", "DAYOFWEEK_ISO",
     "DOW_ISO", "DOY", "HOUR", "H", "HOURS", "HR", "HRS", "MINUTE", "M", "MIN", "MINS",
     "MINUTES", "SECOND", "S", "SEC", "SECONDS", "SECS"})
+
+
+#: The fields EXTRACT takes of an ANSI interval (Spark's ExtractIntervalPart), by spelling:
+#: (year-month or day-time, the unit's place in its type's range).
+_INTERVAL_FIELDS: dict[str, tuple[str, int]] = {
+    **dict.fromkeys(("YEAR", "Y", "YEARS", "YR", "YRS"), ("ym", 0)),
+    **dict.fromkeys(("MONTH", "MON", "MONS", "MONTHS"), ("ym", 1)),
+    **dict.fromkeys(("DAY", "D", "DAYS"), ("dt", 0)),
+    **dict.fromkeys(("HOUR", "H", "HOURS", "HR", "HRS"), ("dt", 1)),
+    **dict.fromkeys(("MINUTE", "M", "MIN", "MINS", "MINUTES"), ("dt", 2)),
+    **dict.fromkeys(("SECOND", "S", "SEC", "SECONDS", "SECS"), ("dt", 3))}
+#: An interval literal's unit (plural folded) -> its place, as :data:`_INTERVAL_FIELDS`.
+_INTERVAL_UNITS = {"YEAR": ("ym", 0), "MONTH": ("ym", 1), "DAY": ("dt", 0), "HOUR": ("dt", 1),
+                   "MINUTE": ("dt", 2), "SECOND": ("dt", 3)}
+
+
+def _interval_range(node: exp.Expr) -> tuple[str, int, int] | None:
+    """(kind, first, last place) of an ANSI interval literal's type (``INTERVAL '2-1' YEAR TO
+    MONTH``: year-month, 0 to 1); None for anything else (a multi-unit literal too)."""
+    if not isinstance(node, exp.Interval) or not isinstance(node.this, exp.Literal):
+        return None
+    unit = node.args.get("unit")
+    ends = [unit.this, unit.expression] if isinstance(unit, exp.IntervalSpan) else [unit]
+    places = [_INTERVAL_UNITS.get(e.name.upper().removesuffix("S")) if isinstance(e, exp.Var)
+              else None for e in ends]
+    if any(p is None for p in places) or len({p[0] for p in places if p}) != 1:
+        return None
+    first, last = places[0], places[-1]
+    assert first is not None and last is not None
+    return first[0], first[1], last[1]
 
 
 def _name(call: exp.Expr) -> str:
@@ -359,15 +390,25 @@ class QueryShape(ModelRule):
         if isinstance(node, exp.Extract):
             unit = node.this
             field = unit.name if isinstance(unit, (exp.Var, exp.Column)) else None
+            source = node.expression
         elif node.name.lower() in ("date_part", "datepart") and node.expressions and \
                 isinstance(node.expressions[0], exp.Literal) and node.expressions[0].is_string:
             field = node.expressions[0].name
+            source = node.expressions[1] if len(node.expressions) > 1 else None
         else:
             return
         if field is not None and field.upper() not in _EXTRACT_FIELDS:
             yield self.at(ctx, node, f"[INVALID_EXTRACT_FIELD] Spark cannot extract "
                           f"'{field}'", "a field such as YEAR, MONTH, DAY, HOUR, MINUTE, "
                           "SECOND, QUARTER, WEEK, DAYOFWEEK, DOY")
+            return
+        span = _interval_range(source) if field is not None and source is not None else None
+        place = _INTERVAL_FIELDS.get(field.upper()) if field is not None else None
+        if span is not None and (place is None or place[0] != span[0]
+                                 or not span[1] <= place[1] <= span[2]):
+            yield self.at(ctx, node, f"[INVALID_EXTRACT_FIELD] Spark cannot extract "
+                          f"'{field}' from {source.sql(dialect='spark')}",
+                          "extract a unit of the interval's own range")
 
     def _qualify(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
         qualify = select.args.get("qualify")

@@ -156,6 +156,9 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                                  f" AS c {P}", "PARSE_SYNTAX_ERROR", (1, 27)),
     "xml_schema_unknown_element": ("format-options", "SELECT from_xml(eventId, 'array<foo>') "
                                    f"AS c {P}", "UNSUPPORTED_DATATYPE", (1, 26)),
+    "extract_outside_interval_range": ("query-shape", "SELECT date_part('DAY', INTERVAL '2-1' "
+                                       f"YEAR TO MONTH) AS d {P}", "INVALID_EXTRACT_FIELD",
+                                       (1, 8)),
     "union_widths": ("query-shape", f"SELECT eventId {P}\n"
                      f"UNION ALL SELECT eventId, user.country AS c {P}",
                      "NUM_COLUMNS_MISMATCH", (2, 18)),
@@ -236,6 +239,9 @@ VALID: dict[str, str] = {
                       f" AS x {P}",
     "grouping_id_empty_sets": f"SELECT count(*) AS c, grouping_id() AS g {P}\n"
                               "GROUP BY GROUPING SETS ((), ())",
+    "extract_interval": "SELECT EXTRACT(MONTH FROM INTERVAL '2-1' YEAR TO MONTH) AS m,\n"
+                        "  EXTRACT(SECS FROM INTERVAL '1 12:34:56' DAY TO SECOND) AS s,\n"
+                        f"  EXTRACT(HOUR FROM INTERVAL '5' HOURS) AS h {P}",
     "set_operations": f"SELECT eventId, 1 AS n {P}\nUNION ALL SELECT eventId, 2 AS n {P}",
     "limits": f"SELECT eventId {P} ORDER BY eventId LIMIT 2 * 5 OFFSET 1",
     "exists_in_where": f"SELECT eventId {P} WHERE EXISTS (SELECT 1 {P} AS e WHERE "
