@@ -59,6 +59,10 @@ _UNIT_TEXT: dict[str, str | None] = {
               "HOUR TO MINUTE": r"\s*[+-]?\s*\d+:\d+\s*",
               "HOUR TO SECOND": r"\s*[+-]?\s*\d+:\d+:\d+(\.\d*)?\s*",
               "MINUTE TO SECOND": r"\s*[+-]?\s*\d+:\d+(\.\d*)?\s*"}
+#: The units Spark's grammar reads after an interval's string (``unitInMultiUnits``, plural
+#: folded): any other word there is the literal's alias.
+_GRAMMAR_UNITS = frozenset({"NANOSECOND", "MICROSECOND", "MILLISECOND", "SECOND", "MINUTE",
+                            "HOUR", "DAY", "WEEK", "MONTH", "YEAR"})
 #: A unit-less interval string that is no number-unit pair at all: ``'1'``, ``'1.2'``, ``'+'``,
 #: ``'3-3'``.
 _NO_UNIT = re.compile(r"\s*[+-]?\s*[\d.]*\s*|\s*[+-]?\s*\d+-\d+\s*")
@@ -152,10 +156,18 @@ def _interval(toks: tuple[Token, ...], k: int) -> str | None:
             break
         words.append(t.text.upper())
     unit = None
+    if words[:1] and words[0].rstrip("S") == "NANOSECOND":
+        return f"[INVALID_INTERVAL_FORMAT.INVALID_UNIT] INTERVAL '{text}' {words[0]}: " \
+               "Spark's intervals have no nanoseconds"
+    if words[:1] and words[0].rstrip("S") not in _GRAMMAR_UNITS:
+        words = []  # no unit of Spark's grammar: an alias (INTERVAL '1' x is INTERVAL '1')
     if words[:1] and words[0].rstrip("S") in _UNIT_TEXT:
         unit = words[0].rstrip("S")
         if words[1:2] == ["TO"] and len(words) > 2:
             unit = f"{unit} TO {words[2].rstrip('S')}"
+            if unit not in _UNIT_TEXT:
+                return (f"[INVALID_INTERVAL_FORMAT.UNSUPPORTED_FROM_TO_EXPRESSION] INTERVAL "
+                        f"'{text}' {unit}: Spark has no such interval")
     if unit is None and words:
         return None  # a unit lint does not know, or an alias: Spark's to judge
     if unit is None:  # INTERVAL '1 day 2 hours': number-unit pairs

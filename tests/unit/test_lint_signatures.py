@@ -165,6 +165,13 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                            "INVALID_INTERVAL_FORMAT", (1, 8)),
     "interval_year_month": ("invalid-literal", f"SELECT interval '1 2' year to month AS i {P}",
                             "INVALID_INTERVAL_FORMAT", (1, 8)),
+    "interval_string_then_alias": ("invalid-literal", f"SELECT interval '1' fake_unit {P}",
+                                   "INVALID_TYPED_LITERAL", (1, 8)),
+    "interval_nanoseconds": ("invalid-literal", f"SELECT interval '10' nanoseconds AS i {P}",
+                             "INVALID_INTERVAL_FORMAT.INVALID_UNIT", (1, 8)),
+    "interval_year_to_second": ("invalid-literal", f"SELECT interval '1' year to second AS i "
+                                f"{P}", "INVALID_INTERVAL_FORMAT.UNSUPPORTED_FROM_TO_EXPRESSION",
+                                (1, 8)),
     "interval_unit_typo": ("invalid-literal", f"SELECT interval '1 dya' AS i {P}",
                            "INVALID_TYPED_LITERAL", (1, 8)),
     "group_by_position": ("query-shape", f"SELECT eventId {P}\nGROUP BY 2",
@@ -259,6 +266,7 @@ VALID: dict[str, str] = {
                            f"  INTERVAL '1' MONTH + INTERVAL '2' YEAR AS b,\n"
                            f"  `timestamp` - INTERVAL '1-2' YEAR TO MONTH AS c {P}",
     "interval_sign_space": f"SELECT INTERVAL '-\t 1' DAY AS a {P}",
+    "interval_string_alias": f"SELECT INTERVAL '1 day' d, INTERVAL '3' WEEKS AS w {P}",
     "casts_ansi_takes": "SELECT CAST(1 AS BOOLEAN) AS a, CAST(`timestamp` AS BIGINT) AS b,\n"
                         "  CAST(1.5 AS TIMESTAMP) AS c, CAST(errors AS STRING) AS d,\n"
                         f"  CAST(NULL AS ARRAY<INT>) AS e, CAST(eventId AS BINARY) AS f {P}",
