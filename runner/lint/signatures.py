@@ -2,7 +2,8 @@
 recorded from Spark's registry (:mod:`runner.lint.builtins`):
 
 - ``function-arguments``: the number of arguments (``IF(x, 'a')``: ``[WRONG_NUM_ARGS]``),
-  named arguments (``[NAMED_PARAMETERS_NOT_SUPPORTED]``, ``[UNRECOGNIZED_PARAMETER_NAME]``),
+  named arguments (``[NAMED_PARAMETERS_NOT_SUPPORTED]``, ``[UNRECOGNIZED_PARAMETER_NAME]``,
+  ``[UNEXPECTED_POSITIONAL_ARGUMENT]``, ``[DUPLICATE_ROUTINE_PARAMETER_ASSIGNMENT]``),
   arguments that must be constant (``percentile_approx(x, p)`` with a column ``p``:
   ``[DATATYPE_MISMATCH.NON_FOLDABLE_INPUT]``), lambdas outside higher-order functions;
 - ``argument-type``: an argument of a type the position refuses (``json_array_length(2)``:
@@ -269,6 +270,29 @@ def _non_constant(arg: exp.Expr, select: exp.Select | None) -> exp.Expr | None:
     return None
 
 
+def _named_problem(call: Call, named: list[Arg]) -> tuple[int, str, str] | None:
+    """How Spark's ``NamedParametersSupport`` refuses a call's named arguments: a positional
+    one after them ([UNEXPECTED_POSITIONAL_ARGUMENT]), one named twice or after its position
+    was given ([DUPLICATE_ROUTINE_PARAMETER_ASSIGNMENT])."""
+    name, sig, args = call.name, call.signature, call.args
+    first = args.index(named[0])
+    late = next((a for a in args[first:] if a.name is None), None)
+    if late is not None:
+        return (late.start, f"[UNEXPECTED_POSITIONAL_ARGUMENT] {name}() gets an argument by "
+                "position after one by name", "pass the positional arguments first")
+    params = [p.lower() for p in sig.params]
+    seen: set[str] = set()
+    for arg in named:
+        low = (arg.name or "").lower()
+        if low in seen or params.index(low) < first:
+            kind = ("DOUBLE_NAMED_ARGUMENT_REFERENCE" if low in seen
+                    else "BOTH_POSITIONAL_AND_NAMED")
+            return (arg.start, f"[DUPLICATE_ROUTINE_PARAMETER_ASSIGNMENT.{kind}] {name}()'s "
+                    f"argument {arg.name} is given twice", "give each argument once")
+        seen.add(low)
+    return None
+
+
 def argument_problem(call: Call) -> tuple[int, str, str] | None:
     """(offset, message, hint) of the first problem of ``call``'s arguments, or None."""
     name, sig, args = call.name, call.signature, call.args
@@ -284,6 +308,10 @@ def argument_problem(call: Call) -> tuple[int, str, str] | None:
     if unknown is not None:
         return (unknown.start, f"[UNRECOGNIZED_PARAMETER_NAME] {name}() has no argument "
                 f"named {unknown.name}", f"its arguments: {', '.join(sig.params)}")
+    if named:
+        found = _named_problem(call, named)
+        if found is not None:
+            return found
     if not named and sig.refuses_count(len(args)):
         return (call.start, f"[WRONG_NUM_ARGS] {name}() takes {sig.expected} "
                 f"argument(s), not {len(args)}", f"call {name}() with {sig.expected} "

@@ -23,6 +23,12 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                           "NAMED_PARAMETERS_NOT_SUPPORTED", (1, 14)),
     "named_unknown": ("function-arguments", f"SELECT mask(eventId, upper => 'Y') AS x {P}",
                       "UNRECOGNIZED_PARAMETER_NAME", (1, 22)),
+    "named_then_positional": ("function-arguments", f"SELECT mask(upperChar => 'Y', eventId) "
+                              f"AS x {P}", "UNEXPECTED_POSITIONAL_ARGUMENT", (1, 31)),
+    "named_twice": ("function-arguments", f"SELECT mask(eventId, digitChar => 'd', digitChar "
+                    f"=> 'e') AS x {P}", "DOUBLE_NAMED_ARGUMENT_REFERENCE", (1, 40)),
+    "named_and_positional": ("function-arguments", f"SELECT mask(eventId, str => eventId) "
+                             f"AS x {P}", "BOTH_POSITIONAL_AND_NAMED", (1, 22)),
     "percentile_column": ("function-arguments",
                           "SELECT percentile_approx(request.latency_ms, request.latency_ms) "
                           f"AS p {P}", "NON_FOLDABLE_INPUT", (1, 46)),
