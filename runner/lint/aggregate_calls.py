@@ -15,7 +15,8 @@ ordered-set aggregates' ``SupportsOrderingWithinGroup``, ``WindowsSubstitution``
   the query's WINDOW clause (``[MISSING_WINDOW_SPECIFICATION]``);
 - an aggregate's ``FILTER (WHERE ...)`` is a BOOLEAN (a column or literal lint typed) and holds
   no aggregate, no window function and nothing random (``[INVALID_AGGREGATE_FILTER.*]``);
-- a PIVOT's aggregate holds no other aggregate (``[NESTED_AGGREGATE_FUNCTION]``).
+- a PIVOT's aggregate holds no other aggregate (``[NESTED_AGGREGATE_FUNCTION]``);
+- ``count(t.*)`` is refused (``[INVALID_USAGE_OF_STAR_WITH_TABLE_IDENTIFIER_IN_COUNT]``).
 
 A call lint cannot read surely (an expression it cannot compare, a name it does not know) is
 left to Spark.
@@ -58,8 +59,15 @@ _UNSAFE_TO_STRING = (exp.DType.DOUBLE, exp.DType.FLOAT, exp.DType.TIMESTAMP,
 def aggregate_call_problems(query: exp.Expr) -> Iterator[Finding]:
     """Each aggregate call of ``query`` Spark's analyser refuses (see the module's docstring)."""
     for node in query.find_all(exp.WithinGroup, exp.PercentileCont, exp.PercentileDisc,
-                               exp.Mode, exp.GroupConcat, exp.Window, exp.Filter, exp.Pivot):
-        if isinstance(node, exp.WithinGroup):
+                               exp.Mode, exp.GroupConcat, exp.Window, exp.Filter, exp.Pivot,
+                               exp.Count):
+        if isinstance(node, exp.Count):
+            star = node.this
+            if isinstance(star, exp.Column) and star.is_star and star.table:
+                yield Finding(star, "[INVALID_USAGE_OF_STAR_WITH_TABLE_IDENTIFIER_IN_COUNT] "
+                              f"count({star.sql(dialect='spark')}) counts a table's star",
+                              "count(*) counts the rows")
+        elif isinstance(node, exp.WithinGroup):
             yield from _within_group(node)
         elif isinstance(node, (exp.PercentileCont, exp.PercentileDisc, exp.Mode)):
             yield from _ordered_set(node)

@@ -113,6 +113,8 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                       "INVALID_AGGREGATE_FILTER.NOT_BOOLEAN", (1, 31)),
     "filter_random": ("aggregate-call", f"SELECT count(*) FILTER (WHERE rand() > 0.5) AS n {P}",
                       "INVALID_AGGREGATE_FILTER.NON_DETERMINISTIC", (1, 31)),
+    "count_table_star": ("aggregate-call", f"SELECT count(p.*) AS n {P} AS p",
+                         "INVALID_USAGE_OF_STAR_WITH_TABLE_IDENTIFIER_IN_COUNT", (1, 14)),
     "pivot_nested": ("aggregate-call", "SELECT * FROM (SELECT eventId, user.country AS c,\n"
                      f"  request.latency_ms AS l {P}) PIVOT (sum(avg(l)) FOR c IN ('a', 'b'))",
                      "NESTED_AGGREGATE_FUNCTION", (2, 58)),
