@@ -240,7 +240,9 @@ VALID: dict[str, str] = {
                       "  from_xml(eventId, 'a timestamp_ntz NOT NULL, b string COMMENT \"x\"')"
                       f" AS x {P}",
     "grouping_id_empty_sets": f"SELECT count(*) AS c, grouping_id() AS g {P}\n"
-                              "GROUP BY GROUPING SETS ((), ())",
+                              "GROUP BY GROUPING SETS ((), ())\n"
+                              f"UNION ALL SELECT count(*) AS c, 0 AS g {P}\n"
+                              "GROUP BY GROUPING SETS (()) HAVING grouping_id() = 0",
     "extract_interval": "SELECT EXTRACT(MONTH FROM INTERVAL '2-1' YEAR TO MONTH) AS m,\n"
                         "  EXTRACT(SECS FROM INTERVAL '1 12:34:56' DAY TO SECOND) AS s,\n"
                         f"  EXTRACT(HOUR FROM INTERVAL '5' HOURS) AS h {P}",
