@@ -22,7 +22,8 @@
 - ``grouping(a)`` / ``grouping_id(...)`` under grouping sets name their expressions
   (``[GROUPING_COLUMN_MISMATCH]``; without grouping sets: the ``grouping-shape`` rule);
 - ``* EXCEPT (a, a)`` / ``* EXCEPT (s.f, s.f.g)``: no item names another or a part of it
-  (``[EXCEPT_OVERLAPPING_COLUMNS]``);
+  (``[EXCEPT_OVERLAPPING_COLUMNS]``); ``* AS x`` has no alias
+  (``[INVALID_USAGE_OF_STAR_OR_REGEX]``);
 - ``EXTRACT(field FROM x)`` / ``date_part('field', x)`` name a field Spark extracts
   (``[INVALID_EXTRACT_FIELD]``), of an interval literal one of its units' range
   (``EXTRACT(DAY FROM INTERVAL '2-1' YEAR TO MONTH)`` is refused).
@@ -227,6 +228,11 @@ class QueryShape(ModelRule):
             yield from self._grouping_calls(ctx, select)
         for star in ctx.nodes.of(exp.Star):
             yield from self._except(ctx, star)
+            holder = star.parent if isinstance(star.parent, exp.Column) else star
+            if isinstance(holder.parent, exp.Alias) and holder.parent.this is holder:
+                yield self.at(ctx, holder, "[INVALID_USAGE_OF_STAR_OR_REGEX] a star is many "
+                              f"columns: it takes no alias ({holder.parent.sql('spark')})",
+                              "drop the alias, or alias each column")
         for call in ctx.nodes.of(exp.Extract, exp.Anonymous):
             yield from self._extract(ctx, call)
         for sub in ctx.nodes.of(exp.Subquery):

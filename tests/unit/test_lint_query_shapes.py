@@ -161,6 +161,8 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
     "extract_outside_interval_range": ("query-shape", "SELECT date_part('DAY', INTERVAL '2-1' "
                                        f"YEAR TO MONTH) AS d {P}", "INVALID_EXTRACT_FIELD",
                                        (1, 8)),
+    "star_alias": ("query-shape", f"SELECT p.* AS e {P} AS p", "INVALID_USAGE_OF_STAR_OR_REGEX",
+                   (1, 8)),
     "union_widths": ("query-shape", f"SELECT eventId {P}\n"
                      f"UNION ALL SELECT eventId, user.country AS c {P}",
                      "NUM_COLUMNS_MISMATCH", (2, 18)),
