@@ -15,7 +15,8 @@ ordered-set aggregates' ``SupportsOrderingWithinGroup``, ``WindowsSubstitution``
   the query's WINDOW clause (``[MISSING_WINDOW_SPECIFICATION]``);
 - an aggregate's ``FILTER (WHERE ...)`` is a BOOLEAN (a column or literal lint typed) and holds
   no aggregate, no window function and nothing random (``[INVALID_AGGREGATE_FILTER.*]``);
-- a PIVOT's aggregate holds no other aggregate (``[NESTED_AGGREGATE_FUNCTION]``);
+- a PIVOT's aggregate holds no other aggregate (``[NESTED_AGGREGATE_FUNCTION]``), its
+  values read no column (``[NON_LITERAL_PIVOT_VALUES]``);
 - ``count(t.*)`` is refused (``[INVALID_USAGE_OF_STAR_WITH_TABLE_IDENTIFIER_IN_COUNT]``).
 
 A call lint cannot read surely (an expression it cannot compare, a name it does not know) is
@@ -233,6 +234,14 @@ _FILTER_HINT = "filter on the row's own values; compute the rest in a subquery f
 
 
 def _pivot(node: exp.Pivot) -> Iterator[Finding]:
+    if not node.args.get("unpivot"):  # an UNPIVOT's IN lists columns
+        for field in node.args.get("fields") or []:
+            values = field.expressions if isinstance(field, exp.In) else []
+            column = next((c for v in values for c in v.find_all(exp.Column)), None)
+            if column is not None:
+                yield Finding(column, f"[NON_LITERAL_PIVOT_VALUES] PIVOT's value {column.sql()}"
+                              " reads a column: its values are literals", "list the values "
+                              "the pivot column takes as literals: IN (2012, 2013)")
     for agg in node.expressions:
         call = agg.unalias()
         nested = next((n for n in call.walk() if n is not call and _is_aggregate(n)), None)

@@ -113,6 +113,9 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                       "INVALID_AGGREGATE_FILTER.NOT_BOOLEAN", (1, 31)),
     "filter_random": ("aggregate-call", f"SELECT count(*) FILTER (WHERE rand() > 0.5) AS n {P}",
                       "INVALID_AGGREGATE_FILTER.NON_DETERMINISTIC", (1, 31)),
+    "pivot_column_value": ("aggregate-call", "SELECT * FROM (SELECT eventId, user.country AS c"
+                           f" {P})\n PIVOT (count(eventId) FOR c IN (eventId, 'b'))",
+                           "NON_LITERAL_PIVOT_VALUES", (2, 34)),
     "count_table_star": ("aggregate-call", f"SELECT count(p.*) AS n {P} AS p",
                          "INVALID_USAGE_OF_STAR_WITH_TABLE_IDENTIFIER_IN_COUNT", (1, 14)),
     "pivot_nested": ("aggregate-call", "SELECT * FROM (SELECT eventId, user.country AS c,\n"
