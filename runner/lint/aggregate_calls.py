@@ -17,7 +17,8 @@ ordered-set aggregates' ``SupportsOrderingWithinGroup``, ``WindowsSubstitution``
   no aggregate, no window function and nothing random (``[INVALID_AGGREGATE_FILTER.*]``);
 - a PIVOT's aggregate holds no other aggregate (``[NESTED_AGGREGATE_FUNCTION]``), its
   values read no column (``[NON_LITERAL_PIVOT_VALUES]``);
-- ``count(t.*)`` is refused (``[INVALID_USAGE_OF_STAR_WITH_TABLE_IDENTIFIER_IN_COUNT]``).
+- ``count(t.*)`` is refused, ``count(t.*, t.*)`` is not
+  (``[INVALID_USAGE_OF_STAR_WITH_TABLE_IDENTIFIER_IN_COUNT]``).
 
 A call lint cannot read surely (an expression it cannot compare, a name it does not know) is
 left to Spark.
@@ -64,7 +65,8 @@ def aggregate_call_problems(query: exp.Expr) -> Iterator[Finding]:
                                exp.Count):
         if isinstance(node, exp.Count):
             star = node.this
-            if isinstance(star, exp.Column) and star.is_star and star.table:
+            if isinstance(star, exp.Column) and star.is_star and star.table and \
+                    not node.expressions:  # count(t.*, t.*) Spark accepts
                 yield Finding(star, "[INVALID_USAGE_OF_STAR_WITH_TABLE_IDENTIFIER_IN_COUNT] "
                               f"count({star.sql(dialect='spark')}) counts a table's star",
                               "count(*) counts the rows")

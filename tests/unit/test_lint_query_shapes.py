@@ -251,6 +251,7 @@ VALID: dict[str, str] = {
     "extract_interval": "SELECT EXTRACT(MONTH FROM INTERVAL '2-1' YEAR TO MONTH) AS m,\n"
                         "  EXTRACT(SECS FROM INTERVAL '1 12:34:56' DAY TO SECOND) AS s,\n"
                         f"  EXTRACT(HOUR FROM INTERVAL '5' HOURS) AS h {P}",
+    "count_table_stars": f"SELECT count(p.*, p.*) AS n {P} AS p",
     "set_operations": f"SELECT eventId, 1 AS n {P}\nUNION ALL SELECT eventId, 2 AS n {P}",
     "limits": f"SELECT eventId {P} ORDER BY eventId LIMIT 2 * 5 OFFSET 1",
     "exists_in_where": f"SELECT eventId {P} WHERE EXISTS (SELECT 1 {P} AS e WHERE "
