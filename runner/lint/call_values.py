@@ -2,7 +2,8 @@
 type (:mod:`.signatures` reads the calls and reports): a ``NULL`` literal where a function
 refuses one, a higher-order function given a constant of the wrong type where its function
 goes, constants out of range, ``pmod`` as the ``%`` it is, ``mask``'s replacement characters,
-``ceil``/``floor``'s scale, ``time_bucket``'s origin, and arrays of another element type
+``ceil``/``floor``'s scale, ``time_bucket``'s origin, ``to_binary``'s
+format, and arrays of another element type
 where a position casts no elements.
 """
 
@@ -34,7 +35,7 @@ def value_problem(call: Call) -> tuple[int, str, str] | None:
     (this last only for the argument counts functions.json's records hold for)."""
     found = _function_argument(call) or _out_of_range(call) or _as_operator(call) or \
         _field_names(call) or _single_characters(call) or _int_constant(call) or \
-        _same_timestamps(call)
+        _same_timestamps(call) or _named_constant(call)
     if found is None and call.signature.checks_arguments_of(len(call.args)):
         found = _null_argument(call)
     return found
@@ -263,3 +264,23 @@ def _same_timestamps(call: Call) -> tuple[int, str, str] | None:
             f"of {call.name}() must be a {TYPE_NAMES[kinds[0] or '']} as argument "
             f"{pair[0] + 1} is, not {TYPE_NAMES[kinds[1]]}: {_sql(second.node)}",
             "cast one of them so that both have one timestamp type")
+
+
+#: Functions whose constant argument at this position is one of a few names (any case):
+#: Spark's ToBinary takes the formats below ([DATATYPE_MISMATCH.INVALID_ARG_VALUE]).
+_NAMED_CONSTANTS: dict[str, tuple[int, frozenset[str]]] = {
+    "to_binary": (1, frozenset({"hex", "utf-8", "utf8", "base64"}))}
+
+
+def _named_constant(call: Call) -> tuple[int, str, str] | None:
+    """``to_binary(s, 'invalidFormat')``, ``to_binary(s, 1)``: a constant that is none of
+    the names the position takes (a NULL literal and columns are left alone)."""
+    rule = _NAMED_CONSTANTS.get(call.name)
+    arg = call.args[rule[0]] if rule is not None and len(call.args) > rule[0] else None
+    node = arg.node.unnest() if arg is not None and arg.node is not None else None
+    if rule is None or arg is None or arg.name is not None or not isinstance(node, exp.Literal) \
+            or (node.is_string and node.name.lower() in rule[1]):
+        return None
+    names = ", ".join(f"'{n}'" for n in sorted(rule[1]))
+    return (arg.start, f"[DATATYPE_MISMATCH.INVALID_ARG_VALUE] argument {rule[0] + 1} of "
+            f"{call.name}() must be one of {names}, not {_sql(node)}", f"pass one of {names}")

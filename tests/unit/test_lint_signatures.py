@@ -85,6 +85,8 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                                  f"{P}", "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 52)),
     "cast_decimal_40": ("argument-type", f"SELECT CAST(eventId AS DECIMAL(40, 40)) AS d {P}",
                         "DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION", (1, 13)),
+    "to_binary_format": ("argument-type", f"SELECT to_binary(eventId, 'invalidFormat') AS b {P}",
+                         "DATATYPE_MISMATCH.INVALID_ARG_VALUE", (1, 27)),
     "some_smallint": ("argument-type", f"SELECT some(CAST(1 AS SMALLINT)) AS s {P}",
                       "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 18)),
     "explode_struct": ("argument-type", f"SELECT explode(named_struct('a', 1)) AS x {P}",
@@ -208,6 +210,7 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
 
 #: Valid neighbours of every finding above (each analysed by Spark too).
 VALID: dict[str, str] = {
+    "to_binary_formats": f"SELECT to_binary(eventId, 'HEX') AS h, to_binary(eventId, NULL) AS n {P}",
     "cast_decimal_38": f"SELECT CAST(eventId AS DECIMAL(38, 38)) AS d {P}",
     "time_bucket_same_origin": "SELECT time_bucket(INTERVAL '1' HOUR, `timestamp`, "
                                f"CAST('2024-01-01' AS TIMESTAMP)) AS b {P}",
