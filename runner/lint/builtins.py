@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from runner.lint.expr_types import spark_type, to_sqlglot
 from runner.lint.infer import is_known
 
 __all__ = ["TYPE_NAMES", "Signature", "aggregate_names", "arg_type", "operator_refuses",
@@ -167,13 +168,20 @@ def _interval_type(node: exp.Interval) -> str | None:
 def arg_type(node: exp.Expr) -> str | None:
     """The basic type name of an argument, when lint can vouch for it: a literal (a string
     literal is ``string_literal``: Spark coerces it where it refuses a string column), an
-    interval literal, else the kind of :func:`value_type` (``array`` for ``array(1, 2)``).
-    None otherwise (NULL, an expression lint does not type)."""
+    interval literal or a sum, difference or negation of intervals of one kind
+    (``INTERVAL '1' YEAR + INTERVAL '2' MONTH``), else the kind of :func:`value_type`
+    (``array`` for ``array(1, 2)``). None otherwise (NULL, an expression lint does not
+    type)."""
     node = node.unnest()
     if isinstance(node, exp.Literal) and node.is_string:
         return "string_literal"
     if isinstance(node, exp.Interval):
         return _interval_type(node)
+    if isinstance(node, (exp.Neg, exp.Add, exp.Sub)):  # -i, i + j, i - j: one interval kind
+        parts = {arg_type(node.this)} if isinstance(node, exp.Neg) else {
+            arg_type(node.this), arg_type(node.expression)}
+        if parts in ({"interval_day"}, {"interval_month"}):
+            return parts.pop()
     dtype = value_type(node)
     return _KEYS.get(dtype.this) if dtype is not None and isinstance(dtype.this, exp.DType) \
         else None
@@ -189,7 +197,9 @@ def value_type(node: exp.Expr) -> exp.DataType | None:
     ``1.5`` a DECIMAL), casts and typed literals, columns name resolution typed, a minus sign
     or ``+ - *`` over numbers so typed, the constructors ``array(...)`` (its element type
     when all its elements have the same: ``array()`` is ``ARRAY<VOID>``), ``struct(...)``,
-    ``named_struct(...)``, ``map(...)`` (their field types unknown). None otherwise."""
+    ``named_struct(...)``, ``map(...)`` (their field types unknown); an array of mixed
+    elements has their ANSI common type (:mod:`.expr_types`: ``array(1, 'a')`` is
+    ARRAY<BIGINT>) where it is known. None otherwise."""
     node = node.unnest()
     if isinstance(node, exp.Literal):
         kind = T.TEXT if node.is_string else _LITERAL_TYPES.get(_number_type(node.name) or "")
@@ -216,6 +226,10 @@ def value_type(node: exp.Expr) -> exp.DataType | None:
         if len(node.expressions) == 0:
             elements = {exp.DataType(this=T.NULL)}
         inner = elements.pop() if len(elements) == 1 else None
+        if inner is None and len(elements) > 1:  # array(1, 'a'): ANSI's common type
+            merged = spark_type(node)
+            return to_sqlglot(merged) if merged is not None else exp.DataType(
+                this=T.ARRAY, expressions=[], nested=True)
         return exp.DataType(this=T.ARRAY, expressions=[inner] if inner else [], nested=True)
     if kind is not None:
         return exp.DataType(this=kind, nested=True)
@@ -224,12 +238,20 @@ def value_type(node: exp.Expr) -> exp.DataType | None:
 
 _LITERAL_TYPES = {"int": T.INT, "bigint": T.BIGINT, "decimal": T.DECIMAL, "double": T.DOUBLE}
 _NUMBERS = frozenset({*_INTEGRAL, T.FLOAT, T.DOUBLE, T.DECIMAL})
+_STRINGS = frozenset({T.TEXT, T.VARCHAR})
 
 
 def _wider(a: exp.DataType | None, b: exp.DataType | None) -> exp.DataType | None:
     """The type of ``a + b`` (``-``, ``*``) for two numbers, by Spark's widening: the wider
-    integer; DECIMAL over integers; FLOAT over integers, DOUBLE over FLOAT and DECIMAL."""
-    if a is None or b is None or a.this not in _NUMBERS or b.this not in _NUMBERS:
+    integer; DECIMAL over integers; FLOAT over integers, DOUBLE over FLOAT and DECIMAL; a
+    STRING with a number as ANSI promotes it (:func:`.coercion.binary_common_type`: BIGINT
+    with an integer, else DOUBLE)."""
+    if a is None or b is None:
+        return None
+    if {a.this, b.this} & _STRINGS and {a.this, b.this} & _NUMBERS:
+        other = b.this if a.this in _STRINGS else a.this
+        return exp.DataType(this=T.BIGINT if other in _INTEGRAL else T.DOUBLE)
+    if a.this not in _NUMBERS or b.this not in _NUMBERS:
         return None
     kinds = {a.this, b.this}
     if T.DOUBLE in kinds or kinds == {T.FLOAT, T.DECIMAL}:

@@ -1,7 +1,9 @@
 """What Spark's analyser checks of a call's argument values, beyond each position's basic
 type (:mod:`.signatures` reads the calls and reports): a ``NULL`` literal where a function
 refuses one, a higher-order function given a constant of the wrong type where its function
-goes, constants out of range, ``pmod`` as the ``%`` it is, and arrays of another element type
+goes, constants out of range, ``pmod`` as the ``%`` it is, ``mask``'s replacement characters,
+``ceil``/``floor``'s scale, ``time_bucket``'s origin, ``to_binary``'s
+format, and arrays of another element type
 where a position casts no elements.
 """
 
@@ -32,7 +34,8 @@ def value_problem(call: Call) -> tuple[int, str, str] | None:
     None: its function argument, a constant out of range, pmod's operands, a NULL literal
     (this last only for the argument counts functions.json's records hold for)."""
     found = _function_argument(call) or _out_of_range(call) or _as_operator(call) or \
-        _field_names(call)
+        _field_names(call) or _single_characters(call) or _int_constant(call) or \
+        _same_timestamps(call) or _named_constant(call)
     if found is None and call.signature.checks_arguments_of(len(call.args)):
         found = _null_argument(call)
     return found
@@ -196,3 +199,88 @@ def _field_names(call: Call) -> tuple[int, str, str] | None:
                     f"json_tuple() must be a STRING, not {shown}",
                     "json_tuple takes the JSON and the field names as strings: quote them")
     return None
+
+
+#: Functions whose constant string arguments at these positions must be one character long
+#: (Spark's Mask: the replacement for upper, lower, digit and other characters; NULL keeps
+#: them): ``[DATATYPE_MISMATCH.INPUT_SIZE_NOT_ONE]``.
+_ONE_CHARACTER: dict[str, range] = {"mask": range(1, 5)}
+
+
+def _single_characters(call: Call) -> tuple[int, str, str] | None:
+    """``mask(s, 'Qa')``: a replacement character given as a string literal not one character
+    long (``''`` too)."""
+    positions = _ONE_CHARACTER.get(call.name, range(0))
+    for i, arg in enumerate(call.args):
+        node = arg.node.unnest() if arg.node is not None else None
+        if i in positions and arg.name is None and isinstance(node, exp.Literal) and \
+                node.is_string and len(node.name) != 1:
+            return (arg.start, f"[DATATYPE_MISMATCH.INPUT_SIZE_NOT_ONE] argument {i + 1} of "
+                    f"{call.name}() must be one character, not {_sql(node)}",
+                    "pass a single character (or NULL to leave those characters as they are)")
+    return None
+
+
+#: Functions whose argument at this position must be a non-NULL constant INT (Spark's
+#: CeilFloorExpressionBuilderBase: the scale; anything else is
+#: ``[DATATYPE_MISMATCH.NON_FOLDABLE_ARGUMENT]``, NULL and ``'a'`` included).
+_INT_CONSTANT: dict[str, int] = {"ceil": 1, "ceiling": 1, "floor": 1}
+
+
+def _int_constant(call: Call) -> tuple[int, str, str] | None:
+    """``ceil(2.5, NULL)``, ``floor(2.5, 'a')``: a scale that is no INT constant (a column
+    there is the ``literal`` record's)."""
+    i = _INT_CONSTANT.get(call.name, -1)
+    arg = call.args[i] if 0 <= i < len(call.args) else None
+    if arg is None or arg.name is not None:
+        return None
+    if arg.is_null:
+        shown = "NULL"
+    elif arg.node is not None and arg_type(arg.node) not in (None, "int"):
+        shown = _sql(arg.node)
+    else:
+        return None
+    return (arg.start, f"[DATATYPE_MISMATCH.NON_FOLDABLE_ARGUMENT] argument {i + 1} of "
+            f"{call.name}() must be a constant INT, not {shown}", "pass an integer literal")
+
+
+#: Functions whose arguments at these positions must have one timestamp type (Spark's
+#: TimeBucket: the origin is of the timestamp's type, TIMESTAMP or TIMESTAMP_NTZ).
+_SAME_TIMESTAMPS: dict[str, tuple[int, int]] = {"time_bucket": (1, 2)}
+
+
+def _same_timestamps(call: Call) -> tuple[int, str, str] | None:
+    """``time_bucket(i, <timestamp>, <timestamp_ntz>)``: a TIMESTAMP with a TIMESTAMP_NTZ."""
+    pair = _SAME_TIMESTAMPS.get(call.name)
+    if pair is None or len(call.args) <= max(pair):
+        return None
+    first, second = call.args[pair[0]], call.args[pair[1]]
+    if first.node is None or second.node is None or first.name or second.name:
+        return None
+    kinds = arg_type(first.node), arg_type(second.node)
+    if set(kinds) != {"timestamp", "timestamp_ntz"} or kinds[1] is None:
+        return None
+    return (second.start, f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] argument {pair[1] + 1} "
+            f"of {call.name}() must be a {TYPE_NAMES[kinds[0] or '']} as argument "
+            f"{pair[0] + 1} is, not {TYPE_NAMES[kinds[1]]}: {_sql(second.node)}",
+            "cast one of them so that both have one timestamp type")
+
+
+#: Functions whose constant argument at this position is one of a few names (any case):
+#: Spark's ToBinary takes the formats below ([DATATYPE_MISMATCH.INVALID_ARG_VALUE]).
+_NAMED_CONSTANTS: dict[str, tuple[int, frozenset[str]]] = {
+    "to_binary": (1, frozenset({"hex", "utf-8", "utf8", "base64"}))}
+
+
+def _named_constant(call: Call) -> tuple[int, str, str] | None:
+    """``to_binary(s, 'invalidFormat')``, ``to_binary(s, 1)``: a constant that is none of
+    the names the position takes (a NULL literal and columns are left alone)."""
+    rule = _NAMED_CONSTANTS.get(call.name)
+    arg = call.args[rule[0]] if rule is not None and len(call.args) > rule[0] else None
+    node = arg.node.unnest() if arg is not None and arg.node is not None else None
+    if rule is None or arg is None or arg.name is not None or not isinstance(node, exp.Literal) \
+            or (node.is_string and node.name.lower() in rule[1]):
+        return None
+    names = ", ".join(f"'{n}'" for n in sorted(rule[1]))
+    return (arg.start, f"[DATATYPE_MISMATCH.INVALID_ARG_VALUE] argument {rule[0] + 1} of "
+            f"{call.name}() must be one of {names}, not {_sql(node)}", f"pass one of {names}")

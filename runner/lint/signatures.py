@@ -41,6 +41,7 @@ from runner.lint.builtins import (
 )
 from runner.lint.call_values import element_mismatch, outer_kinds, value_problem
 from runner.lint.casts import cast_refusal
+from runner.lint.coercion import MAX_PRECISION
 from runner.lint.context import ModelContext
 from runner.lint.infer import element_type, is_, is_known, type_string
 from runner.lint.rules import ModelRule
@@ -50,6 +51,16 @@ from runner.lint.sql_tokens import violation_at
 __all__ = ["ArgumentType", "FunctionArguments", "calls"]
 
 T = exp.DType
+
+
+def _decimal_precision(dtype: exp.Expr | None) -> int | None:
+    """The precision written in ``DECIMAL(p, s)``, or None (another type, or none written)."""
+    if not isinstance(dtype, exp.DataType) or dtype.this is not T.DECIMAL or \
+            not dtype.expressions:
+        return None
+    first = dtype.expressions[0]
+    text = first.this.name if isinstance(first, exp.DataTypeParam) else ""
+    return int(text) if text.isdigit() else None
 
 
 def _sql(node: exp.Expr) -> str:
@@ -464,9 +475,17 @@ class ArgumentType(ModelRule):
     def _casts(self, ctx: ModelContext) -> Iterator[Violation]:
         """``CAST(x AS t)`` of a type ANSI mode does not cast to ``t`` (:mod:`.casts`):
         ``CAST(1 AS BINARY)``, ``CAST('a' AS ARRAY<STRING>)``. TRY_CAST has rules of its own
-        (left alone); a typed literal (``DATE '...'``) is a string cast, always taken."""
+        (left alone); a typed literal (``DATE '...'``) is a string cast, always taken. A
+        DECIMAL of more than 38 digits is no type (``CAST(x AS DECIMAL(40, 40))``, TRY_CAST
+        too: [DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION])."""
         for node in ctx.nodes.of(exp.Cast):
             to = node.args.get("to")
+            digits = _decimal_precision(to)
+            if digits is not None and digits > MAX_PRECISION:
+                yield self.at(ctx, node, f"[DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION] "
+                              f"{_sql(node)}: a DECIMAL holds at most {MAX_PRECISION} digits, "
+                              f"not {digits}", f"use DECIMAL({MAX_PRECISION}, s) or DOUBLE")
+                continue
             if node.args.get("safe") or not isinstance(to, exp.DataType):
                 continue
             source = value_type(node.this)

@@ -55,6 +55,11 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                            "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 8)),
     "year_plus_day": ("argument-type", f"SELECT INTERVAL '1' YEAR + INTERVAL '1' DAY AS x {P}",
                       "DATATYPE_MISMATCH", (1, 17)),  # the first literal's position
+    "month_sum_plus_week": ("argument-type", "SELECT INTERVAL '1' YEAR + INTERVAL '2' MONTH + "
+                            f"INTERVAL '3' WEEK AS x {P}", "DATATYPE_MISMATCH", (1, 17)),
+    "negated_month_plus_day": ("argument-type",
+                               f"SELECT -INTERVAL '1' MONTH + INTERVAL '1' DAY AS x {P}",
+                               "DATATYPE_MISMATCH", (1, 18)),
     "negate_binary": ("argument-type", f"SELECT -X'01' AS x {P}",
                       "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 9)),
     "plus_map": ("argument-type", f"SELECT +map(1, 2) AS m {P}",
@@ -68,6 +73,26 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
     "date_add_bigint_product": ("argument-type",
                                 f"SELECT date_add(`timestamp`, CAST(1 AS BIGINT) * -1) AS d {P}",
                                 "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 35)),
+    "date_add_string_product": ("argument-type",
+                                f"SELECT date_add(`timestamp`, '1' * -1) AS d {P}",
+                                "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 30)),
+    "mask_two_characters": ("argument-type", f"SELECT mask(eventId, 'Qa') AS m {P}",
+                            "DATATYPE_MISMATCH.INPUT_SIZE_NOT_ONE", (1, 22)),
+    "mask_empty": ("argument-type", f"SELECT mask(eventId, 'A', 'w', '') AS m {P}",
+                   "DATATYPE_MISMATCH.INPUT_SIZE_NOT_ONE", (1, 32)),
+    "ceil_null_scale": ("argument-type", f"SELECT ceil(2.5, NULL) AS c {P}",
+                        "DATATYPE_MISMATCH.NON_FOLDABLE_ARGUMENT", (1, 18)),
+    "floor_string_scale": ("argument-type", f"SELECT floor(2.5, 'a') AS f {P}",
+                           "DATATYPE_MISMATCH.NON_FOLDABLE_ARGUMENT", (1, 19)),
+    "inline_mixed_array": ("argument-type", f"SELECT inline(array(1, 'a')) {P}",
+                           "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 15)),
+    "time_bucket_mixed_origin": ("argument-type", "SELECT time_bucket(INTERVAL '1' HOUR, "
+                                 "`timestamp`, CAST('2024-01-01' AS TIMESTAMP_NTZ)) AS b "
+                                 f"{P}", "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 52)),
+    "cast_decimal_40": ("argument-type", f"SELECT CAST(eventId AS DECIMAL(40, 40)) AS d {P}",
+                        "DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION", (1, 13)),
+    "to_binary_format": ("argument-type", f"SELECT to_binary(eventId, 'invalidFormat') AS b {P}",
+                         "DATATYPE_MISMATCH.INVALID_ARG_VALUE", (1, 27)),
     "some_smallint": ("argument-type", f"SELECT some(CAST(1 AS SMALLINT)) AS s {P}",
                       "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 18)),
     "explode_struct": ("argument-type", f"SELECT explode(named_struct('a', 1)) AS x {P}",
@@ -198,6 +223,17 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
 
 #: Valid neighbours of every finding above (each analysed by Spark too).
 VALID: dict[str, str] = {
+    "to_binary_formats": f"SELECT to_binary(eventId, 'HEX') AS h, to_binary(eventId, NULL) AS n {P}",
+    "cast_decimal_38": f"SELECT CAST(eventId AS DECIMAL(38, 38)) AS d {P}",
+    "time_bucket_same_origin": "SELECT time_bucket(INTERVAL '1' HOUR, `timestamp`, "
+                               f"CAST('2024-01-01' AS TIMESTAMP)) AS b {P}",
+    "inline_structs": f"SELECT inline(array(struct(1 AS a), struct(2 AS a))) {P}",
+    "ceil_floor_int_scale": f"SELECT floor(2.5, -3) AS f, ceiling(3.1411, 3) AS c {P}",
+    "mask_null_character": f"SELECT mask(eventId, 'A', NULL, 'd', 'o') AS m {P}",
+    "month_sum_minus_month": "SELECT INTERVAL '1' YEAR + INTERVAL '2' MONTH - INTERVAL '3' "
+                             f"MONTH AS x {P}",
+    "negated_day_plus_hour": f"SELECT -INTERVAL '1' DAY + INTERVAL '1' HOUR AS x {P}",
+    "date_add_int_product": f"SELECT date_add(`timestamp`, 1 * -1) AS d {P}",
     "if_three_args": f"SELECT IF(eventId = 'a', 'x', 'y') AS x, nvl(eventId, 'x') AS y {P}",
     "variadic": f"SELECT coalesce(eventId, 'x') AS a, concat(eventId, 1, 'x') AS b,\n"
                 f"  count(eventId, user.country) OVER () AS c, greatest(1, 2, 3, 4, 5, 6, 7) AS g"
