@@ -22,11 +22,12 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.spark
 
 FILES = {
-    # greatest() of an array and a number: compile's types do not reach it (one of the corpus'
-    # false passes), Spark's analyser refuses it (DATA_DIFF_TYPES)
+    # to_xml() of a map: functions.json records no refused argument type for it, so compile
+    # passes it (one of the corpus' false passes); Spark's analyser refuses it (it takes a
+    # struct: UNEXPECTED_INPUT_TYPE)
     "models/flagged.sql": "SELECT eventId,\n"
                           "  request.endpoint AS endpoint,\n"
-                          "  greatest(array(1), 1) AS flag\n"
+                          "  to_xml(map('a', 1)) AS flag\n"
                           "FROM parsed_events\n",
     "models/after_flagged.sql": "SELECT eventId FROM {{ ref('flagged') }}\n",
     "models/requests.sql": "SELECT eventId, request.endpoint AS endpoint FROM parsed_events\n",
@@ -49,5 +50,5 @@ def test_analyze_reports_what_spark_refuses_at_the_model_line(
     assert sorted(by_path) == ["models/after_flagged.sql", "models/flagged.sql"]
     flagged = by_path["models/flagged.sql"]
     assert (flagged.rule, flagged.severity, flagged.line) == ("spark-analysis", "error", 3)
-    assert "[DATATYPE_MISMATCH.DATA_DIFF_TYPES]" in flagged.message and "flagged" in flagged.message
+    assert "[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE]" in flagged.message and "flagged" in flagged.message
     assert "RUNNER_REF_REFUSED" in by_path["models/after_flagged.sql"].message
