@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from sqlglot import exp
 
 from runner.errors import Violation
-from runner.lint.analysis import _is_aggregate, _own
+from runner.lint.aggregation import is_aggregate_call, own_nodes
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_, is_known, type_string
 from runner.lint.rules import ModelRule
@@ -180,7 +180,7 @@ def _window(node: exp.Window) -> Iterator[Finding]:
     arg = func.this if isinstance(func, exp.Func) else None
     if isinstance(func, exp.GroupConcat) and isinstance(arg, exp.Order):
         arg = arg.this
-    if _is_aggregate(func) and isinstance(arg, exp.Distinct):
+    if is_aggregate_call(func) and isinstance(arg, exp.Distinct):
         yield Finding(node, "[DISTINCT_WINDOW_FUNCTION_UNSUPPORTED] an aggregate over a window "
                       "cannot be DISTINCT", "aggregate DISTINCT values in a subquery (GROUP BY),"
                       " then join or window over it")
@@ -216,12 +216,12 @@ def _filter(node: exp.Filter) -> Iterator[Finding]:
         yield Finding(cond, "[INVALID_AGGREGATE_FILTER.NOT_BOOLEAN] an aggregate's FILTER is "
                       f"a {type_string(cond.type)}, not a BOOLEAN", _FILTER_HINT)
         return
-    for inner in _own(cond):
+    for inner in own_nodes(cond):
         if isinstance(inner, exp.Window):
             yield Finding(inner, "[INVALID_AGGREGATE_FILTER.CONTAINS_WINDOW_FUNCTION] an "
                           "aggregate's FILTER holds a window function", _FILTER_HINT)
             return
-        if _is_aggregate(inner):
+        if is_aggregate_call(inner):
             yield Finding(inner, "[INVALID_AGGREGATE_FILTER.CONTAINS_AGGREGATE] an aggregate's "
                           f"FILTER holds the aggregate {_name(inner)}()", _FILTER_HINT)
             return
@@ -246,8 +246,8 @@ def _pivot(node: exp.Pivot) -> Iterator[Finding]:
                               "the pivot column takes as literals: IN (2012, 2013)")
     for agg in node.expressions:
         call = agg.unalias()
-        nested = next((n for n in call.walk() if n is not call and _is_aggregate(n)), None)
-        if nested is not None and _is_aggregate(call):
+        nested = next((n for n in call.walk() if n is not call and is_aggregate_call(n)), None)
+        if nested is not None and is_aggregate_call(call):
             yield Finding(nested, f"[NESTED_AGGREGATE_FUNCTION] PIVOT's {_name(call)}() holds "
                           f"the aggregate {_name(nested)}()", "aggregate once in PIVOT; "
                           "pre-aggregate in a subquery")

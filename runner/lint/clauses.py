@@ -43,14 +43,14 @@ from sqlglot.tokens import TokenType
 
 from runner.errors import Violation
 from runner.lint.aggregate_calls import NONDETERMINISTIC
-from runner.lint.analysis import (
-    _Grouping,
-    _grouping_aggregates,
-    _is_aggregate,
-    _key,
-    _own,
-    _path,
-    _window_function,
+from runner.lint.aggregation import (
+    Grouping,
+    column_path,
+    expression_key,
+    grouping_aggregates,
+    is_aggregate_call,
+    is_window_function,
+    own_nodes,
 )
 from runner.lint.builtins import signature
 from runner.lint.context import ModelContext
@@ -164,14 +164,14 @@ def _reads_beyond_outputs(having: exp.Expr, select: exp.Select) -> bool:
     """HAVING needs a value the select list does not have: an aggregate that is not one of
     its items, or a column that is none of its output names (Spark then computes it in the
     aggregate, hidden, and a projection of the select list's columns follows the filter)."""
-    items = {_key(p.unalias()) for p in select.expressions}
+    items = {expression_key(p.unalias()) for p in select.expressions}
     names = {p.alias_or_name.lower() for p in select.expressions}
     stack = [having]
     while stack:
         node = stack.pop()
-        if isinstance(node, (exp.Subquery, exp.Query)) or _key(node) in items:
+        if isinstance(node, (exp.Subquery, exp.Query)) or expression_key(node) in items:
             continue  # a select-list item (SUM(b) + 1 in HAVING SUM(b) + 1 > 0) is its column
-        if _is_aggregate(node) and not _window_function(node):
+        if is_aggregate_call(node) and not is_window_function(node):
             return True
         if isinstance(node, exp.Column) and not node.is_star and node.name.lower() not in names:
             return True
@@ -285,7 +285,7 @@ class QueryShape(ModelRule):
         ([UNSUPPORTED_SUBQUERY_EXPRESSION_CATEGORY.UNSUPPORTED_IN_EXISTS_SUBQUERY])."""
         order = select.args.get("order")
         if order is None or select.args.get("group") is not None or any(
-                next(_grouping_aggregates(p), None) is not None for p in select.expressions):
+                next(grouping_aggregates(p), None) is not None for p in select.expressions):
             return
         for node in order.walk(prune=lambda n: isinstance(n, (exp.Subquery, exp.Query))):
             if isinstance(node, exp.Exists) or (isinstance(node, exp.In) and
@@ -309,7 +309,7 @@ class QueryShape(ModelRule):
             if not 1 <= n <= width:
                 yield self.at(ctx, item, f"[GROUP_BY_POS_OUT_OF_RANGE] GROUP BY {n}: the select"
                               f" list has {width} column(s)", f"a position from 1 to {width}")
-            elif next(_grouping_aggregates(select.expressions[n - 1]), None) is not None:
+            elif next(grouping_aggregates(select.expressions[n - 1]), None) is not None:
                 yield self.at(ctx, item, f"[GROUP_BY_POS_AGGREGATE] GROUP BY {n} names an "
                               "aggregate", "group by the columns the aggregate reads")
         order = select.args.get("order")
@@ -350,11 +350,12 @@ class QueryShape(ModelRule):
         if having is None or order is None or not _reads_beyond_outputs(having.this, select):
             return
         group = select.args.get("group")
-        grouped = {_key(e) for e in (group.expressions if group is not None else [])
+        grouped = {expression_key(e) for e in (group.expressions if group is not None else [])
                    if not isinstance(e, (exp.Column, exp.Literal))}
         for ordered in order.expressions:
-            found = next((n for n in _own(ordered.this) if (_is_aggregate(n) and not
-                          _window_function(n)) or (grouped and _key(n) in grouped)), None)
+            found = next((n for n in own_nodes(ordered.this)
+                          if (is_aggregate_call(n) and not is_window_function(n))
+                          or (grouped and expression_key(n) in grouped)), None)
             if found is not None:
                 text = found.sql(dialect="spark", comments=False)
                 yield self.at(ctx, ordered, f"[UNRESOLVED_COLUMN] Spark cannot order by {text}"
@@ -364,18 +365,18 @@ class QueryShape(ModelRule):
 
     def _grouping_calls(self, ctx: ModelContext, select: exp.Select) -> Iterator[Violation]:
         calls = [n for root in (*select.expressions, select.args.get("having"),
-                                select.args.get("order")) for n in _own(root)
+                                select.args.get("order")) for n in own_nodes(root)
                  if isinstance(n, (exp.Grouping, exp.GroupingId))]
         if not calls:
             return
         group = select.args.get("group")
         if not grouping_sets(group):  # the grouping-shape rule's refusal (lint/grouping.py)
             return
-        grouped = _Grouping(select, {}, {})
+        grouped = Grouping(select, {}, {})
         for call in calls:
             for arg in call.expressions:
-                path = _path(arg)
-                if _key(arg) not in grouped.keys and not (path and any(
+                path = column_path(arg)
+                if expression_key(arg) not in grouped.keys and not (path and any(
                         form in grouped.paths for form in grouped.forms(path))):
                     text = arg.sql(dialect="spark", comments=False)
                     yield self.at(ctx, arg, f"[GROUPING_COLUMN_MISMATCH] {_name(call)}({text})"

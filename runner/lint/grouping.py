@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from sqlglot import exp
 
 from runner.errors import Violation
-from runner.lint.analysis import _grouping_aggregates, _own
+from runner.lint.aggregation import grouping_aggregates, own_nodes
 from runner.lint.context import ModelContext
 from runner.lint.rules import ModelRule
 from runner.lint.shapes import Finding
@@ -76,7 +76,7 @@ def _grouping_calls(group: exp.Group | None, roots: list[exp.Expr | None]
             group.args.get(k) for k in ("rollup", "cube", "grouping_sets"))):
         return
     for root in roots:
-        for node in _own(root):
+        for node in own_nodes(root):
             if isinstance(node, (exp.Grouping, exp.GroupingId)):
                 name = "grouping" if isinstance(node, exp.Grouping) else "grouping_id"
                 yield Finding(node, f"[UNSUPPORTED_GROUPING_EXPRESSION] {name}() needs "
@@ -88,12 +88,12 @@ def _grouping_calls(group: exp.Group | None, roots: list[exp.Expr | None]
 
 
 def _order_by_aggregate(select: exp.Select, order: exp.Order) -> Iterator[Finding]:
-    aggregate = next((a for o in order.expressions for a in _grouping_aggregates(o)), None)
+    aggregate = next((a for o in order.expressions for a in grouping_aggregates(o)), None)
     if aggregate is None:
         return
     groups = select.args.get("group") is not None or any(
-        next(_grouping_aggregates(p), None) is not None for p in select.expressions)
-    windows = any(isinstance(n, exp.Window) for p in select.expressions for n in _own(p))
+        next(grouping_aggregates(p), None) is not None for p in select.expressions)
+    windows = any(isinstance(n, exp.Window) for p in select.expressions for n in own_nodes(p))
     natural = select.args.get("having") is not None and any(
         str(j.args.get("method") or "").upper() == "NATURAL" for j in
         select.args.get("joins") or [])

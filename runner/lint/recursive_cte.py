@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from sqlglot import exp
 
 from runner.errors import Violation
-from runner.lint.analysis import _grouping_aggregates, _own, _sources
+from runner.lint.aggregation import grouping_aggregates, own_nodes, select_sources
 from runner.lint.context import ModelContext
 from runner.lint.rules import ModelRule
 from runner.lint.shapes import Finding
@@ -110,7 +110,7 @@ def _redefines(body: exp.Expr, name: str) -> bool:
 def _placement(recursion: exp.Expr, name: str) -> Iterator[Finding]:
     """Self-references the recursion holds where Spark's analyser does not allow them."""
     for select in recursion.find_all(exp.Select):
-        sources = _sources(select)
+        sources = select_sources(select)
         if not any(_reads(s, name) for s in sources):
             continue
         why = _over_reference(select)
@@ -131,10 +131,10 @@ def _placement(recursion: exp.Expr, name: str) -> Iterator[Finding]:
 def _over_reference(select: exp.Select) -> str | None:
     """What of ``select`` runs over its FROM and is not allowed over a self-reference."""
     if select.args.get("group") or any(
-            next(_grouping_aggregates(root), None) is not None
+            next(grouping_aggregates(root), None) is not None
             for root in (*select.expressions, select.args.get("having"))):
         return "an aggregate"
-    if any(isinstance(n, exp.Window) for p in select.expressions for n in _own(p)):
+    if any(isinstance(n, exp.Window) for p in select.expressions for n in own_nodes(p)):
         return "a window function"
     if select.args.get("order"):
         return "ORDER BY"

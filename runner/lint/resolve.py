@@ -26,7 +26,7 @@ Why not sqlglot's ``qualify`` for the column part (checked on sqlglot 30.30):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from itertools import takewhile
 
 from sqlglot import exp
@@ -44,6 +44,15 @@ from runner.lint.infer import (
 )
 from runner.lint.join_keys import joined_unique
 from runner.lint.names import NILADIC, Frame, NameResolver
+from runner.lint.select_parts import (
+    dot_root,
+    grouping_items,
+    join_columns,
+    outer_source,
+    repeated_names,
+    select_aliases,
+    star_except,
+)
 from runner.lint.shapes import OPEN, Analysis, Output, Shape
 from runner.lint.spark_names import cast_column, generator_call, generator_inputs, pretty_name
 from runner.lint.unique import (
@@ -57,7 +66,7 @@ from runner.lint.unique import (
 #: The column ``GROUP BY window(ts, ...)`` / ``session_window(...)`` gives a SELECT.
 _WINDOW_STRUCT = "STRUCT<start: TIMESTAMP, end: TIMESTAMP>"
 
-__all__ = ["Resolver", "relation_selects"]
+__all__ = ["Resolver"]
 
 _RENAMED_BY_ALIAS = (ScopeType.CTE, ScopeType.DERIVED_TABLE)  # WITH c(a, b) / (...) AS t(a, b)
 
@@ -149,7 +158,7 @@ class Resolver(NameResolver):
             sources = [self._source(owner, name, ref) for name, ref in refs]
             frame = self._frames[id(scope)] = Frame(self._outer(scope), sources)
             if owner is not scope and isinstance(owner.expression, exp.Select):
-                _join_columns(owner.expression, owner, frame)
+                join_columns(owner.expression, owner, frame)
         return frame
 
     def _outer(self, scope: Scope) -> Frame | None:
@@ -216,7 +225,7 @@ class Resolver(NameResolver):
     def select(self, node: exp.Select, scope: Scope) -> Shape:
         frame = self._frame(scope)
         joins = node.args.get("joins") or []
-        _join_columns(node, scope, frame)
+        join_columns(node, scope, frame)
         for join in joins:
             self.walk(join.args.get("on"), frame)
 
@@ -234,7 +243,7 @@ class Resolver(NameResolver):
         # aggregating SELECT the generator runs after the aggregate: neither the select list
         # nor GROUP BY sees them
         generated = {name.lower() for p in node.expressions if generator_call(p) is not None
-                     for name in _aliases(p)}
+                     for name in select_aliases(p)}
         aggregating = group is not None or any(
             is_aggregate(n) for p in node.expressions for n in p.walk(
                 prune=lambda n: isinstance(n, (exp.Query, exp.Subquery))))
@@ -273,7 +282,7 @@ class Resolver(NameResolver):
         for name, dtype in after_group.items():  # HAVING, ORDER BY: left as before
             frame.aliases.setdefault(name, dtype)
         if group is not None and grouping_sets(group):  # each expression is a column then
-            for item in _grouping_items(group):
+            for item in grouping_items(group):
                 self.annotator.annotate_expression(item)
                 name = self._generated(item)
                 if name is not None:
@@ -289,7 +298,7 @@ class Resolver(NameResolver):
         unique, rownums = unique_sets(node, outputs, single, self.refs_of, joined)
         return Shape(tuple((o.name, o.type) for o in outputs), open=open_, unique=unique,
                      rownums=rownums, unresolved=frozenset(unresolved),
-                     repeated=_repeated(outputs))
+                     repeated=repeated_names(outputs))
 
     def _relations(self, node: exp.Select) -> list[Shape | None]:
         """The shapes of ``node``'s FROM relation and of each JOIN's, in order (None: not
@@ -322,7 +331,7 @@ class Resolver(NameResolver):
         if isinstance(proj, exp.Column) and proj.is_star:
             return self._expand_one(proj, frame)
         if isinstance(proj, exp.Column) or (isinstance(proj, exp.Dot)
-                                            and isinstance(_dot_root(proj), exp.Column)):
+                                            and isinstance(dot_root(proj), exp.Column)):
             # a column, or a field of one: named after the column or the field; a field of
             # any other value (from_json(a).b) is named after its text, as an expression
             name = self.names.get(id(proj)) or proj.output_name
@@ -353,7 +362,7 @@ class Resolver(NameResolver):
         return (id(ref[0]), ref[1].lower()) if ref else None
 
     def _expand_all(self, star: exp.Star, frame: Frame) -> tuple[list[Output], bool]:
-        skip, reshaped, unsure = _star_except(star, frame)
+        skip, reshaped, unsure = star_except(star, frame)
         if not unsure and frame.sources and not any(src.open for _, src in frame.sources):
             known = {n.lower() for _, src in frame.sources for n in src.names}
             for item in star.args.get("except_") or []:
@@ -385,7 +394,7 @@ class Resolver(NameResolver):
         src = frame.source(prefix[0].name.lower()) if len(prefix) == 1 else None
         if src is None and len(prefix) == 1 and all(
                 s.find(prefix[0].name) is None for _, s in frame.sources):
-            src = _outer_source(frame, prefix[0].name.lower())  # t.* of an enclosing query's t
+            src = outer_source(frame, prefix[0].name.lower())  # t.* of an enclosing query's t
         if src is not None:
             if src is self.events:
                 self.analysis.star_over_events = True
@@ -397,124 +406,3 @@ class Resolver(NameResolver):
         self.resolve_column(probe, frame)
         fields = struct_fields(probe.type)
         return [Output(n, t, col) for n, t in fields], not fields
-
-
-def _dot_root(node: exp.Dot) -> exp.Expr:
-    """What a chain of field accesses starts from (``f(x)`` in ``f(x).a.b``)."""
-    root: exp.Expr = node
-    while isinstance(root, exp.Dot):
-        root = root.this
-    return root
-
-
-def _grouping_items(group: exp.Group) -> list[exp.Expr]:
-    """The expressions a GROUP BY with grouping sets groups by (not the plain columns, named
-    already), each once."""
-    items: list[exp.Expr] = []
-    stack = [e for key in ("expressions", "grouping_sets", "cube", "rollup")
-             for e in group.args.get(key) or []]
-    while stack:
-        item = stack.pop(0)
-        if isinstance(item, (exp.GroupingSets, exp.Cube, exp.Rollup, exp.Tuple)):
-            stack = list(item.expressions) + stack
-        elif isinstance(item, exp.Paren):
-            stack.insert(0, item.this)
-        elif not isinstance(item, (exp.Column, exp.Literal)):
-            items.append(item)
-    return items
-
-
-def _repeated(outputs: list[Output]) -> frozenset[str]:
-    """The lower-cased names two different output columns have: not one column selected
-    twice (``SELECT x, z, x``: one attribute, which Spark resolves without ambiguity)."""
-    origins: dict[str, set[object]] = {}
-    for out in outputs:
-        origins.setdefault(out.name.lower(), set()).add(out.origin or id(out))
-    return frozenset(name for name, seen in origins.items() if len(seen) > 1)
-
-
-def _outer_source(frame: Frame, alias: str) -> Shape | None:
-    """The relation ``alias`` of a query ``frame`` is correlated with (the nearest), or None."""
-    outer = frame.parent
-    while outer is not None:
-        src = outer.source(alias)
-        if src is not None:
-            return src
-        outer = outer.parent
-    return None
-
-
-def _aliases(projection: exp.Expr) -> list[str]:
-    """The names a select-list item gives its columns (``AS a``, ``AS (a, b)``)."""
-    if isinstance(projection, exp.Alias):
-        return [projection.alias]
-    if isinstance(projection, exp.Aliases):
-        return [i.name for i in projection.expressions]
-    return []
-
-
-def _star_except(star: exp.Star, frame: Frame) -> tuple[set[str], set[str], bool]:
-    """The lower-cased columns ``* EXCEPT (...)`` leaves out, those it keeps with a field
-    dropped, and whether an item names neither: ``a`` and ``t.a`` (``t`` a relation) leave out
-    ``a``; ``a.f`` (``a`` a column) and ``t.a.f`` drop the field ``f`` of ``a`` (its type is no
-    longer known); ``u.a`` (``u`` a relation name lint does not see, as after ``|> AS u``)
-    leaves the columns unsure (nothing is flagged against them)."""
-    skip: set[str] = set()
-    reshaped: set[str] = set()
-    unsure = False
-    for item in star.args.get("except_") or []:
-        parts: list[str] = []
-        node = item
-        while isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):
-            parts.insert(0, node.expression.name.lower())
-            node = node.this
-        if not isinstance(node, exp.Column):
-            continue
-        parts = [p.name.lower() for p in node.parts] + parts
-        if len(parts) > 1 and frame.source(parts[0]) is not None:
-            parts = parts[1:]
-        elif len(parts) > 1 and all(src.find(parts[0]) is None for _, src in frame.sources):
-            unsure = True
-        (skip if len(parts) == 1 else reshaped).add(parts[0])
-    return skip, reshaped, unsure
-
-
-def _join_columns(node: exp.Select, scope: Scope, frame: Frame) -> None:
-    """Record in ``frame`` the columns ``node``'s joins merge or drop: JOIN USING and NATURAL
-    JOIN columns are one column each (the joined relation's copy hidden), a SEMI or ANTI join's
-    relation only filters (all its columns hidden). A lateral's frame, whose sources are the
-    relations before it, gets those of the joins among them."""
-    position = {id(ref): i for i, (_, ref) in enumerate(scope.references)}
-    for join in node.args.get("joins") or []:
-        index = position.get(id(join.this), position.get(id(join.this.unnest())))
-        if index is None or index >= len(frame.sources):
-            continue
-        for column in _using(join, frame, index):
-            frame.hidden.add((index, column))
-            frame.using.append(column)
-        if join.args.get("kind") in ("SEMI", "ANTI"):  # only filters: none of its columns out
-            frame.hidden.update((index, n.lower()) for n, _ in frame.sources[index][1].columns)
-
-
-def _using(join: exp.Join, frame: Frame, index: int | None) -> list[str]:
-    """The lower-cased columns ``join`` joins on by name: its USING list, or for a NATURAL
-    JOIN the columns its relation shares with the relations before it (one column each, as
-    Spark resolves them)."""
-    if join.args.get("method") != "NATURAL":
-        return [ident.name.lower() for ident in join.args.get("using") or []]
-    if index is None or index >= len(frame.sources):
-        return []
-    before = {n.lower() for _, src in frame.sources[:index] for n, _ in src.columns}
-    return [n.lower() for n, _ in frame.sources[index][1].columns if n.lower() in before]
-
-
-def relation_selects(scope: Scope) -> Iterator[exp.Select]:
-    """The SELECTs whose rows make up ``scope``'s rows: its CTEs, itself, its UNION branches
-    and derived tables, outermost first (not scalar/IN/EXISTS subqueries nor lateral
-    subqueries, which only look values up per row)."""
-    for cte in scope.cte_scopes:
-        yield from relation_selects(cte)
-    if isinstance(scope.expression, exp.Select):
-        yield scope.expression
-    for child in (*scope.set_operation_scopes, *scope.derived_table_scopes):
-        yield from relation_selects(child)

@@ -15,8 +15,8 @@ from sqlglot.errors import ParseError, TokenError
 
 from runner.errors import Violation
 from runner.lint.context import ModelContext
-from runner.lint.resolve import relation_selects
 from runner.lint.rules import ModelRule, time_column
+from runner.lint.select_parts import relation_selects
 from runner.lint.spark_dialect import SPARK
 from runner.lint.unique import aggregates, identifies_window, time_window
 
