@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     sql = rendered_sql()
     started = time.perf_counter()
     from runner.lint.spark_parser import recognizers
+    from runner.lint.spark_parser.error_strategy import Refused
     load_seconds = time.perf_counter() - started
     passes: list[list[float]] = []
     refused = 0
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             t = time.perf_counter()
             try:
                 recognizers.parse(text)
-            except recognizers.Refused:
+            except Refused:
                 refused += 1
             times.append(time.perf_counter() - t)
         passes.append(times)

@@ -1,24 +1,20 @@
 """What Spark's analyser checks of a call's argument values, beyond each position's basic
-type (:mod:`.signatures` reads the calls and reports): a ``NULL`` literal where a function
-refuses one, a higher-order function given a constant of the wrong type where its function
-goes, constants out of range, ``pmod`` as the ``%`` it is, ``mask``'s replacement characters,
-``ceil``/``floor``'s scale, ``time_bucket``'s origin, ``to_binary``'s
-format, and arrays of another element type
-where a position casts no elements.
+type (:mod:`.calls` reads the calls, :mod:`.signatures` reports): a ``NULL`` literal where a
+function refuses one, a higher-order function given a constant of the wrong type where its
+function goes, constants out of range, ``pmod`` as the ``%`` it is, ``mask``'s replacement
+characters, ``ceil``/``floor``'s scale, ``time_bucket``'s origin, ``to_binary``'s format, and
+arrays of another element type where a position casts no elements.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from runner.lint.builtins import TYPE_NAMES, arg_type, operator_refuses, value_type
+from runner.lint.calls import Call
 from runner.lint.infer import element_type, is_known, parse_type, type_string
-
-if TYPE_CHECKING:
-    from runner.lint.signatures import Call
 
 __all__ = ["element_mismatch", "outer_kinds", "value_problem"]
 

@@ -64,7 +64,8 @@ def spark_type_error(text: str) -> str | None:
     ``'a INT, b STRING'`` or ``'array<int>'``), as ``DataType.fromDDL`` reads it: a data type,
     else a table schema, whose error is the data type's; None when either reads, or when the
     text is a JSON schema (``{...}``, ``DataType.fromJson``'s, left to Spark)."""
-    from runner.lint.spark_parser.recognizers import Refused, parse, unsupported_types
+    from runner.lint.spark_parser.error_strategy import Refused
+    from runner.lint.spark_parser.recognizers import parse, unsupported_types
 
     if text.lstrip().startswith("{"):
         return None
@@ -87,7 +88,8 @@ def _parse(sql: str) -> SparkSyntaxError | None:
     text's last character (not after trailing blank lines, outside the file's text)."""
     from antlr4 import Token
 
-    from runner.lint.spark_parser.recognizers import Refused, parse, reset_tables  # 0.3 s: ATNs
+    from runner.lint.spark_parser.error_strategy import Refused
+    from runner.lint.spark_parser.recognizers import parse, reset_tables  # 0.3 s: ATNs
 
     try:
         parse(sql)

@@ -11,7 +11,7 @@ scripts.spark_grammar.generate``); this module is the rest of what Spark's own
   Spark 4.2's defaults (:data:`FLAGS`);
 - the parser runs Spark's two stages: SLL prediction with a bail-out strategy, then, where that
   gave up, full LL with Spark's error strategy; the first error reported is the answer (Spark's
-  error listener throws on it), worded as Spark words it;
+  error listener throws on it), worded as Spark words it (:mod:`.error_strategy`);
 - the parse listeners Spark adds (``PostProcessor``: an identifier like ``a-b`` and a non-ASCII
   unquoted identifier are refused; ``UnclosedCommentProcessor``: an unclosed ``/*`` is refused
   when the statement ends), and the range of typed integer literals its AST builder checks
@@ -41,19 +41,17 @@ from antlr4.atn.Transition import Transition
 from antlr4.dfa.DFA import DFA
 from antlr4.error.Errors import (
     FailedPredicateException,
-    InputMismatchException,
     ParseCancellationException,
     RecognitionException,
 )
-from antlr4.error.ErrorStrategy import DefaultErrorStrategy
 from antlr4.ParserRuleContext import InterpreterRuleContext, ParserRuleContext
 from antlr4.PredictionContext import PredictionContextCache
 from antlr4.tree.Tree import ParseTreeListener, TerminalNode
 
+from runner.lint.spark_parser.error_strategy import Refused, SparkBail, SparkErrors
 from runner.lint.spark_parser.literals import out_of_range
 
-__all__ = ["FLAGS", "GRAMMAR", "Refused", "check_grammar", "parse", "reset_tables",
-           "unsupported_types"]
+__all__ = ["FLAGS", "GRAMMAR", "check_grammar", "parse", "reset_tables", "unsupported_types"]
 
 #: The parser's flags as Spark 4.2 sets them by default (``AbstractParser.configureParser``):
 #: each is the value of a session setting, and a model is parsed as a default session would.
@@ -162,72 +160,6 @@ LEXER_CODE: dict[str, Callable[[SparkLexer], Any]] = {
 }
 
 
-class Refused(Exception):
-    """Spark's parser refuses the text: ``message`` as Spark words it, at ``token``."""
-
-    def __init__(self, message: str, token: Token) -> None:
-        super().__init__(message)
-        self.message = message
-        self.token = token
-
-
-def _display(token: Token) -> str:
-    """A token as Spark names it in a message: ``'text'``, or ``end of input``."""
-    if token.type == Token.EOF:
-        return "end of input"
-    text = (token.text or "").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-    return f"'{text}'"
-
-
-def _syntax_error(token: Token) -> Refused:
-    """Spark's message, without the ``: extra input 'x'`` or ``: missing 'y'`` it adds in some
-    cases: which one depends on how its generated code reaches the error, which this loop does
-    not copy (the token and the position are the same)."""
-    return Refused(f"[PARSE_SYNTAX_ERROR] Syntax error at or near {_display(token)}", token)
-
-
-class _SparkErrors(DefaultErrorStrategy):  # type: ignore[misc]  # untyped runtime
-    """``SparkParserErrorStrategy`` with Spark's error listener: the first error reported
-    ends the parse (:class:`Refused`)."""
-
-    def reportInputMismatch(self, recognizer: Parser, e: InputMismatchException) -> None:  # noqa: ARG002 - runtime hook
-        raise _syntax_error(e.offendingToken)
-
-    def reportNoViableAlternative(self, recognizer: Parser, e: RecognitionException) -> None:  # noqa: ARG002 - runtime hook
-        raise _syntax_error(e.offendingToken)
-
-    def reportFailedPredicate(self, recognizer: Parser, e: FailedPredicateException) -> None:
-        raise _syntax_error(e.offendingToken or recognizer.getCurrentToken())
-
-    def reportUnwantedToken(self, recognizer: Parser) -> None:
-        if not self.inErrorRecoveryMode(recognizer):
-            raise _syntax_error(recognizer.getCurrentToken())
-
-    def reportMissingToken(self, recognizer: Parser) -> None:
-        if not self.inErrorRecoveryMode(recognizer):
-            raise _syntax_error(recognizer.getCurrentToken())
-
-
-class _SparkBail(_SparkErrors):
-    """``SparkParserBailErrorStrategy``: the SLL stage gives up (for the LL stage to try)
-    instead of recovering. It also gives up where Spark's would report: Spark's generated
-    code decides many one-token choices without prediction, and a mismatch there gives up; this
-    loop predicts at every choice, and SLL prediction can fail where LL's would not
-    (``SELECT 1 UNION SELECT 2``). The LL stage then reports, as Spark's does."""
-
-    def reportError(self, recognizer: Parser, e: RecognitionException) -> None:  # noqa: ARG002 - runtime hook
-        raise ParseCancellationException(e)
-
-    def recover(self, recognizer: Parser, e: RecognitionException) -> None:  # noqa: ARG002 - runtime hook
-        raise ParseCancellationException(e)
-
-    def recoverInline(self, recognizer: Parser) -> Token:
-        raise ParseCancellationException(InputMismatchException(recognizer))
-
-    def sync(self, recognizer: Parser) -> None:
-        pass
-
-
 def _pipe_start(parser: SparkParser) -> bool:
     """``isOperatorPipeStart()``: whether the token after ``|`` starts a pipe operator."""
     return (FLAGS["single_character_pipe_operator_enabled"]
@@ -309,7 +241,7 @@ class SparkParser(Parser):  # type: ignore[misc]  # untyped runtime
         super().__init__(tokens)
         self._interp = ParserATNSimulator(self, self.atn, self.decisionsToDFA, _PARSER_CACHE)
         self._interp.predictionMode = PredictionMode.SLL if sll else PredictionMode.LL
-        self._errHandler = _SparkBail() if sll else _SparkErrors()
+        self._errHandler = SparkBail() if sll else SparkErrors()
         self._parents: list[tuple[ParserRuleContext, int]] = []
         self.removeErrorListeners()
         self.post = _PostProcessor(lexer, tokens)
