@@ -39,14 +39,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
 
 from runner.demo import write_demo_files
 from runner.sinks.inspect import open_table
 from runner.sinks.tables import read_table
 from tests.connect.test_connect import MODELS, YML
+from tests.faults.test_enrichment_faults import PINNED, change
 from tests.support.connect_runs import run_client, start_client, wait_for
 from tests.support.projects import write_project
 from tests.support.reference import DEAD, actual_tables, expected_tables, valid_event
@@ -61,22 +60,7 @@ FIXED = (f"SELECT eventId, 100 / NULLIF(request.latency_ms - {BAD_LATENCY}, 0) A
 QUARANTINE = "expectation checked.no_5xx failed: status_code < 500"
 FILES = {
     **MODELS,
-    "models/sources.yml": """
-        sources:
-          - name: ref
-            tables:
-              - name: owners
-                path: ../dim
-                columns:
-                  - {name: endpoint, data_type: string}
-                  - {name: owner, data_type: string}
-    """,
-    "models/enriched.sql": """
-        SELECT e.eventId, e._batch_id AS batch, d.owner, t.tier
-        FROM parsed_events e
-        LEFT JOIN {{ source('ref', 'owners') }} d ON e.request.endpoint = d.endpoint
-        LEFT JOIN {{ ref('tiers') }} t ON e.request.endpoint = t.endpoint
-    """,
+    **PINNED,
     "models/checked.sql": """
         {{ config(expectations=[{'name': 'no_5xx', 'expr': 'status_code < 500',
                                  'on_violation': 'quarantine'}]) }}
@@ -103,11 +87,7 @@ class Walk:
 
     def change(self, label: str) -> None:
         """The source's owners and the seed's tiers say ``label`` from now on."""
-        write_deltalake(str(self.dim), pa.table({
-            "endpoint": list(ENDPOINTS), "owner": [f"{e}@{label}" for e in ENDPOINTS]}),
-            mode="overwrite")
-        (self.root / "seeds" / "tiers.csv").write_text(
-            "endpoint,tier\n" + "".join(f"{e},{e}@{label}\n" for e in ENDPOINTS))
+        change(self.root, self.dim, label, endpoints=ENDPOINTS)
         self.label = label
 
     def feed(self, *, bad: bool = False) -> None:

@@ -36,7 +36,9 @@ pytestmark = pytest.mark.spark
 ENDPOINTS = ("/a", "/b", "/c")
 YML = (BASE_YML.replace("  path: incoming\n", "  path: incoming\n  max_files_per_trigger: 1\n")
        + "parallelism: 1\n")
-FILES = {
+#: A source pinned per batch (a Delta table at ``../dim``) and a seed (``tiers``), joined by
+#: one model: what a replay must join at the versions its batch first read.
+PINNED = {
     "models/sources.yml": """
         sources:
           - name: ref
@@ -47,14 +49,17 @@ FILES = {
                   - {name: endpoint, data_type: string}
                   - {name: owner, data_type: string}
     """,
-    # `enriched` commits first (parallelism 1, plan order); the failpoint kills the process
-    # right after its commit of batch 1, before `owners` writes it
     "models/enriched.sql": """
         SELECT e.eventId, e._batch_id AS batch, d.owner, t.tier
         FROM parsed_events e
         LEFT JOIN {{ source('ref', 'owners') }} d ON e.request.endpoint = d.endpoint
         LEFT JOIN {{ ref('tiers') }} t ON e.request.endpoint = t.endpoint
     """,
+}
+FILES = {
+    # `enriched` commits first (parallelism 1, plan order); the failpoint kills the process
+    # right after its commit of batch 1, before `owners` writes it
+    **PINNED,
     "models/owners.sql": """
         SELECT e._batch_id AS batch, d.owner, t.tier, count(*) AS n
         FROM parsed_events e
@@ -78,14 +83,15 @@ FILES = {
 }
 
 
-def change(root: Path, dim: Path | str, label: str) -> None:
+def change(root: Path, dim: Path | str, label: str, *,
+           endpoints: tuple[str, ...] = ENDPOINTS) -> None:
     """The dimension's owners and the seed's tiers both say ``label`` from now on."""
-    write_deltalake(str(dim), pa.table({"endpoint": list(ENDPOINTS),
-                                        "owner": [f"{e}@{label}" for e in ENDPOINTS]}),
+    write_deltalake(str(dim), pa.table({"endpoint": list(endpoints),
+                                        "owner": [f"{e}@{label}" for e in endpoints]}),
                     mode="overwrite")
     (root / "seeds").mkdir(parents=True, exist_ok=True)
     (root / "seeds" / "tiers.csv").write_text(
-        "endpoint,tier\n" + "".join(f"{e},{e}@{label}\n" for e in ENDPOINTS))
+        "endpoint,tier\n" + "".join(f"{e},{e}@{label}\n" for e in endpoints))
 
 
 def feed(root: Path, n: int) -> None:
