@@ -151,6 +151,16 @@ class _Parser(SparkParser):
             return self.expression(exp.DataTypeParam(this=exp.var("ANY")))
         return super()._parse_type_size()
 
+    def _build_pipe_cte(self, query: exp.Query, expressions: list[exp.Expr],
+                        alias_cte: exp.TableAlias | None = None) -> exp.Select:
+        # `|> AS t`: sqlglot's select reads FROM the alias node itself; Spark reads the
+        # relation t (the CTE this builds), whose columns `t.x` then names
+        select = super()._build_pipe_cte(query, expressions, alias_cte)
+        from_ = select.args.get("from_")
+        if from_ is not None and isinstance(from_.this, exp.TableAlias):
+            from_.set("this", exp.Table(this=from_.this.this.copy()))
+        return select
+
     def _parse_pivot_aggregation(self) -> exp.Expr | None:
         index = self._index
         func = super()._parse_pivot_aggregation()

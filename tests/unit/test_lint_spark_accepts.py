@@ -63,6 +63,10 @@ ACCEPTED = [
     "SELECT TIMEDIFF(HOUR, current_timestamp(), current_timestamp()) AS d",
     "SELECT CURRENT_PATH = CURRENT_PATH() AS same",
     "SELECT j:a.b AS v, j:a AS w FROM (SELECT '{\"a\": {\"b\": 1}}' AS j FROM parsed_events)",
+    # `|> AS t` names the relation so far t (these two and their neighbours below: checked in a
+    # Spark 4.2 session, not in the corpus)
+    "SELECT * FROM parsed_events |> AS t |> WHERE t.eventId IS NOT NULL",
+    "FROM parsed_events |> AS t |> SELECT t.eventId",
 ]
 
 #: SQL Spark refuses -> the rule compile refuses it with (neighbours of the accepted SQL).
@@ -84,6 +88,8 @@ REFUSED = {
     _T + "SELECT a FROM t GROUP BY a HAVING (SELECT max(u.b) FROM t AS u WHERE max(u.b) = 1) = 1":
         "misplaced-aggregate",
     "SELECT j:a.b AS v FROM (SELECT '{}' AS k FROM parsed_events)": "unknown-column",
+    "FROM parsed_events |> AS t |> SELECT t.nope": "unknown-column",
+    "FROM parsed_events |> AS t |> SELECT parsed_events.eventId": "unknown-column",
 }
 
 
