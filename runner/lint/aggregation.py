@@ -6,17 +6,24 @@ commutative operands in one order), and :class:`Grouping`, what a SELECT's GROUP
 
 Shared by the rules that check aggregation (:mod:`.analysis`, :mod:`.clauses`,
 :mod:`.grouping`, :mod:`.aggregate_calls`, :mod:`.recursive_cte`), so each reads a SELECT's
-aggregates and groups one way. (:func:`runner.lint.unique.is_aggregate` is the narrower test
-name resolution uses: sqlglot's aggregate classes outside a window.)
+aggregates and groups one way; which calls are aggregates is :mod:`.aggregates`' (re-exported
+here for these rules).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from sqlglot import exp
 
-from runner.lint.builtins import aggregate_names
+from runner.lint.aggregates import (
+    AGGREGATE_NAMES,
+    NESTED,
+    grouping_aggregates,
+    is_aggregate_call,
+    is_window_function,
+    own_nodes,
+)
 from runner.lint.context import ModelContext
 from runner.lint.spark_names import aggregate_list, generator_inputs
 from runner.lint.unique import GROUPING_ID, grouping_sets, time_window
@@ -25,31 +32,6 @@ __all__ = ["AGGREGATE_NAMES", "NESTED", "Grouping", "aggregates_or_windows", "co
            "expression_key", "grouping_aggregates", "is_aggregate_call", "is_window_function",
            "own_nodes", "select_sources", "unalias"]
 
-#: Spark's aggregate functions (for the ones sqlglot parses as anonymous calls), from its registry.
-AGGREGATE_NAMES = aggregate_names()
-#: Nested queries: their nodes belong to their own SELECT.
-NESTED = (exp.Query, exp.Subquery)
-
-
-def is_aggregate_call(node: exp.Expr) -> bool:
-    """An aggregate call (window functions included: the caller knows which it walks)."""
-    if isinstance(node, exp.Anonymous):
-        return node.name.lower() in AGGREGATE_NAMES
-    if isinstance(node, exp.Filter):  # count(*) FILTER (WHERE ...): the filter is inside
-        return is_aggregate_call(node.this)
-    if isinstance(node, exp.Any):  # any(x) is bool_or; x = ANY (...), LIKE ANY (...) are not
-        return not (isinstance(node.parent, exp.Predicate) and node.parent.expression is node)
-    return isinstance(node, (exp.AggFunc, exp.WithinGroup))
-
-
-def is_window_function(node: exp.Expr) -> bool:
-    """``node`` is the function a window applies (``sum(x)`` in ``sum(x) OVER (...)``)."""
-    parent = node.parent
-    while isinstance(parent, (exp.IgnoreNulls, exp.RespectNulls, exp.WithinGroup, exp.Filter)) \
-            and parent.this is node:  # percentile_cont(p) WITHIN GROUP (...) OVER (...)
-        node, parent = parent, parent.parent
-    return isinstance(parent, exp.Window) and parent.this is node
-
 
 def aggregates_or_windows(ctx: ModelContext) -> bool:
     """Whether the model's query has any aggregate or window call (the shared index: no walk):
@@ -57,20 +39,6 @@ def aggregates_or_windows(ctx: ModelContext) -> bool:
     nodes = ctx.nodes
     return nodes.has(exp.AggFunc, exp.WithinGroup, exp.Window, exp.Any) or any(
         n.name.lower() in AGGREGATE_NAMES for n in nodes.of(exp.Anonymous))
-
-
-def own_nodes(root: exp.Expr | None) -> Iterator[exp.Expr]:
-    """Nodes under ``root`` that belong to its SELECT (nested queries left out)."""
-    if root is None:
-        return
-    yield from root.walk(prune=lambda n: isinstance(n, NESTED) and n is not root)
-
-
-def grouping_aggregates(root: exp.Expr | None) -> Iterator[exp.Expr]:
-    """Aggregate calls under ``root`` that aggregate its SELECT's rows (not window functions)."""
-    for node in own_nodes(root):
-        if is_aggregate_call(node) and not is_window_function(node):
-            yield node
 
 
 def column_path(node: exp.Expr) -> tuple[str, ...] | None:

@@ -33,6 +33,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, ScopeType
 
 from runner.errors import did_you_mean
+from runner.lint.aggregates import grouping_aggregates
 from runner.lint.infer import (
     UNKNOWN,
     generator_columns,
@@ -58,7 +59,6 @@ from runner.lint.spark_names import cast_column, generator_call, generator_input
 from runner.lint.unique import (
     GROUPING_ID,
     grouping_sets,
-    is_aggregate,
     time_window,
     unique_sets,
 )
@@ -245,8 +245,7 @@ class Resolver(NameResolver):
         generated = {name.lower() for p in node.expressions if generator_call(p) is not None
                      for name in select_aliases(p)}
         aggregating = group is not None or any(
-            is_aggregate(n) for p in node.expressions for n in p.walk(
-                prune=lambda n: isinstance(n, (exp.Query, exp.Subquery))))
+            next(grouping_aggregates(p), None) is not None for p in node.expressions)
         pending = set() if aggregating else set(generated)
         after_group: dict[str, exp.DataType] = {}
         for name in pending:

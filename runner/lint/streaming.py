@@ -14,11 +14,12 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from runner.errors import Violation
+from runner.lint.aggregates import grouping_aggregates
 from runner.lint.context import ModelContext
 from runner.lint.rules import ModelRule, time_column
 from runner.lint.select_parts import relation_selects
 from runner.lint.spark_dialect import SPARK
-from runner.lint.unique import aggregates, identifies_window, time_window
+from runner.lint.unique import identifies_window, time_window
 
 __all__ = ["AppendAggregate", "AppendWindow", "MergeKeyNotUnique", "NondeterministicMerge"]
 
@@ -137,7 +138,7 @@ def _group_items(select: exp.Select) -> list[exp.Expr]:
         return []
     if group.args.get("all"):
         return [p.this if isinstance(p, exp.Alias) else p for p in select.expressions
-                if next(aggregates(p), None) is None]
+                if next(grouping_aggregates(p), None) is None]
     stack: list[exp.Expr] = []
     for key in ("expressions", "grouping_sets", "cube", "rollup"):
         stack += group.args.get(key) or []
@@ -224,7 +225,7 @@ class AppendAggregate(ModelRule):
         ids = _event_ids(ctx)
         for select in relation_selects(ctx.scope):
             group = select.args.get("group")
-            agg = next((a for p in select.expressions for a in aggregates(p)), None)
+            agg = next((a for p in select.expressions for a in grouping_aggregates(p)), None)
             if group is None and agg is None:
                 continue
             items = _group_items(select)
@@ -245,7 +246,8 @@ class AppendAggregate(ModelRule):
             update = _merge_update(select, names)
             more = f", merge_update={update!r}" if update else ""
             others = [p.alias_or_name for p in select.expressions
-                      if next(aggregates(p), None) is not None and p.alias_or_name not in update]
+                      if next(grouping_aggregates(p), None) is not None
+                      and p.alias_or_name not in update]
             return ("accumulate across batches with config(materialized='merge', "
                     f"unique_key={keys!r}{more})"
                     + ("" if items else " over a constant key column ('all' AS <key>)")

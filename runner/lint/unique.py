@@ -21,11 +21,11 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from sqlglot import exp
 
+from runner.lint.aggregates import grouping_aggregates
 from runner.lint.join_keys import Key
 from runner.lint.shapes import Output, Shape
 
-__all__ = ["GROUPING_ID", "aggregates", "grouping_sets", "identifies_window", "is_aggregate",
-           "time_window", "unique_sets"]
+__all__ = ["GROUPING_ID", "grouping_sets", "identifies_window", "time_window", "unique_sets"]
 
 _RANKS = (exp.RowNumber, exp.Rank, exp.DenseRank)
 _TIME_WINDOWS = frozenset({"window", "session_window"})
@@ -66,20 +66,6 @@ def identifies_window(expr: exp.Expr, name: str, call: str) -> bool:
         return (expr.expression.name.lower() in _BOUNDS
                 and expr.this.sql(comments=False).lower() == call)
     return False
-
-
-def is_aggregate(node: exp.Expr) -> bool:
-    """An aggregate function call that aggregates rows of its own SELECT (not a window)."""
-    return isinstance(node, exp.AggFunc) and not isinstance(
-        node.find_ancestor(exp.Window, exp.Query), exp.Window)
-
-
-def aggregates(expression: exp.Expr) -> Iterator[exp.Expr]:
-    """Aggregate calls under ``expression`` that belong to its own SELECT level."""
-    for node in expression.walk(prune=lambda n: isinstance(n, (exp.Query, exp.Subquery))
-                                and n is not expression):
-        if is_aggregate(node):
-            yield node
 
 
 def _conjuncts(condition: exp.Expr | None) -> Iterator[exp.Expr]:
@@ -177,7 +163,8 @@ class _OutputNames:
 
 
 def _aggregated(outputs: list[Output]) -> bool:
-    return any(next(aggregates(o.expr), None) is not None for o in outputs if o.expr is not None)
+    return any(next(grouping_aggregates(o.expr), None) is not None
+               for o in outputs if o.expr is not None)
 
 
 def _grouping_sets(select: exp.Select, names: _OutputNames, aggregated: bool
@@ -188,8 +175,9 @@ def _grouping_sets(select: exp.Select, names: _OutputNames, aggregated: bool
     group = select.args.get("group")
     if group is not None:
         if group.args.get("all"):
-            unique.append(frozenset(o.name.lower() for o in names.outputs
-                                    if o.expr is None or next(aggregates(o.expr), None) is None))
+            unique.append(frozenset(
+                o.name.lower() for o in names.outputs
+                if o.expr is None or next(grouping_aggregates(o.expr), None) is None))
         else:
             unique.append(names.all_mapped(group.expressions))
     elif aggregated:
