@@ -194,6 +194,18 @@ def test_append_aggregate_over_a_cte_passed_through(tmp_path: Path) -> None:
     assert "'n': 'target.n + source.n'" in (v.hint or "")
 
 
+def test_append_aggregate_sees_every_aggregate_of_sparks_registry(tmp_path: Path) -> None:
+    """An aggregate sqlglot reads as an anonymous call (``every``, ``histogram_numeric``) is an
+    aggregate too, and so is one inside a window's argument (one test of aggregates for the whole
+    linter: runner/lint/aggregates.py)."""
+    result = lint_files(tmp_path, {
+        "m": "SELECT every(request.status = 200) AS ok FROM parsed_events",
+        "h": "SELECT histogram_numeric(request.status, 3) AS h FROM parsed_events",
+        "w": "SELECT sum(max(request.status)) OVER () AS s FROM parsed_events"})
+    for model in ("m", "h", "w"):
+        assert _one(result, "append-aggregate", model).rule == "append-aggregate"
+
+
 # -- merge-key-not-unique: time windows -------------------------------------------------------
 
 def test_time_window_start_is_a_unique_key(tmp_path: Path) -> None:
