@@ -36,6 +36,7 @@ from runner.lint.coercion import SparkType
 from runner.lint.context import ModelContext
 from runner.lint.expr_types import (
     case_values,
+    collation_of,
     if_values,
     known_types,
     map_parts,
@@ -182,7 +183,9 @@ class CommonType(ModelRule):
 
     def _listagg(self, ctx: ModelContext) -> Iterator[Violation]:
         """``listagg(x, sep)``/``string_agg``: a BINARY value with a STRING separator (or
-        the other way round) has no common type."""
+        the other way round) has no common type; nor have strings of two collations
+        (``ListAgg.checkInputDataTypes`` wants one type, and ``CollationTypeCoercion`` does
+        not merge listagg's inputs: ``listagg(x COLLATE utf8_lcase, ',')`` is refused)."""
         for node in ctx.nodes.of(exp.GroupConcat):
             value, separator = node.this, node.args.get("separator")
             while isinstance(value, (exp.Order, exp.Distinct)):
@@ -195,6 +198,14 @@ class CommonType(ModelRule):
                               f"value ({a}) and the separator ({b}) have no common type",
                               "a BINARY value takes a BINARY separator (X'2C'), a STRING one "
                               "a STRING separator")
+                continue
+            collations = _collations([value, separator])
+            if collations is not None:
+                yield self.at(ctx, node, "[DATATYPE_MISMATCH.DATA_DIFF_TYPES] listagg: the "
+                              f"value ({_string(collations[0])}) and the separator "
+                              f"({_string(collations[1])}) differ in collation",
+                              f"give the separator the value's: '...' COLLATE {collations[0]} "
+                              "(listagg does not merge collations)")
 
     def _functions(self, ctx: ModelContext) -> Iterator[Violation]:
         yield from self._listagg(ctx)
@@ -311,8 +322,15 @@ class CommonType(ModelRule):
             right = _branch_types(node.expression, selects)
             if left is None or right is None or len(left) != len(right):
                 continue
+            left_c, right_c = _branch_collations(node.this), _branch_collations(node.expression)
             for i, (a, b) in enumerate(zip(left, right)):
-                if a is None or b is None or co.wider(a, b) is not None:
+                if a is not None and b is not None and a.name == b.name == "string" and \
+                        left_c and right_c and len(left_c) == len(right_c):
+                    a, b = (co.SparkType("string", collation=c) for c in (left_c[i],
+                                                                            right_c[i]))
+                    if a.collation is None or b.collation is None or a == b:
+                        continue  # ANSI's string promotion merges no two collations
+                elif a is None or b is None or co.wider(a, b) is not None:
                     continue
                 op = type(node).__name__.upper()
                 yield self.at(ctx, node.expression, f"[INCOMPATIBLE_COLUMN_TYPE] {op}: column "
@@ -351,6 +369,29 @@ class CommonType(ModelRule):
                                   f"cast to {a}", f"cast column {i + 1} of the recursive query "
                                   f"to {a} (or the anchor's to {merged})")
                     break
+
+
+def _string(collation: str) -> str:
+    return str(co.SparkType("string", collation=collation))
+
+
+def _collations(nodes: Sequence[exp.Expr | None]) -> tuple[str, str] | None:
+    """Two string inputs' collations (:func:`~runner.lint.expr_types.collation_of`) when lint
+    is sure of both and they differ; None otherwise."""
+    found = [collation_of(n) if isinstance(n, exp.Expr) else None for n in nodes]
+    a, b = found
+    return (a, b) if a is not None and b is not None and a != b else None
+
+
+def _branch_collations(node: exp.Expr) -> list[str | None] | None:
+    """A query's string columns' collations where lint is sure of them (None per column
+    otherwise); None for anything but a SELECT without a star (a nested set operation too)."""
+    node = node.unnest()
+    if not isinstance(node, exp.Select) or any(
+            isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star)
+            for p in node.expressions):
+        return None
+    return [collation_of(p.this if isinstance(p, exp.Alias) else p) for p in node.expressions]
 
 
 def _branch_types(node: exp.Expr, selects: Mapping[int, list[Output]]

@@ -28,7 +28,8 @@ from sqlglot import exp
 from runner.lint import coercion as co
 from runner.lint.coercion import SparkType
 
-__all__ = ["case_values", "if_values", "known_types", "map_parts", "spark_type", "to_sqlglot"]
+__all__ = ["case_values", "collation_of", "if_values", "known_types", "map_parts", "spark_type",
+           "to_sqlglot"]
 
 T = exp.DType
 
@@ -162,6 +163,10 @@ def spark_type(node: exp.Expr | None) -> SparkType | None:
         return co.of(to) if isinstance(to, exp.DataType) else None
     if isinstance(node, exp.Interval):
         return _interval(node)
+    if isinstance(node, exp.Collate):
+        inner, name = spark_type(node.this), co.collation_name(node.expression)
+        return SparkType("string", collation=name) if inner is not None and \
+            inner.name == "string" and name else None
     if isinstance(node, (exp.Column, exp.Dot, exp.Bracket)):
         return co.of(node.type) if _known(node.type) else None
     if isinstance(node, exp.Neg):
@@ -172,6 +177,26 @@ def spark_type(node: exp.Expr | None) -> SparkType | None:
         a, b = spark_type(node.this), spark_type(node.expression)
         return _arithmetic(node, a, b) if a is not None and b is not None else None
     return _merging_type(node)
+
+
+def collation_of(node: exp.Expr) -> str | None:
+    """The collation of string-valued ``node`` where lint is sure of it: a ``COLLATE`` clause's,
+    a cast's or a column's type's (``STRING COLLATE x``), UTF8_BINARY for a string literal and
+    a cast of a non-string to plain STRING; None otherwise (another expression's collation
+    follows its inputs' by rules lint does not model, a name lint does not know)."""
+    node = node.unnest()
+    found = spark_type(node)
+    if found is None or found.name != "string":
+        return None
+    if found.collation is not None:
+        return co.known_collation(found)
+    if isinstance(node, exp.Literal):
+        return "UTF8_BINARY"
+    if isinstance(node, (exp.Cast, exp.TryCast)):
+        source = spark_type(node.this)
+        return "UTF8_BINARY" if source is not None and source.name not in (
+            "string", "void") else None
+    return None
 
 
 def _merging_type(node: exp.Expr) -> SparkType | None:
@@ -245,6 +270,8 @@ def to_sqlglot(t: SparkType) -> exp.DataType:
     """``t`` as sqlglot's type, spelled as the linter's other types are (a TIMESTAMP is what
     ``DataType.build('timestamp', dialect='spark')`` gives)."""
     atom = _ATOMS.get(t.name)
+    if t.collation is not None:
+        return exp.DataType(this=T.TEXT, collate=exp.to_identifier(t.collation))
     if atom is not None:
         return exp.DataType(this=atom)
     if t.name in ("array", "map"):
