@@ -43,7 +43,6 @@ __all__ = [
     "decimal_for",
     "force_nullable",
     "interval_of",
-    "known_collation",
     "map_of",
     "of",
     "of_string",
@@ -85,7 +84,7 @@ class SparkType:
         collation: a string's collation where the model spells one (``COLLATE x``, ``STRING
             COLLATE x``), upper-cased; None: the default (UTF8_BINARY) or not known. The
             merging rules here ignore it (Spark's ``CollationTypeCoercion`` settles
-            collations before them); :func:`known_collation` says when it is certain.
+            collations before them); :func:`.expr_types.collation_of` says when it is certain.
     """
 
     name: str
@@ -184,18 +183,6 @@ def collation_name(node: exp.Expr | None) -> str | None:
     if isinstance(node, exp.Dot):
         return collation_name(node.expression)
     return None
-
-
-#: Collations lint compares (Spark's built-in ones with fixed names); any other name (an ICU
-#: locale, specifiers in another order) may be one of these spelled differently: unsure.
-_COLLATIONS = frozenset(f"{base}{trim}" for base in ("UTF8_BINARY", "UTF8_LCASE", "UNICODE",
-                                                       "UNICODE_CI") for trim in ("", "_RTRIM"))
-
-
-def known_collation(t: SparkType) -> str | None:
-    """``t``'s collation when ``t`` is a STRING lint knows to carry one of Spark's built-in
-    collations; None otherwise (not a string, the default, not known, another name)."""
-    return t.collation if t.name == "string" and t.collation in _COLLATIONS else None
 
 
 def of(dtype: exp.DataType | None) -> SparkType | None:

@@ -6,7 +6,10 @@ rules), or its analyser refuses the model:
   ``listagg``'s value and separator: ``[DATATYPE_MISMATCH.DATA_DIFF_TYPES]``; ``map()``'s
   keys and values: ``[DATATYPE_MISMATCH.CREATE_MAP_KEY_DIFF_TYPES]``,
   ``[...CREATE_MAP_VALUE_DIFF_TYPES]``;
-- ``UNION``/``INTERSECT``/``EXCEPT`` columns: ``[INCOMPATIBLE_COLUMN_TYPE]``;
+- ``UNION``/``INTERSECT``/``EXCEPT`` columns: ``[INCOMPATIBLE_COLUMN_TYPE]``, strings of two
+  collations too (ANSI's string promotion merges none; ``listagg``'s value and separator
+  likewise: ``[DATATYPE_MISMATCH.DATA_DIFF_TYPES]``), where lint is sure of both
+  (:func:`~runner.lint.expr_types.collation_of`);
 - an array function's element and value (``array_contains``, ``array_insert``...):
   ``[DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES]``; ``map_contains_key``'s key:
   ``[DATATYPE_MISMATCH.MAP_FUNCTION_DIFF_TYPES]``; ``map_zip_with``'s keys:
@@ -38,6 +41,7 @@ from runner.lint.expr_types import (
     case_values,
     collation_of,
     if_values,
+    known_collation,
     known_types,
     map_parts,
     spark_type,
@@ -97,7 +101,8 @@ class CommonType(ModelRule):
     CASE, array(), IN, greatest/least, concat of arrays, map_concat
     ([DATATYPE_MISMATCH.DATA_DIFF_TYPES]), map() keys and values
     ([DATATYPE_MISMATCH.CREATE_MAP_KEY_DIFF_TYPES]...), UNION/INTERSECT/EXCEPT columns
-    ([INCOMPATIBLE_COLUMN_TYPE]), array and map functions' elements and keys
+    ([INCOMPATIBLE_COLUMN_TYPE]; strings of two collations too, as listagg's value and
+    separator), array and map functions' elements and keys
     ([DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES], [...MAP_FUNCTION_DIFF_TYPES],
     [...MAP_ZIP_WITH_DIFF_TYPES]), an operator's operands
     ([DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES]), a recursive CTE's recursive columns
@@ -322,15 +327,18 @@ class CommonType(ModelRule):
             right = _branch_types(node.expression, selects)
             if left is None or right is None or len(left) != len(right):
                 continue
-            left_c, right_c = _branch_collations(node.this), _branch_collations(node.expression)
+            collations = _paired(_branch_collations(node.this, selects),
+                                 _branch_collations(node.expression, selects), len(left))
             for i, (a, b) in enumerate(zip(left, right)):
-                if a is not None and b is not None and a.name == b.name == "string" and \
-                        left_c and right_c and len(left_c) == len(right_c):
-                    a, b = (co.SparkType("string", collation=c) for c in (left_c[i],
-                                                                            right_c[i]))
-                    if a.collation is None or b.collation is None or a == b:
-                        continue  # ANSI's string promotion merges no two collations
-                elif a is None or b is None or co.wider(a, b) is not None:
+                if a is None or b is None:
+                    continue
+                if a.name == b.name == "string":  # ANSI's string promotion merges no two
+                    ca, cb = collations[i]         # collations (findWiderTypeForString)
+                    if ca is None or cb is None or ca == cb:
+                        continue
+                    a, b = co.SparkType("string", collation=ca), co.SparkType(
+                        "string", collation=cb)
+                elif co.wider(a, b) is not None:
                     continue
                 op = type(node).__name__.upper()
                 yield self.at(ctx, node.expression, f"[INCOMPATIBLE_COLUMN_TYPE] {op}: column "
@@ -383,14 +391,27 @@ def _collations(nodes: Sequence[exp.Expr | None]) -> tuple[str, str] | None:
     return (a, b) if a is not None and b is not None and a != b else None
 
 
-def _branch_collations(node: exp.Expr) -> list[str | None] | None:
+def _paired(left: list[str | None] | None, right: list[str | None] | None, n: int
+            ) -> list[tuple[str | None, str | None]]:
+    if left is None or right is None or len(left) != n or len(right) != n:
+        return [(None, None)] * n
+    return list(zip(left, right))
+
+
+def _branch_collations(node: exp.Expr, selects: Mapping[int, list[Output]]
+                       ) -> list[str | None] | None:
     """A query's string columns' collations where lint is sure of them (None per column
-    otherwise); None for anything but a SELECT without a star (a nested set operation too)."""
+    otherwise); None for anything but a SELECT (a nested set operation too)."""
     node = node.unnest()
-    if not isinstance(node, exp.Select) or any(
-            isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star)
-            for p in node.expressions):
+    if not isinstance(node, exp.Select):
         return None
+    if any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star)
+           for p in node.expressions):
+        outputs = selects.get(id(node))  # a star: name resolution's columns
+        if outputs is None:
+            return None
+        types = [co.of(o.type) if is_known(o.type) else None for o in outputs]
+        return [known_collation(t) if t is not None else None for t in types]
     return [collation_of(p.this if isinstance(p, exp.Alias) else p) for p in node.expressions]
 
 

@@ -16,6 +16,10 @@ a ref'd model computes this way carry Spark's types). It imports nothing of the 
 'DECIMAL(21,1)'
 >>> str(spark_type(sqlglot.parse_one("array(1, 2.50)", read="spark")))
 'ARRAY<DECIMAL(12,2)>'
+>>> str(spark_type(sqlglot.parse_one("'a' COLLATE utf8_lcase", read="spark")))
+'STRING COLLATE UTF8_LCASE'
+>>> collation_of(sqlglot.parse_one("','", read="spark"))
+'UTF8_BINARY'
 """
 
 from __future__ import annotations
@@ -28,8 +32,8 @@ from sqlglot import exp
 from runner.lint import coercion as co
 from runner.lint.coercion import SparkType
 
-__all__ = ["case_values", "collation_of", "if_values", "known_types", "map_parts", "spark_type",
-           "to_sqlglot"]
+__all__ = ["case_values", "collation_of", "if_values", "known_collation", "known_types",
+           "map_parts", "spark_type", "to_sqlglot"]
 
 T = exp.DType
 
@@ -179,6 +183,18 @@ def spark_type(node: exp.Expr | None) -> SparkType | None:
     return _merging_type(node)
 
 
+#: Collations lint compares (Spark's built-in ones with fixed names); any other name (an ICU
+#: locale, specifiers in another order) may be one of these spelled differently: unsure.
+_COLLATIONS = frozenset(f"{base}{trim}" for base in ("UTF8_BINARY", "UTF8_LCASE", "UNICODE",
+                                                       "UNICODE_CI") for trim in ("", "_RTRIM"))
+
+
+def known_collation(t: SparkType) -> str | None:
+    """``t``'s collation when ``t`` is a STRING lint knows to carry one of Spark's built-in
+    collations; None otherwise (not a string, the default, not known, another name)."""
+    return t.collation if t.name == "string" and t.collation in _COLLATIONS else None
+
+
 def collation_of(node: exp.Expr) -> str | None:
     """The collation of string-valued ``node`` where lint is sure of it: a ``COLLATE`` clause's,
     a cast's or a column's type's (``STRING COLLATE x``), UTF8_BINARY for a string literal and
@@ -189,7 +205,7 @@ def collation_of(node: exp.Expr) -> str | None:
     if found is None or found.name != "string":
         return None
     if found.collation is not None:
-        return co.known_collation(found)
+        return known_collation(found)
     if isinstance(node, exp.Literal):
         return "UTF8_BINARY"
     if isinstance(node, (exp.Cast, exp.TryCast)):

@@ -81,6 +81,13 @@ INVALID: dict[str, tuple[str, str, tuple[int, int]]] = {
     "except_collation_and_literal": (f"SELECT CAST(eventId AS STRING COLLATE UTF8_LCASE) {P}\n"
                                      f"EXCEPT SELECT 'a' {P}", "INCOMPATIBLE_COLUMN_TYPE",
                                      (2, 15)),
+    "union_collated_column": (f"SELECT c FROM (SELECT eventId COLLATE utf8_lcase AS c {P}) t\n"
+                              f"UNION SELECT 'a' {P}", "INCOMPATIBLE_COLUMN_TYPE", (2, 14)),
+    "union_star_collations": (f"SELECT * FROM (SELECT eventId COLLATE utf8_lcase AS c {P}) t\n"
+                              f"UNION SELECT eventId COLLATE unicode {P}",
+                              "INCOMPATIBLE_COLUMN_TYPE", (2, 14)),
+    "listagg_collated_column": (f"WITH t AS (SELECT eventId COLLATE utf8_lcase AS c {P})\n"
+                                "SELECT listagg(c, ',') AS x FROM t", DIFF, (2, 16)),
     "listagg_collation": (f"SELECT listagg(eventId COLLATE utf8_lcase, ',') AS x {P}",
                           DIFF, (1, 16)),
     "listagg_distinct_cast_collation": (
@@ -144,6 +151,16 @@ VALID: dict[str, str] = {
     "listagg_collations": f"SELECT listagg(eventId COLLATE utf8_lcase) AS a,\n"
                           f"  listagg(eventId COLLATE utf8_lcase, ',' COLLATE utf8_lcase) AS b,\n"
                           f"  listagg(eventId COLLATE utf8_binary, ',') AS c {P}",
+    # collations lint does not follow (Spark: UTF8_LCASE on both sides): unsure, so passed
+    "collations_followed": f"SELECT upper(eventId COLLATE utf8_lcase) AS a,\n"
+                           f"  CASE WHEN true THEN eventId COLLATE utf8_lcase ELSE 'a' END AS b,\n"
+                           f"  coalesce('a', eventId COLLATE utf8_lcase) AS c {P}\nUNION\n"
+                           f"SELECT eventId COLLATE utf8_lcase, eventId COLLATE utf8_lcase,\n"
+                           f"  eventId COLLATE utf8_lcase {P}",
+    "collations_from_subquery": f"SELECT max(upper(c)) AS u, max_by(c, 1) AS m\n"
+                                f"FROM (SELECT eventId COLLATE utf8_lcase AS c {P}) t\nUNION\n"
+                                f"SELECT eventId COLLATE utf8_lcase, eventId COLLATE utf8_lcase"
+                                f" {P}",
     "merged_collations": f"SELECT coalesce(eventId COLLATE utf8_lcase, 'a') AS d {P}\n"
                          f"WHERE eventId COLLATE utf8_lcase = 'A'",
 }
