@@ -39,6 +39,7 @@ __all__ = [
     "SparkType",
     "array",
     "binary_common_type",
+    "collation_name",
     "decimal_for",
     "force_nullable",
     "interval_of",
@@ -80,6 +81,10 @@ class SparkType:
         scale: a decimal's scale; an interval's end field.
         args: an array's element type, a map's key and value types, a struct's field types.
         names: a struct's field names.
+        collation: a string's collation where the model spells one (``COLLATE x``, ``STRING
+            COLLATE x``), upper-cased; None: the default (UTF8_BINARY) or not known. The
+            merging rules here ignore it (Spark's ``CollationTypeCoercion`` settles
+            collations before them); :func:`.expr_types.collation_of` says when it is certain.
     """
 
     name: str
@@ -87,6 +92,7 @@ class SparkType:
     scale: int = 0
     args: tuple[SparkType, ...] = ()
     names: tuple[str, ...] = ()
+    collation: str | None = None
 
     def __str__(self) -> str:
         """Spark's SQL spelling, as its error messages name types."""
@@ -102,6 +108,8 @@ class SparkType:
             return f"MAP<{self.args[0]}, {self.args[1]}>"
         if self.name == "struct":
             return "STRUCT<" + ", ".join(f"{n}: {t}" for n, t in zip(self.names, self.args)) + ">"
+        if self.collation and self.collation != "UTF8_BINARY":
+            return f"STRING COLLATE {self.collation}"
         return self.name.upper()
 
     @property
@@ -166,11 +174,27 @@ def interval_of(unit: exp.Expr | None) -> SparkType | None:
     return None
 
 
+def collation_name(node: exp.Expr | None) -> str | None:
+    """The collation a ``COLLATE`` clause names (``utf8_lcase``, ```UNICODE_CI```,
+    ``SYSTEM.BUILTIN.UTF8_LCASE``), upper-cased; None for anything else."""
+    if isinstance(node, (exp.Var, exp.Identifier, exp.Column)) or (
+            isinstance(node, exp.Literal) and node.is_string):
+        return node.name.upper() or None
+    if isinstance(node, exp.Dot):
+        return collation_name(node.expression)
+    return None
+
+
 def of(dtype: exp.DataType | None) -> SparkType | None:
-    """``dtype`` in this model; None when it is unknown or a type this model lacks (a collated
-    string, VARIANT, a legacy calendar interval, a user-defined type...): callers then pass."""
-    if not isinstance(dtype, exp.DataType) or dtype.args.get("collate") is not None:
+    """``dtype`` in this model; None when it is unknown or a type this model lacks (VARIANT, a
+    legacy calendar interval, a user-defined type...): callers then pass."""
+    if not isinstance(dtype, exp.DataType):
         return None
+    collate = dtype.args.get("collate")
+    if collate is not None:
+        name = collation_name(collate)
+        return SparkType("string", collation=name) if name and dtype.this in (
+            T.TEXT, T.VARCHAR, T.CHAR) else None
     kind = dtype.this
     if isinstance(kind, exp.Interval):
         return interval_of(kind.args.get("unit"))
@@ -317,9 +341,10 @@ def _complex(a: SparkType, b: SparkType, find: _Finder) -> SparkType | None:
 
 
 def tightest(a: SparkType, b: SparkType) -> SparkType | None:
-    """``AnsiTypeCoercion.findTightestCommonType``: the common type no value is lost in."""
+    """``AnsiTypeCoercion.findTightestCommonType``: the common type no value is lost in (two
+    strings of different collations: a STRING of a collation not known)."""
     if same_type(a, b):
-        return a
+        return SparkType("string") if a.collation != b.collation else a
     if a.name == "void":
         return b
     if b.name == "void":

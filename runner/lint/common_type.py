@@ -6,7 +6,10 @@ rules), or its analyser refuses the model:
   ``listagg``'s value and separator: ``[DATATYPE_MISMATCH.DATA_DIFF_TYPES]``; ``map()``'s
   keys and values: ``[DATATYPE_MISMATCH.CREATE_MAP_KEY_DIFF_TYPES]``,
   ``[...CREATE_MAP_VALUE_DIFF_TYPES]``;
-- ``UNION``/``INTERSECT``/``EXCEPT`` columns: ``[INCOMPATIBLE_COLUMN_TYPE]``;
+- ``UNION``/``INTERSECT``/``EXCEPT`` columns: ``[INCOMPATIBLE_COLUMN_TYPE]``, strings of two
+  collations too (ANSI's string promotion merges none; ``listagg``'s value and separator
+  likewise: ``[DATATYPE_MISMATCH.DATA_DIFF_TYPES]``), where lint is sure of both
+  (:func:`~runner.lint.expr_types.collation_of`);
 - an array function's element and value (``array_contains``, ``array_insert``...):
   ``[DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES]``; ``map_contains_key``'s key:
   ``[DATATYPE_MISMATCH.MAP_FUNCTION_DIFF_TYPES]``; ``map_zip_with``'s keys:
@@ -36,7 +39,9 @@ from runner.lint.coercion import SparkType
 from runner.lint.context import ModelContext
 from runner.lint.expr_types import (
     case_values,
+    collation_of,
     if_values,
+    known_collation,
     known_types,
     map_parts,
     spark_type,
@@ -96,7 +101,8 @@ class CommonType(ModelRule):
     CASE, array(), IN, greatest/least, concat of arrays, map_concat
     ([DATATYPE_MISMATCH.DATA_DIFF_TYPES]), map() keys and values
     ([DATATYPE_MISMATCH.CREATE_MAP_KEY_DIFF_TYPES]...), UNION/INTERSECT/EXCEPT columns
-    ([INCOMPATIBLE_COLUMN_TYPE]), array and map functions' elements and keys
+    ([INCOMPATIBLE_COLUMN_TYPE]; strings of two collations too, as listagg's value and
+    separator), array and map functions' elements and keys
     ([DATATYPE_MISMATCH.ARRAY_FUNCTION_DIFF_TYPES], [...MAP_FUNCTION_DIFF_TYPES],
     [...MAP_ZIP_WITH_DIFF_TYPES]), an operator's operands
     ([DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES]), a recursive CTE's recursive columns
@@ -182,7 +188,9 @@ class CommonType(ModelRule):
 
     def _listagg(self, ctx: ModelContext) -> Iterator[Violation]:
         """``listagg(x, sep)``/``string_agg``: a BINARY value with a STRING separator (or
-        the other way round) has no common type."""
+        the other way round) has no common type; nor have strings of two collations
+        (``ListAgg.checkInputDataTypes`` wants one type, and ``CollationTypeCoercion`` does
+        not merge listagg's inputs: ``listagg(x COLLATE utf8_lcase, ',')`` is refused)."""
         for node in ctx.nodes.of(exp.GroupConcat):
             value, separator = node.this, node.args.get("separator")
             while isinstance(value, (exp.Order, exp.Distinct)):
@@ -195,6 +203,14 @@ class CommonType(ModelRule):
                               f"value ({a}) and the separator ({b}) have no common type",
                               "a BINARY value takes a BINARY separator (X'2C'), a STRING one "
                               "a STRING separator")
+                continue
+            collations = _collations([value, separator])
+            if collations is not None:
+                yield self.at(ctx, node, "[DATATYPE_MISMATCH.DATA_DIFF_TYPES] listagg: the "
+                              f"value ({_string(collations[0])}) and the separator "
+                              f"({_string(collations[1])}) differ in collation",
+                              f"give the separator the value's: '...' COLLATE {collations[0]} "
+                              "(listagg does not merge collations)")
 
     def _functions(self, ctx: ModelContext) -> Iterator[Violation]:
         yield from self._listagg(ctx)
@@ -311,8 +327,18 @@ class CommonType(ModelRule):
             right = _branch_types(node.expression, selects)
             if left is None or right is None or len(left) != len(right):
                 continue
+            collations = _paired(_branch_collations(node.this, selects),
+                                 _branch_collations(node.expression, selects), len(left))
             for i, (a, b) in enumerate(zip(left, right)):
-                if a is None or b is None or co.wider(a, b) is not None:
+                if a is None or b is None:
+                    continue
+                if a.name == b.name == "string":  # ANSI's string promotion merges no two
+                    ca, cb = collations[i]         # collations (findWiderTypeForString)
+                    if ca is None or cb is None or ca == cb:
+                        continue
+                    a, b = co.SparkType("string", collation=ca), co.SparkType(
+                        "string", collation=cb)
+                elif co.wider(a, b) is not None:
                     continue
                 op = type(node).__name__.upper()
                 yield self.at(ctx, node.expression, f"[INCOMPATIBLE_COLUMN_TYPE] {op}: column "
@@ -351,6 +377,42 @@ class CommonType(ModelRule):
                                   f"cast to {a}", f"cast column {i + 1} of the recursive query "
                                   f"to {a} (or the anchor's to {merged})")
                     break
+
+
+def _string(collation: str) -> str:
+    return str(co.SparkType("string", collation=collation))
+
+
+def _collations(nodes: Sequence[exp.Expr | None]) -> tuple[str, str] | None:
+    """Two string inputs' collations (:func:`~runner.lint.expr_types.collation_of`) when lint
+    is sure of both and they differ; None otherwise."""
+    found = [collation_of(n) if isinstance(n, exp.Expr) else None for n in nodes]
+    a, b = found
+    return (a, b) if a is not None and b is not None and a != b else None
+
+
+def _paired(left: list[str | None] | None, right: list[str | None] | None, n: int
+            ) -> list[tuple[str | None, str | None]]:
+    if left is None or right is None or len(left) != n or len(right) != n:
+        return [(None, None)] * n
+    return list(zip(left, right))
+
+
+def _branch_collations(node: exp.Expr, selects: Mapping[int, list[Output]]
+                       ) -> list[str | None] | None:
+    """A query's string columns' collations where lint is sure of them (None per column
+    otherwise); None for anything but a SELECT (a nested set operation too)."""
+    node = node.unnest()
+    if not isinstance(node, exp.Select):
+        return None
+    if any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star)
+           for p in node.expressions):
+        outputs = selects.get(id(node))  # a star: name resolution's columns
+        if outputs is None:
+            return None
+        types = [co.of(o.type) if is_known(o.type) else None for o in outputs]
+        return [known_collation(t) if t is not None else None for t in types]
+    return [collation_of(p.this if isinstance(p, exp.Alias) else p) for p in node.expressions]
 
 
 def _branch_types(node: exp.Expr, selects: Mapping[int, list[Output]]

@@ -16,6 +16,10 @@ a ref'd model computes this way carry Spark's types). It imports nothing of the 
 'DECIMAL(21,1)'
 >>> str(spark_type(sqlglot.parse_one("array(1, 2.50)", read="spark")))
 'ARRAY<DECIMAL(12,2)>'
+>>> str(spark_type(sqlglot.parse_one("'a' COLLATE utf8_lcase", read="spark")))
+'STRING COLLATE UTF8_LCASE'
+>>> collation_of(sqlglot.parse_one("','", read="spark"))
+'UTF8_BINARY'
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from sqlglot import exp
 from runner.lint import coercion as co
 from runner.lint.coercion import SparkType
 
-__all__ = ["case_values", "if_values", "known_types", "map_parts", "spark_type", "to_sqlglot"]
+__all__ = ["case_values", "collation_of", "if_values", "known_collation", "known_types",
+           "map_parts", "spark_type", "to_sqlglot"]
 
 T = exp.DType
 
@@ -162,6 +167,10 @@ def spark_type(node: exp.Expr | None) -> SparkType | None:
         return co.of(to) if isinstance(to, exp.DataType) else None
     if isinstance(node, exp.Interval):
         return _interval(node)
+    if isinstance(node, exp.Collate):
+        inner, name = spark_type(node.this), co.collation_name(node.expression)
+        return SparkType("string", collation=name) if inner is not None and \
+            inner.name == "string" and name else None
     if isinstance(node, (exp.Column, exp.Dot, exp.Bracket)):
         return co.of(node.type) if _known(node.type) else None
     if isinstance(node, exp.Neg):
@@ -172,6 +181,38 @@ def spark_type(node: exp.Expr | None) -> SparkType | None:
         a, b = spark_type(node.this), spark_type(node.expression)
         return _arithmetic(node, a, b) if a is not None and b is not None else None
     return _merging_type(node)
+
+
+#: Collations lint compares (Spark's built-in ones with fixed names); any other name (an ICU
+#: locale, specifiers in another order) may be one of these spelled differently: unsure.
+_COLLATIONS = frozenset(f"{base}{trim}" for base in ("UTF8_BINARY", "UTF8_LCASE", "UNICODE",
+                                                       "UNICODE_CI") for trim in ("", "_RTRIM"))
+
+
+def known_collation(t: SparkType) -> str | None:
+    """``t``'s collation when ``t`` is a STRING lint knows to carry one of Spark's built-in
+    collations; None otherwise (not a string, the default, not known, another name)."""
+    return t.collation if t.name == "string" and t.collation in _COLLATIONS else None
+
+
+def collation_of(node: exp.Expr) -> str | None:
+    """The collation of string-valued ``node`` where lint is sure of it: a ``COLLATE`` clause's,
+    a cast's or a column's type's (``STRING COLLATE x``), UTF8_BINARY for a string literal and
+    a cast of a non-string to plain STRING; None otherwise (another expression's collation
+    follows its inputs' by rules lint does not model, a name lint does not know)."""
+    node = node.unnest()
+    found = spark_type(node)
+    if found is None or found.name != "string":
+        return None
+    if found.collation is not None:
+        return known_collation(found)
+    if isinstance(node, exp.Literal):
+        return "UTF8_BINARY"
+    if isinstance(node, (exp.Cast, exp.TryCast)):
+        source = spark_type(node.this)
+        return "UTF8_BINARY" if source is not None and source.name not in (
+            "string", "void") else None
+    return None
 
 
 def _merging_type(node: exp.Expr) -> SparkType | None:
@@ -245,6 +286,8 @@ def to_sqlglot(t: SparkType) -> exp.DataType:
     """``t`` as sqlglot's type, spelled as the linter's other types are (a TIMESTAMP is what
     ``DataType.build('timestamp', dialect='spark')`` gives)."""
     atom = _ATOMS.get(t.name)
+    if t.collation is not None:
+        return exp.DataType(this=T.TEXT, collate=exp.to_identifier(t.collation))
     if atom is not None:
         return exp.DataType(this=atom)
     if t.name in ("array", "map"):

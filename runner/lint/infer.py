@@ -267,8 +267,8 @@ _MERGING = (exp.Coalesce, exp.If, exp.Case, exp.Greatest, exp.Least, exp.Array, 
 
 def _spark_merged(base: Callable[[TypeAnnotator, exp.Expr], Any] | None
                   ) -> Callable[[TypeAnnotator, exp.Expr], Any]:
-    """Spark's type of a merging expression (:mod:`.expr_types`) where it knows every input's,
-    else ``base``'s (sqlglot's)."""
+    """Spark's type of a merging expression or a ``COLLATE`` (:mod:`.expr_types`) where it
+    knows every input's, else ``base``'s (sqlglot's)."""
 
     def annotate(self: TypeAnnotator, e: exp.Expr) -> Any:
         found = spark_type(e)
@@ -303,7 +303,7 @@ def _overrides() -> dict[type[exp.Expr], dict[str, Any]]:
         if cls is not None:
             out[cls] = {"annotator": _returns("INT")}
     spark = Dialect.get_or_raise("spark").EXPRESSION_METADATA
-    for cls in _MERGING:
+    for cls in (*_MERGING, exp.Collate):  # COLLATE: its string type carries the collation
         base = (out.get(cls) or spark.get(cls) or {}).get("annotator")
         out[cls] = {"annotator": _spark_merged(base)}
     return out

@@ -73,6 +73,26 @@ INVALID: dict[str, tuple[str, str, tuple[int, int]]] = {
     "in_subquery": (f"SELECT eventId {P}\nWHERE `timestamp` IN (SELECT request.latency_ms {P})",
                     "DATATYPE_MISMATCH.IN_SUBQUERY_DATA_TYPE_MISMATCH", (2, 7)),
     "listagg_binary": (f"SELECT listagg(CAST(eventId AS BINARY), ',') AS x {P}", DIFF, (1, 21)),
+    # strings of two collations: no common type across a set operation, nor for listagg,
+    # whose inputs CollationTypeCoercion leaves alone (the separator ',' is UTF8_BINARY)
+    "union_collations": (f"SELECT eventId COLLATE utf8_lcase AS e {P}\nUNION\n"
+                         f"SELECT eventId COLLATE unicode_ci {P}", "INCOMPATIBLE_COLUMN_TYPE",
+                         (3, 8)),
+    "except_collation_and_literal": (f"SELECT CAST(eventId AS STRING COLLATE UTF8_LCASE) {P}\n"
+                                     f"EXCEPT SELECT 'a' {P}", "INCOMPATIBLE_COLUMN_TYPE",
+                                     (2, 15)),
+    "union_collated_column": (f"SELECT c FROM (SELECT eventId COLLATE utf8_lcase AS c {P}) t\n"
+                              f"UNION SELECT 'a' {P}", "INCOMPATIBLE_COLUMN_TYPE", (2, 14)),
+    "union_star_collations": (f"SELECT * FROM (SELECT eventId COLLATE utf8_lcase AS c {P}) t\n"
+                              f"UNION SELECT eventId COLLATE unicode {P}",
+                              "INCOMPATIBLE_COLUMN_TYPE", (2, 14)),
+    "listagg_collated_column": (f"WITH t AS (SELECT eventId COLLATE utf8_lcase AS c {P})\n"
+                                "SELECT listagg(c, ',') AS x FROM t", DIFF, (2, 16)),
+    "listagg_collation": (f"SELECT listagg(eventId COLLATE utf8_lcase, ',') AS x {P}",
+                          DIFF, (1, 16)),
+    "listagg_distinct_cast_collation": (
+        "SELECT listagg(DISTINCT CAST(eventId AS STRING COLLATE UNICODE), ',')\n"
+        f"  WITHIN GROUP (ORDER BY eventId) AS x {P}", DIFF, (1, 30)),
 }
 
 #: Valid neighbours: the same constructs whose inputs Spark merges (each analysed by Spark).
@@ -123,6 +143,26 @@ VALID: dict[str, str] = {
                     "  map_zip_with(b, c, (k, v1, v2) -> v1) AS y FROM m",
     "union_null": f"SELECT NULL AS e {P}\nUNION ALL\nSELECT errors {P}",
     "listagg": f"SELECT listagg(eventId, ',') AS a, listagg(CAST(eventId AS BINARY)) AS b {P}",
+    "collations": f"SELECT eventId COLLATE utf8_lcase AS a {P}\nUNION\n"
+                  f"SELECT eventId COLLATE UTF8_LCASE {P}\nUNION\n"
+                  f"SELECT lower(eventId COLLATE utf8_lcase) {P}",
+    "collations_utf8_binary": f"SELECT eventId COLLATE utf8_binary AS a {P}\nUNION ALL\n"
+                              f"SELECT 'x' {P}",
+    "listagg_collations": f"SELECT listagg(eventId COLLATE utf8_lcase) AS a,\n"
+                          f"  listagg(eventId COLLATE utf8_lcase, ',' COLLATE utf8_lcase) AS b,\n"
+                          f"  listagg(eventId COLLATE utf8_binary, ',') AS c {P}",
+    # collations lint does not follow (Spark: UTF8_LCASE on both sides): unsure, so passed
+    "collations_followed": f"SELECT upper(eventId COLLATE utf8_lcase) AS a,\n"
+                           f"  CASE WHEN true THEN eventId COLLATE utf8_lcase ELSE 'a' END AS b,\n"
+                           f"  coalesce('a', eventId COLLATE utf8_lcase) AS c {P}\nUNION\n"
+                           f"SELECT eventId COLLATE utf8_lcase, eventId COLLATE utf8_lcase,\n"
+                           f"  eventId COLLATE utf8_lcase {P}",
+    "collations_from_subquery": f"SELECT max(upper(c)) AS u, max_by(c, 1) AS m\n"
+                                f"FROM (SELECT eventId COLLATE utf8_lcase AS c {P}) t\nUNION\n"
+                                f"SELECT eventId COLLATE utf8_lcase, eventId COLLATE utf8_lcase"
+                                f" {P}",
+    "merged_collations": f"SELECT coalesce(eventId COLLATE utf8_lcase, 'a') AS d {P}\n"
+                         f"WHERE eventId COLLATE utf8_lcase = 'A'",
 }
 
 
