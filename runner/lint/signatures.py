@@ -38,6 +38,7 @@ from runner.lint.coercion import MAX_PRECISION
 from runner.lint.context import ModelContext
 from runner.lint.infer import element_type, is_, is_known, type_string
 from runner.lint.rules import ModelRule
+from runner.lint.spatial import spatial_type
 from runner.lint.sql_tokens import tokens as sql_tokens
 from runner.lint.sql_tokens import violation_at
 
@@ -277,7 +278,7 @@ class ArgumentType(ModelRule):
                 continue
             if node.args.get("safe") or not isinstance(to, exp.DataType):
                 continue
-            source = value_type(node.this)
+            source = spatial_type(node.this) or value_type(node.this)
             error = cast_refusal(source, to)
             if error is not None and source is not None:
                 yield self.at(ctx, node, f"[{error}] {_sql(node)}: Spark's ANSI mode does not "
