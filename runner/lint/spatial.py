@@ -60,7 +60,8 @@ def spatial_srid(dtype: exp.DataType | None) -> tuple[str, int] | None:
         return None
     param = dtype.expressions[0]
     value = param.this if isinstance(param, exp.DataTypeParam) else param
-    if isinstance(value, exp.Var) and value.name.upper() == "ANY":
+    if (isinstance(value, exp.Var) and value.name.upper() == "ANY") or \
+            (isinstance(value, exp.Any) and value.this is None):  # sqlglot's Spark reads ANY so
         return kind, MIXED_SRID
     srid = literal_srid(value) if isinstance(value, exp.Expr) else None
     return (kind, srid) if srid is not None else None
