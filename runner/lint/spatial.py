@@ -8,9 +8,10 @@ geographic one).
 ``ANY`` (a column of mixed SRIDs) is Spark's ``MIXED_SRID``, -1.
 
 >>> from runner.lint.infer import parse_type as t
->>> spatial_cast(t("GEOGRAPHY(4326)"), t("GEOGRAPHY(ANY)")), spatial_cast(t("GEOGRAPHY(ANY)"), t("GEOGRAPHY(4326)"))
+>>> g4326, g_any = t("GEOGRAPHY(4326)"), t("GEOGRAPHY(ANY)")
+>>> spatial_cast(g4326, g_any), spatial_cast(g_any, g4326)
 (True, False)
->>> spatial_cast(t("GEOMETRY(4326)"), t("GEOGRAPHY(4326)")), spatial_cast(t("BINARY"), t("GEOMETRY(0)"))
+>>> spatial_cast(t("GEOMETRY(4326)"), g4326), spatial_cast(t("BINARY"), t("GEOMETRY(0)"))
 (True, False)
 >>> spatial_cast(t("INT"), t("BIGINT")) is None
 True
