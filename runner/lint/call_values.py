@@ -2,8 +2,9 @@
 type (:mod:`.calls` reads the calls, :mod:`.signatures` reports): a ``NULL`` literal where a
 function refuses one, a higher-order function given a constant of the wrong type where its
 function goes, constants out of range, ``pmod`` as the ``%`` it is, ``mask``'s replacement
-characters, ``ceil``/``floor``'s scale, ``time_bucket``'s origin, ``to_binary``'s format, and
-arrays of another element type where a position casts no elements.
+characters, ``ceil``/``floor``'s scale, ``time_bucket``'s origin, ``to_binary``'s format, an
+SRID no spatial type takes, ``aggregate``'s merge constant of another type than its start
+value, and arrays of another element type where a position casts no elements.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from sqlglot import exp
 
 from runner.lint.builtins import TYPE_NAMES, arg_type, operator_refuses, value_type
 from runner.lint.calls import Call
+from runner.lint.coercion import SparkType
+from runner.lint.expr_types import spark_type
 from runner.lint.infer import element_type, is_known, parse_type, type_string
+from runner.lint.spatial import literal_srid, spatial_srid, spatial_type, srid_supported
 
 __all__ = ["element_mismatch", "outer_kinds", "value_problem"]
 
@@ -31,7 +35,8 @@ def value_problem(call: Call) -> tuple[int, str, str] | None:
     (this last only for the argument counts functions.json's records hold for)."""
     found = _function_argument(call) or _out_of_range(call) or _as_operator(call) or \
         _field_names(call) or _single_characters(call) or _int_constant(call) or \
-        _same_timestamps(call) or _named_constant(call)
+        _same_timestamps(call) or _named_constant(call) or _srid(call) or \
+        _merge_type(call)
     if found is None and call.signature.checks_arguments_of(len(call.args)):
         found = _null_argument(call)
     return found
@@ -280,3 +285,57 @@ def _named_constant(call: Call) -> tuple[int, str, str] | None:
     names = ", ".join(f"'{n}'" for n in sorted(rule[1]))
     return (arg.start, f"[DATATYPE_MISMATCH.INVALID_ARG_VALUE] argument {rule[0] + 1} of "
             f"{call.name}() must be one of {names}, not {_sql(node)}", f"pass one of {names}")
+
+
+def _srid(call: Call) -> tuple[int, str, str] | None:
+    """``ST_GEOMFROMWKB(wkb, 9999)``, ``ST_SETSRID(geography, 3857)``: an INT literal SRID the
+    result's type does not take (Spark's ``STExpressionUtils.geospatialTypeWithSrid`` builds
+    ``GeometryType(srid)`` or ``GeographyType(srid)``: [ST_INVALID_SRID_VALUE]). Another SRID
+    argument, or a ``ST_SETSRID`` of a value lint cannot type, is left alone."""
+    if call.name not in ("st_geomfromwkb", "st_setsrid") or len(call.args) != 2 or \
+            any(a.node is None or a.name for a in call.args):
+        return None
+    first, second = (a.node for a in call.args if a.node is not None)
+    if call.name == "st_geomfromwkb":
+        kind = "geometry"
+    else:
+        typed = spatial_srid(spatial_type(first))
+        if typed is None:
+            return None
+        kind = typed[0]
+    srid = literal_srid(second)
+    if srid is None or srid_supported(kind, srid):
+        return None
+    takes = "a geographic SRID (4326...)" if kind == "geography" else "a registered SRID or 0"
+    return (call.args[1].start, f"[ST_INVALID_SRID_VALUE] {call.name}() makes a "
+            f"{kind.upper()}, which takes no SRID {srid}: {_sql(second)}",
+            f"pass {takes}")
+
+
+def _same_shape(a: SparkType, b: SparkType) -> bool:
+    """Spark's ``DataType.equalsStructurally`` (nullability ignored): equal types, struct
+    field names aside."""
+    if a.name != b.name or len(a.args) != len(b.args):
+        return False
+    if not a.args:
+        return (a.precision, a.scale) == (b.precision, b.scale)
+    return all(_same_shape(x, y) for x, y in zip(a.args, b.args, strict=True))
+
+
+def _merge_type(call: Call) -> tuple[int, str, str] | None:
+    """``aggregate(arr, map(), map('a', 1))``: a merge function that is no lambda (Spark wraps
+    the constant in one) whose type is not the start value's (Spark's ArrayAggregate, by
+    ``equalsStructurally``; ``map()`` is MAP<VOID, VOID>, ``array()`` ARRAY<VOID>). A lambda's
+    type is left alone."""
+    if call.name not in ("aggregate", "reduce") or len(call.args) < 3:
+        return None
+    zero, merge = call.args[1], call.args[2]
+    if zero.name or merge.name or merge.is_lambda or zero.node is None or merge.node is None:
+        return None
+    start, result = spark_type(zero.node), spark_type(merge.node)
+    if start is None or result is None or _same_shape(start, result):
+        return None
+    return (merge.start, f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] argument 3 of "
+            f"{call.name}() must be of the start value's type {start}, not {result}: "
+            f"{_sql(merge.node)}", "give the start value and the merge function one type "
+            "(cast one of them)")

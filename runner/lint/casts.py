@@ -3,7 +3,8 @@
 ``Cast.typeCheckFailureMessage`` gives a refused one, over sqlglot types.
 
 Only the types this module can place in Spark's hierarchy answer; anything else (an unknown
-type, VARIANT, the geospatial types, a user-defined type) answers None: callers pass.
+type, VARIANT, a user-defined type) answers None: callers pass. The geospatial types answer by
+:mod:`.spatial`'s rules (``CAST(geography AS STRING)`` is refused).
 
 >>> from runner.lint.infer import parse_type as t
 >>> can_ansi_cast(t("INT"), t("BINARY")), can_cast(t("INT"), t("BINARY"))
@@ -25,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sqlglot import exp
+
+from runner.lint.spatial import spatial_cast
 
 __all__ = ["can_ansi_cast", "can_cast", "cast_refusal", "category"]
 
@@ -117,6 +120,9 @@ def _legacy(src: str, dst: str) -> bool:
 
 
 def _can(src: exp.DataType | None, dst: exp.DataType | None, rule: Rule) -> bool | None:
+    spatial = spatial_cast(src, dst)
+    if spatial is not None:
+        return spatial
     a, b = category(src), category(dst)
     if a is None or b is None or src is None or dst is None:
         return None

@@ -7,7 +7,11 @@ stand, as Spark's analyser checks it (``ExtractGenerator``, ``CheckAnalysis``):
   (``[UNSUPPORTED_GENERATOR.OUTSIDE_SELECT]``);
 - ``AS (a, b)`` names a generator's columns only (``1 AS (a, b)``:
   ``[MULTI_ALIAS_WITHOUT_GENERATOR]``), and ``posexplode`` gives two columns or more, never
-  one alias (``[UDTF_ALIAS_NUMBER_MISMATCH]``).
+  one alias (``[UDTF_ALIAS_NUMBER_MISMATCH]``);
+- in a SELECT that does not aggregate, a generator reads no lateral column alias of an
+  earlier select item that is no generator (``SELECT array(1) AS arr, explode(arr) AS x``):
+  Spark 4.2 fails on it with ``[INTERNAL_ERROR]`` (with an aggregate, or when the alias is a
+  generator's, it takes it).
 
 A generator in FROM or a LATERAL VIEW is a relation, not checked here. A call lint does not know
 (a user function) is never taken for a non-generator.
@@ -26,11 +30,12 @@ from collections.abc import Iterator
 from sqlglot import exp
 
 from runner.errors import Violation
+from runner.lint.aggregation import is_aggregate_call, own_nodes
 from runner.lint.builtins import signature
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_generator
 from runner.lint.rules import ModelRule
-from runner.lint.shapes import Finding
+from runner.lint.shapes import Analysis, Finding
 
 __all__ = ["GeneratorUse", "generator_call", "generator_problems"]
 
@@ -120,3 +125,44 @@ class GeneratorUse(ModelRule):
         if ctx.query is None or not ctx.nodes.has(exp.Func, exp.Aliases):
             return
         yield from self.findings(ctx, generator_problems(ctx.query))
+        if ctx.analysis is not None:
+            for select in ctx.query.find_all(exp.Select):
+                yield from self.findings(ctx, _lateral_alias_inputs(select, ctx.analysis))
+
+
+def _closed(select: exp.Select, analysis: Analysis) -> bool:
+    """Every relation of ``select`` has columns lint knows all of: ``parsed_events``, or a
+    derived table whose columns are known (a name not found there is surely no column)."""
+    from_ = select.args.get("from_")
+    if from_ is None or select.args.get("joins") or select.args.get("laterals"):
+        return False
+    rel = from_.this
+    if isinstance(rel, exp.Table):
+        return rel.name.lower() == "parsed_events" and not rel.args.get("db")
+    inner = rel.this if isinstance(rel, exp.Subquery) else None
+    return isinstance(inner, exp.Select) and id(inner) in analysis.selects
+
+
+def _lateral_alias_inputs(select: exp.Select, analysis: Analysis) -> Iterator[Finding]:
+    """A generator reading a lateral column alias of an earlier non-generator item, in a
+    SELECT without GROUP BY, aggregate or window function (Spark 4.2: [INTERNAL_ERROR])."""
+    if select.args.get("group") is not None or select.args.get("having") is not None or any(
+            is_aggregate_call(n) or isinstance(n, exp.Window) for p in select.expressions
+            for n in own_nodes(p)) or not _closed(select, analysis):
+        return
+    aliases: set[str] = set()
+    for item in select.expressions:
+        inner = item.unalias() if isinstance(item, exp.Alias) else (
+            item.this if isinstance(item, exp.Aliases) else item)
+        if generator_call(inner):
+            for node in _own(inner):
+                if isinstance(node, exp.Column) and not node.table and \
+                        node.name.lower() in aliases and id(node) not in analysis.sources \
+                        and id(node) not in analysis.outer_references:
+                    yield Finding(node, f"[INTERNAL_ERROR] generator {_spark_name(inner)}() "
+                                  f"reads {node.name}, a lateral alias of the select list: "
+                                  "Spark 4.2 fails on it", "compute the value in a subquery "
+                                  "and explode its column in the outer query")
+                    return
+        elif isinstance(item, exp.Alias):
+            aliases.add(item.alias.lower())

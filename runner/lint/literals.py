@@ -9,9 +9,11 @@ into a cast and ``DATE 'x'`` into one, and checks neither):
   ``TIMESTAMP '2016-03-11 25:00:00'`` (``[INVALID_TYPED_LITERAL]``);
 - interval strings that do not match their unit: ``INTERVAL '1.5' DAY``, ``INTERVAL '1-2' DAY``,
   ``INTERVAL '1 2' YEAR TO MONTH``, ``INTERVAL '1 dya'`` (``[INVALID_INTERVAL_FORMAT]``...),
-  that mix year-month and day-time units (``'1 month 1 day'``) or whose leading
-  day-time field is past a day-time interval's range (``'106751992 04' DAY TO HOUR``), which
-  Spark's AST builder refuses (``_LEGACY_ERROR_TEMP_0029``, ``_0063``).
+  that mix year-month and day-time units (``'1 month 1 day'``, ``_LEGACY_ERROR_TEMP_0029``);
+  a unit-to-unit string is read as Spark's ``IntervalUtils`` reads it
+  (:mod:`.interval_strings`: ``'-\\t2-2' YEAR TO MONTH``, ``'178956970-8' YEAR TO MONTH``,
+  ``'106751992 04' DAY TO HOUR``), and a count of days is one a day-time interval holds
+  (``INTERVAL '2147483647' DAY``: ``[INTERVAL_ARITHMETIC_OVERFLOW.WITHOUT_SUGGESTION]``).
 
 When in doubt it does not flag: a spelling Spark may read (time zones, time-only timestamps,
 years of 5 to 7 digits, multi-unit ``DAY TO SECOND`` strings) passes.
@@ -28,6 +30,7 @@ from sqlglot.tokens import Token, TokenType
 
 from runner.errors import Violation
 from runner.lint.context import ModelContext
+from runner.lint.interval_strings import UNIT_PAIRS, days_overflow, unit_to_unit_problem
 from runner.lint.rules import ModelRule
 from runner.lint.sql_tokens import tokens, violation_at
 
@@ -51,14 +54,7 @@ _INTEGER = r"\s*[+-]?\s*\d+\s*"
 _UNIT_TEXT: dict[str, str | None] = {
               "YEAR": _INTEGER, "MONTH": _INTEGER, "WEEK": _INTEGER, "DAY": _INTEGER,
               "HOUR": _INTEGER, "MINUTE": _INTEGER, "MILLISECOND": None, "MICROSECOND": None,
-              "SECOND": r"\s*[+-]?\s*(\d+(\.\d*)?|\.\d+)\s*",
-              "YEAR TO MONTH": r"\s*[+-]?\s*\d+-\d+\s*",
-              "DAY TO HOUR": r"\s*[+-]?\s*\d+\s+\d+\s*",
-              "DAY TO MINUTE": r"\s*[+-]?\s*\d+\s+\d+:\d+\s*",
-              "DAY TO SECOND": r"\s*[+-]?\s*\d+\s+\d+:\d+:\d+(\.\d*)?\s*",
-              "HOUR TO MINUTE": r"\s*[+-]?\s*\d+:\d+\s*",
-              "HOUR TO SECOND": r"\s*[+-]?\s*\d+:\d+:\d+(\.\d*)?\s*",
-              "MINUTE TO SECOND": r"\s*[+-]?\s*\d+:\d+(\.\d*)?\s*"}
+              "SECOND": r"\s*[+-]?\s*(\d+(\.\d*)?|\.\d+)\s*"}
 #: The units Spark's grammar reads after an interval's string (``unitInMultiUnits``, plural
 #: folded): any other word there is the literal's alias.
 _GRAMMAR_UNITS = frozenset({"NANOSECOND", "MICROSECOND", "MILLISECOND", "SECOND", "MINUTE",
@@ -69,8 +65,6 @@ _NO_UNIT = re.compile(r"\s*[+-]?\s*[\d.]*\s*|\s*[+-]?\s*\d+-\d+\s*")
 _WORD = re.compile(r"[^\W\d_]+")
 #: A number-unit pair of a multi-unit interval string (``-1 month``).
 _PAIR = re.compile(r"([+-]?\s*\d+(?:\.\d+)?)\s*([a-z]+)")
-#: The most a day-time interval's leading field holds: Long.MaxValue microseconds in its unit.
-_FIELD_MAX = {"DAY": 106751991, "HOUR": 2562047788, "MINUTE": 153722867280}
 _UNITS = frozenset({"year", "month", "week", "day", "hour", "minute", "second", "millisecond",
                     "microsecond"})
 
@@ -165,9 +159,12 @@ def _interval(toks: tuple[Token, ...], k: int) -> str | None:
         unit = words[0].rstrip("S")
         if words[1:2] == ["TO"] and len(words) > 2:
             unit = f"{unit} TO {words[2].rstrip('S')}"
-            if unit not in _UNIT_TEXT:
+            if unit not in UNIT_PAIRS:
                 return (f"[INVALID_INTERVAL_FORMAT.UNSUPPORTED_FROM_TO_EXPRESSION] INTERVAL "
                         f"'{text}' {unit}: Spark has no such interval")
+    if unit in UNIT_PAIRS:
+        problem = unit_to_unit_problem(text, unit, negated=j > k + 1)
+        return f"[{problem[0]}] INTERVAL '{text}' {unit}: {problem[1]}" if problem else None
     if unit is None and words:
         return None  # a unit lint does not know, or an alias: Spark's to judge
     if unit is None:  # INTERVAL '1 day 2 hours': number-unit pairs
@@ -179,8 +176,12 @@ def _interval(toks: tuple[Token, ...], k: int) -> str | None:
             return f"[INVALID_TYPED_LITERAL] INTERVAL '{text}': {bad[0]} is no unit"
         return _mixed_units(text)
     pattern = _UNIT_TEXT.get(unit)
-    if pattern is None or re.fullmatch(pattern, text):
-        return _out_of_range(text, unit) if pattern is not None else None
+    if pattern is not None and re.fullmatch(pattern, text):
+        why = days_overflow(text, unit, negated=j > k + 1)
+        return f"[INTERVAL_ARITHMETIC_OVERFLOW.WITHOUT_SUGGESTION] INTERVAL '{text}' {unit}: " \
+            f"{why}" if why else None
+    if pattern is None:
+        return None
     return (f"[INVALID_INTERVAL_FORMAT] INTERVAL '{text}' {unit}: the text does not match "
             f"{unit} ({'an integer' if pattern == _INTEGER else 'its format'})")
 
@@ -193,19 +194,6 @@ def _mixed_units(text: str) -> str | None:
         return (f"[_LEGACY_ERROR_TEMP_0029] Cannot mix year-month and day-time fields: "
                 f"INTERVAL '{text}'")
     return None
-
-
-def _out_of_range(text: str, unit: str) -> str | None:
-    """Spark's AST builder refuses a day-time interval string whose leading field is past
-    what a day-time interval holds (``'106751992 04' DAY TO HOUR``): Long.MaxValue
-    microseconds in that field's unit."""
-    first = unit.split(" ")[0]
-    limit = _FIELD_MAX.get(first)
-    lead = re.match(r"\s*[+-]?\s*(\d+)", text)
-    if limit is None or " TO " not in unit or lead is None or int(lead.group(1)) <= limit:
-        return None
-    return (f"[_LEGACY_ERROR_TEMP_0063] INTERVAL '{text}' {unit}: {first.lower()} "
-            f"{lead.group(1)} is outside the range [0, {limit}]")
 
 
 def literal_problems(sql: str) -> Iterator[tuple[int, str]]:

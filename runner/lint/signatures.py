@@ -38,6 +38,7 @@ from runner.lint.coercion import MAX_PRECISION
 from runner.lint.context import ModelContext
 from runner.lint.infer import element_type, is_, is_known, type_string
 from runner.lint.rules import ModelRule
+from runner.lint.spatial import spatial_type
 from runner.lint.sql_tokens import tokens as sql_tokens
 from runner.lint.sql_tokens import violation_at
 
@@ -216,11 +217,31 @@ def _value_type(node: exp.Expr) -> exp.DataType | None:
     return None
 
 
+#: Types Spark extracts no value from (``<string>[0]``): [INVALID_EXTRACT_BASE_FIELD_TYPE].
+_SCALARS = frozenset({T.TEXT, T.VARCHAR, T.CHAR, T.TINYINT, T.SMALLINT, T.INT, T.BIGINT,
+                      T.FLOAT, T.DOUBLE, T.DECIMAL, T.BOOLEAN, T.DATE, T.TIMESTAMP,
+                      T.TIMESTAMPNTZ, T.TIMESTAMPLTZ, T.BINARY})
+
+
+def _scalar_base(node: exp.Bracket) -> exp.DataType | None:
+    """The type of ``col[i]``'s column when it is one Spark extracts nothing from: a column
+    name resolution typed (``HAVING col1[0]`` reads the aggregate's input column first, as
+    Spark does). Not in ORDER BY, where Spark also tries the select list's alias of that name
+    (``ORDER BY col1[0]`` may index the alias), nor a NULL column (Spark takes ``HAVING
+    col1.a`` over one)."""
+    base = node.this
+    if not isinstance(base, exp.Column) or base.find_ancestor(exp.Order) is not None:
+        return None
+    dtype = base.type
+    return dtype if isinstance(dtype, exp.DataType) and dtype.this in _SCALARS else None
+
+
 class ArgumentType(ModelRule):
     """An argument's type is one Spark accepts at its position
     ([DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE]), an operator's operands are types it applies
     to ([DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES]...), a struct's field is named, not numbered
-    ([INVALID_EXTRACT_FIELD_TYPE]). Only where lint knows the types."""
+    ([INVALID_EXTRACT_FIELD_TYPE]), only an array, map or struct is indexed
+    ([INVALID_EXTRACT_BASE_FIELD_TYPE]). Only where lint knows the types."""
 
     id = "argument-type"
 
@@ -277,7 +298,7 @@ class ArgumentType(ModelRule):
                 continue
             if node.args.get("safe") or not isinstance(to, exp.DataType):
                 continue
-            source = value_type(node.this)
+            source = spatial_type(node.this) or value_type(node.this)
             error = cast_refusal(source, to)
             if error is not None and source is not None:
                 yield self.at(ctx, node, f"[{error}] {_sql(node)}: Spark's ANSI mode does not "
@@ -346,6 +367,13 @@ class ArgumentType(ModelRule):
     def _struct_index(self, ctx: ModelContext) -> Iterator[Violation]:
         for node in ctx.nodes.of(exp.Bracket):
             if len(node.expressions) != 1 or node.args.get("offset") or node.args.get("safe"):
+                continue
+            base = _scalar_base(node)
+            if base is not None:
+                yield self.at(ctx, node, f"[INVALID_EXTRACT_BASE_FIELD_TYPE] {_sql(node)}: "
+                              f"{_sql(node.this)} is a {type_string(base)}, and Spark extracts "
+                              "values from an ARRAY, a MAP or a STRUCT only",
+                              "index an array, map or struct column (or convert the value)")
                 continue
             index = node.expressions[0]
             if isinstance(index, exp.Literal) and index.is_int and is_(

@@ -59,13 +59,32 @@ def test_casts_ansi_takes(src: str, dst: str) -> None:
 
 
 @pytest.mark.parametrize(("src", "dst"), [
-    ("VARIANT", "INT"), ("INT", "VARIANT"), ("GEOMETRY(4326)", "STRING"),
-    ("BINARY", "GEOGRAPHY(4326)"), ("ARRAY<VARIANT>", "ARRAY<INT>"), ("TIME", "INT"),
+    ("VARIANT", "INT"), ("INT", "VARIANT"), ("GEOMETRY", "GEOGRAPHY(4326)"),
+    ("ARRAY<VARIANT>", "ARRAY<INT>"), ("TIME", "INT"),
 ])
 def test_types_it_does_not_place_answer_none(src: str, dst: str) -> None:
     """Unknown here: no verdict, so the rule passes (never a false refusal)."""
     assert can_ansi_cast(parse_type(src), parse_type(dst)) is None
     assert cast_refusal(parse_type(src), parse_type(dst)) is None
+
+
+@pytest.mark.parametrize(("src", "dst", "ok"), [
+    ("GEOMETRY(4326)", "STRING", False), ("GEOGRAPHY(4326)", "STRING", False),
+    ("BINARY", "GEOGRAPHY(4326)", False), ("STRING", "GEOMETRY(0)", False),
+    ("GEOGRAPHY(ANY)", "GEOGRAPHY(4326)", False), ("GEOMETRY(ANY)", "GEOMETRY(4326)", False),
+    ("GEOGRAPHY(4326)", "GEOMETRY(ANY)", False), ("GEOMETRY(0)", "GEOGRAPHY(4326)", False),
+    ("GEOMETRY(3857)", "GEOMETRY(4326)", False),
+    ("GEOGRAPHY(4326)", "GEOGRAPHY(ANY)", True), ("GEOMETRY(0)", "GEOMETRY(ANY)", True),
+    ("GEOGRAPHY(4326)", "GEOMETRY(4326)", True), ("GEOMETRY(4326)", "GEOGRAPHY(4326)", True),
+    ("GEOGRAPHY(ANY)", "GEOMETRY(ANY)", True), ("GEOMETRY(3857)", "GEOMETRY(3857)", True),
+    ("NULL", "GEOMETRY(4326)", True),
+])
+def test_spatial_casts_follow_sparks_srid_rules(src: str, dst: str, ok: bool) -> None:
+    """Cast.canAnsiCast (and canCast) of GEOGRAPHY/GEOMETRY: never to or from another kind of
+    type, to ANY of the same kind, across kinds at one SRID; refused without suggestion."""
+    assert can_ansi_cast(parse_type(src), parse_type(dst)) is ok
+    assert can_cast(parse_type(src), parse_type(dst)) is ok
+    assert cast_refusal(parse_type(src), parse_type(dst)) == (None if ok else NONE)
 
 
 def test_legacy_casting_takes_more_than_ansi() -> None:
