@@ -7,12 +7,15 @@ GEOMETRY takes any SRID there (``CartesianSpatialReferenceSystemMapper``); a GEO
 geographic ones (``GeographicSpatialReferenceSystemMapper``); any other SRID is
 ``ST_INVALID_SRID_VALUE``. The file keeps each set as inclusive ``[first, last]`` ranges.
 
-Reads the jar of the installed pyspark; no JVM. Usage: ``python scripts/spark_srids.py``.
+Reads the jar of the installed pyspark; no JVM. Usage: ``python scripts/spark_srids.py``;
+``--check`` writes nothing and exits 1 when the file differs from the jar's registry.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -34,7 +37,8 @@ def ranges(values: list[int]) -> list[list[int]]:
     return out
 
 
-def main() -> None:
+def registry() -> dict[str, object]:
+    """The file's content, read from the installed pyspark's spark-sql-api jar."""
     jars = Path(pyspark.__file__).parent / "jars"
     jar = next(jars.glob("spark-sql-api_*.jar"))
     with zipfile.ZipFile(jar) as z:
@@ -48,10 +52,25 @@ def main() -> None:
         cartesian.append(srid)
         if parts[2].strip().lower() == "true":
             geographic.append(srid)
-    data = {"source": f"{jar.name}:{REGISTRY}", "geometry": ranges(cartesian),
+    return {"source": f"{jar.name}:{REGISTRY}", "geometry": ranges(cartesian),
             "geography": ranges(geographic)}
-    OUT.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
-    print(f"{OUT}: {len(cartesian)} GEOMETRY SRIDs, {len(geographic)} GEOGRAPHY SRIDs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if the file differs from the jar's registry")
+    args = parser.parse_args()
+    text = json.dumps(registry(), separators=(",", ":")) + "\n"
+    if args.check:
+        if OUT.read_text(encoding="utf-8") != text:
+            sys.exit(f"{OUT.relative_to(ROOT)} differs from pyspark's SRID registry: run "
+                     "python scripts/spark_srids.py")
+        return
+    OUT.write_text(text, encoding="utf-8")
+    data = json.loads(text)
+    print(f"{OUT}: {sum(b - a + 1 for a, b in data['geometry'])} GEOMETRY SRIDs, "
+          f"{sum(b - a + 1 for a, b in data['geography'])} GEOGRAPHY SRIDs")
 
 
 if __name__ == "__main__":

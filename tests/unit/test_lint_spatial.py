@@ -5,11 +5,14 @@ model file's line and column, Spark's error class, and the valid neighbours left
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from runner.lint.spatial import srid_supported
+from tests.support.spark_sql_corpus import REPO
 from tests.unit.test_lint import _BASE, lint_files
 
 P = "FROM parsed_events"
@@ -78,3 +81,11 @@ def test_valid_spatial_neighbours_are_not_flagged(tmp_path: Path) -> None:
 ])
 def test_srids_are_sparks_registry(kind: str, srid: int, ok: bool) -> None:
     assert srid_supported(kind, srid) is ok
+
+
+def test_srids_json_is_the_installed_pysparks_registry() -> None:
+    """runner/lint/srids.json is what scripts/spark_srids.py reads from pyspark's jar (no JVM):
+    a pyspark upgrade that changes the registry fails here until the file is regenerated."""
+    done = subprocess.run([sys.executable, "scripts/spark_srids.py", "--check"],
+                          cwd=REPO, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
