@@ -121,6 +121,23 @@ def bound_retries(spark: SparkSession) -> None:
                                              max_backoff=1000, backoff_multiplier=2.0)])
 
 
+def run_time_hadoop(conf: Mapping[str, str]) -> dict[str, str]:
+    """``conf`` as a live session takes it: each ``spark.hadoop.<key>`` also as the bare
+    Hadoop key. Spark reads the prefixed spelling only when its SparkContext starts, which
+    a client's session does not do; every operation builds its Hadoop configuration from the
+    session's settings, bare keys included (tests/storage/test_spark_s3.py), so a bucket's
+    S3A settings from the deployment's profile reach the server's reads, writes and streaming
+    checkpoint this way.
+
+    >>> run_time_hadoop({"spark.hadoop.fs.s3.impl": "S3A", "spark.sql.x": "1"})
+    {'spark.hadoop.fs.s3.impl': 'S3A', 'spark.sql.x': '1', 'fs.s3.impl': 'S3A'}
+    """
+    out = {k: str(v) for k, v in conf.items()}
+    out.update({k.removeprefix("spark.hadoop."): str(v) for k, v in conf.items()
+                if k.startswith("spark.hadoop.")})
+    return out
+
+
 def build_remote_session(url: str, *, conf: Mapping[str, str] = {}) -> SparkSession:
     """A Spark Connect session on ``url`` with the runner's runtime defaults and ``conf``.
 
@@ -138,7 +155,7 @@ def build_remote_session(url: str, *, conf: Mapping[str, str] = {}) -> SparkSess
     spark: SparkSession = ConnectSession.builder.remote(url).getOrCreate()  # type: ignore[assignment]
     bound_retries(spark)
     _SESSIONS.add(spark)
-    static = _apply(spark, {**RUNTIME_DEFAULTS, **{k: str(v) for k, v in conf.items()}})
+    static = _apply(spark, {**RUNTIME_DEFAULTS, **run_time_hadoop(conf)})
     if static:
         names = ", ".join(f"{k} (server: {v!r})" for k, v in static.items())
         raise ConfigError(f"spark.conf: static on the Spark Connect server, cannot be set from "
