@@ -222,3 +222,49 @@ def _upload_with(bucket, local: Path) -> None:
         for key, value in bucket.env.items():
             patch.setenv(key, value)
         _upload(local, bucket.uri)
+
+
+def test_a_metastore_the_server_does_not_use_is_refused(tmp_path: Path, connect_server) -> None:
+    """The target names a Hive metastore, the server (started without one) uses its own
+    catalog: a session would take the setting and ignore it (the server's metastore client is
+    made when it starts), so the names would go elsewhere: exit 2, both keys named, nothing
+    written. Default suite: one client start that ends before any query (~3 s)."""
+    yml = YML + "catalog:\n  schema: c45_elsewhere\n"
+    root = write_project(tmp_path / "proj", MODELS, project_yml=yml, engine="rs", target={
+        "spark": {"conf": {"spark.sql.catalogImplementation": "hive",
+                           "spark.hadoop.hive.metastore.uris": "thrift://127.0.0.1:9"}}})
+    _add_files(root / "incoming", 0, 1, events=10)
+    code, out = run_client(root, connect_server.url, "--available-now", timeout=120)
+    assert code == 2, out
+    assert "static on the Spark Connect server" in out, out
+    assert "spark.hadoop.hive.metastore.uris (server: None)" in out, out
+    assert "spark.sql.catalogImplementation" in out, out
+    assert not list((root / "wh").glob("*")) and not (root / "cp" / "commits").exists(), out
+
+
+@pytest.mark.slow  # a metastore and a second Connect server (~1.3 GB), one stream: ~60 s
+def test_catalog_names_in_the_servers_hive_metastore(tmp_path: Path) -> None:
+    """A Connect server started with a Hive metastore (its own settings, as a cluster's):
+    the project asks for ``hive`` and the profile names the same metastore (the same values
+    as the server's: accepted); every model is registered there, and a classic Spark process
+    of its own reads each name through the metastore exactly as delta-rs reads the folder."""
+    from tests.catalog.test_catalog import read_by_name
+    from tests.support.connect_server import ConnectServer
+    from tests.support.metastore import HiveMetastore
+
+    with HiveMetastore() as metastore, ConnectServer(conf={
+            "spark.sql.catalogImplementation": "hive",
+            "spark.hadoop.hive.metastore.uris": metastore.uri}) as server:
+        schema = "c45_hive"
+        yml = YML + f"catalog:\n  schema: {schema}\n"
+        root = write_project(tmp_path / "proj", MODELS, project_yml=yml, engine="spark",
+                             target={"spark": {"conf": {
+                                 "spark.sql.catalogImplementation": "hive",
+                                 "spark.hadoop.hive.metastore.uris": metastore.uri}}})
+        _add_files(root / "incoming", 0, 2)
+        code, out = run_client(root, server.url, "--available-now")
+        assert code == 0, f"{out}\nserver: {server.log()}"
+        _exact(root / "incoming", actual_tables(root / "wh"))
+        names = read_by_name(metastore.uri, *(f"{schema}.{m}" for m in MODEL_TABLES))
+    assert {n: doc.get("rows", doc) for n, doc in names.items()} == {
+        f"{schema}.{m}": _by_path(root / "wh" / m) for m in MODEL_TABLES}

@@ -134,7 +134,7 @@ def run_time_hadoop(conf: Mapping[str, str]) -> dict[str, str]:
     """
     out = {k: str(v) for k, v in conf.items()}
     out.update({k.removeprefix("spark.hadoop."): str(v) for k, v in conf.items()
-                if k.startswith("spark.hadoop.")})
+                if k.startswith("spark.hadoop.") and k not in SERVER_START_KEYS})
     return out
 
 
@@ -170,12 +170,24 @@ def build_remote_session(url: str, *, conf: Mapping[str, str] = {}) -> SparkSess
     return spark
 
 
+#: Settings a session accepts but the server reads only when it starts: its Hive metastore
+#: client is made once for all its sessions, so a client's value would be silently ignored
+#: (the names would go to the server's metastore, not the one the profile names).
+SERVER_START_KEYS = frozenset({"spark.hadoop.hive.metastore.uris"})
+
+
 def _apply(spark: SparkSession, settings: Mapping[str, str]) -> dict[str, str | None]:
-    """Set ``settings`` in the session; returns the static ones whose server value differs."""
+    """Set ``settings`` in the session; returns the static ones whose server value differs
+    (:data:`SERVER_START_KEYS` count as static)."""
     from pyspark.errors import PySparkException
 
     static: dict[str, str | None] = {}
     for key, value in settings.items():
+        if key in SERVER_START_KEYS:
+            current = spark.conf.get(key, None)
+            if current != value:
+                static[key] = current
+            continue
         try:
             spark.conf.set(key, value)
         except PySparkException as e:
