@@ -20,9 +20,12 @@ input files alone (tests/support/reference.py).
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -171,6 +174,24 @@ def _upload(local: Path, bucket_uri: str) -> None:
         write_atomic(object_path(f"{bucket_uri}/incoming/{f.name}"), f.read_bytes())
 
 
+def _bucket_project(tmp_path: Path, bucket, engine: str, monkeypatch: pytest.MonkeyPatch
+                    ) -> tuple[Path, Path]:
+    """The project with its source, checkpoint and warehouse in ``bucket`` (the locations,
+    the endpoint and the keys in its profile, a target of the run's profiles.yml, as a
+    deployment's would be), and the local folder its input files are written to first.
+    The bucket's settings leave this process's environment (the clients inherit it)."""
+    uri = bucket.uri
+    yml = (YML.replace("warehouse: wh\n", f"warehouse: {uri}/wh\n")
+           .replace("checkpoint: cp\n", f"checkpoint: {uri}/cp\n")
+           .replace("  path: incoming\n", f"  path: {uri}/incoming\n"))
+    root = write_project(tmp_path / "proj", MODELS, project_yml=yml, engine=engine,
+                         target={"storage": dict(bucket.env)})
+    assert "s3://" not in (root / "project.yml").read_text()
+    for key in bucket.env:
+        monkeypatch.delenv(key, raising=False)
+    return root, tmp_path / "files"
+
+
 @pytest.mark.slow  # two streams, a status and a maintenance per engine: ~50 s (rs), ~80 s (spark)
 @pytest.mark.parametrize("engine", ["rs", "spark"])
 def test_bucket_checkpoint_and_tables_over_connect(tmp_path: Path, connect_server, s3_bucket,
@@ -179,38 +200,80 @@ def test_bucket_checkpoint_and_tables_over_connect(tmp_path: Path, connect_serve
     bucket, its endpoint and keys in the profile only: two batches, then a restart with one
     more file, exact (read back with delta-rs); ``runner status`` and ``runner maintain`` as
     clients on the same profile."""
-    url = connect_server.url
-    uri = s3_bucket.uri
-    yml = (YML.replace("warehouse: wh\n", f"warehouse: {uri}/wh\n")
-           .replace("checkpoint: cp\n", f"checkpoint: {uri}/cp\n")
-           .replace("  path: incoming\n", f"  path: {uri}/incoming\n"))
-    # the locations and the bucket's endpoint and keys go to the project's profile (a target
-    # of the run's profiles.yml), as a deployment's would
-    root = write_project(tmp_path / "proj", MODELS, project_yml=yml, engine=engine,
-                         target={"storage": dict(s3_bucket.env)})
-    assert "s3://" not in (root / "project.yml").read_text()
-    local = tmp_path / "files"
+    url, uri = connect_server.url, s3_bucket.uri
+    root, local = _bucket_project(tmp_path, s3_bucket, engine, monkeypatch)
     _add_files(local, 0, 2)
-    # the bucket's settings are the profile's alone: not in the client's environment
-    for key in s3_bucket.env:
-        monkeypatch.delenv(key, raising=False)
     _upload_with(s3_bucket, local)
-    flags: tuple[str, ...] = ()
 
-    code, out = run_client(root, url, "--available-now", *flags)
+    code, out = run_client(root, url, "--available-now")
     assert code == 0, out
     assert f"checkpoint {uri}/cp" in out, out
     _add_files(local, 2, 1)
     _upload_with(s3_bucket, local)
-    code, out = run_client(root, url, "--available-now", *flags)
+    code, out = run_client(root, url, "--available-now")
     assert code == 0, out
-    code, out = run_client(root, url, "--format", "json", *flags, command="status")
+    code, out = run_client(root, url, "--format", "json", command="status")
     assert code == 0, out
     status = json.loads(out[out.index("{"):])
     assert status["backlog"]["pending"] == 0 and status["backlog"]["files_read"] == 3, status
-    code, out = run_client(root, url, *flags, command="maintain")
+    code, out = run_client(root, url, command="maintain")
     assert code == 0, out
 
+    for key, value in s3_bucket.env.items():  # this process reads the bucket now
+        monkeypatch.setenv(key, value)
+    _exact(local, actual_tables(object_path(f"{uri}/wh")))
+
+
+@pytest.mark.slow  # two streams, a 30 s trigger and a 15 s lease running out: ~100 s
+def test_a_killed_clients_lease_in_a_bucket_stops_its_query(tmp_path: Path, connect_server,
+                                                             s3_bucket, monkeypatch) -> None:
+    """The checkpoint in a bucket, so the client's lock is a lease there (15 s to live): the
+    client (a 30 s trigger, three files) is SIGKILLed once Spark has logged batch 0; nothing
+    renews the lease, and its query's worker's permit refuses the first batch that starts 10 s
+    or more after the last renewal (``LeaseLostError``, in the run's results folder in the
+    bucket); the next start takes the expired lease over, replays that batch, and every table
+    is exact."""
+    import obstore
+
+    url, uri = connect_server.url, s3_bucket.uri
+    root, local = _bucket_project(tmp_path, s3_bucket, "rs", monkeypatch)
+    _add_files(local, 0, 3)
+    _upload_with(s3_bucket, local)
+    store = s3_bucket.store()
+
+    def keys(prefix: str) -> list[str]:
+        return [m["path"] for batch in obstore.list(store, prefix=prefix) for m in batch]
+
+    env = client_env(url, RUNNER_LEASE_SECONDS="15")
+    # a batch every 30 s (Spark aligns them to multiples of the interval): a batch that
+    # starts within 10 s of the lease's last renewal may still commit (the classic window),
+    # the next one, 30 s on, is refused
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "stream", "--project-dir",
+                             str(root), "--trigger", "30 seconds"], env=env,
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while "cp/commits/0" not in keys("cp/commits/"):
+        assert proc.poll() is None and time.monotonic() < deadline, (
+            proc.stdout.read() if proc.stdout and proc.poll() is not None else "timed out")
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    failed: list[str] = []
+    deadline = time.monotonic() + 120
+    while not failed and time.monotonic() < deadline:
+        failed = [k for k in keys("cp/connect/") if k.endswith(".failed")]
+        time.sleep(0.5)
+    assert failed, f"no batch of the killed client's query failed: {keys('cp/connect/')}"
+    doc = json.loads(bytes(obstore.get(store, failed[0]).bytes()))
+    assert doc["class"] == "LeaseLostError" and "stopped writing" in doc["message"], doc
+
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "stream", "--project-dir",
+                             str(root), "--available-now"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    assert wait_all([proc], timeout=300) == []
+    out = proc.stdout.read() if proc.stdout else ""
+    assert proc.returncode == 0, out
     for key, value in s3_bucket.env.items():  # this process reads the bucket now
         monkeypatch.setenv(key, value)
     _exact(local, actual_tables(object_path(f"{uri}/wh")))
