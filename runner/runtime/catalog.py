@@ -144,7 +144,10 @@ class Names:
             return
         impl = self.spark.conf.get("spark.sql.catalogImplementation", "in-memory")
         plugged = next(iter(self.relations.values())).catalog is not None  # catalog.name
-        if impl != "hive" and not plugged:
+        # Over Connect the server's session catalog is shared by every session of the server
+        # and lives as long as it does: names there are readable by name from its other
+        # clients, and each start registers again what a restarted server lost.
+        if impl != "hive" and not plugged and not is_remote(self.spark):
             raise ConfigError(
                 "catalog: registers the tables in a metastore, and this Spark session has "
                 f"none (spark.sql.catalogImplementation is {impl})", path="project.yml",

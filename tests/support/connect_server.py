@@ -16,6 +16,7 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from runner.runtime.client.session import spark_jars
@@ -41,8 +42,10 @@ class ConnectServer(JvmServer):
     what = "Spark Connect server"
     prefix = "spark-connect-"
 
-    def __init__(self, *, port: int | None = None, startup_timeout: float = 120.0) -> None:
+    def __init__(self, *, port: int | None = None, startup_timeout: float = 120.0,
+                 conf: Mapping[str, str] | None = None) -> None:
         super().__init__(port=port, startup_timeout=startup_timeout)
+        self.extra_conf = dict(conf or {})  # the server's own settings (e.g. a Hive metastore)
         self.url = f"sc://127.0.0.1:{self.port}"
 
     @property
@@ -63,6 +66,7 @@ class ConnectServer(JvmServer):
             # A batch function's worker imports pyspark's Connect client (pandas, pyarrow,
             # gRPC) before it connects back: 15 s by default, too short on a loaded machine.
             "spark.python.authenticate.socketTimeout": "120s",
+            **self.extra_conf,
         }
         args = [str(home / "bin" / "spark-submit"), "--class", _MAIN_CLASS,
                 "--master", "local[2]", "--driver-memory", "1g"]
@@ -92,8 +96,11 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting of the server's (repeatable)")
     args = parser.parse_args()
-    with ConnectServer(port=args.port) as server:
+    conf = dict(item.split("=", 1) for item in args.conf)
+    with ConnectServer(port=args.port, conf=conf) as server:
         print(f"Spark Connect server at {server.url} after {server.start_seconds:.1f} s "
               "(Ctrl-C stops it)", flush=True)
         with contextlib.suppress(KeyboardInterrupt):

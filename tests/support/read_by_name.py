@@ -5,6 +5,9 @@ Spark session sees through the metastore, apart from the runner's.
 JSON document: ``{"analytics.a": {"columns": [...], "rows": [[...], ...]}, ...}`` with the rows
 as strings, sorted; a name Spark cannot read maps to ``{"error": "..."}``. ``--ddl SQL`` runs a
 statement first (a test creates a table the pipeline does not own).
+
+With a Spark Connect URL instead (``sc://HOST:PORT``) it reads through a client session of its
+own: the Connect server's catalog, as another client of that server sees it (no JVM here).
 """
 
 from __future__ import annotations
@@ -27,12 +30,14 @@ def main(argv: list[str] | None = None) -> int:
     from runner.spark_errors import first_line
     from runner.storage.settings import storage_settings
 
-    conf = {"spark.sql.catalogImplementation": "hive",
-            "spark.hadoop.hive.metastore.uris": args.uri, "spark.sql.shuffle.partitions": "1"}
+    remote = args.uri if args.uri.startswith("sc://") else None
+    conf = {} if remote else {"spark.sql.catalogImplementation": "hive",
+                              "spark.hadoop.hive.metastore.uris": args.uri,
+                              "spark.sql.shuffle.partitions": "1"}
     for uri in args.storage:
         conf.update(storage_settings(uri, per_bucket=True).spark_conf())
     spark = build_session(master="local[1]", log_dir=tempfile.mkdtemp(prefix="read-by-name-"),
-                          conf=conf)
+                          conf=conf, remote=remote)
     for statement in args.ddl:
         spark.sql(statement).collect()
     out: dict[str, object] = {}

@@ -121,6 +121,23 @@ def bound_retries(spark: SparkSession) -> None:
                                              max_backoff=1000, backoff_multiplier=2.0)])
 
 
+def run_time_hadoop(conf: Mapping[str, str]) -> dict[str, str]:
+    """``conf`` as a live session takes it: each ``spark.hadoop.<key>`` also as the bare
+    Hadoop key. Spark reads the prefixed spelling only when its SparkContext starts, which
+    a client's session does not do; every operation builds its Hadoop configuration from the
+    session's settings, bare keys included (tests/storage/test_spark_s3.py), so a bucket's
+    S3A settings from the deployment's profile reach the server's reads, writes and streaming
+    checkpoint this way.
+
+    >>> run_time_hadoop({"spark.hadoop.fs.s3.impl": "S3A", "spark.sql.x": "1"})
+    {'spark.hadoop.fs.s3.impl': 'S3A', 'spark.sql.x': '1', 'fs.s3.impl': 'S3A'}
+    """
+    out = {k: str(v) for k, v in conf.items()}
+    out.update({k.removeprefix("spark.hadoop."): str(v) for k, v in conf.items()
+                if k.startswith("spark.hadoop.") and k not in SERVER_START_KEYS})
+    return out
+
+
 def build_remote_session(url: str, *, conf: Mapping[str, str] = {}) -> SparkSession:
     """A Spark Connect session on ``url`` with the runner's runtime defaults and ``conf``.
 
@@ -138,7 +155,7 @@ def build_remote_session(url: str, *, conf: Mapping[str, str] = {}) -> SparkSess
     spark: SparkSession = ConnectSession.builder.remote(url).getOrCreate()  # type: ignore[assignment]
     bound_retries(spark)
     _SESSIONS.add(spark)
-    static = _apply(spark, {**RUNTIME_DEFAULTS, **{k: str(v) for k, v in conf.items()}})
+    static = _apply(spark, {**RUNTIME_DEFAULTS, **run_time_hadoop(conf)})
     if static:
         names = ", ".join(f"{k} (server: {v!r})" for k, v in static.items())
         raise ConfigError(f"spark.conf: static on the Spark Connect server, cannot be set from "
@@ -153,12 +170,24 @@ def build_remote_session(url: str, *, conf: Mapping[str, str] = {}) -> SparkSess
     return spark
 
 
+#: Settings a session accepts but the server reads only when it starts: its Hive metastore
+#: client is made once for all its sessions, so a client's value would be silently ignored
+#: (the names would go to the server's metastore, not the one the profile names).
+SERVER_START_KEYS = frozenset({"spark.hadoop.hive.metastore.uris"})
+
+
 def _apply(spark: SparkSession, settings: Mapping[str, str]) -> dict[str, str | None]:
-    """Set ``settings`` in the session; returns the static ones whose server value differs."""
+    """Set ``settings`` in the session; returns the static ones whose server value differs
+    (:data:`SERVER_START_KEYS` count as static)."""
     from pyspark.errors import PySparkException
 
     static: dict[str, str | None] = {}
     for key, value in settings.items():
+        if key in SERVER_START_KEYS:
+            current = spark.conf.get(key, None)
+            if current != value:
+                static[key] = current
+            continue
         try:
             spark.conf.set(key, value)
         except PySparkException as e:
