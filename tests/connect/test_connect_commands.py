@@ -300,7 +300,7 @@ def test_a_metastore_the_server_does_not_use_is_refused(tmp_path: Path, connect_
     code, out = run_client(root, connect_server.url, "--available-now", timeout=120)
     assert code == 2, out
     assert "static on the Spark Connect server" in out, out
-    assert "spark.hadoop.hive.metastore.uris (server: None)" in out, out
+    assert "spark.hadoop.hive.metastore.uris (server: not set)" in out, out
     assert "spark.sql.catalogImplementation" in out, out
     assert not list((root / "wh").glob("*")) and not (root / "cp" / "commits").exists(), out
 

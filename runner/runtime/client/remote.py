@@ -157,7 +157,8 @@ def build_remote_session(url: str, *, conf: Mapping[str, str] = {}) -> SparkSess
     _SESSIONS.add(spark)
     static = _apply(spark, {**RUNTIME_DEFAULTS, **run_time_hadoop(conf)})
     if static:
-        names = ", ".join(f"{k} (server: {v!r})" for k, v in static.items())
+        names = ", ".join(f"{k} (server: {'not set' if v is None else repr(v)})"
+                          for k, v in static.items())
         raise ConfigError(f"spark.conf: static on the Spark Connect server, cannot be set from "
                           f"the runner: {names}",
                           hint="set them in the server's configuration, or drop them from "
