@@ -113,9 +113,11 @@ def _sorted_by_correlated(select: exp.Select, outer: set[int]) -> Iterator[Findi
         if isinstance(sub.parent, (exp.Exists, exp.In, *_RELATION)):
             continue
         inner = sub.unnest()
-        if isinstance(inner, exp.Select) and any(id(c) in outer for c in _columns(inner)):
-            yield Finding(sub, f"[{_CATEGORY}.UNSUPPORTED_CORRELATED_SCALAR_SUBQUERY] ORDER BY "
-                          "holds a subquery that reads the query's own columns",
+        column = next((c for c in _columns(inner) if id(c) in outer), None) \
+            if isinstance(inner, exp.Select) else None
+        if column is not None:
+            yield Finding(column, f"[{_CATEGORY}.UNSUPPORTED_CORRELATED_SCALAR_SUBQUERY] ORDER "
+                          f"BY holds a subquery that reads the query's {column.sql('spark')}",
                           "compute it as a select item (`... AS v`) and order by its alias")
             return
 
