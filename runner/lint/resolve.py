@@ -48,6 +48,7 @@ from runner.lint.select_parts import (
     dot_root,
     grouping_items,
     join_columns,
+    joined_shape,
     outer_source,
     repeated_names,
     select_aliases,
@@ -174,7 +175,17 @@ class Resolver(NameResolver):
         known = self._sources.get(id(node))
         if known is not None:
             return known
-        if isinstance(node, exp.Table):
+        joins = node.args.get("joins") if isinstance(node, exp.Table) and isinstance(
+            node.parent, exp.Subquery) and node.parent.alias else None
+        if joins:  # (a JOIN b) AS j (USING, NATURAL: open)
+            shape = OPEN if any(j.args.get("using") or j.args.get("method") for j in joins) \
+                else joined_shape([self._table(t, scope) if isinstance(t, exp.Table) and
+                                   isinstance(t.this, exp.Identifier) and
+                                   not t.alias_column_names else OPEN
+                                   for t in (node, *(j.this for j in joins))])
+            if (outer := node.parent) is not None and outer.alias_column_names:  # AS j(x, y)
+                shape = self._renamed(shape, outer.alias_column_names, outer)
+        elif isinstance(node, exp.Table):
             shape = self._table(node, scope) if isinstance(node.this, exp.Identifier) else OPEN
         else:
             inner = node.unnest()
