@@ -168,7 +168,12 @@ class _Parser(SparkParser):
         for ordered in order.expressions if isinstance(order, exp.Order) else ():
             if isinstance(ordered.this, exp.Var) and ordered.this.name.upper() == "ALL":
                 # ORDER BY ALL orders a query by its select list; in a window it is a column
-                ordered.set("this", exp.column(ordered.this.name))
+                ident = exp.to_identifier(ordered.this.name)
+                token = next((t for t in reversed(self._tokens[:self._index])
+                              if t.text.upper() == "ALL"), None)
+                if token is not None:
+                    ident.update_positions(token)
+                ordered.set("this", exp.column(ident))
         return window
 
     def _parse_projections(self) -> tuple[list[exp.Expr], list[exp.Expr] | None]:

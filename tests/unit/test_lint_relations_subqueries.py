@@ -14,6 +14,9 @@ from tests.unit.test_lint import _BASE, lint_files
 P = "FROM parsed_events"
 T = f"(SELECT eventId, user.country AS c, request.latency_ms AS l,\n  map(eventId, 1) AS m {P})"
 
+#: Name resolution's rules: their messages do not name Spark's class.
+_NAMES = ("unknown-column", "ambiguous-column")
+
 #: name -> (rule, SQL, Spark's error class, (line, column) of the finding).
 INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
     "arity_table": ("relation-shape", f"WITH t AS (SELECT eventId, `timestamp` {P})\n"
@@ -54,6 +57,17 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                     f"  (SELECT * FROM (SELECT eventId, `timestamp` {P}) AS t LIMIT 1) AS v {P}",
                     "INVALID_SUBQUERY_EXPRESSION.SCALAR_SUBQUERY_RETURN_MORE_THAN_ONE_OUTPUT_"
                     "COLUMN", (2, 11)),
+    "group_by_all_correlated": ("missing-aggregation", "SELECT (SELECT count(*) FROM "
+                                "parsed_events AS i\n  WHERE i.eventId = o.eventId) + count(*) "
+                                f"AS n {P} AS o GROUP BY ALL", "UNRESOLVED_ALL_IN_GROUP_BY",
+                                (2, 21)),
+    "select_all_column": ("unknown-column", f"SELECT all\nFROM (SELECT eventId {P}) GROUP BY all",
+                          "UNRESOLVED_COLUMN", (1, 8)),
+    "window_order_by_all": ("unknown-column", "SELECT eventId,\n  rank() OVER (PARTITION BY "
+                            f"eventId ORDER BY ALL) AS r {P}", "UNRESOLVED_COLUMN", (2, 46)),
+    "joined_relation": ("ambiguous-column", f"WITH b AS (SELECT eventId {P})\n"
+                        "SELECT j.eventId FROM (b AS x CROSS JOIN b AS y) AS j",
+                        "AMBIGUOUS_REFERENCE", (2, 10)),
 }
 
 #: Valid neighbours: Spark accepts each.
@@ -70,6 +84,16 @@ VALID: dict[str, str] = {
                              f"ORDER BY (SELECT max(request.latency_ms) {P})",
     "lateral_deterministic": f"SELECT x, y FROM (SELECT eventId AS x {P}) AS t\n"
                              "JOIN LATERAL (SELECT upper(x) AS y) ON TRUE",
+    "group_by_all_grouped": "SELECT o.eventId, (SELECT count(*) FROM parsed_events AS i\n"
+                            f"  WHERE i.eventId = o.eventId) + count(*) AS n {P} AS o "
+                            "GROUP BY ALL",
+    "window_order_by_all_column": "SELECT x, rank() OVER (ORDER BY all) AS r\n"
+                                  f"FROM (SELECT eventId AS x, 1 AS all {P})",
+    "order_by_all": f"SELECT eventId, `timestamp` {P} ORDER BY ALL",
+    "joined_relation_ok": f"WITH b AS (SELECT eventId {P}), c AS (SELECT `timestamp` {P})\n"
+                          "SELECT j.e, t FROM (b CROSS JOIN c) AS j(e, t)",
+    "joined_unaliased": f"WITH b AS (SELECT eventId {P}), c AS (SELECT eventId AS e {P})\n"
+                        "SELECT b.eventId, c.e FROM (b CROSS JOIN c)",
     "scalar_star_one": f"SELECT eventId, (SELECT * FROM (SELECT eventId {P}) AS t LIMIT 1)\n"
                        f"  AS v {P}",
 }
@@ -82,12 +106,12 @@ def test_invalid_sql_is_flagged_where_it_is_with_sparks_class(tmp_path: Path) ->
     for v in result.violations:
         if v.rule in rules:
             found.setdefault(Path(v.path).stem, []).append((v.rule, v.line, v.column, v.message))
-            assert v.severity == "error" and (v.hint or v.rule == "unknown-column"), v
+            assert v.severity == "error" and (v.hint or v.rule in _NAMES), v
     wrong = {}
     for name, (rule, _, error, (line, column)) in INVALID.items():
         mine = found.get(name, [])
         if [(r, ln, c) for r, ln, c, _ in mine] != [(rule, line, column)] or (
-                rule != "unknown-column" and f"[{error}]" not in mine[0][3]):
+                rule not in _NAMES and f"[{error}]" not in mine[0][3]):
             wrong[name] = mine
     assert wrong == {}, {k: [m[:3] for m in v] for k, v in wrong.items()}
 
