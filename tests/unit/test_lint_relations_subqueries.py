@@ -1,6 +1,7 @@
 """Relations and correlated subqueries as Spark's analyser checks them
 (runner/lint/relations.py, subqueries.py, and the PIVOT columns and ``AS t(a, b)`` arity name
-resolution finds, runner/lint/resolve.py): what each rule flags, where (the model file's line
+resolution finds, runner/lint/resolve.py; with the neighbouring additions to analysis.py,
+frames.py, recursive_cte.py and spark_dialect.py): what each rule flags, where (the model file's line
 and column), with Spark's error class, and the valid neighbours it leaves alone. The cases
 follow Spark's rules (``ResolvePivot``, ``ResolveSubqueryColumnAliases``,
 ``CheckAnalysis.checkSubqueryExpression``), not the corpus's models."""
@@ -68,6 +69,12 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
     "joined_relation": ("ambiguous-column", f"WITH b AS (SELECT eventId {P})\n"
                         "SELECT j.eventId FROM (b AS x CROSS JOIN b AS y) AS j",
                         "AMBIGUOUS_REFERENCE", (2, 10)),
+    "recursive_string_anchor": ("recursive-cte", f"WITH RECURSIVE t(n) AS (SELECT '7' {P}\n"
+                                "  UNION ALL SELECT n + 1 FROM t WHERE n < 9) SELECT n FROM t",
+                                "CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE", (2, 20)),
+    "range_over_now": ("window-frame", "SELECT count(eventId) OVER (ORDER BY current_timestamp()"
+                       f"\n  RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING) AS n {P}",
+                       "DATATYPE_MISMATCH.RANGE_FRAME_INVALID_TYPE", (1, 8)),
 }
 
 #: Valid neighbours: Spark accepts each.
@@ -94,6 +101,10 @@ VALID: dict[str, str] = {
                           "SELECT j.e, t FROM (b CROSS JOIN c) AS j(e, t)",
     "joined_unaliased": f"WITH b AS (SELECT eventId {P}), c AS (SELECT eventId AS e {P})\n"
                         "SELECT b.eventId, c.e FROM (b CROSS JOIN c)",
+    "recursive_number_anchor": f"WITH RECURSIVE t(n) AS (SELECT 7 {P}\n"
+                               "  UNION ALL SELECT n + 1 FROM t WHERE n < 9) SELECT n FROM t",
+    "range_over_today": "SELECT count(eventId) OVER (ORDER BY current_date()\n"
+                        f"  RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING) AS n {P}",
     "scalar_star_one": f"SELECT eventId, (SELECT * FROM (SELECT eventId {P}) AS t LIMIT 1)\n"
                        f"  AS v {P}",
 }
