@@ -12,7 +12,10 @@
   ORDER BY of a SELECT that does not aggregate (a sort:
   ``[UNSUPPORTED_SUBQUERY_EXPRESSION_CATEGORY.UNSUPPORTED_CORRELATED_SCALAR_SUBQUERY]``);
 - a correlated ``LATERAL (SELECT ...)`` over a relation of many rows calls nothing random
-  (``[UNSUPPORTED_SUBQUERY_EXPRESSION_CATEGORY.NON_DETERMINISTIC_LATERAL_SUBQUERIES]``).
+  (``[UNSUPPORTED_SUBQUERY_EXPRESSION_CATEGORY.NON_DETERMINISTIC_LATERAL_SUBQUERIES]``);
+- a subquery in the HAVING of a SELECT grouped by columns reads, outside aggregates, only the
+  columns it groups: HAVING filters groups (``[MISSING_ATTRIBUTES.
+  RESOLVED_ATTRIBUTE_MISSING_FROM_INPUT]``).
 
 A column is outer when name resolution (:mod:`.resolve`) resolved it in an enclosing query;
 only the columns of a subquery's own SELECT are read (a deeper one's are its own business).
@@ -26,7 +29,12 @@ from sqlglot import exp
 
 from runner.errors import Violation
 from runner.lint.aggregate_calls import NONDETERMINISTIC
-from runner.lint.aggregation import grouping_aggregates, is_aggregate_call, own_nodes
+from runner.lint.aggregation import (
+    grouping_aggregates,
+    is_aggregate_call,
+    own_nodes,
+    select_sources,
+)
 from runner.lint.context import ModelContext
 from runner.lint.rules import ModelRule
 from runner.lint.shapes import Analysis, Finding
@@ -45,6 +53,7 @@ def subquery_problems(query: exp.Expr, analysis: Analysis) -> Iterator[Finding]:
     for select in query.find_all(exp.Select):
         yield from _aggregates(select, analysis)
         yield from _sorted_by_correlated(select, outer)
+        yield from _ungrouped_in_having(select, analysis)
     for lateral in query.find_all(exp.Lateral):
         yield from _random_lateral(lateral, outer)
 
@@ -122,6 +131,41 @@ def _sorted_by_correlated(select: exp.Select, outer: set[int]) -> Iterator[Findi
             return
 
 
+def _ungrouped_in_having(select: exp.Select, analysis: Analysis) -> Iterator[Finding]:
+    """A subquery in the HAVING of a SELECT grouped by columns reads, outside an aggregate,
+    a column of that SELECT's relations it does not group: HAVING filters the groups, which
+    have no such column ([MISSING_ATTRIBUTES.RESOLVED_ATTRIBUTE_MISSING_FROM_INPUT])."""
+    group, having = select.args.get("group"), select.args.get("having")
+    keys = group.expressions if group is not None else []
+    if having is None or not keys or group is None or any(
+            group.args.get(k) for k in ("all", "cube", "rollup", "grouping_sets")) or \
+            not all(isinstance(k, exp.Column) for k in keys):
+        return
+    grouped = {k.name.lower() for k in keys}
+    shapes = [analysis.sources[id(c)] for c in _columns(select) if id(c) in analysis.sources]
+    aliases = {s.alias_or_name.lower() for s in select_sources(select)}
+    for inner in having.find_all(exp.Select):
+        for col in _columns(inner):
+            if id(col) not in analysis.outer_references or col.name.lower() in grouped or \
+                    any(is_aggregate_call(a) for a in _between(col, inner)):
+                continue
+            source = analysis.sources.get(id(col))  # the relation it resolved to is the
+            if any(source is s for s in shapes) and (  # SELECT's, and the name is not another's
+                    col.table.lower() in aliases if col.table else True):
+                yield Finding(col, "[MISSING_ATTRIBUTES.RESOLVED_ATTRIBUTE_MISSING_FROM_INPUT] "
+                              f"a subquery in HAVING reads {col.sql('spark')}, which the "
+                              "groups do not have", "group by it too, or aggregate it")
+                return
+
+
+def _between(node: exp.Expr, top: exp.Expr) -> Iterator[exp.Expr]:
+    """The ancestors of ``node`` below ``top``."""
+    parent = node.parent
+    while parent is not None and parent is not top:
+        yield parent
+        parent = parent.parent
+
+
 def _random_lateral(lateral: exp.Lateral, outer: set[int]) -> Iterator[Finding]:
     inner = lateral.this.unnest() if isinstance(lateral.this, exp.Query) else None
     select = lateral.parent.parent if isinstance(lateral.parent, exp.Join) else None
@@ -157,7 +201,8 @@ class SubqueryShape(ModelRule):
     ones when an enclosing query aggregates ([...CORRELATED_REFERENCE]); no correlated
     scalar subquery in a plain SELECT's ORDER BY ([...UNSUPPORTED_CORRELATED_SCALAR_SUBQUERY]);
     nothing random in a correlated LATERAL subquery
-    ([...NON_DETERMINISTIC_LATERAL_SUBQUERIES])."""
+    ([...NON_DETERMINISTIC_LATERAL_SUBQUERIES]); a subquery in HAVING reads the grouped
+    columns of its SELECT only ([MISSING_ATTRIBUTES.RESOLVED_ATTRIBUTE_MISSING_FROM_INPUT])."""
 
     id = "subquery-shape"
 

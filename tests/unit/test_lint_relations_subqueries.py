@@ -75,6 +75,10 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
     "range_over_now": ("window-frame", "SELECT count(eventId) OVER (ORDER BY current_timestamp()"
                        f"\n  RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING) AS n {P}",
                        "DATATYPE_MISMATCH.RANGE_FRAME_INVALID_TYPE", (1, 8)),
+    "having_ungrouped": ("subquery-shape", f"WITH t AS (SELECT eventId AS a, 1 AS b {P})\n"
+                         "SELECT a FROM t GROUP BY a HAVING EXISTS (\n"
+                         f"  SELECT 1 {P} AS i GROUP BY i.eventId HAVING count(*) > b)",
+                         "MISSING_ATTRIBUTES.RESOLVED_ATTRIBUTE_MISSING_FROM_INPUT", (3, 73)),
 }
 
 #: Valid neighbours: Spark accepts each.
@@ -105,6 +109,12 @@ VALID: dict[str, str] = {
                                "  UNION ALL SELECT n + 1 FROM t WHERE n < 9) SELECT n FROM t",
     "range_over_today": "SELECT count(eventId) OVER (ORDER BY current_date()\n"
                         f"  RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING) AS n {P}",
+    "having_grouped": f"WITH t AS (SELECT eventId AS a, 1 AS b {P})\n"
+                      "SELECT a FROM t GROUP BY a, b HAVING EXISTS (\n"
+                      f"  SELECT 1 {P} AS i GROUP BY i.eventId HAVING count(*) > b)",
+    "having_aggregated": f"WITH t AS (SELECT eventId AS a, 1 AS b {P})\n"
+                         "SELECT a FROM t GROUP BY a HAVING EXISTS (\n"
+                         f"  SELECT 1 {P} AS i WHERE i.eventId = a)",
     "scalar_star_one": f"SELECT eventId, (SELECT * FROM (SELECT eventId {P}) AS t LIMIT 1)\n"
                        f"  AS v {P}",
 }
