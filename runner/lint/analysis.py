@@ -38,6 +38,7 @@ from runner.lint.aggregation import (
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_, is_known, type_string
 from runner.lint.rules import ModelRule, time_column
+from runner.lint.shapes import Analysis
 from runner.lint.spark_names import generator_call
 
 __all__ = ["AmbiguousColumn", "MisplacedAggregate", "MissingAggregation", "TypeMismatch",
@@ -125,6 +126,12 @@ class MissingAggregation(ModelRule):
                               f"group by this item: '{text}' is outside its aggregate",
                               "list the GROUP BY columns, or aggregate the column too")
                 break
+        if items and len(with_aggregate) == len(items):  # no item to group by
+            column = next((c for p in items for c in _correlated(p, select, analysis)), None)
+            if column is not None:
+                yield self.at(ctx, column, "[UNRESOLVED_ALL_IN_GROUP_BY] GROUP BY ALL finds no "
+                              f"item without an aggregate, and a subquery reads {column.sql()}"
+                              " outside one", "list the GROUP BY columns")
         for clause in (select.args.get("having"), select.args.get("order")):
             # HAVING / ORDER BY read the groups: a column no item groups is not there
             for node in self._ungrouped(clause, grouping, aliases):
@@ -161,6 +168,23 @@ class MissingAggregation(ModelRule):
             if is_aggregate_call(node) and not is_window_function(node):
                 continue
             stack.extend(reversed(list(node.iter_expressions())))
+
+
+def _correlated(item: exp.Expr, select: exp.Select, analysis: Analysis
+                ) -> Iterator[exp.Column]:
+    """Columns of ``select``'s relations that a subquery in ``item`` reads (qualified by an
+    alias of ``select``'s FROM that the subquery does not name itself): to Spark, attributes
+    of the select list outside any aggregate."""
+    own = {s.alias_or_name.lower() for s in select_sources(select)}
+    for sub in item.walk(prune=lambda n: isinstance(n, NESTED)):
+        if not isinstance(sub, NESTED):
+            continue
+        inner = {t.alias_or_name.lower() for t in sub.find_all(exp.Table, exp.Subquery)
+                 if id(t) != id(sub)}
+        for col in sub.find_all(exp.Column):
+            if id(col) in analysis.outer_references and col.table and \
+                    col.table.lower() in own - inner:
+                yield col
 
 
 _CLAUSES = (("where", "WHERE", "filters rows before they are grouped",

@@ -36,7 +36,7 @@ SELECT.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from sqlglot import exp
 from sqlglot.tokens import TokenType
@@ -56,6 +56,7 @@ from runner.lint.builtins import signature
 from runner.lint.context import ModelContext
 from runner.lint.infer import is_generator
 from runner.lint.rules import ModelRule
+from runner.lint.shapes import Output
 from runner.lint.spark_dialect import SPARK
 from runner.lint.unique import grouping_sets
 
@@ -66,14 +67,17 @@ _NOT_SCALAR = (exp.From, exp.Join, exp.In, exp.Exists, exp.Any, exp.All, exp.Lat
                exp.SetOperation, exp.CTE, exp.Subquery, exp.Table, exp.Values)
 
 
-def _width(query: exp.Expr) -> int | None:
-    """How many columns ``query`` returns, when lint can count them (no ``*``)."""
+def _width(query: exp.Expr, counted: Mapping[int, list[Output]] | None = None) -> int | None:
+    """How many columns ``query`` returns, when lint can count them (no ``*``, unless name
+    resolution ``counted`` its columns: :attr:`~runner.lint.shapes.Analysis.selects`)."""
     while isinstance(query, exp.Subquery):
         query = query.this
     if isinstance(query, exp.SetOperation):
-        return _width(query.left)
+        return _width(query.left, counted)
     if not isinstance(query, exp.Select) or any(_many(p) for p in query.expressions):
-        return None
+        known = counted.get(id(query)) if counted is not None else None
+        return len(known) if known is not None and all(_star(p) for p in query.expressions
+                                                        if _many(p)) else None
     return len(query.expressions)
 
 
@@ -236,7 +240,7 @@ class QueryShape(ModelRule):
         for call in ctx.nodes.of(exp.Extract, exp.Anonymous):
             yield from self._extract(ctx, call)
         for sub in ctx.nodes.of(exp.Subquery):
-            width = _width(sub)
+            width = _width(sub, ctx.analysis.selects if ctx.analysis is not None else None)
             if width is not None and width > 1 and sub.parent is not None and not isinstance(
                     sub.parent, _NOT_SCALAR):
                 yield self.at(ctx, sub, "[INVALID_SUBQUERY_EXPRESSION.SCALAR_SUBQUERY_RETURN_"

@@ -159,8 +159,9 @@ class CommonType(ModelRule):
     def _in_lists(self, ctx: ModelContext) -> Iterator[Violation]:
         for node in ctx.nodes.of(exp.In):
             items = node.expressions
-            if not items or node.args.get("query") is not None:
-                continue
+            if not items or node.args.get("query") is not None or isinstance(node.parent,
+                                                                             exp.Pivot):
+                continue  # a PIVOT's values are cast to its column (runner.lint.relations)
             types = known_types([node.this, *items])
             if types is None or all(co.same_type(t, types[0], names=False) for t in types):
                 continue  # IN compares structs by their fields' types, not their names

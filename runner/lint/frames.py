@@ -28,7 +28,8 @@ from runner.errors import Violation
 from runner.lint.builtins import value_type
 from runner.lint.casts import can_ansi_cast, category
 from runner.lint.context import ModelContext
-from runner.lint.infer import type_string
+from runner.lint.infer import parse_type, type_string
+from runner.lint.names import NILADIC
 from runner.lint.rules import ModelRule
 
 __all__ = ["WindowFrame"]
@@ -104,6 +105,16 @@ class WindowFrame(ModelRule):
                                   found[2])
 
 
+def _order_type(node: exp.Expr) -> exp.DataType | None:
+    """The ORDER BY value's type: :func:`~runner.lint.builtins.value_type`'s, or a niladic
+    date/time call's (``current_timestamp()`` is a TIMESTAMP)."""
+    found = value_type(node)
+    if found is None and isinstance(node, (exp.CurrentTimestamp, exp.CurrentDate)) and \
+            not node.args.get("this"):
+        found = parse_type(NILADIC[node.sql_name().lower()])
+    return found
+
+
 def _problem(window: exp.Window, spec: exp.WindowSpec) -> tuple[str, str, str] | None:
     """(error subclass, message, hint) of the frame's first problem, in Spark's order."""
     kind = str(spec.args.get("kind") or "").upper()
@@ -117,7 +128,7 @@ def _problem(window: exp.Window, spec: exp.WindowSpec) -> tuple[str, str, str] |
     values = [(b, s, where) for b, s, where in bounds if isinstance(b, exp.Expression)]
     order = window.args.get("order")
     keys = order.expressions if isinstance(order, exp.Order) else []
-    order_type = value_type(keys[0].this) if len(keys) == 1 and isinstance(
+    order_type = _order_type(keys[0].this) if len(keys) == 1 and isinstance(
         keys[0], exp.Ordered) else None
     order_kind = category(order_type)
     # the frame's own checks (Spark checks it before the window spec that holds it)

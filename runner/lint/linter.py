@@ -36,6 +36,7 @@ from runner.lint.infer import parse_type, type_string
 from runner.lint.kafka import KafkaColumns
 from runner.lint.literals import InvalidLiteral
 from runner.lint.recursive_cte import RecursiveCte
+from runner.lint.relations import RelationShape
 from runner.lint.resolve import Resolver
 from runner.lint.rule import Rule
 from runner.lint.rules import (
@@ -58,6 +59,7 @@ from runner.lint.streaming import (
     MergeKeyNotUnique,
     NondeterministicMerge,
 )
+from runner.lint.subqueries import SubqueryShape
 from runner.project.config import LintConfig
 from runner.project.loader import Project
 
@@ -72,7 +74,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     AnsiIndex(), AnsiDivide(), AnsiCast(), JoinKeyTypes(), ChangeDataCapture(), KafkaColumns(),
     FunctionArguments(), ArgumentType(), InvalidLiteral(), QueryShape(), RecursiveCte(),
     AggregateCall(), GroupingShape(), GeneratorUse(), FormatOptions(), CommonType(),
-    WindowFrame(),
+    WindowFrame(), RelationShape(), SubqueryShape(),
 )
 
 

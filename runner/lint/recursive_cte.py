@@ -8,7 +8,9 @@ A CTE of a ``WITH RECURSIVE`` that reads itself must be ``anchor UNION ALL recur
   a deduplicating ``UNION`` is refused as ``[UNION_NOT_SUPPORTED_IN_RECURSIVE_CTE]``;
 - in the recursion, the self-reference is not under an aggregate, a window function or an
   ``ORDER BY``, nor on the outer side of an outer, semi or anti join
-  (``[INVALID_RECURSIVE_REFERENCE.PLACE]``).
+  (``[INVALID_RECURSIVE_REFERENCE.PLACE]``);
+- the recursion's columns have the anchor's types: arithmetic where the anchor has a STRING
+  does not merge into it (``[CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE]``).
 
 A CTE that does not read itself is an ordinary CTE, whatever its shape. A body lint cannot read
 with certainty (an inner ``WITH`` naming the CTE again, a ``NATURAL``/``USING``/``LATERAL``
@@ -24,15 +26,16 @@ join around the reference) is left alone: Spark decides at start-up.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from sqlglot import exp
 
 from runner.errors import Violation
 from runner.lint.aggregation import grouping_aggregates, own_nodes, select_sources
 from runner.lint.context import ModelContext
+from runner.lint.infer import is_
 from runner.lint.rules import ModelRule
-from runner.lint.shapes import Finding
+from runner.lint.shapes import Finding, Output
 
 __all__ = ["RecursiveCte", "recursive_cte_problems"]
 
@@ -48,16 +51,36 @@ _JOIN_SIDES = {"": (True, True), "left": (True, False), "right": (False, True),
                "full": (False, False), "semi": (True, False), "anti": (True, False)}
 
 
-def recursive_cte_problems(query: exp.Expr) -> Iterator[Finding]:
-    """What Spark refuses in the recursive CTEs of ``query`` (every ``WITH RECURSIVE`` in it)."""
+def recursive_cte_problems(query: exp.Expr, selects: Mapping[int, list[Output]] | None = None
+                           ) -> Iterator[Finding]:
+    """What Spark refuses in the recursive CTEs of ``query`` (every ``WITH RECURSIVE`` in it);
+    ``selects``: the output columns name resolution found of each SELECT."""
     for with_ in query.find_all(exp.With):
         if not with_.args.get("recursive"):
             continue
         for cte in with_.expressions:
-            yield from _cte_problems(cte)
+            yield from _cte_problems(cte, selects or {})
 
 
-def _cte_problems(cte: exp.CTE) -> Iterator[Finding]:
+def _merged_types(anchor: exp.Expr, recursion: exp.Expr, selects: Mapping[int, list[Output]]
+                  ) -> Iterator[Finding]:
+    """The recursion's columns have the anchor's types: arithmetic (never a STRING) where the
+    anchor's column is a STRING cannot merge into it ([CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE])."""
+    outputs = selects.get(id(anchor.unnest()))
+    items = recursion.unnest().expressions if isinstance(recursion.unnest(), exp.Select) else []
+    if outputs is None or len(outputs) != len(items):
+        return
+    for i, (out, item) in enumerate(zip(outputs, items), start=1):
+        if is_(out.type, exp.DType.TEXT, exp.DType.VARCHAR) and isinstance(
+                item.unalias(), (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv)):
+            yield Finding(item, f"[CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE] the recursion's "
+                          f"{item.sql('spark')} is a number, the anchor's column {i} a STRING",
+                          "cast the anchor's column to the number type (or the recursion's "
+                          "value to STRING)")
+            return
+
+
+def _cte_problems(cte: exp.CTE, selects: Mapping[int, list[Output]]) -> Iterator[Finding]:
     name = cte.alias_or_name.lower()
     body = cte.this
     if not name or not isinstance(body, exp.Query) or _redefines(body, name):
@@ -79,6 +102,7 @@ def _cte_problems(cte: exp.CTE) -> Iterator[Finding]:
                           "column)")
         else:
             yield from _placement(recursion, name)
+            yield from _merged_types(anchor, recursion, selects)
         return
     yield Finding(cte.args["alias"], f"[INVALID_RECURSIVE_CTE] recursive CTE `{name}` reads "
                   "itself but is not `anchor UNION ALL recursion`" + (
@@ -180,4 +204,5 @@ class RecursiveCte(ModelRule):
     def check(self, ctx: ModelContext) -> Iterator[Violation]:
         if ctx.query is None or not ctx.nodes.has(exp.With):
             return
-        yield from self.findings(ctx, recursive_cte_problems(ctx.query))
+        selects = ctx.analysis.selects if ctx.analysis is not None else None
+        yield from self.findings(ctx, recursive_cte_problems(ctx.query, selects))

@@ -49,12 +49,13 @@ from runner.lint.select_parts import (
     dot_root,
     grouping_items,
     join_columns,
+    joined_shape,
     outer_source,
     repeated_names,
     select_aliases,
     star_except,
 )
-from runner.lint.shapes import OPEN, Analysis, Output, Shape
+from runner.lint.shapes import OPEN, Analysis, Finding, Output, Shape
 from runner.lint.spark_names import cast_column, generator_call, generator_inputs, pretty_name
 from runner.lint.unique import (
     GROUPING_ID,
@@ -100,7 +101,7 @@ class Resolver(NameResolver):
         for scope in root.traverse():  # children first
             shape = self._scope(scope)
             if scope.scope_type in _RENAMED_BY_ALIAS and scope.outer_columns:
-                shape = shape.renamed(scope.outer_columns)
+                shape = self._renamed(shape, scope.outer_columns, scope.expression.parent)
             self._shapes[id(scope)] = shape
         self.analysis.shape = self._shapes[id(root)]
         leftmost = root.expression
@@ -174,7 +175,17 @@ class Resolver(NameResolver):
         known = self._sources.get(id(node))
         if known is not None:
             return known
-        if isinstance(node, exp.Table):
+        joins = node.args.get("joins") if isinstance(node, exp.Table) and isinstance(
+            node.parent, exp.Subquery) and node.parent.alias else None
+        if joins:  # (a JOIN b) AS j (USING, NATURAL: open)
+            shape = OPEN if any(j.args.get("using") or j.args.get("method") for j in joins) \
+                else joined_shape([self._table(t, scope) if isinstance(t, exp.Table) and
+                                   isinstance(t.this, exp.Identifier) and
+                                   not t.alias_column_names else OPEN
+                                   for t in (node, *(j.this for j in joins))])
+            if (outer := node.parent) is not None and outer.alias_column_names:  # AS j(x, y)
+                shape = self._renamed(shape, outer.alias_column_names, outer)
+        elif isinstance(node, exp.Table):
             shape = self._table(node, scope) if isinstance(node.this, exp.Identifier) else OPEN
         else:
             inner = node.unnest()
@@ -183,13 +194,40 @@ class Resolver(NameResolver):
         if node.args.get("pivots"):
             if shape is self.events:  # a PIVOT groups by every other column: all are read
                 self.analysis.star_over_events = True
+            self._pivot(node, name, shape)
             shape = OPEN  # PIVOT / UNPIVOT reshape the columns: not inferred
         columns = node.alias_column_names
         if columns and isinstance(node, (exp.Table, exp.Values, exp.Func)):
-            shape = shape.renamed(columns)  # derived tables and CTEs: see _RENAMED_BY_ALIAS
+            # derived tables and CTEs: see _RENAMED_BY_ALIAS
+            shape = self._renamed(shape, columns, node) if isinstance(node, exp.Table) \
+                else shape.renamed(columns)
         alias = node.alias if isinstance(node, exp.Lateral) else name  # not AS e(column)
         source = self._sources[id(node)] = (alias.lower(), shape)
         return source
+
+    def _renamed(self, shape: Shape, names: list[str], node: exp.Expr | None) -> Shape:
+        """``shape`` seen through ``AS t(a, b)``: Spark's ResolveSubqueryColumnAliases wants
+        one name per column ([ASSIGNMENT_ARITY_MISMATCH])."""
+        alias = node.args.get("alias") if node is not None else None
+        if not shape.open and len(names) != len(shape.columns) and alias is not None:
+            at = alias.this if isinstance(alias, exp.TableAlias) else alias
+            self.analysis.arity_mismatches.append(Finding(
+                at, f"[ASSIGNMENT_ARITY_MISMATCH] {len(names)} column name(s) for a relation "
+                f"of {len(shape.columns)} column(s): {', '.join(shape.names)}",
+                "name each column of the relation once"))
+        return shape.renamed(names)
+
+    def _pivot(self, node: exp.Expr, name: str, shape: Shape) -> None:
+        """A PIVOT's aggregates and FOR columns read the relation it pivots, nothing else."""
+        if shape.open:
+            return
+        frame = Frame(None, [(name.lower(), shape)])
+        for pivot in node.args["pivots"]:
+            if not pivot.args.get("unpivot"):  # an UNPIVOT's IN lists columns
+                parts = [*pivot.expressions, *(f.this for f in pivot.args.get("fields") or [])]
+                self.walk(parts, frame)
+                for part in parts:
+                    self.annotator.annotate_expression(part)
 
     def _table(self, node: exp.Table, scope: Scope) -> Shape:
         """The shape of a named relation; an unknown or qualified one is OPEN (the guard,

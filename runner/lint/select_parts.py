@@ -17,7 +17,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from runner.lint.names import Frame
-from runner.lint.shapes import Output, Shape
+from runner.lint.shapes import OPEN, Output, Shape
 
 __all__ = ["dot_root", "grouping_items", "join_columns", "outer_source", "relation_selects",
            "repeated_names", "select_aliases", "star_except", "using_columns"]
@@ -142,3 +142,14 @@ def relation_selects(scope: Scope) -> Iterator[exp.Select]:
         yield scope.expression
     for child in (*scope.set_operation_scopes, *scope.derived_table_scopes):
         yield from relation_selects(child)
+
+
+def joined_shape(shapes: list[Shape]) -> Shape:
+    """The relation ``(a JOIN b) AS j`` makes of its tables' shapes: all their columns; a
+    name two of them have is ambiguous (Spark's [AMBIGUOUS_REFERENCE])."""
+    if any(s.open for s in shapes):
+        return OPEN
+    cols = tuple(c for s in shapes for c in s.columns)
+    seen = [{n.lower() for n in s.names} for s in shapes]
+    return Shape(cols, repeated=frozenset(n for i, names in enumerate(seen) for n in names
+                                          if any(n in other for other in seen[i + 1:])))

@@ -109,6 +109,9 @@ class Analysis:
     outputs: list[Output]
     unknown_columns: list[Finding] = field(default_factory=list)
     ambiguous_columns: list[Finding] = field(default_factory=list)
+    #: ``AS t(a, b)`` naming more or fewer columns than its relation has
+    #: ([ASSIGNMENT_ARITY_MISMATCH]): the ``relation-shape`` rule reports them
+    arity_mismatches: list[Finding] = field(default_factory=list)
     used_fields: set[str] = field(default_factory=set)
     star_over_events: bool = False
     #: id(SELECT node) -> its output columns, for every SELECT of the query (UNION branches,

@@ -42,7 +42,7 @@ from runner.lint.spatial import spatial_type
 from runner.lint.sql_tokens import tokens as sql_tokens
 from runner.lint.sql_tokens import violation_at
 
-__all__ = ["ArgumentType", "FunctionArguments"]
+__all__ = ["ArgumentType", "FunctionArguments", "unorderable"]
 
 T = exp.DType
 
@@ -186,7 +186,7 @@ _CAST_HINTS = {
 }
 
 
-def _unorderable(dtype: exp.DataType | None) -> str | None:
+def unorderable(dtype: exp.DataType | None) -> str | None:
     """The part of ``dtype`` that has no order in Spark (``MAP``, ``VARIANT``), or None
     (orderable, or unknown)."""
     if dtype is None:
@@ -196,7 +196,7 @@ def _unorderable(dtype: exp.DataType | None) -> str | None:
     if is_(dtype, T.ARRAY, T.STRUCT):
         for inner in dtype.expressions:
             kind = inner.args.get("kind") if isinstance(inner, exp.ColumnDef) else inner
-            found = _unorderable(kind) if isinstance(kind, exp.DataType) else None
+            found = unorderable(kind) if isinstance(kind, exp.DataType) else None
             if found is not None:
                 return found
     return None
@@ -311,7 +311,7 @@ class ArgumentType(ModelRule):
         VARIANT, or an array or struct holding one ([DATATYPE_MISMATCH.INVALID_ORDERING_TYPE])."""
         for node in ctx.nodes.of(exp.Ordered):
             dtype = value_type(node.this)
-            bad = _unorderable(dtype)
+            bad = unorderable(dtype)
             if bad is not None and dtype is not None:
                 yield self.at(ctx, node, f"[DATATYPE_MISMATCH.INVALID_ORDERING_TYPE] "
                               f"{_sql(node.this)}: Spark cannot order values of type "

@@ -13,6 +13,8 @@ own parser accepts differently or not at all. Only what differs is overridden:
 - ``TIMEDIFF(HOUR, a, b)``: the grammar's other name of ``TIMESTAMPDIFF(HOUR, a, b)``;
 - ``GEOGRAPHY(ANY)`` / ``GEOMETRY(ANY)``: a spatial type of any SRID (``ANY`` is a parameter,
   not the ``ANY(...)`` aggregate);
+- ``SELECT all FROM t``: the select list is the column ``all`` (no quantifier without a
+  list); ``OVER (ORDER BY all)`` orders by a column ``all`` (ORDER BY ALL is a query's);
 - ``|> DROP a, b.c``: the pipe operator that drops columns, read as
   ``SELECT * EXCEPT (a, b.c)`` over the query before it (what Spark's plan is).
 
@@ -169,6 +171,31 @@ class _Parser(SparkParser):
             return func
         self._retreat(index)  # Spark: any named expression over aggregates (sum(a) + 1 AS s)
         return self._parse_expression()
+
+    def _parse_window(self, this: exp.Expr | None, alias: bool = False) -> exp.Expr | None:
+        window = super()._parse_window(this, alias)
+        order = window.args.get("order") if isinstance(window, exp.Window) else None
+        for ordered in order.expressions if isinstance(order, exp.Order) else ():
+            if isinstance(ordered.this, exp.Var) and ordered.this.name.upper() == "ALL":
+                # ORDER BY ALL orders a query by its select list; in a window it is a column
+                ident = exp.to_identifier(ordered.this.name)
+                token = next((t for t in reversed(self._tokens[:self._index])
+                              if t.text.upper() == "ALL"), None)
+                if token is not None:
+                    ident.update_positions(token)
+                ordered.set("this", exp.column(ident))
+        return window
+
+    def _parse_projections(self) -> tuple[list[exp.Expr], list[exp.Expr] | None]:
+        projections, other = super()._parse_projections()
+        prev = self._prev
+        if not projections and prev is not None and prev.token_type == TokenType.ALL:
+            # SELECT all FROM t: no list after a quantifier, so Spark's grammar reads the
+            # word as the select list, a column named all
+            ident = exp.to_identifier(prev.text)
+            ident.update_positions(prev)
+            projections = [exp.column(ident)]
+        return projections, other
 
 
 class RunnerSpark(Spark):
