@@ -37,10 +37,12 @@ class Signature:
     Attributes:
         name: the function's name (lower case).
         kind: ``aggregate``, ``window``, ``generator``, ``higher_order`` or ``scalar``.
-        wrong_nargs: argument counts Spark refuses with ``WRONG_NUM_ARGS`` (probed up to 6: 6
+        wrong_nargs: argument counts Spark refuses with ``WRONG_NUM_ARGS`` (probed up to 7: 7
             refused means more are too).
-        nargs: the counts it accepts (up to 6).
+        nargs: the counts it accepts (up to 7).
         params: names of its named arguments (none: it takes none).
+        required: how many of ``params`` (the first) have no default: a call must give each,
+            by position or by name (``mask(lowerChar => 'q')``: no ``str``).
         literal: 0-based position -> the error class Spark gives a column there.
         types: 0-based position -> (the type Spark requires, the basic types it refuses).
         nulls: 0-based position -> the error class Spark refuses a ``NULL`` literal there
@@ -62,6 +64,7 @@ class Signature:
     probed_nargs: int = 0
     refused: str | None = None
     nulls: Mapping[int, str] = field(default_factory=dict)
+    required: int = 0
 
     def checks_arguments_of(self, n: int) -> bool:
         """``literal`` and ``types`` hold for a call of ``n`` arguments."""
@@ -69,14 +72,15 @@ class Signature:
 
     def refuses_count(self, n: int) -> bool:
         """Spark refuses ``n`` arguments with ``WRONG_NUM_ARGS``."""
-        return n in self.wrong_nargs or (n > 6 and 6 in self.wrong_nargs)
+        top = max((*self.nargs, *self.wrong_nargs), default=0)  # the largest count probed
+        return n in self.wrong_nargs or (n > top and top in self.wrong_nargs)
 
     @property
     def expected(self) -> str:
         """The accepted counts as Spark words them: ``3``, ``[2, 3]``, ``> 0``."""
         if not self.nargs:
             return "?"
-        if 6 in self.nargs and 6 not in self.wrong_nargs:
+        if self.nargs[-1] == max((*self.nargs, *self.wrong_nargs)):
             return f">= {self.nargs[0]}"
         return str(self.nargs[0]) if len(self.nargs) == 1 else str(list(self.nargs))
 
@@ -100,7 +104,8 @@ def signature(name: str) -> Signature | None:
         literal={int(k): v for k, v in f.get("literal", {}).items()},
         types={int(k): (v[0], frozenset(v[1])) for k, v in f.get("types", {}).items()},
         probed_nargs=f.get("probed_nargs", 0), refused=f.get("refused"),
-        nulls={int(k): v for k, v in f.get("nulls", {}).items()})
+        nulls={int(k): v for k, v in f.get("nulls", {}).items()},
+        required=f.get("required", 0))
 
 
 @cache

@@ -99,6 +99,19 @@ def _named_problem(call: Call, named: list[Arg]) -> tuple[int, str, str] | None:
     return None
 
 
+def _missing_parameter(call: Call, named: set[str]) -> tuple[int, str, str] | None:
+    """A parameter without default given neither by position nor by name (Spark's
+    ``NamedParametersSupport.defaultRearrange``: [REQUIRED_PARAMETER_NOT_FOUND])."""
+    sig = call.signature
+    positional = next((k for k, a in enumerate(call.args) if a.name is not None), len(call.args))
+    for param in sig.params[positional:sig.required]:
+        if param.lower() not in named:
+            return (call.start, f"[REQUIRED_PARAMETER_NOT_FOUND] {call.name}() needs its "
+                    f"argument {param}, given neither by position nor by name",
+                    f"pass {param} first, or as {param} => ...")
+    return None
+
+
 def argument_problem(call: Call) -> tuple[int, str, str] | None:
     """(offset, message, hint) of the first problem of ``call``'s arguments, or None."""
     name, sig, args = call.name, call.signature, call.args
@@ -118,6 +131,9 @@ def argument_problem(call: Call) -> tuple[int, str, str] | None:
         found = _named_problem(call, named)
         if found is not None:
             return found
+    missing = _missing_parameter(call, {(a.name or "").lower() for a in named})
+    if missing is not None:
+        return missing
     if not named and sig.refuses_count(len(args)):
         return (call.start, f"[WRONG_NUM_ARGS] {name}() takes {sig.expected} "
                 f"argument(s), not {len(args)}", f"call {name}() with {sig.expected} "
