@@ -35,8 +35,10 @@ against, from the registry where it says so and else by asking the analyser (eac
   gives a column there (``DATATYPE_MISMATCH.NON_FOLDABLE_INPUT``...).
 - ``types``: per argument position (the first three), the basic types Spark refuses there with
   ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE`` naming that position (the other arguments NULL),
-  and the type it requires. A position that refuses every NULL first (``schema_of_csv``:
-  ``UNEXPECTED_NULL``) is probed with a constant of each type instead (``schema_of_csv(42)``).
+  and the type it requires (and the error class when it is not that one: a function's builder
+  refuses ``mode(x, 'true')`` with ``UNEXPECTED_INPUT_TYPE``). A position that refuses every
+  NULL first (``schema_of_csv``: ``UNEXPECTED_NULL``) is probed with a constant of each type
+  instead (``schema_of_csv(42)``).
 - ``nulls``: argument positions (0-based) where Spark refuses a ``NULL`` literal, with the
   error class (``explode(NULL)``: ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE``, VOID is no
   collection; ``schema_of_json(NULL)``: ``DATATYPE_MISMATCH.UNEXPECTED_NULL``), the other
@@ -112,6 +114,9 @@ _KINDS = (("window", "org.apache.spark.sql.catalyst.expressions.WindowFunction")
 _GROUP_KINDS = {"agg_funcs": "aggregate", "window_funcs": "window",
                 "generator_funcs": "generator", "lambda_funcs": "higher_order"}
 MAX_ARGS = 7
+#: The errors of an argument of a type its position refuses: the type check's, and the one a
+#: function builder throws itself (``mode(x, 'true')``: its second argument must be a BOOLEAN).
+_TYPE_ERRORS = ("DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", "UNEXPECTED_INPUT_TYPE")
 #: The errors of a call whose argument count Spark refuses without ``WRONG_NUM_ARGS``.
 _COUNT_ERRORS = ("WRONG_NUM_ARGS", "REQUIRED_PARAMETER_NOT_FOUND")
 #: The error of a call that makes or takes a TIME value (not supported by default in Spark 4.2).
@@ -286,10 +291,12 @@ def _positions(prober: Prober, name: str, arity: int, *, every_time: bool) -> di
         # a refusal that depends on the other arguments (lag's default: the input's type,
         # VOID when the input is NULL) is not the position's own: refused again with every
         # other argument of an accepted type, else dropped
-        refused = [t for t in refused if "VOID" not in required
-                   and _refused_among(prober, name, arity, i, t, accepted)]
+        classes = {t: _refused_among(prober, name, arity, i, t, accepted) for t in refused
+                   if "VOID" not in required}
+        refused = [t for t in refused if classes.get(t)]
         if refused:
-            types[str(i)] = [required, refused]
+            error = classes[refused[0]]
+            types[str(i)] = [required, refused] + ([error] if error != _TYPE_ERRORS[0] else [])
         # a column of a type the position takes (else of one it does not refuse: some
         # functions refuse every NULL there), the other arguments constants of such types
         for column in _candidates(ok, refused)[:3]:
@@ -322,7 +329,7 @@ _SAMPLES = {"string": "'1'", "int": "1", "double": "0.5D", "bigint": "1L", "deci
 #: A constant of each type of TYPES, for a position that refuses every NULL before it looks at
 #: the type (``schema_of_csv(CAST(NULL AS INT))``: UNEXPECTED_NULL; ``schema_of_csv(42)``:
 #: UNEXPECTED_INPUT_TYPE).
-_VALUES = {**{t: f"CAST({v} AS {TYPES[t]})" for t, v in _SAMPLES.items()},
+VALUES = {**{t: f"CAST({v} AS {TYPES[t]})" for t, v in _SAMPLES.items()},
            "tinyint": "1Y", "smallint": "1S", "float": "CAST(1 AS FLOAT)",
            "binary": "X'01'", "timestamp_ntz": "TIMESTAMP_NTZ'2020-01-01 00:00:00'",
            "interval_day": "INTERVAL '1 00:00:00' DAY TO SECOND",
@@ -336,7 +343,7 @@ def _typed_error(prober: Prober, name: str, args: list[str], i: int, t: str
     error = prober.error(_call(name, args))
     if error is not None and error[0] == "DATATYPE_MISMATCH.UNEXPECTED_NULL":
         args = list(args)
-        args[i] = _VALUES[t]
+        args[i] = VALUES[t]
         error = prober.error(_call(name, args))
     return error
 
@@ -382,17 +389,25 @@ def _accepted(prober: Prober, name: str, arity: int, i: int, others: list[str] |
         error = _typed_error(prober, name, args, i, t)
         if error is None:
             ok.append(t)
-        elif (error[0] == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE"
-              and error[1].get("paramIndex") == _ORDINALS[i]):
+        elif _names_position(error, i):
             refused.append(t)
             required = error[1].get("requiredType", "").replace('"', "")
     return ok, refused, required
 
 
+def _names_position(error: tuple[str, dict[str, str]], i: int) -> bool:
+    """``error`` refuses the type of argument ``i``, which was no NULL literal: a refusal
+    of a VOID is another argument's (``collate(s, NULL)``: the builder names the collation
+    "first")."""
+    return error[0] in _TYPE_ERRORS and error[1].get("paramIndex") == _ORDINALS[i] and \
+        error[1].get("inputType") != '"VOID"'
+
+
 def _refused_among(prober: Prober, name: str, arity: int, i: int, t: str,
-                   accepted: dict[int, tuple[list[str], list[str], str]]) -> bool:
-    """Position ``i`` still refuses ``t`` with the other arguments typed: each of ``t`` where
-    it accepts ``t``, else of the first type it accepts (NULL past the probed positions)."""
+                   accepted: dict[int, tuple[list[str], list[str], str]]) -> str | None:
+    """The error class position ``i`` still refuses ``t`` with, the other arguments typed:
+    each of ``t`` where it accepts ``t``, else of the first type it accepts (NULL past the
+    probed positions); None when it takes it so."""
     args = []
     for j in range(arity):
         ok = accepted[j][0] if j in accepted else []
@@ -400,8 +415,7 @@ def _refused_among(prober: Prober, name: str, arity: int, i: int, t: str,
         fill = _fill(prober, accepted[j]) if j in accepted else None
         args.append(_null(t) if j == i else _null(other) if other else fill or "NULL")
     error = _typed_error(prober, name, args, i, t)
-    return error is not None and error[0] == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE" and \
-        error[1].get("paramIndex") == _ORDINALS[i]
+    return error[0] if error is not None and _names_position(error, i) else None
 
 
 def _null_refused(prober: Prober, name: str, arity: int, i: int,

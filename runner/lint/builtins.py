@@ -44,7 +44,9 @@ class Signature:
         required: how many of ``params`` (the first) have no default: a call must give each,
             by position or by name (``mask(lowerChar => 'q')``: no ``str``).
         literal: 0-based position -> the error class Spark gives a column there.
-        types: 0-based position -> (the type Spark requires, the basic types it refuses).
+        types: 0-based position -> (the type Spark requires, the basic types it refuses, the
+            error class: ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE`` unless a function's
+            builder refuses them itself, ``UNEXPECTED_INPUT_TYPE``).
         nulls: 0-based position -> the error class Spark refuses a ``NULL`` literal there
             with (``explode(NULL)``: VOID is no collection).
         refused: the error class Spark refuses every call of it with (the TIME functions:
@@ -60,7 +62,7 @@ class Signature:
     nargs: tuple[int, ...]
     params: tuple[str, ...]
     literal: Mapping[int, str]
-    types: Mapping[int, tuple[str, frozenset[str]]]
+    types: Mapping[int, tuple[str, frozenset[str], str]]
     probed_nargs: int = 0
     refused: str | None = None
     nulls: Mapping[int, str] = field(default_factory=dict)
@@ -85,6 +87,10 @@ class Signature:
         return str(self.nargs[0]) if len(self.nargs) == 1 else str(list(self.nargs))
 
 
+#: The class of an argument type a position refuses, unless functions.json names another.
+_TYPE_ERROR = "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE"
+
+
 @cache
 def _document() -> dict[str, Any]:
     text = Path(__file__).with_name("functions.json").read_text(encoding="utf-8")
@@ -102,7 +108,8 @@ def signature(name: str) -> Signature | None:
         name=name.lower(), kind=f["kind"], wrong_nargs=frozenset(f.get("wrong_nargs", ())),
         nargs=tuple(f.get("nargs", ())), params=tuple(f.get("params", ())),
         literal={int(k): v for k, v in f.get("literal", {}).items()},
-        types={int(k): (v[0], frozenset(v[1])) for k, v in f.get("types", {}).items()},
+        types={int(k): (v[0], frozenset(v[1]), v[2] if len(v) > 2 else _TYPE_ERROR)
+               for k, v in f.get("types", {}).items()},
         probed_nargs=f.get("probed_nargs", 0), refused=f.get("refused"),
         nulls={int(k): v for k, v in f.get("nulls", {}).items()},
         required=f.get("required", 0))

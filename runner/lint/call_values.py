@@ -1,9 +1,10 @@
 """What Spark's analyser checks of a call's argument values, beyond each position's basic
 type (:mod:`.calls` reads the calls, :mod:`.signatures` reports): a ``NULL`` literal where a
 function refuses one, a higher-order function given a constant of the wrong type where its
-function goes, constants out of range, ``pmod`` as the ``%`` it is, ``mask``'s replacement
-characters, ``ceil``/``floor``'s scale, ``time_bucket``'s origin, ``to_binary``'s format, and
-arrays of another element type where a position casts no elements.
+function goes, constants out of range, ``pmod`` and ``try_add``... as the operators they are,
+``mask``'s replacement characters, ``ceil``/``floor``'s scale, ``time_bucket``'s origin,
+``to_binary``'s format, ``format_string``'s and ``to_number``'s constant formats, and arrays
+of another element type where a position casts no elements.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlglot import exp
 from runner.lint.builtins import TYPE_NAMES, arg_type, operator_refuses, value_type
 from runner.lint.calls import Call
 from runner.lint.infer import element_type, is_known, parse_type, type_string
+from runner.lint.number_format import number_format_problem
 
 __all__ = ["element_mismatch", "outer_kinds", "value_problem"]
 
@@ -31,7 +33,8 @@ def value_problem(call: Call) -> tuple[int, str, str] | None:
     (this last only for the argument counts functions.json's records hold for)."""
     found = _function_argument(call) or _out_of_range(call) or _as_operator(call) or \
         _field_names(call) or _single_characters(call) or _int_constant(call) or \
-        _same_timestamps(call) or _named_constant(call)
+        _same_timestamps(call) or _named_constant(call) or _format_constant(call) or \
+        _sketch_parameter(call)
     if found is None and call.signature.checks_arguments_of(len(call.args)):
         found = _null_argument(call)
     return found
@@ -151,8 +154,10 @@ def _out_of_range(call: Call) -> tuple[int, str, str] | None:
 
 
 #: Functions that are Spark's binary arithmetic under another name (``Pmod`` extends
-#: ``BinaryArithmetic``, like ``%``): their operands are checked as the operator's.
-_OPERATOR_FUNCTIONS = {"pmod": "%"}
+#: ``BinaryArithmetic``, like ``%``; ``TryAdd``'s replacement is an ``Add``, ``TrySubtract``'s a
+#: ``Subtract``, ``TryMultiply``'s a ``Multiply``): their operands are checked as the
+#: operator's.
+_OPERATOR_FUNCTIONS = {"pmod": "%", "try_add": "+", "try_subtract": "-", "try_multiply": "*"}
 
 
 def _as_operator(call: Call) -> tuple[int, str, str] | None:
@@ -166,7 +171,7 @@ def _as_operator(call: Call) -> tuple[int, str, str] | None:
         return None
     return (call.start, f"[{error}] {call.name}() is Spark's {op} operator, which has no "
             f"{TYPE_NAMES[left]} {op} {TYPE_NAMES[right]}",
-            "cast an operand so that both are numbers")
+            "cast an operand so that both have types the operator takes")
 
 
 def _null_argument(call: Call) -> tuple[int, str, str] | None:
@@ -280,3 +285,103 @@ def _named_constant(call: Call) -> tuple[int, str, str] | None:
     names = ", ".join(f"'{n}'" for n in sorted(rule[1]))
     return (arg.start, f"[DATATYPE_MISMATCH.INVALID_ARG_VALUE] argument {rule[0] + 1} of "
             f"{call.name}() must be one of {names}, not {_sql(node)}", f"pass one of {names}")
+
+
+def _format_constant(call: Call) -> tuple[int, str, str] | None:
+    """A constant format Spark refuses before it formats anything: ``format_string('%0$s',
+    x)`` (``FormatString`` refuses an argument index 0: [INVALID_PARAMETER_VALUE.ZERO_INDEX]),
+    ``to_number(s, '999G')`` (:mod:`.number_format`: [INVALID_FORMAT.<reason>])."""
+    position = 0 if call.name in ("format_string", "printf") else \
+        1 if call.name in ("to_number", "try_to_number") else -1
+    arg = call.args[position] if 0 <= position < len(call.args) else None
+    node = arg.node.unnest() if arg is not None and arg.node is not None else None
+    if arg is None or arg.name is not None or not isinstance(node, exp.Literal) or \
+            not node.is_string:
+        return None
+    if position == 0:
+        if "%0$" not in node.name:
+            return None
+        return (arg.start, f"[INVALID_PARAMETER_VALUE.ZERO_INDEX] {call.name}()'s format "
+                f"{_sql(node)} refers to argument %0$: Spark numbers them from %1$",
+                "use %1$ for the first argument after the format")
+    problem = number_format_problem(node.name.upper())
+    if problem is None:
+        return None
+    return (arg.start, f"[INVALID_FORMAT.{problem}] {call.name}()'s number format "
+            f"{_sql(node)} is one Spark refuses", "formats are [MI|S] [$] [0|9|G|,]* [.|D] "
+            "[0|9]* [$] [PR|MI|S], with separators between digits before the point")
+
+
+#: Spark's ThetaSketchUtils: the range of ``lgNomEntries`` (``checkLgNomLongs``) and the
+#: summary modes (``TupleSummaryMode``, any case) of the tuple sketch functions.
+_LG_NOM_ENTRIES = (4, 26)
+_SUMMARY_MODES = frozenset({"sum", "min", "max", "alwaysone"})
+
+
+def _sketch_parameter(call: Call) -> tuple[int, str, str] | None:
+    """The tuple sketch functions' ``lgNomEntries`` and ``mode`` arguments as Spark's
+    ``SketchSize`` and ``SummaryAggregateMode`` check them (each a constant, after the implicit
+    cast to INT or STRING): not NULL ([DATATYPE_MISMATCH.UNEXPECTED_NULL]), no column
+    ([DATATYPE_MISMATCH.NON_FOLDABLE_INPUT]), ``lgNomEntries`` from 4 to 26 and ``mode`` one of
+    sum, min, max, alwaysone ([DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT]); a string no
+    INT cast reads ([CAST_INVALID_INPUT]). Only functions whose signature names them."""
+    params = [p.lower() for p in call.signature.params]
+    for name in ("lgnomentries", "mode"):
+        i = params.index(name) if name in params else -1
+        arg = call.args[i] if 0 <= i < len(call.args) else None
+        if arg is None or arg.name is not None or arg.node is None and not arg.is_null:
+            continue
+        found = _sketch_value(call, i, arg.node, arg.is_null, name == "mode")
+        if found is not None:
+            return arg.start, *found
+    return None
+
+
+def _sketch_value(call: Call, i: int, node: exp.Expr | None, is_null: bool, mode: bool
+                  ) -> tuple[str, str] | None:
+    what = f"argument {i + 1} of {call.name}() ({'mode' if mode else 'lgNomEntries'})"
+    node = node.unnest() if node is not None else None
+    if is_null or (isinstance(node, exp.Cast) and isinstance(node.this, exp.Null)):
+        return (f"[DATATYPE_MISMATCH.UNEXPECTED_NULL] {what} must not be NULL",
+                "pass a constant")
+    if node is None:
+        return None
+    select = node.find_ancestor(exp.Select)
+    aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)} \
+        if select is not None else set()
+    column = next((c for c in node.find_all(exp.Column) if c.name.lower() not in aliases), None)
+    if column is not None and not node.find(exp.Lambda, exp.Subquery):
+        return (f"[DATATYPE_MISMATCH.NON_FOLDABLE_INPUT] {what} must be a constant, not "
+                f"{_sql(node)}", "pass a constant")
+    text = _constant_text(node)
+    if text is None:
+        return None
+    if mode:
+        if text.lower() in _SUMMARY_MODES:
+            return None
+        return (f"[DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT] {what} must be one of "
+                f"sum, min, max, alwaysone, not {_sql(node)}", "pass 'sum', 'min', 'max' or "
+                "'alwaysone'")
+    try:
+        value = int(Decimal(text.strip()))
+    except (InvalidOperation, ValueError, OverflowError):  # 'fifteen', 'NaN', 'Infinity'
+        return (f"[CAST_INVALID_INPUT] {what}: {_sql(node)} is no INT", "pass an integer")
+    low, high = _LG_NOM_ENTRIES
+    if low <= value <= high:
+        return None
+    return (f"[DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT] {what} must be from {low} to "
+            f"{high}, not {_sql(node)}", f"pass an integer from {low} to {high} (12 is Spark's "
+            "default)")
+
+
+def _constant_text(node: exp.Expr) -> str | None:
+    """A literal's text (a number's, signed, or a string's), also under a cast to a number or
+    a string; None for anything else."""
+    if isinstance(node, exp.Cast) and isinstance(node.args.get("to"), exp.DataType):
+        to = node.args["to"]
+        if not (to.is_type(*exp.DataType.NUMERIC_TYPES) or to.is_type(*exp.DataType.TEXT_TYPES)):
+            return None
+        node = node.this.unnest()
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and node.this.is_number:
+        return "-" + node.this.name
+    return node.name if isinstance(node, exp.Literal) else None

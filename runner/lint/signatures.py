@@ -265,9 +265,8 @@ class ArgumentType(ModelRule):
                     if not shown:
                         continue  # an element or field type Spark may take, not the kind
                 text = _sql(arg.node)
-                yield self.at(ctx, arg.node, f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] "
-                              f"argument {i + 1} of {call.name}() must be {required}, not "
-                              f"{shown}: {text}",
+                yield self.at(ctx, arg.node, f"[{rule[2]}] argument {i + 1} of {call.name}() "
+                              f"must be {required}, not {shown}: {text}",
                               f"cast it (CAST({text} AS ...)) or pass another column")
                 break
         yield from self._operators(ctx)
