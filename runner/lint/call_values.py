@@ -224,7 +224,7 @@ def _single_characters(call: Call) -> tuple[int, str, str] | None:
 
 #: Functions whose argument at this position must be a non-NULL constant INT (Spark's
 #: CeilFloorExpressionBuilderBase: the scale; anything else is
-#: ``[DATATYPE_MISMATCH.NON_FOLDABLE_ARGUMENT]``, NULL and ``'a'`` included).
+#: ``[NON_FOLDABLE_ARGUMENT]``, NULL and ``'a'`` included).
 _INT_CONSTANT: dict[str, int] = {"ceil": 1, "ceiling": 1, "floor": 1}
 
 
@@ -241,7 +241,7 @@ def _int_constant(call: Call) -> tuple[int, str, str] | None:
         shown = _sql(arg.node)
     else:
         return None
-    return (arg.start, f"[DATATYPE_MISMATCH.NON_FOLDABLE_ARGUMENT] argument {i + 1} of "
+    return (arg.start, f"[NON_FOLDABLE_ARGUMENT] argument {i + 1} of "
             f"{call.name}() must be a constant INT, not {shown}", "pass an integer literal")
 
 

@@ -3,7 +3,8 @@ recorded from Spark's registry (:mod:`runner.lint.builtins`):
 
 - ``function-arguments``: the number of arguments (``IF(x, 'a')``: ``[WRONG_NUM_ARGS]``),
   named arguments (``[NAMED_PARAMETERS_NOT_SUPPORTED]``, ``[UNRECOGNIZED_PARAMETER_NAME]``,
-  ``[UNEXPECTED_POSITIONAL_ARGUMENT]``, ``[DUPLICATE_ROUTINE_PARAMETER_ASSIGNMENT]``),
+  ``[UNEXPECTED_POSITIONAL_ARGUMENT]``, ``[DUPLICATE_ROUTINE_PARAMETER_ASSIGNMENT]``,
+  ``[REQUIRED_PARAMETER_NOT_FOUND]``),
   arguments that must be constant (``percentile_approx(x, p)`` with a column ``p``:
   ``[DATATYPE_MISMATCH.NON_FOLDABLE_INPUT]``), lambdas outside higher-order functions;
 - ``argument-type``: an argument of a type the position refuses (``json_array_length(2)``:
@@ -153,8 +154,9 @@ def argument_problem(call: Call) -> tuple[int, str, str] | None:
 class FunctionArguments(ModelRule):
     """A built-in function gets the arguments Spark's analyser accepts: their number
     ([WRONG_NUM_ARGS]), named arguments it has ([NAMED_PARAMETERS_NOT_SUPPORTED],
-    [UNRECOGNIZED_PARAMETER_NAME]), constants where it needs them
-    ([DATATYPE_MISMATCH.NON_FOLDABLE_INPUT]), lambdas only in higher-order functions."""
+    [UNRECOGNIZED_PARAMETER_NAME]), each one without a default ([REQUIRED_PARAMETER_NOT_FOUND]),
+    constants where it needs them ([DATATYPE_MISMATCH.NON_FOLDABLE_INPUT]), lambdas only in
+    higher-order functions."""
 
     id = "function-arguments"
 
