@@ -36,7 +36,9 @@ against, from the registry where it says so and else by asking the analyser (eac
 - ``types``: per argument position (the first three), the basic types Spark refuses there with
   ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE`` naming that position (the other arguments NULL),
   and the type it requires (and the error class when it is not that one: a function's builder
-  refuses ``mode(x, 'true')`` with ``UNEXPECTED_INPUT_TYPE``). A position that refuses every
+  refuses ``mode(x, 'true')`` with ``UNEXPECTED_INPUT_TYPE``; a type check's own message,
+  ``TYPE_CHECK_FAILURE_WITH_HINT``, names no position: it is the position's when the same call
+  with another type there passes, ``approx_top_k(<binary>)``). A position that refuses every
   NULL first (``schema_of_csv``: ``UNEXPECTED_NULL``) is probed with a constant of each type
   instead (``schema_of_csv(42)``).
 - ``nulls``: argument positions (0-based) where Spark refuses a ``NULL`` literal, with the
@@ -117,6 +119,8 @@ MAX_ARGS = 7
 #: The errors of an argument of a type its position refuses: the type check's, and the one a
 #: function builder throws itself (``mode(x, 'true')``: its second argument must be a BOOLEAN).
 _TYPE_ERRORS = ("DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", "UNEXPECTED_INPUT_TYPE")
+#: A type check's own message: a type refusal when the same call with another type there passes.
+_HINTED = "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT"
 #: The errors of a call whose argument count Spark refuses without ``WRONG_NUM_ARGS``.
 _COUNT_ERRORS = ("WRONG_NUM_ARGS", "REQUIRED_PARAMETER_NOT_FOUND")
 #: The error of a call that makes or takes a TIME value (not supported by default in Spark 4.2).
@@ -382,6 +386,7 @@ def _accepted(prober: Prober, name: str, arity: int, i: int, others: list[str] |
     NULL), and the type Spark says it requires."""
     ok: list[str] = []
     refused: list[str] = []
+    hinted: list[str] = []
     required = ""
     for t in TYPES:
         args = list(others) if others is not None else ["NULL"] * arity
@@ -392,6 +397,12 @@ def _accepted(prober: Prober, name: str, arity: int, i: int, others: list[str] |
         elif _names_position(error, i):
             refused.append(t)
             required = error[1].get("requiredType", "").replace('"', "")
+        elif error[0] == _HINTED:
+            hinted.append(t)
+    if ok and hinted and not refused:
+        # a type check's own message names no position: this one's when nothing but the type
+        # there changed (``to_avro(s, 42)``; confirmed again by _refused_among)
+        return ok, hinted, " or ".join(dict.fromkeys(TYPES[t] for t in ok))
     return ok, refused, required
 
 
@@ -415,6 +426,9 @@ def _refused_among(prober: Prober, name: str, arity: int, i: int, t: str,
         fill = _fill(prober, accepted[j]) if j in accepted else None
         args.append(_null(t) if j == i else _null(other) if other else fill or "NULL")
     error = _typed_error(prober, name, args, i, t)
+    if error is not None and error[0] == _HINTED and accepted[i][0]:
+        args[i] = _null(accepted[i][0][0])  # the same call with a type the position takes
+        return _HINTED if prober.error(_call(name, args)) is None else None
     return error[0] if error is not None and _names_position(error, i) else None
 
 

@@ -250,6 +250,11 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                                    (1, 8)),
     "get_null_string": ("argument-type", f"SELECT get(CAST(NULL AS STRING), 0) AS g {P}",
                         "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 17)),
+    # a type check's own refusal (no position named): probed as the position's when the same
+    # call with another type there passes
+    "approx_top_k_binary": ("argument-type", "SELECT approx_top_k(CAST(eventId AS BINARY), 5) "
+                            f"AS t {P}", "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT",
+                            (1, 26)),
     # the tuple sketches' lgNomEntries (4 to 26) and mode (sum, min, max, alwaysone)
     "sketch_lg_out_of_range": ("argument-type", "SELECT tuple_sketch_agg_double(eventId, 1.0D, "
                                f"27) AS s {P}", "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT",
@@ -404,6 +409,8 @@ VALID: dict[str, str] = {
     "sketch_parameters": "SELECT tuple_sketch_agg_double(eventId, 1.0D, 4, 'MAX') AS a,\n"
                          "  tuple_sketch_agg_integer(eventId, 1, '26', 'alwaysone') AS b,\n"
                          f"  tuple_sketch_agg_double(eventId, 1.0D) AS c {P}",
+    "approx_top_k_items": f"SELECT approx_top_k(eventId, 5) AS a, approx_top_k(`timestamp`) AS b "
+                          f"{P}",
     "typed_null_arguments": f"SELECT get(CAST(NULL AS ARRAY<INT>), 0) AS a,\n"
                             f"  uniform(0, 1, 42) AS b, upper(CAST(NULL AS STRING)) AS c {P}",
     "arrays_cast_or_typed": f"SELECT array_join(array(1, 2), ',') AS a,\n"
