@@ -3,8 +3,9 @@ type (:mod:`.calls` reads the calls, :mod:`.signatures` reports): a ``NULL`` lit
 function refuses one, a higher-order function given a constant of the wrong type where its
 function goes, constants out of range, ``pmod`` and ``try_add``... as the operators they are,
 ``mask``'s replacement characters, ``ceil``/``floor``'s scale, ``time_bucket``'s origin,
-``to_binary``'s format, ``format_string``'s and ``to_number``'s constant formats, and arrays
-of another element type where a position casts no elements.
+``to_binary``'s format, ``format_string``'s and ``to_number``'s constant formats, the tuple
+sketches' ``lgNomEntries`` and ``mode``, ``to_avro``'s schema, ``aggregate``'s constant merge,
+and arrays of another element type where a position casts no elements.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def value_problem(call: Call) -> tuple[int, str, str] | None:
     found = _function_argument(call) or _out_of_range(call) or _as_operator(call) or \
         _field_names(call) or _single_characters(call) or _int_constant(call) or \
         _same_timestamps(call) or _named_constant(call) or _format_constant(call) or \
-        _sketch_parameter(call)
+        _sketch_parameter(call) or _avro_schema(call) or _aggregate_merge(call)
     if found is None and call.signature.checks_arguments_of(len(call.args)):
         found = _null_argument(call)
     return found
@@ -385,3 +386,55 @@ def _constant_text(node: exp.Expr) -> str | None:
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and node.this.is_number:
         return "-" + node.this.name
     return node.name if isinstance(node, exp.Literal) else None
+
+
+def _avro_schema(call: Call) -> tuple[int, str, str] | None:
+    """``to_avro(s, 42)``, ``from_avro(b, 42, map())``: Spark's ToAvro and FromAvro take the
+    schema as a constant STRING (or NULL) only ([DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT]);
+    a type lint knows and Spark refuses there (a STRING column is left alone)."""
+    arg = call.args[1] if call.name in ("to_avro", "from_avro") and len(call.args) > 1 else None
+    kind = arg_type(arg.node) if arg is not None and arg.node is not None and \
+        arg.name is None else None
+    if arg is None or arg.node is None or kind in (None, "string", "string_literal"):
+        return None
+    return (arg.start, f"[DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT] argument 2 of "
+            f"{call.name}() is the Avro schema, a constant STRING, not "
+            f"{TYPE_NAMES.get(kind or '', kind)}: {_sql(arg.node)}",
+            "pass the schema's JSON as a string literal")
+
+
+def _complete(dtype: exp.DataType, *, top: bool = True) -> bool:
+    """Every part of ``dtype`` known, as Spark would compare it: element, key, value and field
+    types, a DECIMAL's precision; no CHAR/VARCHAR (Spark reads them as STRING); VOID only
+    inside (``array()`` is ARRAY<VOID>; a NULL itself is left alone)."""
+    if dtype.this in (T.CHAR, T.VARCHAR, T.NCHAR, T.NVARCHAR, T.UNKNOWN, T.USERDEFINED):
+        return False
+    if dtype.this is T.NULL:
+        return not top
+    if dtype.this is T.DECIMAL:
+        return bool(dtype.expressions)
+    if dtype.this in (T.ARRAY, T.MAP, T.STRUCT):
+        kinds = [e.args.get("kind") if isinstance(e, exp.ColumnDef) else e
+                 for e in dtype.expressions]
+        return bool(kinds) and all(isinstance(k, exp.DataType) and _complete(k, top=False)
+                                   for k in kinds)
+    return True
+
+
+def _aggregate_merge(call: Call) -> tuple[int, str, str] | None:
+    """``aggregate(arr, array(), array('a'))``: a constant merge (Spark wraps it in a lambda)
+    whose type is not the start value's; Spark's ArrayAggregate compares them structurally
+    ([DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE]). Only types lint knows in full."""
+    if call.name not in ("aggregate", "reduce") or len(call.args) not in (3, 4):
+        return None
+    zero, merge = call.args[1], call.args[2]
+    if zero.node is None or merge.node is None or merge.is_lambda or zero.name or merge.name:
+        return None
+    start, value = value_type(zero.node), value_type(merge.node)
+    if start is None or value is None or not _complete(start) or not _complete(value) or \
+            type_string(start) == type_string(value):
+        return None
+    return (merge.start, f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] argument 3 of "
+            f"{call.name}() must have the start value's type {type_string(start)}, not "
+            f"{type_string(value)}: {_sql(merge.node)}", "write a lambda ((acc, x) -> ...) that "
+            "returns the start value's type")

@@ -255,6 +255,11 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
     "approx_top_k_binary": ("argument-type", "SELECT approx_top_k(CAST(eventId AS BINARY), 5) "
                             f"AS t {P}", "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT",
                             (1, 26)),
+    "to_avro_int_schema": ("argument-type", f"SELECT to_avro(named_struct('a', 1), 42) AS a {P}",
+                           "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT", (1, 38)),
+    "aggregate_constant_merge": ("argument-type", "SELECT aggregate(array(1, 2), array(), "
+                                 f"array('a')) AS a {P}",
+                                 "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 40)),
     # the tuple sketches' lgNomEntries (4 to 26) and mode (sum, min, max, alwaysone)
     "sketch_lg_out_of_range": ("argument-type", "SELECT tuple_sketch_agg_double(eventId, 1.0D, "
                                f"27) AS s {P}", "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT",
@@ -411,6 +416,9 @@ VALID: dict[str, str] = {
                          f"  tuple_sketch_agg_double(eventId, 1.0D) AS c {P}",
     "approx_top_k_items": f"SELECT approx_top_k(eventId, 5) AS a, approx_top_k(`timestamp`) AS b "
                           f"{P}",
+    "aggregate_merge_types": f"SELECT aggregate(array(1, 2), 0, 1) AS a,\n"
+                             "  reduce(array(1), array('a'), array('b')) AS b,\n"
+                             f"  aggregate(array(1, 2), 0L, (acc, x) -> acc + x) AS c {P}",
     "typed_null_arguments": f"SELECT get(CAST(NULL AS ARRAY<INT>), 0) AS a,\n"
                             f"  uniform(0, 1, 42) AS b, upper(CAST(NULL AS STRING)) AS c {P}",
     "arrays_cast_or_typed": f"SELECT array_join(array(1, 2), ',') AS a,\n"
