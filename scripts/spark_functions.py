@@ -23,15 +23,24 @@ against, from the registry where it says so and else by asking the analyser (eac
   expression class's place in Spark's hierarchy (``AggregateFunction``, ``WindowFunction``,
   ``Generator``, ``HigherOrderFunction``), else the analysed plan of a call (an ``Aggregate``,
   a ``Generate``), else the registry's group.
-- ``nargs``: the argument counts (0 to 6) the analyser accepts, probed with NULL arguments;
-  ``wrong_nargs``: those it refuses with ``WRONG_NUM_ARGS`` (6 refused: more are too).
+- ``nargs``: the argument counts (0 to 7) the analyser accepts, probed with NULL arguments;
+  ``wrong_nargs``: those it refuses with ``WRONG_NUM_ARGS`` (7 refused: more are too). A count
+  refused for a missing required argument (``mask()``: ``REQUIRED_PARAMETER_NOT_FOUND``) is in
+  neither.
 - ``params``: the names of named arguments (``mask(str, upperChar => 'Y')``), from the
-  function's ``FunctionSignature``.
+  function's ``FunctionSignature``; ``required``: how many of them have no default (Spark's
+  ``NamedParametersSupport`` refuses a call that gives none for one of these, by position or
+  by name).
 - ``literal``: argument positions (0-based) that must be constant, with the error class Spark
   gives a column there (``DATATYPE_MISMATCH.NON_FOLDABLE_INPUT``...).
 - ``types``: per argument position (the first three), the basic types Spark refuses there with
   ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE`` naming that position (the other arguments NULL),
-  and the type it requires.
+  and the type it requires (and the error class when it is not that one: a function's builder
+  refuses ``mode(x, 'true')`` with ``UNEXPECTED_INPUT_TYPE``; a type check's own message,
+  ``TYPE_CHECK_FAILURE_WITH_HINT``, names no position: it is the position's when the same call
+  with another type there passes, ``approx_top_k(<binary>)``). A position that refuses every
+  NULL first (``schema_of_csv``: ``UNEXPECTED_NULL``) is probed with a constant of each type
+  instead (``schema_of_csv(42)``).
 - ``nulls``: argument positions (0-based) where Spark refuses a ``NULL`` literal, with the
   error class (``explode(NULL)``: ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE``, VOID is no
   collection; ``schema_of_json(NULL)``: ``DATATYPE_MISMATCH.UNEXPECTED_NULL``), the other
@@ -39,8 +48,10 @@ against, from the registry where it says so and else by asking the analyser (eac
 - ``refused``: the error class of a function Spark refuses whatever its arguments (the TIME
   functions, ``UNSUPPORTED_TIME_TYPE``: every call of it refused so, no argument type taken).
 - ``probed_nargs``: the argument count ``literal`` and ``types`` were probed with (the largest
-  accepted up to 3): they hold for calls of at most that many arguments (``make_timestamp``'s
-  six-argument form takes other types than its two-argument one).
+  accepted up to 3 at which Spark refuses something of a position; ``to_xml(s, options)``
+  refuses every call whose options are no map, so it is probed with one argument): they hold
+  for calls of at most that many arguments (``make_timestamp``'s six-argument form takes other
+  types than its two-argument one).
 
 ``operators`` holds the same for the operators: each pair of basic types a binary operator
 refuses (each type a unary one refuses), with the error class.
@@ -104,7 +115,14 @@ _KINDS = (("window", "org.apache.spark.sql.catalyst.expressions.WindowFunction")
           ("higher_order", "org.apache.spark.sql.catalyst.expressions.HigherOrderFunction"))
 _GROUP_KINDS = {"agg_funcs": "aggregate", "window_funcs": "window",
                 "generator_funcs": "generator", "lambda_funcs": "higher_order"}
-MAX_ARGS = 6
+MAX_ARGS = 7
+#: The errors of an argument of a type its position refuses: the type check's, and the one a
+#: function builder throws itself (``mode(x, 'true')``: its second argument must be a BOOLEAN).
+_TYPE_ERRORS = ("DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", "UNEXPECTED_INPUT_TYPE")
+#: A type check's own message: a type refusal when the same call with another type there passes.
+_HINTED = "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT"
+#: The errors of a call whose argument count Spark refuses without ``WRONG_NUM_ARGS``.
+_COUNT_ERRORS = ("WRONG_NUM_ARGS", "REQUIRED_PARAMETER_NOT_FOUND")
 #: The error of a call that makes or takes a TIME value (not supported by default in Spark 4.2).
 _NO_TIME = "UNSUPPORTED_TIME_TYPE"
 TYPED_POSITIONS = 3
@@ -144,7 +162,7 @@ class Prober:
         self.count = 0
 
     def error(self, sql: str) -> tuple[str, dict[str, str]] | None:
-        from py4j.protocol import Py4JJavaError
+        from py4j.protocol import Py4JError, Py4JJavaError
 
         self.count += 1
         try:
@@ -154,8 +172,8 @@ class Prober:
             try:
                 condition = str(java.getCondition() or java.getClass().getSimpleName())
                 params = {str(k): str(v) for k, v in dict(java.getMessageParameters()).items()}
-            except Py4JJavaError:
-                return java.getClass().getSimpleName(), {}
+            except Py4JError:  # no SparkThrowable (schema_of_json(42): a ClassCastException)
+                return str(java.getClass().getSimpleName()), {}
             return condition, params
         return None
 
@@ -176,19 +194,21 @@ class Prober:
         except Py4JError:
             return None
 
-    def params(self, class_name: str) -> list[str]:
-        """Named arguments of an ``ExpressionBuilder``'s ``FunctionSignature``."""
+    def params(self, class_name: str) -> tuple[list[str], int]:
+        """Named arguments of an ``ExpressionBuilder``'s ``FunctionSignature``, and how many
+        of them have no default (they come first: Spark checks that they do)."""
         from py4j.protocol import Py4JError
 
         try:
             module = self.jvm.java.lang.Class.forName(class_name + "$").getField("MODULE$")
             signature = module.get(None).functionSignature()
         except Py4JError:
-            return []
+            return [], 0
         if not signature.isDefined():
-            return []
+            return [], 0
         parameters = signature.get().parameters()
-        return [str(parameters.apply(i).name()) for i in range(parameters.size())]
+        params = [parameters.apply(i) for i in range(parameters.size())]
+        return [str(p.name()) for p in params], sum(not p.default().isDefined() for p in params)
 
 
 def _call(name: str, args: list[str]) -> str:
@@ -216,7 +236,7 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
             first_plan = first_plan or prober.plan(sql)
         elif error[0].startswith("WRONG_NUM_ARGS"):
             wrong.append(n)
-        elif not error[0].startswith("PARSE"):
+        elif not error[0].startswith(("PARSE", *_COUNT_ERRORS)):
             nargs.append(n)
             window_error = window_error or error[0].startswith("WINDOW_FUNCTION_WITHOUT_OVER")
             time_errors += error[0] == _NO_TIME
@@ -231,13 +251,30 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
         out["nargs"] = nargs
     if wrong:
         out["wrong_nargs"] = wrong
-    params = prober.params(class_name)
+    params, required = prober.params(class_name)
     if params:
         out["params"] = params
-    arity = max((n for n in nargs if 0 < n <= TYPED_POSITIONS), default=None)
-    arity = arity or min((n for n in nargs if n > 0), default=None)
-    if arity is None or out["kind"] == "higher_order":
+    if required:
+        out["required"] = required
+    arities = sorted((n for n in nargs if 0 < n <= TYPED_POSITIONS), reverse=True)
+    arities = arities or [n for n in nargs if n > 0][:1]
+    if not arities or out["kind"] == "higher_order":
         return out
+    # the largest count at which Spark says something of a position (a NULL options map makes
+    # every call of to_xml(s, options) fail, whatever s is: probed as to_xml(s))
+    for arity in arities:
+        found = _positions(prober, name, arity, every_time=time_errors == len(nargs))
+        if found:
+            out.update(found)
+            break
+    return out
+
+
+def _positions(prober: Prober, name: str, arity: int, *, every_time: bool) -> dict[str, Any]:
+    """What the analyser says of the first positions of calls of ``arity`` arguments:
+    ``types``, ``literal``, ``nulls`` (and ``probed_nargs``), or ``refused``; empty when it
+    says nothing of them. ``every_time``: each call with NULLs was refused for TIME."""
+    out: dict[str, Any] = {}
     accepted = {i: _accepted(prober, name, arity, i) for i in range(min(arity, TYPED_POSITIONS))}
     fills = {j: _fill(prober, a) for j, a in accepted.items()}
     if any(not ok for ok, _, _ in accepted.values()):
@@ -247,7 +284,7 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
             others = [fills.get(j) or "NULL" for j in range(arity)]
             if not refused and any(o != "NULL" for j, o in enumerate(others) if j != i):
                 accepted[i] = _accepted(prober, name, arity, i, others)
-    if time_errors == len(nargs) and not any(ok for ok, _, _ in accepted.values()):
+    if every_time and not any(ok for ok, _, _ in accepted.values()):
         out["refused"] = _NO_TIME  # whatever its arguments: it makes or takes a TIME value
         return out
     types: dict[str, list[Any]] = {}
@@ -258,10 +295,12 @@ def _probe(prober: Prober, name: str, class_name: str, group: str) -> dict[str, 
         # a refusal that depends on the other arguments (lag's default: the input's type,
         # VOID when the input is NULL) is not the position's own: refused again with every
         # other argument of an accepted type, else dropped
-        refused = [t for t in refused if "VOID" not in required
-                   and _refused_among(prober, name, arity, i, t, accepted)]
+        classes = {t: _refused_among(prober, name, arity, i, t, accepted) for t in refused
+                   if "VOID" not in required}
+        refused = [t for t in refused if classes.get(t)]
         if refused:
-            types[str(i)] = [required, refused]
+            error = classes[refused[0]]
+            types[str(i)] = [required, refused] + ([error] if error != _TYPE_ERRORS[0] else [])
         # a column of a type the position takes (else of one it does not refuse: some
         # functions refuse every NULL there), the other arguments constants of such types
         for column in _candidates(ok, refused)[:3]:
@@ -291,6 +330,26 @@ _SAMPLES = {"string": "'1'", "int": "1", "double": "0.5D", "bigint": "1L", "deci
             "boolean": "true", "date": "DATE'2020-01-01'",
             "timestamp": "TIMESTAMP'2020-01-01 00:00:00'", "array": "array(1)",
             "map": "map('a', 1)", "struct": "named_struct('a', 1)"}
+#: A constant of each type of TYPES, for a position that refuses every NULL before it looks at
+#: the type (``schema_of_csv(CAST(NULL AS INT))``: UNEXPECTED_NULL; ``schema_of_csv(42)``:
+#: UNEXPECTED_INPUT_TYPE).
+VALUES = {**{t: f"CAST({v} AS {TYPES[t]})" for t, v in _SAMPLES.items()},
+           "tinyint": "1Y", "smallint": "1S", "float": "CAST(1 AS FLOAT)",
+           "binary": "X'01'", "timestamp_ntz": "TIMESTAMP_NTZ'2020-01-01 00:00:00'",
+           "interval_day": "INTERVAL '1 00:00:00' DAY TO SECOND",
+           "interval_month": "INTERVAL '1-0' YEAR TO MONTH", "string_literal": "'1'"}
+
+
+def _typed_error(prober: Prober, name: str, args: list[str], i: int, t: str
+                 ) -> tuple[str, dict[str, str]] | None:
+    """Spark's answer to a call with a value of type ``t`` at ``i`` (``args[i]``, a typed
+    NULL): again with a constant of ``t`` there when it refuses the NULL as a NULL."""
+    error = prober.error(_call(name, args))
+    if error is not None and error[0] == "DATATYPE_MISMATCH.UNEXPECTED_NULL":
+        args = list(args)
+        args[i] = VALUES[t]
+        error = prober.error(_call(name, args))
+    return error
 
 
 def _candidates(ok: list[str], refused: list[str]) -> list[str]:
@@ -327,33 +386,50 @@ def _accepted(prober: Prober, name: str, arity: int, i: int, others: list[str] |
     NULL), and the type Spark says it requires."""
     ok: list[str] = []
     refused: list[str] = []
+    hinted: list[str] = []
     required = ""
     for t in TYPES:
         args = list(others) if others is not None else ["NULL"] * arity
         args[i] = _null(t)
-        error = prober.error(_call(name, args))
+        error = _typed_error(prober, name, args, i, t)
         if error is None:
             ok.append(t)
-        elif (error[0] == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE"
-              and error[1].get("paramIndex") == _ORDINALS[i]):
+        elif _names_position(error, i):
             refused.append(t)
             required = error[1].get("requiredType", "").replace('"', "")
+        elif error[0] == _HINTED:
+            hinted.append(t)
+    if ok and hinted and not refused:
+        # a type check's own message names no position: this one's when nothing but the type
+        # there changed (``to_avro(s, 42)``; confirmed again by _refused_among)
+        return ok, hinted, " or ".join(dict.fromkeys(TYPES[t] for t in ok))
     return ok, refused, required
 
 
+def _names_position(error: tuple[str, dict[str, str]], i: int) -> bool:
+    """``error`` refuses the type of argument ``i``, which was no NULL literal: a refusal
+    of a VOID is another argument's (``collate(s, NULL)``: the builder names the collation
+    "first")."""
+    return error[0] in _TYPE_ERRORS and error[1].get("paramIndex") == _ORDINALS[i] and \
+        error[1].get("inputType") != '"VOID"'
+
+
 def _refused_among(prober: Prober, name: str, arity: int, i: int, t: str,
-                   accepted: dict[int, tuple[list[str], list[str], str]]) -> bool:
-    """Position ``i`` still refuses ``t`` with the other arguments typed: each of ``t`` where
-    it accepts ``t``, else of the first type it accepts (NULL past the probed positions)."""
+                   accepted: dict[int, tuple[list[str], list[str], str]]) -> str | None:
+    """The error class position ``i`` still refuses ``t`` with, the other arguments typed:
+    each of ``t`` where it accepts ``t``, else of the first type it accepts (NULL past the
+    probed positions); None when it takes it so."""
     args = []
     for j in range(arity):
         ok = accepted[j][0] if j in accepted else []
         other = t if t in ok else next((o for o in _PREFERRED if o in ok), None)
         fill = _fill(prober, accepted[j]) if j in accepted else None
         args.append(_null(t) if j == i else _null(other) if other else fill or "NULL")
-    error = prober.error(_call(name, args))
-    return error is not None and error[0] == "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE" and \
-        error[1].get("paramIndex") == _ORDINALS[i]
+    error = _typed_error(prober, name, args, i, t)
+    if error is not None and error[0] == _HINTED and accepted[i][0]:
+        args[i] = _null(accepted[i][0][0])  # the same call with a type the position takes
+        return _HINTED if prober.error(_call(name, args)) is None else None
+    return error[0] if error is not None and _names_position(error, i) else None
 
 
 def _null_refused(prober: Prober, name: str, arity: int, i: int,

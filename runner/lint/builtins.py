@@ -37,12 +37,16 @@ class Signature:
     Attributes:
         name: the function's name (lower case).
         kind: ``aggregate``, ``window``, ``generator``, ``higher_order`` or ``scalar``.
-        wrong_nargs: argument counts Spark refuses with ``WRONG_NUM_ARGS`` (probed up to 6: 6
+        wrong_nargs: argument counts Spark refuses with ``WRONG_NUM_ARGS`` (probed up to 7: 7
             refused means more are too).
-        nargs: the counts it accepts (up to 6).
+        nargs: the counts it accepts (up to 7).
         params: names of its named arguments (none: it takes none).
+        required: how many of ``params`` (the first) have no default: a call must give each,
+            by position or by name (``mask(lowerChar => 'q')``: no ``str``).
         literal: 0-based position -> the error class Spark gives a column there.
-        types: 0-based position -> (the type Spark requires, the basic types it refuses).
+        types: 0-based position -> (the type Spark requires, the basic types it refuses, the
+            error class: ``DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE`` unless a function's
+            builder refuses them itself, ``UNEXPECTED_INPUT_TYPE``).
         nulls: 0-based position -> the error class Spark refuses a ``NULL`` literal there
             with (``explode(NULL)``: VOID is no collection).
         refused: the error class Spark refuses every call of it with (the TIME functions:
@@ -58,10 +62,11 @@ class Signature:
     nargs: tuple[int, ...]
     params: tuple[str, ...]
     literal: Mapping[int, str]
-    types: Mapping[int, tuple[str, frozenset[str]]]
+    types: Mapping[int, tuple[str, frozenset[str], str]]
     probed_nargs: int = 0
     refused: str | None = None
     nulls: Mapping[int, str] = field(default_factory=dict)
+    required: int = 0
 
     def checks_arguments_of(self, n: int) -> bool:
         """``literal`` and ``types`` hold for a call of ``n`` arguments."""
@@ -69,16 +74,21 @@ class Signature:
 
     def refuses_count(self, n: int) -> bool:
         """Spark refuses ``n`` arguments with ``WRONG_NUM_ARGS``."""
-        return n in self.wrong_nargs or (n > 6 and 6 in self.wrong_nargs)
+        top = max((*self.nargs, *self.wrong_nargs), default=0)  # the largest count probed
+        return n in self.wrong_nargs or (n > top and top in self.wrong_nargs)
 
     @property
     def expected(self) -> str:
         """The accepted counts as Spark words them: ``3``, ``[2, 3]``, ``> 0``."""
         if not self.nargs:
             return "?"
-        if 6 in self.nargs and 6 not in self.wrong_nargs:
+        if self.nargs[-1] == max((*self.nargs, *self.wrong_nargs)):
             return f">= {self.nargs[0]}"
         return str(self.nargs[0]) if len(self.nargs) == 1 else str(list(self.nargs))
+
+
+#: The class of an argument type a position refuses, unless functions.json names another.
+_TYPE_ERROR = "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE"
 
 
 @cache
@@ -98,9 +108,11 @@ def signature(name: str) -> Signature | None:
         name=name.lower(), kind=f["kind"], wrong_nargs=frozenset(f.get("wrong_nargs", ())),
         nargs=tuple(f.get("nargs", ())), params=tuple(f.get("params", ())),
         literal={int(k): v for k, v in f.get("literal", {}).items()},
-        types={int(k): (v[0], frozenset(v[1])) for k, v in f.get("types", {}).items()},
+        types={int(k): (v[0], frozenset(v[1]), v[2] if len(v) > 2 else _TYPE_ERROR)
+               for k, v in f.get("types", {}).items()},
         probed_nargs=f.get("probed_nargs", 0), refused=f.get("refused"),
-        nulls={int(k): v for k, v in f.get("nulls", {}).items()})
+        nulls={int(k): v for k, v in f.get("nulls", {}).items()},
+        required=f.get("required", 0))
 
 
 @cache

@@ -1,10 +1,12 @@
 """What Spark's analyser checks of a call's argument values, beyond each position's basic
 type (:mod:`.calls` reads the calls, :mod:`.signatures` reports): a ``NULL`` literal where a
 function refuses one, a higher-order function given a constant of the wrong type where its
-function goes, constants out of range, ``pmod`` as the ``%`` it is, ``mask``'s replacement
-characters, ``ceil``/``floor``'s scale, ``time_bucket``'s origin, ``to_binary``'s format, an
-SRID no spatial type takes, ``aggregate``'s merge constant of another type than its start
-value, and arrays of another element type where a position casts no elements.
+function goes, constants out of range, ``pmod`` and ``try_add``... as the operators they are,
+``mask``'s replacement characters, ``ceil``/``floor``'s scale, ``time_bucket``'s origin,
+``to_binary``'s format, ``format_string``'s and ``to_number``'s constant formats, the tuple
+sketches' ``lgNomEntries`` and ``mode``, ``to_avro``'s schema, an SRID no spatial type takes,
+``aggregate``'s constant merge of another type than its start value,
+and arrays of another element type where a position casts no elements.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from decimal import Decimal, InvalidOperation
 from sqlglot import exp
 
 from runner.lint.builtins import TYPE_NAMES, arg_type, operator_refuses, value_type
-from runner.lint.calls import Call
+from runner.lint.call_constants import avro_schema, format_constant, sketch_parameter
+from runner.lint.calls import Call, sql_text
 from runner.lint.coercion import SparkType
 from runner.lint.expr_types import spark_type
 from runner.lint.infer import element_type, is_known, parse_type, type_string
@@ -25,18 +28,14 @@ __all__ = ["element_mismatch", "outer_kinds", "value_problem"]
 T = exp.DType
 
 
-def _sql(node: exp.Expr) -> str:
-    return node.sql(dialect="spark", comments=False)
-
-
 def value_problem(call: Call) -> tuple[int, str, str] | None:
     """(offset, message, hint) of the first value ``call``'s arguments are refused for, or
     None: its function argument, a constant out of range, pmod's operands, a NULL literal
     (this last only for the argument counts functions.json's records hold for)."""
     found = _function_argument(call) or _out_of_range(call) or _as_operator(call) or \
         _field_names(call) or _single_characters(call) or _int_constant(call) or \
-        _same_timestamps(call) or _named_constant(call) or _srid(call) or \
-        _merge_type(call)
+        _same_timestamps(call) or _named_constant(call) or format_constant(call) or \
+        sketch_parameter(call) or avro_schema(call) or _srid(call) or _merge_type(call)
     if found is None and call.signature.checks_arguments_of(len(call.args)):
         found = _null_argument(call)
     return found
@@ -100,7 +99,7 @@ def _function_argument(call: Call) -> tuple[int, str, str] | None:
         " or ".join(sorted(k.upper() for k in rule[1]))
     return (arg.start, f"[{rule[2]}] argument {rule[0] + 1} of {call.name}() is a function "
             f"that must return {wanted}, not {TYPE_NAMES.get(kind or '', kind)}: "
-            f"{_sql(arg.node)}", "write a lambda (x -> ...) that returns it")
+            f"{sql_text(arg.node)}", "write a lambda (x -> ...) that returns it")
 
 
 #: Constant arguments Spark checks the value of ([DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE]): the
@@ -152,12 +151,14 @@ def _out_of_range(call: Call) -> tuple[int, str, str] | None:
     if value is None or value[1] > 0:
         return None
     return (arg.start, f"[DATATYPE_MISMATCH.VALUE_OUT_OF_RANGE] argument {rule[0] + 1} of "
-            f"{call.name}() must be {rule[1]}, not {_sql(arg.node)}", f"pass {rule[1]}")
+            f"{call.name}() must be {rule[1]}, not {sql_text(arg.node)}", f"pass {rule[1]}")
 
 
 #: Functions that are Spark's binary arithmetic under another name (``Pmod`` extends
-#: ``BinaryArithmetic``, like ``%``): their operands are checked as the operator's.
-_OPERATOR_FUNCTIONS = {"pmod": "%"}
+#: ``BinaryArithmetic``, like ``%``; ``TryAdd``'s replacement is an ``Add``, ``TrySubtract``'s a
+#: ``Subtract``, ``TryMultiply``'s a ``Multiply``): their operands are checked as the
+#: operator's.
+_OPERATOR_FUNCTIONS = {"pmod": "%", "try_add": "+", "try_subtract": "-", "try_multiply": "*"}
 
 
 def _as_operator(call: Call) -> tuple[int, str, str] | None:
@@ -171,7 +172,7 @@ def _as_operator(call: Call) -> tuple[int, str, str] | None:
         return None
     return (call.start, f"[{error}] {call.name}() is Spark's {op} operator, which has no "
             f"{TYPE_NAMES[left]} {op} {TYPE_NAMES[right]}",
-            "cast an operand so that both are numbers")
+            "cast an operand so that both have types the operator takes")
 
 
 def _null_argument(call: Call) -> tuple[int, str, str] | None:
@@ -217,14 +218,14 @@ def _single_characters(call: Call) -> tuple[int, str, str] | None:
         if i in positions and arg.name is None and isinstance(node, exp.Literal) and \
                 node.is_string and len(node.name) != 1:
             return (arg.start, f"[DATATYPE_MISMATCH.INPUT_SIZE_NOT_ONE] argument {i + 1} of "
-                    f"{call.name}() must be one character, not {_sql(node)}",
+                    f"{call.name}() must be one character, not {sql_text(node)}",
                     "pass a single character (or NULL to leave those characters as they are)")
     return None
 
 
 #: Functions whose argument at this position must be a non-NULL constant INT (Spark's
 #: CeilFloorExpressionBuilderBase: the scale; anything else is
-#: ``[DATATYPE_MISMATCH.NON_FOLDABLE_ARGUMENT]``, NULL and ``'a'`` included).
+#: ``[NON_FOLDABLE_ARGUMENT]``, NULL and ``'a'`` included).
 _INT_CONSTANT: dict[str, int] = {"ceil": 1, "ceiling": 1, "floor": 1}
 
 
@@ -238,10 +239,10 @@ def _int_constant(call: Call) -> tuple[int, str, str] | None:
     if arg.is_null:
         shown = "NULL"
     elif arg.node is not None and arg_type(arg.node) not in (None, "int"):
-        shown = _sql(arg.node)
+        shown = sql_text(arg.node)
     else:
         return None
-    return (arg.start, f"[DATATYPE_MISMATCH.NON_FOLDABLE_ARGUMENT] argument {i + 1} of "
+    return (arg.start, f"[NON_FOLDABLE_ARGUMENT] argument {i + 1} of "
             f"{call.name}() must be a constant INT, not {shown}", "pass an integer literal")
 
 
@@ -263,7 +264,7 @@ def _same_timestamps(call: Call) -> tuple[int, str, str] | None:
         return None
     return (second.start, f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] argument {pair[1] + 1} "
             f"of {call.name}() must be a {TYPE_NAMES[kinds[0] or '']} as argument "
-            f"{pair[0] + 1} is, not {TYPE_NAMES[kinds[1]]}: {_sql(second.node)}",
+            f"{pair[0] + 1} is, not {TYPE_NAMES[kinds[1]]}: {sql_text(second.node)}",
             "cast one of them so that both have one timestamp type")
 
 
@@ -284,7 +285,7 @@ def _named_constant(call: Call) -> tuple[int, str, str] | None:
         return None
     names = ", ".join(f"'{n}'" for n in sorted(rule[1]))
     return (arg.start, f"[DATATYPE_MISMATCH.INVALID_ARG_VALUE] argument {rule[0] + 1} of "
-            f"{call.name}() must be one of {names}, not {_sql(node)}", f"pass one of {names}")
+            f"{call.name}() must be one of {names}, not {sql_text(node)}", f"pass one of {names}")
 
 
 def _srid(call: Call) -> tuple[int, str, str] | None:
@@ -308,7 +309,7 @@ def _srid(call: Call) -> tuple[int, str, str] | None:
         return None
     takes = "a geographic SRID (4326...)" if kind == "geography" else "a registered SRID or 0"
     return (call.args[1].start, f"[ST_INVALID_SRID_VALUE] {call.name}() makes a "
-            f"{kind.upper()}, which takes no SRID {srid}: {_sql(second)}",
+            f"{kind.upper()}, which takes no SRID {srid}: {sql_text(second)}",
             f"pass {takes}")
 
 
@@ -337,5 +338,5 @@ def _merge_type(call: Call) -> tuple[int, str, str] | None:
         return None
     return (merge.start, f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] argument 3 of "
             f"{call.name}() must be of the start value's type {start}, not {result}: "
-            f"{_sql(merge.node)}", "give the start value and the merge function one type "
+            f"{sql_text(merge.node)}", "give the start value and the merge function one type "
             "(cast one of them)")

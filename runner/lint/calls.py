@@ -15,13 +15,14 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from sqlglot import exp
+from sqlglot.errors import ParseError
 from sqlglot.tokens import Token, TokenType
 
 from runner.lint.builtins import Signature, signature
 from runner.lint.context import ModelContext
 from runner.lint.sql_tokens import tokens as sql_tokens
 
-__all__ = ["OPERAND_END", "Arg", "Call", "calls"]
+__all__ = ["OPERAND_END", "Arg", "Call", "calls", "sql_text"]
 
 #: Tokens that end an operand: a ``+`` after one is binary.
 OPERAND_END = frozenset({
@@ -80,6 +81,11 @@ _DATETIME_UNITS = frozenset({
 _TYPE_NAMES = frozenset({"decimal", "dec", "numeric", "char", "varchar", "character"})
 
 
+def sql_text(node: exp.Expr) -> str:
+    """``node`` as Spark SQL, for a message (no comments)."""
+    return node.sql(dialect="spark", comments=False)
+
+
 def _spans(root: exp.Expr) -> dict[tuple[int, int], exp.Expr]:
     """(first offset, last offset) in the SQL -> the outermost node that spans exactly that."""
     order = list(root.walk(bfs=False))
@@ -130,7 +136,7 @@ def _split(tokens: tuple[Token, ...], open_at: int) -> tuple[list[tuple[int, int
 
 
 def _arg(tokens: tuple[Token, ...], i: int, j: int, spans: dict[tuple[int, int], exp.Expr],
-         keys: list[tuple[int, int]], call: str) -> Arg:
+         keys: list[tuple[int, int]], call: str, sql: str) -> Arg:
     name = None
     first = tokens[i].start if j > i else 0
     kinds = [t.token_type for t in tokens[i:j]]
@@ -143,7 +149,26 @@ def _arg(tokens: tuple[Token, ...], i: int, j: int, spans: dict[tuple[int, int],
         i, j = i + 1, j - 1  # (expr): the node spans what is inside
     node = _covering(spans, keys, tokens[i].start, tokens[j - 1].end) if j > i else None
     is_null = j - i == 1 and tokens[i].token_type == TokenType.NULL
-    return Arg(_inside(node, call), first, name, is_lambda, is_null)
+    return Arg(_inside(node, call) or _null_cast(tokens[i:j], sql), first, name, is_lambda,
+               is_null)
+
+
+def _null_cast(tokens: tuple[Token, ...], sql: str) -> exp.Expr | None:
+    """``CAST(NULL AS STRING)``: sqlglot keeps no position for NULL or the type, so no node
+    spans it; built again from its tokens, the NULL where it is in the SQL."""
+    kinds = [t.token_type for t in tokens]
+    cast = tokens[0].text.upper() if tokens else ""
+    if len(tokens) < 6 or cast not in ("CAST", "TRY_CAST") or \
+            kinds[1:4] != [TokenType.L_PAREN, TokenType.NULL, TokenType.ALIAS] or \
+            kinds[-1] != TokenType.R_PAREN or TokenType.R_PAREN in kinds[4:-1]:
+        return None  # not CAST(NULL AS <type>), or a type with parentheses: left alone
+    try:
+        to = exp.DataType.build(sql[tokens[4].start:tokens[-2].end + 1], dialect="spark")
+    except (ParseError, ValueError):
+        return None
+    null = exp.Null()
+    null.meta.update(start=tokens[2].start, end=tokens[2].end)
+    return exp.Cast(this=null, to=to) if cast == "CAST" else exp.TryCast(this=null, to=to)
 
 
 def _inside(node: exp.Expr | None, call: str) -> exp.Expr | None:
@@ -224,7 +249,7 @@ def _calls(sql: str, query: exp.Expr) -> list[Call]:
         if spans is None:
             spans = _spans(query)
             keys = sorted(spans)
-        out.append(Call(sig, tokens[k].start, tuple(_arg(tokens, i, j, spans, keys, name)
+        out.append(Call(sig, tokens[k].start, tuple(_arg(tokens, i, j, spans, keys, name, sql)
                                                     for i, j in ranges), _over(tokens, split[1])))
     return out
 

@@ -3,7 +3,8 @@ recorded from Spark's registry (:mod:`runner.lint.builtins`):
 
 - ``function-arguments``: the number of arguments (``IF(x, 'a')``: ``[WRONG_NUM_ARGS]``),
   named arguments (``[NAMED_PARAMETERS_NOT_SUPPORTED]``, ``[UNRECOGNIZED_PARAMETER_NAME]``,
-  ``[UNEXPECTED_POSITIONAL_ARGUMENT]``, ``[DUPLICATE_ROUTINE_PARAMETER_ASSIGNMENT]``),
+  ``[UNEXPECTED_POSITIONAL_ARGUMENT]``, ``[DUPLICATE_ROUTINE_PARAMETER_ASSIGNMENT]``,
+  ``[REQUIRED_PARAMETER_NOT_FOUND]``),
   arguments that must be constant (``percentile_approx(x, p)`` with a column ``p``:
   ``[DATATYPE_MISMATCH.NON_FOLDABLE_INPUT]``), lambdas outside higher-order functions;
 - ``argument-type``: an argument of a type the position refuses (``json_array_length(2)``:
@@ -32,7 +33,7 @@ from sqlglot.tokens import TokenType
 from runner.errors import Violation
 from runner.lint.builtins import TYPE_NAMES, arg_type, operator_refuses, value_type
 from runner.lint.call_values import element_mismatch, outer_kinds, value_problem
-from runner.lint.calls import OPERAND_END, Arg, Call, calls
+from runner.lint.calls import OPERAND_END, Arg, Call, calls, sql_text
 from runner.lint.casts import cast_refusal
 from runner.lint.coercion import MAX_PRECISION
 from runner.lint.context import ModelContext
@@ -55,10 +56,6 @@ def _decimal_precision(dtype: exp.Expr | None) -> int | None:
     first = dtype.expressions[0]
     text = first.this.name if isinstance(first, exp.DataTypeParam) else ""
     return int(text) if text.isdigit() else None
-
-
-def _sql(node: exp.Expr) -> str:
-    return node.sql(dialect="spark", comments=False)
 
 
 def _non_constant(arg: exp.Expr, select: exp.Select | None) -> exp.Expr | None:
@@ -100,6 +97,19 @@ def _named_problem(call: Call, named: list[Arg]) -> tuple[int, str, str] | None:
     return None
 
 
+def _missing_parameter(call: Call, named: set[str]) -> tuple[int, str, str] | None:
+    """A parameter without default given neither by position nor by name (Spark's
+    ``NamedParametersSupport.defaultRearrange``: [REQUIRED_PARAMETER_NOT_FOUND])."""
+    sig = call.signature
+    positional = next((k for k, a in enumerate(call.args) if a.name is not None), len(call.args))
+    for param in sig.params[positional:sig.required]:
+        if param.lower() not in named:
+            return (call.start, f"[REQUIRED_PARAMETER_NOT_FOUND] {call.name}() needs its "
+                    f"argument {param}, given neither by position nor by name",
+                    f"pass {param} first, or as {param} => ...")
+    return None
+
+
 def argument_problem(call: Call) -> tuple[int, str, str] | None:
     """(offset, message, hint) of the first problem of ``call``'s arguments, or None."""
     name, sig, args = call.name, call.signature, call.args
@@ -119,6 +129,9 @@ def argument_problem(call: Call) -> tuple[int, str, str] | None:
         found = _named_problem(call, named)
         if found is not None:
             return found
+    missing = _missing_parameter(call, {(a.name or "").lower() for a in named})
+    if missing is not None:
+        return missing
     if not named and sig.refuses_count(len(args)):
         return (call.start, f"[WRONG_NUM_ARGS] {name}() takes {sig.expected} "
                 f"argument(s), not {len(args)}", f"call {name}() with {sig.expected} "
@@ -138,8 +151,9 @@ def argument_problem(call: Call) -> tuple[int, str, str] | None:
 class FunctionArguments(ModelRule):
     """A built-in function gets the arguments Spark's analyser accepts: their number
     ([WRONG_NUM_ARGS]), named arguments it has ([NAMED_PARAMETERS_NOT_SUPPORTED],
-    [UNRECOGNIZED_PARAMETER_NAME]), constants where it needs them
-    ([DATATYPE_MISMATCH.NON_FOLDABLE_INPUT]), lambdas only in higher-order functions."""
+    [UNRECOGNIZED_PARAMETER_NAME]), each one without a default ([REQUIRED_PARAMETER_NOT_FOUND]),
+    constants where it needs them ([DATATYPE_MISMATCH.NON_FOLDABLE_INPUT]), lambdas only in
+    higher-order functions."""
 
     id = "function-arguments"
 
@@ -161,7 +175,7 @@ class FunctionArguments(ModelRule):
             found = _non_constant(arg.node, arg.node.find_ancestor(exp.Select))
             if found is not None:
                 yield self.at(ctx, found, f"[{error}] argument {i + 1} of {call.name}() must "
-                              f"be a constant, not {_sql(found)}",
+                              f"be a constant, not {sql_text(found)}",
                               "write a literal (or an expression of literals) there")
 
 
@@ -269,10 +283,9 @@ class ArgumentType(ModelRule):
                     shown = element_mismatch(arg.node, required) or ""
                     if not shown:
                         continue  # an element or field type Spark may take, not the kind
-                text = _sql(arg.node)
-                yield self.at(ctx, arg.node, f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] "
-                              f"argument {i + 1} of {call.name}() must be {required}, not "
-                              f"{shown}: {text}",
+                text = sql_text(arg.node)
+                yield self.at(ctx, arg.node, f"[{rule[2]}] argument {i + 1} of {call.name}() "
+                              f"must be {required}, not {shown}: {text}",
                               f"cast it (CAST({text} AS ...)) or pass another column")
                 break
         yield from self._operators(ctx)
@@ -293,7 +306,7 @@ class ArgumentType(ModelRule):
             digits = _decimal_precision(to)
             if digits is not None and digits > MAX_PRECISION:
                 yield self.at(ctx, node, f"[DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION] "
-                              f"{_sql(node)}: a DECIMAL holds at most {MAX_PRECISION} digits, "
+                              f"{sql_text(node)}: a DECIMAL holds at most {MAX_PRECISION} digits, "
                               f"not {digits}", f"use DECIMAL({MAX_PRECISION}, s) or DOUBLE")
                 continue
             if node.args.get("safe") or not isinstance(to, exp.DataType):
@@ -301,7 +314,7 @@ class ArgumentType(ModelRule):
             source = spatial_type(node.this) or value_type(node.this)
             error = cast_refusal(source, to)
             if error is not None and source is not None:
-                yield self.at(ctx, node, f"[{error}] {_sql(node)}: Spark's ANSI mode does not "
+                yield self.at(ctx, node, f"[{error}] {sql_text(node)}: Spark's ANSI mode does not "
                               f"cast {type_string(source)} to {type_string(to)}",
                               _CAST_HINTS.get(error, "cast to another type, or convert it "
                                               "with a function"))
@@ -314,7 +327,7 @@ class ArgumentType(ModelRule):
             bad = unorderable(dtype)
             if bad is not None and dtype is not None:
                 yield self.at(ctx, node, f"[DATATYPE_MISMATCH.INVALID_ORDERING_TYPE] "
-                              f"{_sql(node.this)}: Spark cannot order values of type "
+                              f"{sql_text(node.this)}: Spark cannot order values of type "
                               f"{type_string(dtype)} ({bad} has no order)",
                               "order by a field or a cast of it to STRING")
 
@@ -361,7 +374,7 @@ class ArgumentType(ModelRule):
                 error = operator_refuses(op, left, right)
                 text = f"{TYPE_NAMES[left]} {op.upper()} {TYPE_NAMES[right]}"
             if error is not None:
-                yield self.at(ctx, node, f"[{error}] {_sql(node)}: Spark has no {text}",
+                yield self.at(ctx, node, f"[{error}] {sql_text(node)}: Spark has no {text}",
                               "cast an operand so that both have types the operator takes")
 
     def _struct_index(self, ctx: ModelContext) -> Iterator[Violation]:
@@ -370,15 +383,15 @@ class ArgumentType(ModelRule):
                 continue
             base = _scalar_base(node)
             if base is not None:
-                yield self.at(ctx, node, f"[INVALID_EXTRACT_BASE_FIELD_TYPE] {_sql(node)}: "
-                              f"{_sql(node.this)} is a {type_string(base)}, and Spark extracts "
+                yield self.at(ctx, node, f"[INVALID_EXTRACT_BASE_FIELD_TYPE] {sql_text(node)}: "
+                              f"{sql_text(node.this)} is a {type_string(base)}, and Spark extracts "
                               "values from an ARRAY, a MAP or a STRUCT only",
                               "index an array, map or struct column (or convert the value)")
                 continue
             index = node.expressions[0]
             if isinstance(index, exp.Literal) and index.is_int and is_(
                     _value_type(node.this), T.STRUCT):
-                yield self.at(ctx, node, f"[INVALID_EXTRACT_FIELD_TYPE] {_sql(node)}: "
-                              f"{_sql(node.this)} is a struct, whose fields are named, not "
-                              "numbered", f"{_sql(node.this)}.<field> or "
-                              f"{_sql(node.this)}['<field>']")
+                yield self.at(ctx, node, f"[INVALID_EXTRACT_FIELD_TYPE] {sql_text(node)}: "
+                              f"{sql_text(node.this)} is a struct, whose fields are named, not "
+                              "numbered", f"{sql_text(node.this)}.<field> or "
+                              f"{sql_text(node.this)}['<field>']")

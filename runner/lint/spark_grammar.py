@@ -10,7 +10,10 @@ them as something else:
 - PostgreSQL's ``DISTINCT ON (a)``: a call of a function ``on``, which Spark does not have;
 - an empty ``IN ()`` or ``TABLESAMPLE ()``, a window name defined twice in a ``WINDOW``
   clause: refused by Spark's AST builder (``[INVALID_SQL_SYNTAX.EMPTY_IN_PREDICATE]``,
-  ``[INVALID_SQL_SYNTAX.REPETITIVE_WINDOW_DEFINITION]``).
+  ``[INVALID_SQL_SYNTAX.REPETITIVE_WINDOW_DEFINITION]``);
+- the unit of ``TIMEDIFF``, ``TIMESTAMPDIFF``, ``DATEADD``... (three arguments) given as a
+  string (``TIMEDIFF('MINUTE', a, b)``): the grammar's ``invalidUnit=stringLit``, which the AST
+  builder refuses (``[INVALID_PARAMETER_VALUE.DATETIME_UNIT]``).
 
 :func:`analyzer_refuses` finds these on sqlglot's token stream, after Spark's grammar accepted
 the text. The cases come from running a corpus of models through both (``tests/spark/
@@ -47,6 +50,9 @@ _JOIN_WORDS = frozenset({T.LEFT, T.RIGHT, T.FULL, T.INNER, T.CROSS, T.NATURAL, T
 _CLOSERS = frozenset({T.R_PAREN, T.R_BRACKET, T.SEMICOLON})
 #: Tokens after which ``()`` (an empty list) is refused.
 _NO_EMPTY_LIST = frozenset({T.IN, T.TABLE_SAMPLE})
+#: The grammar's ``timestampadd`` and ``timestampdiff`` forms: ``name(unit, a, b)``.
+_UNIT_CALLS = frozenset({"TIMESTAMPADD", "DATEADD", "DATE_ADD", "TIMESTAMPDIFF", "DATEDIFF",
+                         "DATE_DIFF", "TIMEDIFF"})
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,28 @@ def _repeated_window(tokens: Sequence[Token], i: int) -> GrammarProblem | None:
     return None
 
 
+def _string_unit(tokens: Sequence[Token], i: int) -> GrammarProblem | None:
+    """``TIMEDIFF('MINUTE', a, b)``: a unit call of three arguments whose first is one string
+    literal (``unit=datetimeUnit | invalidUnit=stringLit`` in Spark's grammar; a longer first
+    argument, ``'MINUTE' || ''``, makes it an ordinary call)."""
+    if (tokens[i].text.upper() not in _UNIT_CALLS or (i > 0 and tokens[i - 1].token_type == T.DOT)
+            or i + 3 >= len(tokens) or tokens[i + 1].token_type != T.L_PAREN
+            or tokens[i + 2].token_type != T.STRING or tokens[i + 3].token_type != T.COMMA):
+        return None
+    depth, commas = 0, 0
+    for token in tokens[i + 1:]:
+        depth += {T.L_PAREN: 1, T.R_PAREN: -1}.get(token.token_type, 0)
+        commas += depth == 1 and token.token_type == T.COMMA
+        if depth == 0:
+            break
+    if commas != 2:
+        return None
+    name, unit = tokens[i].text.upper(), tokens[i + 2]
+    return GrammarProblem(f"[INVALID_PARAMETER_VALUE.DATETIME_UNIT] {name}'s unit is the string "
+                          f"'{unit.text}': Spark takes a unit word there ({name}("
+                          f"{unit.text.upper()}, ...))", unit.start)
+
+
 def _is_distinct_from(tokens: Sequence[Token], i: int) -> bool:
     """Whether the DISTINCT at ``tokens[i]`` is the comparison ``a IS [NOT] DISTINCT FROM b``
     (its FROM is no clause)."""
@@ -157,6 +185,10 @@ def analyzer_refuses(tokens: Sequence[Token]) -> GrammarProblem | None:
                 and i + 2 < len(tokens) and tokens[i + 2].token_type == T.R_PAREN):
             return GrammarProblem(f"empty list after {token.text.upper()}: Spark refuses it",
                                   nxt.start)
+        if kind == T.VAR:
+            unit = _string_unit(tokens, i)
+            if unit is not None:
+                return unit
     return None
 
 

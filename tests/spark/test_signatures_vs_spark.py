@@ -14,6 +14,7 @@ import pytest
 from runner.lint.builtins import signature
 from runner.project.loader import load_project
 from runner.runtime.start.analysis import analysis_session
+from scripts.spark_functions import VALUES as probe_values
 from tests.spark.test_lint_vs_spark import _rendered
 from tests.unit.test_lint import _BASE, BROKEN
 from tests.unit.test_lint_signatures import INVALID, RULES, VALID
@@ -101,12 +102,15 @@ def _disagreements(spark: SparkSession, names: list[str]) -> list[str]:
             got = condition(f"SELECT `{name}`({', '.join(['NULL'] * n)})")
             if not (got or "").startswith("WRONG_NUM_ARGS"):
                 wrong.append(f"{name} with {n} arguments: {got}")
-        for i, (_, refused) in sorted(sig.types.items()):
+        for i, (_, refused, error) in sorted(sig.types.items()):
             t = sorted(refused)[0]
             args = ["NULL"] * sig.probed_nargs
             args[i] = "'1'" if t == "string_literal" else f"CAST(NULL AS {_TYPES[t]})"
             got = condition(f"SELECT `{name}`({', '.join(args)})")
-            if got != "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE":
+            if got == "DATATYPE_MISMATCH.UNEXPECTED_NULL":  # refused as a NULL: a constant of t
+                args[i] = probe_values[t]
+                got = condition(f"SELECT `{name}`({', '.join(args)})")
+            if got != error:
                 wrong.append(f"{name} with {t} at {i + 1}: {got}")
         if 0 in sig.nulls:  # a NULL literal first (the others NULL: Spark checks it first)
             got = condition(f"SELECT `{name}`({', '.join(['NULL'] * sig.probed_nargs)})")

@@ -82,9 +82,9 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
     "mask_empty": ("argument-type", f"SELECT mask(eventId, 'A', 'w', '') AS m {P}",
                    "DATATYPE_MISMATCH.INPUT_SIZE_NOT_ONE", (1, 32)),
     "ceil_null_scale": ("argument-type", f"SELECT ceil(2.5, NULL) AS c {P}",
-                        "DATATYPE_MISMATCH.NON_FOLDABLE_ARGUMENT", (1, 18)),
+                        "NON_FOLDABLE_ARGUMENT", (1, 18)),
     "floor_string_scale": ("argument-type", f"SELECT floor(2.5, 'a') AS f {P}",
-                           "DATATYPE_MISMATCH.NON_FOLDABLE_ARGUMENT", (1, 19)),
+                           "NON_FOLDABLE_ARGUMENT", (1, 19)),
     "inline_mixed_array": ("argument-type", f"SELECT inline(array(1, 'a')) {P}",
                            "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 15)),
     "time_bucket_mixed_origin": ("argument-type", "SELECT time_bucket(INTERVAL '1' HOUR, "
@@ -220,6 +220,60 @@ INVALID: dict[str, tuple[str, str, str, tuple[int, int]]] = {
                        "IN_SUBQUERY_LENGTH_MISMATCH", (1, 41)),
     "qualify_no_window": ("query-shape", f"SELECT eventId {P} QUALIFY eventId > 'a'",
                           "QUALIFY_REQUIRES_WINDOW_FUNCTION", (1, 43)),
+    # schema_of_*: a constant, non-NULL STRING (probed with constants: NULLs fail first)
+    "schema_of_csv_null": ("argument-type", f"SELECT schema_of_csv(NULL) AS s {P}",
+                           "DATATYPE_MISMATCH.UNEXPECTED_NULL", (1, 22)),
+    "schema_of_xml_int": ("argument-type", f"SELECT schema_of_xml(42) AS s {P}",
+                          "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 22)),
+    "schema_of_json_column": ("function-arguments", f"SELECT schema_of_json(eventId) AS s {P}",
+                              "DATATYPE_MISMATCH.NON_FOLDABLE_INPUT", (1, 23)),
+    # to_xml(x): probed with one argument (a NULL options map fails every two-argument call)
+    "to_xml_map": ("argument-type", f"SELECT to_xml(map('a', 1)) AS x {P}",
+                   "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 15)),
+    "mask_without_str": ("function-arguments", f"SELECT mask(lowerChar => 'q') AS m {P}",
+                         "REQUIRED_PARAMETER_NOT_FOUND", (1, 8)),
+    "make_timestamp_ntz_seven": ("function-arguments", "SELECT make_timestamp_ntz(2021, 7, 11, 6, "
+                                 f"30, 45.678, 'CET') AS t {P}", "WRONG_NUM_ARGS", (1, 8)),
+    "format_string_zero_index": ("argument-type", f"SELECT format_string('%0$s', eventId) AS s {P}",
+                                 "INVALID_PARAMETER_VALUE.ZERO_INDEX", (1, 22)),
+    "to_number_separator_after_point": (
+        "argument-type", f"SELECT to_number(eventId, '99G999D999G9') AS n {P}",
+        "INVALID_FORMAT.THOUSANDS_SEPS_MUST_BEFORE_DEC", (1, 27)),
+    "to_number_trailing_separator": ("argument-type", f"SELECT to_number(eventId, '999G') AS n {P}",
+                                     "INVALID_FORMAT.CONT_THOUSANDS_SEPS", (1, 27)),
+    "mode_string_flag": ("argument-type", f"SELECT mode(eventId, 'true') AS m {P}",
+                         "UNEXPECTED_INPUT_TYPE", (1, 22)),
+    "uniform_float_seed": ("argument-type", f"SELECT uniform(0, 1, CAST(NULL AS FLOAT)) AS u {P}",
+                           "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 27)),
+    "try_add_two_interval_kinds": ("argument-type", "SELECT try_add(INTERVAL '2' YEAR, INTERVAL '2' "
+                                   f"SECOND) AS t {P}", "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE",
+                                   (1, 8)),
+    "get_null_string": ("argument-type", f"SELECT get(CAST(NULL AS STRING), 0) AS g {P}",
+                        "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 17)),
+    # a type check's own refusal (no position named): probed as the position's when the same
+    # call with another type there passes
+    "approx_top_k_binary": ("argument-type", "SELECT approx_top_k(CAST(eventId AS BINARY), 5) "
+                            f"AS t {P}", "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT",
+                            (1, 26)),
+    "to_avro_int_schema": ("argument-type", f"SELECT to_avro(named_struct('a', 1), 42) AS a {P}",
+                           "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT", (1, 38)),
+    "aggregate_constant_merge": ("argument-type", "SELECT aggregate(array(1, 2), array(), "
+                                 f"array('a')) AS a {P}",
+                                 "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", (1, 40)),
+    # the tuple sketches' lgNomEntries (4 to 26) and mode (sum, min, max, alwaysone)
+    "sketch_lg_out_of_range": ("argument-type", "SELECT tuple_sketch_agg_double(eventId, 1.0D, "
+                               f"27) AS s {P}", "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT",
+                               (1, 47)),
+    "sketch_lg_null": ("argument-type", "SELECT tuple_union_agg_double(CAST(NULL AS BINARY), "
+                       f"CAST(NULL AS INT)) AS s {P}", "DATATYPE_MISMATCH.UNEXPECTED_NULL",
+                       (1, 53)),
+    "sketch_lg_no_int": ("argument-type", "SELECT tuple_sketch_agg_double(eventId, 1.0D, "
+                         f"'fifteen') AS s {P}", "CAST_INVALID_INPUT", (1, 47)),
+    "sketch_mode_column": ("argument-type", "SELECT tuple_sketch_agg_double(eventId, 1.0D, 12, "
+                           f"eventId) AS s {P}", "DATATYPE_MISMATCH.NON_FOLDABLE_INPUT", (1, 51)),
+    "sketch_mode_unknown": ("argument-type", "SELECT tuple_sketch_agg_integer(eventId, 1, 12, "
+                            f"'median') AS s {P}",
+                            "DATATYPE_MISMATCH.TYPE_CHECK_FAILURE_WITH_HINT", (1, 49)),
 }
 
 #: Valid neighbours of every finding above (each analysed by Spark too).
@@ -341,6 +395,32 @@ VALID: dict[str, str] = {
     "pmod_numbers": f"SELECT pmod(request.latency_ms, 7) AS a, pmod('10', 3) AS b,\n"
                     f"  pmod(1.5, 2) AS c {P}",
     "json_tuple_strings": f"SELECT json_tuple(eventId, 'a', 'b') {P}",
+    "schema_of_constants": f"SELECT schema_of_csv('1,abc') AS a,\n"
+                           "  schema_of_json('{\"a\": 1}', map('allowNumericLeadingZeros', 'true'))"
+                           f" AS b, schema_of_xml('<p><a>1</a></p>') AS c {P}",
+    "to_xml_struct": f"SELECT to_xml(named_struct('a', 1)) AS x, to_xml(struct(eventId), "
+                     f"map('indent', '')) AS y {P}",
+    "mask_named_with_str": f"SELECT mask(eventId, lowerChar => 'q') AS a, mask(str => eventId) "
+                           f"AS b {P}",
+    "make_timestamp_ntz_six": f"SELECT make_timestamp_ntz(2021, 7, 11, 6, 30, 45.678) AS t {P}",
+    "format_string_first_index": f"SELECT format_string('%1$s %2$s', eventId, 1) AS s,\n"
+                                 f"  printf('%s%%0', eventId) AS p {P}",
+    "to_number_formats": f"SELECT to_number(eventId, '00,000.9MI') AS a,\n"
+                         f"  to_number(eventId, '$99.99') AS b, try_to_number(eventId, 'S999G999') "
+                         f"AS c {P}",
+    "try_add_operands": f"SELECT try_add(1, '1') AS a, try_add(DATE'2021-01-01', "
+                        "INTERVAL '2' SECOND) AS b,\n  try_add(INTERVAL '2' YEAR, INTERVAL '1' "
+                        f"MONTH) AS c, try_subtract(`timestamp`, INTERVAL '1' DAY) AS d {P}",
+    "sketch_parameters": "SELECT tuple_sketch_agg_double(eventId, 1.0D, 4, 'MAX') AS a,\n"
+                         "  tuple_sketch_agg_integer(eventId, 1, '26', 'alwaysone') AS b,\n"
+                         f"  tuple_sketch_agg_double(eventId, 1.0D) AS c {P}",
+    "approx_top_k_items": f"SELECT approx_top_k(eventId, 5) AS a, approx_top_k(`timestamp`) AS b "
+                          f"{P}",
+    "aggregate_merge_types": f"SELECT aggregate(array(1, 2), 0, 1) AS a,\n"
+                             "  reduce(array(1), array('a'), array('b')) AS b,\n"
+                             f"  aggregate(array(1, 2), 0L, (acc, x) -> acc + x) AS c {P}",
+    "typed_null_arguments": f"SELECT get(CAST(NULL AS ARRAY<INT>), 0) AS a,\n"
+                            f"  uniform(0, 1, 42) AS b, upper(CAST(NULL AS STRING)) AS c {P}",
     "arrays_cast_or_typed": f"SELECT array_join(array(1, 2), ',') AS a,\n"
                             f"  vector_norm(array(CAST(3 AS FLOAT)), 2.0F) AS b,\n"
                             f"  coalesce(NULL, eventId) AS c, upper(NULL) AS d, size(NULL) AS e {P}",

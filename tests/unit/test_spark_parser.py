@@ -140,6 +140,24 @@ def test_compile_what_spark_refuses_after_parsing_and_what_sqlglot_cannot_read(
     assert errors[4][2:] == (2, 37, "SQL syntax error: window w is defined twice: Spark refuses it")
 
 
+def test_a_datetime_unit_given_as_a_string_is_refused_as_sparks_ast_builder_does(
+        tmp_path: Path) -> None:
+    errors = _errors(tmp_path, {
+        # the grammar's TIMESTAMPDIFF form takes `invalidUnit=stringLit`, which is then refused
+        "timediff": "SELECT eventId,\n  TIMEDIFF('MINUTE', `timestamp`, `timestamp`) AS d "
+                    "FROM parsed_events\n",
+        "date_add": "SELECT DATE_ADD('DAY', 1, `timestamp`) AS d FROM parsed_events\n",
+        # a unit word, two arguments, or a first argument longer than one string: other forms
+        "fine": "SELECT TIMEDIFF(MINUTE, `timestamp`, `timestamp`) AS a,\n"
+                "  DATEDIFF('2020-01-02', DATE'2020-01-01') AS b,\n"
+                "  DATE_ADD(`timestamp`, 1) AS c, TIMESTAMPADD(HOUR, 1, `timestamp`) AS d\n"
+                "FROM parsed_events\n",
+    })
+    assert [e[1:4] for e in errors] == [("models/date_add.sql", 1, 17),
+                                        ("models/timediff.sql", 2, 12)]
+    assert all("[INVALID_PARAMETER_VALUE.DATETIME_UNIT]" in e[4] for e in errors)
+
+
 def test_the_grammar_is_pyspark_s_and_all_its_code_is_mapped() -> None:
     from runner.lint.spark_parser.recognizers import GRAMMAR, check_grammar
 
