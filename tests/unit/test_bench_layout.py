@@ -23,9 +23,11 @@ BENCH = REPO / "bench"
 RESULT_NAME = re.compile(r"^(?P<bench>[a-z][a-z0-9_]*)-(?P<date>\d{8})-(?P<sha>[0-9a-f]{7,40})"
                          r"\.json$")
 #: A test may import the one script it tests (not test support): the jars fetcher's test and
-#: the corpus builder's.
+#: the corpus builder's, the functions probe's check against Spark.
 SCRIPT_UNDER_TEST = {"tests/unit/test_jars.py": {"scripts"},
-                     "tests/unit/test_spark_sql_corpus_builder.py": {"scripts"}}
+                     "tests/unit/test_spark_sql_corpus_builder.py": {"scripts"},
+                     # checks what scripts/spark_functions.py recorded, with its probe's values
+                     "tests/spark/test_signatures_vs_spark.py": {"scripts"}}
 
 
 def _bench_modules() -> list[str]:
