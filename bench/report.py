@@ -25,6 +25,7 @@ from bench.cold_start import docs_rows as cold_start_rows
 from bench.common import REPO, RESULT_NAME, RESULTS
 from bench.common import command_line as _cmd
 from bench.common import span as _span
+from bench.compile_bench import docs_rows as compile_rows
 from bench.connect_bench import docs_rows as connect_rows
 from bench.kafka_out_bench import docs_rows as kafka_out_rows
 from bench.spark_parse_bench import docs_rows as spark_parse_rows
@@ -56,21 +57,10 @@ def renders(bench: str) -> Callable[[Renderer], Renderer]:
 
 
 renders("cold_start")(cold_start_rows)
+renders("compile_bench")(compile_rows)
 renders("kafka_out_bench")(kafka_out_rows)
 renders("connect_bench")(connect_rows)
 renders("spark_parse_bench")(spark_parse_rows)
-
-
-@renders("compile_bench")
-def compile_bench(d: dict[str, Any]) -> tuple[str, Rows]:
-    rows = [(f"`runner compile` of {d['models']} generated models, whole process "
-             f"(target < {d['target_seconds']:g} s)",
-             f"{statistics.median(d['process_seconds']):.2f} s wall, "
-             f"{statistics.median(d['process_cpu_seconds']):.2f} s CPU (median of {d['repeat']})")]
-    for name, c in (d.get("compared") or {}).items():
-        rows.append((f"compile CPU, {name}: this / baseline checkout", f"{c['ratio']:.2f}x"))
-    return _cmd("compile_bench", ("repeat", d["repeat"]),
-                ("baseline", "CHECKOUT" if d.get("baseline") else None)), rows
 
 
 #: Runner variant -> the hand-written pattern on the same engine.
