@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     args = bench_parser(__doc__, json=True).parse_args(argv)
     sql = rendered_sql()
     started = time.perf_counter()
-    from runner.lint.spark_parser import recognizers
-    from runner.lint.spark_parser.error_strategy import Refused
+    from runner.lint.sql.spark_parser import recognizers
+    from runner.lint.sql.spark_parser.error_strategy import Refused
     load_seconds = time.perf_counter() - started
     passes: list[list[float]] = []
     refused = 0

@@ -1,5 +1,5 @@
-"""Regenerate ``runner/lint/functions.json``: the Spark SQL built-ins a model may call, and how
-Spark's analyser checks a call of each.
+"""Regenerate ``runner/lint/spark_types/functions.json``: the Spark SQL built-ins a model may call,
+and how Spark's analyser checks a call of each.
 
 Lists Spark's own function registries (scalar, aggregate, window and generator functions from
 ``FunctionRegistry``; table-valued functions from ``TableFunctionRegistry``) with their class
@@ -15,7 +15,7 @@ names and groups, and gives each one a category. A model may call the ``allowed`
 
 Names absent from the registry are refused too (catalog and temporary functions are code).
 
-For each allowed function it also records what ``runner/lint/signatures.py`` checks a call
+For each allowed function it also records what ``runner/lint/checks/signatures.py`` checks a call
 against, from the registry where it says so and else by asking the analyser (each probe is one
 ``spark.sql`` analysed, never run):
 
@@ -69,7 +69,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "runner" / "lint" / "functions.json"
+OUT = ROOT / "runner" / "lint" / "spark_types" / "functions.json"
 sys.path.insert(0, str(ROOT))
 
 #: Denied by name: (category, why). Names not in this Spark's registry are kept (a runtime with

@@ -1,4 +1,4 @@
-"""Regenerate ``runner/lint/srids.json``: the SRIDs Spark's geospatial types take.
+"""Regenerate ``runner/lint/spark_types/srids.json``: the SRIDs Spark's geospatial types take.
 
 Spark reads its spatial reference system registry from ``org/apache/spark/sql/srs_registry.csv``
 in the spark-sql-api jar (``SpatialReferenceSystemCache``: ``srid,string_id,is_geographic``
@@ -22,7 +22,7 @@ from pathlib import Path
 import pyspark
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "runner" / "lint" / "srids.json"
+OUT = ROOT / "runner" / "lint" / "spark_types" / "srids.json"
 REGISTRY = "org/apache/spark/sql/srs_registry.csv"
 
 

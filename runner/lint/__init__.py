@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 from runner.errors import Level, Violation
-from runner.lint.context import ModelContext
 from runner.lint.linter import (
     BUILTIN_RULES,
     LintResult,
@@ -15,7 +14,8 @@ from runner.lint.linter import (
     lint_models,
     rules_table,
 )
-from runner.lint.rule import Rule
+from runner.lint.reading.context import ModelContext
+from runner.lint.reading.rule import Rule
 
 __all__ = [
     "BUILTIN_RULES",

@@ -1,9 +1,9 @@
 """The rules that guard execution: what passes them runs with the pipeline's credentials.
 
 A model is one query over ``parsed_events``, ref'd models and CTEs, calling allowlisted Spark
-built-ins (:mod:`.allowlist`); each SQL fragment of its config (expectations, merge_update,
-merge_condition, apply_as_deletes) is one expression over the model's columns. These rules are
-always errors: project.yml cannot turn them off or down to warnings (:data:`GUARD_RULES`,
+built-ins (:mod:`runner.lint.reading.allowlist`); each SQL fragment of its config (expectations,
+merge_update, merge_condition, apply_as_deletes) is one expression over the model's columns. These
+rules are always errors: project.yml cannot turn them off or down to warnings (:data:`GUARD_RULES`,
 checked by ``check_lint_config``).
 """
 
@@ -17,10 +17,10 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from runner.errors import Violation
-from runner.lint.allowlist import Problem, function_problems
-from runner.lint.context import ModelContext
-from runner.lint.rules import ModelRule
-from runner.lint.spark_dialect import SPARK
+from runner.lint.checks.rules import ModelRule
+from runner.lint.reading.allowlist import Problem, function_problems
+from runner.lint.reading.context import ModelContext
+from runner.lint.sql.spark_dialect import SPARK
 
 __all__ = ["GUARD_RULES", "NotAQuery", "UnknownTable", "UnsafeFunction", "UnsafeTable",
            "fragments", "model_problems"]

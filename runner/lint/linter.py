@@ -14,32 +14,27 @@ from runner.compile.plan import Column, Lookup
 from runner.compile.reads import ANY_READS, Reads, reads_from, reads_of
 from runner.compile.render import RenderedModel
 from runner.errors import ConfigError, Level, Violation, did_you_mean
-from runner.lint.aggregate_calls import AggregateCall
-from runner.lint.analysis import (
+from runner.lint.checks.aggregate_calls import AggregateCall
+from runner.lint.checks.analysis import (
     AmbiguousColumn,
     MisplacedAggregate,
     MissingAggregation,
     TypeMismatch,
     WindowOrder,
 )
-from runner.lint.ansi import AnsiCast, AnsiDivide, AnsiIndex
-from runner.lint.cdc_config import ChangeDataCapture
-from runner.lint.clauses import QueryShape
-from runner.lint.common_type import CommonType
-from runner.lint.context import ModelContext, parse_sql
-from runner.lint.format_options import FormatOptions
-from runner.lint.frames import WindowFrame
-from runner.lint.generators import GeneratorUse
-from runner.lint.grouping import GroupingShape
-from runner.lint.guard import GUARD_RULES, NotAQuery, UnknownTable, UnsafeFunction, UnsafeTable
-from runner.lint.infer import parse_type, type_string
-from runner.lint.kafka import KafkaColumns
-from runner.lint.literals import InvalidLiteral
-from runner.lint.recursive_cte import RecursiveCte
-from runner.lint.relations import RelationShape
-from runner.lint.resolve import Resolver
-from runner.lint.rule import Rule
-from runner.lint.rules import (
+from runner.lint.checks.ansi import AnsiCast, AnsiDivide, AnsiIndex
+from runner.lint.checks.cdc_config import ChangeDataCapture
+from runner.lint.checks.clauses import QueryShape
+from runner.lint.checks.common_type import CommonType
+from runner.lint.checks.format_options import FormatOptions
+from runner.lint.checks.frames import WindowFrame
+from runner.lint.checks.generators import GeneratorUse
+from runner.lint.checks.grouping import GroupingShape
+from runner.lint.checks.kafka import KafkaColumns
+from runner.lint.checks.literals import InvalidLiteral
+from runner.lint.checks.recursive_cte import RecursiveCte
+from runner.lint.checks.relations import RelationShape
+from runner.lint.checks.rules import (
     DuplicateOutputColumn,
     Expectations,
     JoinKeyTypes,
@@ -51,15 +46,20 @@ from runner.lint.rules import (
     UnknownColumn,
     UnnamedOutputColumn,
 )
-from runner.lint.shapes import Shape
-from runner.lint.signatures import ArgumentType, FunctionArguments
-from runner.lint.streaming import (
+from runner.lint.checks.signatures import ArgumentType, FunctionArguments
+from runner.lint.checks.streaming import (
     AppendAggregate,
     AppendWindow,
     MergeKeyNotUnique,
     NondeterministicMerge,
 )
-from runner.lint.subqueries import SubqueryShape
+from runner.lint.checks.subqueries import SubqueryShape
+from runner.lint.guard import GUARD_RULES, NotAQuery, UnknownTable, UnsafeFunction, UnsafeTable
+from runner.lint.reading.context import ModelContext, parse_sql
+from runner.lint.reading.rule import Rule
+from runner.lint.resolution.resolve import Resolver
+from runner.lint.resolution.shapes import Shape
+from runner.lint.spark_types.infer import parse_type, type_string
 from runner.project.config import LintConfig
 from runner.project.loader import Project
 
@@ -140,7 +140,8 @@ def _events_shape(project: Project) -> Shape:
 
 def _keys(project: Project, lookup: Lookup) -> tuple[frozenset[str], ...]:
     """A lookup's keys: a seed's, read from its file; a source's, declared by ``unique`` data
-    tests. A join on one keeps a merge model's key unique (:mod:`runner.lint.join_keys`)."""
+    tests. A join on one keeps a merge model's key unique
+    (:mod:`runner.lint.resolution.join_keys`)."""
     if lookup.kind == "seed":
         from runner.project.seeds import seed_keys  # loaded only when a project has seeds
 

@@ -32,7 +32,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from runner.compile.tree import TreeIndex
 from runner.errors import ConfigError, RunnerError, did_you_mean
-from runner.lint.allowlist import query_problems
+from runner.lint.reading.allowlist import query_problems
 from runner.project.data_tests import (
     DATA_TESTS,
     AcceptedValues,

@@ -14,7 +14,7 @@ be inferred: the user declares it, as in dbt::
             data_tests:                            # a key over several columns
               - unique_combination_of_columns: {combination_of_columns: [region, code]}
 
-A join on such a key keeps a merge model's key unique (:mod:`runner.lint.join_keys`).
+A join on such a key keeps a merge model's key unique (:mod:`runner.lint.resolution.join_keys`).
 ``runner test`` does not run tests on sources, so only the tests that say something lint uses
 are accepted (``unique``, ``unique_combination_of_columns``, and ``not_null``, which dbt users
 pair with ``unique``); a test with ``where:``, ``enabled: false`` or ``severity: warn`` is no

@@ -297,7 +297,7 @@ class KafkaWriter:
 def records_of(data: DataFrame | pa.Table) -> pa.Table:
     """The record columns of a model's rows, on the driver: ``key``, ``value`` (the model's, or
     the other columns as JSON), and ``headers``, ``partition``, ``topic`` when present."""
-    from runner.lint.kafka import RECORD_COLUMNS
+    from runner.lint.checks.kafka import RECORD_COLUMNS
 
     if not type(data).__module__.startswith("pyspark."):
         return _arrow_records(data)  # an Arrow table (tests, tools): JSON made here
@@ -318,7 +318,7 @@ def records_of(data: DataFrame | pa.Table) -> pa.Table:
 def _arrow_records(table: pa.Table) -> pa.Table:
     import pyarrow as pa
 
-    from runner.lint.kafka import RECORD_COLUMNS
+    from runner.lint.checks.kafka import RECORD_COLUMNS
 
     if "value" in table.column_names:
         return table

@@ -1,4 +1,4 @@
-"""Regenerate ``runner/lint/spark_parser/spark_grammar.json``: Spark's SQL grammar, for Python.
+"""Regenerate ``runner/lint/sql/spark_parser/spark_grammar.json``: Spark's SQL grammar, for Python.
 
 Spark's parser is ANTLR's: ``SqlBaseLexer.g4`` and ``SqlBaseParser.g4`` compiled into two ATNs
 (the state machines the ANTLR runtime runs), with a few Java predicates and actions. Spark's
@@ -10,7 +10,7 @@ holds no ``.g4`` file, so the ATN is taken as ANTLR compiled it for Spark, not r
 Python runtime (``antlr4-python3-runtime``) runs the same ATN as Spark's JVM.
 
 What this writes (JSON): the two ATNs, the names, and each predicate's and action's Java text
-by index. ``runner/lint/spark_parser/recognizers.py`` maps each Java text to its Python at
+by index. ``runner/lint/sql/spark_parser/recognizers.py`` maps each Java text to its Python at
 Spark's defaults; a predicate or action it does not know fails the generation (a new Spark
 version's new flag is then mapped by hand, not guessed).
 
@@ -39,7 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 POM = ROOT / "jvm" / "spark-grammar" / "pom.xml"
-TARGET = ROOT / "runner" / "lint" / "spark_parser" / "spark_grammar.json"
+TARGET = ROOT / "runner" / "lint" / "sql" / "spark_parser" / "spark_grammar.json"
 _PARSER_DIR = "org/apache/spark/sql/catalyst/parser/"
 
 
@@ -140,7 +140,7 @@ def _verify(path: Path) -> None:
     """Check the written grammar file with the recognizers: every predicate and action is
     mapped, and both ATNs deserialize with the installed runtime."""
     check = ("import json, pathlib\n"
-             "from runner.lint.spark_parser import recognizers\n"
+             "from runner.lint.sql.spark_parser import recognizers\n"
              f"recognizers.check_grammar(json.loads(pathlib.Path({str(path)!r}).read_text()))\n")
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
                           cwd=ROOT, check=False)

@@ -1,4 +1,4 @@
-"""runner/lint/casts.py agrees with Spark: for every pair of basic types, the verdict and the
+"""runner/lint/spark_types/casts.py agrees with Spark: for every pair of basic types, the verdict and the
 error class of ``CAST(<a value of type A> AS B)`` under ANSI mode (the session's default) are
 what a live session's analyser says (each cast analysed, never run)."""
 
@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from runner.lint.casts import cast_refusal
-from runner.lint.infer import parse_type
+from runner.lint.spark_types.casts import cast_refusal
+from runner.lint.spark_types.infer import parse_type
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -2,7 +2,7 @@
 duplicates: Spark's own analysed schema of each such model names one column twice
 (case-insensitive, as Delta compares names), so a Delta table cannot hold its rows. A refusal
 whose model Spark names without a duplicate is a false refusal (lint gave a column a name
-Spark does not: :func:`runner.lint.spark_names.pretty_name`).
+Spark does not: :func:`runner.lint.resolution.spark_names.pretty_name`).
 
 Slow: it lints every model of the corpus Spark accepts (about 6,500, 1 to 2 min on two cores)
 and analyses the refused ones in a session; the default suite's corpus test

@@ -9,7 +9,7 @@ through ``runner compile`` and through Spark itself (``spark.sql`` over empty vi
 sqlglot's Spark dialect is lenient where Spark is not (a trailing comma, an empty ``GROUP BY``
 or ``IN ()``, MySQL's ``LIMIT m, n``, a string as an alias): compile parses with Spark's own
 grammar (runner/lint/spark_parser), and checks what Spark refuses right after parsing on tokens
-(runner/lint/spark_grammar.py); this corpus, parse and analysis, holds both. Engine-free: no
+(runner/lint/sql/spark_grammar.py); this corpus, parse and analysis, holds both. Engine-free: no
 table is written.
 """
 

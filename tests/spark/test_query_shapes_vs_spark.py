@@ -1,4 +1,4 @@
-"""The query-shape rules of runner/lint/recursive_cte.py and query_rules.py agree with Spark:
+"""The query-shape rules of runner/lint/checks/recursive_cte.py and query_rules.py agree with Spark:
 every SQL they flag (tests/unit/test_lint_query_shapes.py and the broken catalogue) Spark
 refuses with the error class the message names, and every valid neighbour Spark accepts."""
 

@@ -1,6 +1,6 @@
 """The signature, literal and query-shape rules agree with Spark: every SQL they flag
 (tests/unit/test_lint_signatures.py) Spark refuses with the error class the message names, and
-every valid neighbour Spark accepts; and runner/lint/functions.json says what a live session
+every valid neighbour Spark accepts; and runner/lint/spark_types/functions.json says what a live session
 says, for a sample of its records (scripts/spark_functions.py regenerates all of them)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from runner.lint.builtins import signature
+from runner.lint.spark_types.builtins import signature
 from runner.project.loader import load_project
 from runner.runtime.start.analysis import analysis_session
 from scripts.spark_functions import VALUES as probe_values
@@ -70,7 +70,7 @@ def test_valid_neighbours_are_accepted(analyse, tmp_path: Path) -> None:  # type
     assert {n: e for n, e in refused.items() if e} == {}
 
 
-_TYPES: dict[str, str] = json.loads((Path(__file__).parents[2] / "runner" / "lint" / "functions.json")
+_TYPES: dict[str, str] = json.loads((Path(__file__).parents[2] / "runner" / "lint" / "spark_types" / "functions.json")
                     .read_text(encoding="utf-8"))["types"]
 #: The functions the rules' examples call (every recorded one in the slow test).
 _NAMES = ["if", "json_array_length", "mask", "percentile_approx", "every", "make_timestamp",
@@ -78,7 +78,7 @@ _NAMES = ["if", "json_array_length", "mask", "percentile_approx", "every", "make
 
 
 def _recorded() -> list[str]:
-    document = json.loads((Path(__file__).parents[2] / "runner" / "lint" / "functions.json")
+    document = json.loads((Path(__file__).parents[2] / "runner" / "lint" / "spark_types" / "functions.json")
                           .read_text(encoding="utf-8"))["functions"]
     return sorted(n for n, f in document.items() if "kind" in f)
 

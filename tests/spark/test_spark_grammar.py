@@ -13,15 +13,15 @@ import re
 
 import pytest
 
-from runner.lint.spark_parser import spark_syntax_error
+from runner.lint.sql.spark_parser import spark_syntax_error
 from tests.unit.test_spark_parser import ACCEPTED, REFUSED
 
 pytestmark = pytest.mark.spark
 
 #: What Spark's AST builder refuses after its grammar accepted it -> Spark's error class. The
-#: grammar tier passes these; runner/lint/spark_grammar.py catches the repeated window and the
+#: grammar tier passes these; runner/lint/sql/spark_grammar.py catches the repeated window and the
 #: empty IN, not the typed literal. (The ranges of typed integer literals, which the AST builder
-#: checks too, the grammar tier checks: runner/lint/spark_parser/literals.py.)
+#: checks too, the grammar tier checks: runner/lint/sql/spark_parser/literals.py.)
 AFTER_THE_GRAMMAR = {
     "SELECT DATE 'nope'": "INVALID_TYPED_LITERAL",
     "SELECT a FROM t WINDOW w AS (ORDER BY a), w AS (ORDER BY b)":

@@ -1,4 +1,4 @@
-"""Spark's ANSI type coercion table (runner/lint/coercion.py), case by case against what
+"""Spark's ANSI type coercion table (runner/lint/spark_types/coercion.py), case by case against what
 Spark 4 does (AnsiTypeCoercion.findWiderTypeForTwo and its helpers; the types named are the
 ones Spark's own error messages and results show, e.g. its SQL tests' golden files)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.lint.coercion import (
+from runner.lint.spark_types.coercion import (
     NULL,
     SparkType,
     array,

@@ -20,7 +20,7 @@ from runner.project.config import LintConfig
 from tests.support.projects import BASE_YML, write_project
 from tests.unit.test_lint import found, lint_files
 
-FUNCTIONS = Path(__file__).resolve().parents[2] / "runner" / "lint" / "functions.json"
+FUNCTIONS = Path(__file__).resolve().parents[2] / "runner" / "lint" / "spark_types" / "functions.json"
 
 
 def one(tmp_path: Path, sql: str, rule: str, line: int | None, **more: str) -> str:
@@ -183,7 +183,7 @@ def test_the_registry_is_this_sparks_and_sqlglot_parses_denied_names_as_calls() 
 
     data = json.loads(FUNCTIONS.read_text())
     assert data["spark_version"] == pyspark.__version__, \
-        "regenerate runner/lint/functions.json: python scripts/spark_functions.py"
+        "regenerate runner/lint/spark_types/functions.json: python scripts/spark_functions.py"
     denied = [n for n, f in data["functions"].items() if f["category"] != "allowed"]
     assert {"reflect", "java_method", "try_reflect", "read_files", "range"} <= set(denied)
     for name in denied:  # a typed node would bypass the name check (allowlist.py)

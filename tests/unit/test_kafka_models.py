@@ -1,5 +1,5 @@
 """``materialized='kafka'`` models at compile time: the config's keys and the record columns'
-types (runner/lint/kafka.py), each problem named at the model's line, as for tables."""
+types (runner/lint/checks/kafka.py), each problem named at the model's line, as for tables."""
 
 from __future__ import annotations
 

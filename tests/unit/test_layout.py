@@ -133,6 +133,32 @@ def test_no_two_folders_import_each_other() -> None:
     assert both == [], f"folders importing each other: {both}"
 
 
+#: runner/lint's rooms, from the bottom up: each imports only rooms below it (``linter``, ``guard``
+#: and the package's ``__init__`` sit above them all). Reading SQL as Spark does, Spark's types,
+#: name resolution, what a rule reads of a model, the rules.
+LINT_ROOMS = ("sql", "spark_types", "resolution", "reading", "checks")
+
+
+def test_lint_rooms_import_downward() -> None:
+    """runner/lint's rooms import one way (LINT_ROOMS), so each can be read without the ones
+    above it: the rules read a model only through ``reading``, and nothing below the rules knows
+    one."""
+    modules = _modules()
+    rank = {room: i for i, room in enumerate(LINT_ROOMS)}
+
+    def room(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 2 and parts[:2] == ["runner", "lint"] else None
+
+    placed = {m for m in modules if m.startswith("runner.lint.")
+              and room(m) not in rank and m not in ("runner.lint.linter", "runner.lint.guard")}
+    assert placed == set(), f"runner/lint modules outside its rooms: {sorted(placed)}"
+    upward = sorted(f"{name} -> {m}" for name, path in modules.items() if room(name) in rank
+                    for m in _imports(path, modules) if m.startswith("runner.lint")
+                    and (room(m) not in rank or rank[room(m)] > rank[room(name)]))  # type: ignore[index]
+    assert upward == [], f"runner/lint rooms importing upward: {upward}"
+
+
 def imported_roots(path: Path) -> set[str]:
     """Top-level packages ``path`` imports, at any depth of the file (lazy imports count)."""
     roots: set[str] = set()

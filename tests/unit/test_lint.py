@@ -535,7 +535,7 @@ def test_doctests() -> None:
     import doctest
 
     import runner.lint
-    import runner.lint.infer
+    import runner.lint.spark_types.infer
 
-    for module in (runner.lint, runner.lint.infer):
+    for module in (runner.lint, runner.lint.spark_types.infer):
         assert doctest.testmod(module).failed == 0

@@ -1,4 +1,4 @@
-"""Lint rules that catch Spark analysis errors offline (runner/lint/analysis.py): what they
+"""Lint rules that catch Spark analysis errors offline (runner/lint/checks/analysis.py): what they
 flag, where, and the valid Spark SQL they leave alone. tests/spark/test_lint_vs_spark.py runs
 the same SQL through Spark's analyzer to show the two agree."""
 

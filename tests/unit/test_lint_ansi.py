@@ -1,4 +1,4 @@
-"""The ANSI-trap lint rules (runner/lint/ansi.py) and merge-key-not-unique as an error: each
+"""The ANSI-trap lint rules (runner/lint/checks/ansi.py) and merge-key-not-unique as an error: each
 flags what Spark 4's ANSI mode fails on at run time, with file, line, column and the safe
 spelling, and leaves the safe spellings and unknown types alone."""
 

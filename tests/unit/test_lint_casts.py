@@ -1,4 +1,4 @@
-"""Spark's CAST rules (runner/lint/casts.py): which casts ANSI mode refuses, with the error
+"""Spark's CAST rules (runner/lint/spark_types/casts.py): which casts ANSI mode refuses, with the error
 class Spark gives each, transcribed from Spark's ``Cast.canAnsiCast`` / ``Cast.canCast`` /
 ``Cast.typeCheckFailureMessage``; tests/spark/test_casts_vs_spark.py checks the whole matrix of
 basic types against a live session."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from runner.lint.casts import can_ansi_cast, can_cast, cast_refusal, category
-from runner.lint.infer import parse_type
+from runner.lint.spark_types.casts import can_ansi_cast, can_cast, cast_refusal, category
+from runner.lint.spark_types.infer import parse_type
 
 CONF = "DATATYPE_MISMATCH.CAST_WITH_CONF_SUGGESTION"
 FUNC = "DATATYPE_MISMATCH.CAST_WITH_FUNC_SUGGESTION"

@@ -1,4 +1,4 @@
-"""The ``common-type`` rule (runner/lint/common_type.py): inputs Spark merges into one type
+"""The ``common-type`` rule (runner/lint/checks/common_type.py): inputs Spark merges into one type
 (coalesce, IF, CASE, array(), map(), IN, greatest, UNION columns, array and map functions,
 operators) have one, or the model is refused with Spark's error class, where it is; and the
 valid neighbours, whose inputs do merge, pass. tests/spark/test_common_type_vs_spark.py runs

@@ -1,4 +1,4 @@
-"""Two of Spark's analyser checks that lean on name resolution (runner/lint/signatures.py,
+"""Two of Spark's analyser checks that lean on name resolution (runner/lint/checks/signatures.py,
 generators.py): only an array, map or struct is indexed (``HAVING col1[0]`` reads the
 aggregate's input column first, as Spark does, while ORDER BY may read the select list's
 alias: [INVALID_EXTRACT_BASE_FIELD_TYPE]); a generator reads no lateral column alias of an

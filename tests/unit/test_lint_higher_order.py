@@ -1,5 +1,5 @@
 """Higher-order functions given constants where their functions go, checked as Spark's
-analyser checks them (runner/lint/call_values.py): ``aggregate``/``reduce`` with a merge
+analyser checks them (runner/lint/checks/call_values.py): ``aggregate``/``reduce`` with a merge
 constant whose type is not the start value's (Spark's ArrayAggregate wraps it in a lambda and
 compares the types by ``equalsStructurally``; an empty ``map()`` is MAP<VOID, VOID> and an
 empty ``array()`` ARRAY<VOID>, not the legacy STRING element type). The rule, the model file's

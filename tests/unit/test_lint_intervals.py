@@ -1,5 +1,5 @@
 """Interval literals read as Spark's ``IntervalUtils`` and AST builder read them
-(runner/lint/interval_strings.py, literals.py): unit-to-unit strings trimmed of ASCII whitespace
+(runner/lint/sql/interval_strings.py, literals.py): unit-to-unit strings trimmed of ASCII whitespace
 and matched against one pattern per pair of units, their fields in range and their totals
 exact; a count of days a day-time interval holds. The rule, the model file's line and column,
 Spark's error class, and the valid neighbours left alone."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.lint.interval_strings import days_overflow, unit_to_unit_problem
+from runner.lint.sql.interval_strings import days_overflow, unit_to_unit_problem
 from tests.unit.test_lint import _BASE, lint_files
 
 P = "FROM parsed_events"

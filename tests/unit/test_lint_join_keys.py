@@ -1,4 +1,4 @@
-"""merge-key-not-unique through joins (runner/lint/join_keys.py): a join on a unique key of
+"""merge-key-not-unique through joins (runner/lint/resolution/join_keys.py): a join on a unique key of
 the other side keeps this side's key unique; seeds' keys are read from the file, sources' from
 a declared ``unique`` test; anything lint cannot prove stays an error."""
 

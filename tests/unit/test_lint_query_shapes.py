@@ -1,4 +1,4 @@
-"""Query shapes Spark's analyser and AST builder refuse (runner/lint/recursive_cte.py,
+"""Query shapes Spark's analyser and AST builder refuse (runner/lint/checks/recursive_cte.py,
 ast_builder.py, aggregate_calls.py, grouping.py, generators.py, format_options.py, the
 additions to clauses.py and literals.py): what each rule flags, where (the model file's line and column),
 with Spark's error class, and the valid neighbours it leaves alone. The cases follow Spark's

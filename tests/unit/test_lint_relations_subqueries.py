@@ -1,6 +1,6 @@
 """Relations and correlated subqueries as Spark's analyser checks them
-(runner/lint/relations.py, subqueries.py, and the PIVOT columns and ``AS t(a, b)`` arity name
-resolution finds, runner/lint/resolve.py; with the neighbouring additions to analysis.py,
+(runner/lint/checks/relations.py, subqueries.py, and the PIVOT columns and ``AS t(a, b)`` arity name
+resolution finds, runner/lint/resolution/resolve.py; with the neighbouring additions to analysis.py,
 frames.py, recursive_cte.py and spark_dialect.py): what each rule flags, where (the model file's line
 and column), with Spark's error class, and the valid neighbours it leaves alone. The cases
 follow Spark's rules (``ResolvePivot``, ``ResolveSubqueryColumnAliases``,

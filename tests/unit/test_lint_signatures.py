@@ -1,5 +1,5 @@
 """Calls, operators, literals, ordinals and subquery shapes checked as Spark's analyser checks
-them (runner/lint/calls.py, signatures.py, call_values.py, literals.py, clauses.py): what each
+them (runner/lint/reading/calls.py, signatures.py, call_values.py, literals.py, clauses.py): what each
 rule flags, where (the model file's line and column, after Jinja), with Spark's error class,
 and the valid neighbours it leaves alone. tests/spark/test_signatures_vs_spark.py runs every
 example through Spark."""

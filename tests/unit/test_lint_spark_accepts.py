@@ -55,7 +55,7 @@ ACCEPTED = [
     # a semi or anti join only filters: none of its relation's columns are output
     _T + "SELECT * FROM t LEFT SEMI JOIN t AS u ON t.a = u.a",
     _T + "SELECT a FROM t LEFT ANTI JOIN t AS u ON t.a = u.b",
-    # what sqlglot's Spark dialect does not read (runner/lint/spark_dialect.py)
+    # what sqlglot's Spark dialect does not read (runner/lint/sql/spark_dialect.py)
     _T + "SELECT a >>> 2 AS u, a >>> b >> 1 AS v, (a >>> (b >>> 1)) >>> 2 AS w FROM t",
     "SELECT CAST(NULL AS ARRAY<ARRAY<ARRAY<INT>>>) AS n, 20181117 >>> 2 AS u",
     "SELECT INTERVAL 1 YEAR -2 MONTHS AS j, -INTERVAL -1 DAY 1 HOUR -1 MINUTE 1 SECOND AS k",

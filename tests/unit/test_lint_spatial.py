@@ -1,4 +1,4 @@
-"""Geospatial values checked as Spark's analyser checks them (runner/lint/spatial.py, casts.py,
+"""Geospatial values checked as Spark's analyser checks them (runner/lint/spark_types/spatial.py, casts.py,
 call_values.py): casts of GEOGRAPHY and GEOMETRY values (``Cast.canAnsiCast``'s spatial cases)
 and SRID arguments no spatial type takes (Spark's registry, ``srids.json``): the rule, the
 model file's line and column, Spark's error class, and the valid neighbours left alone."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.lint.spatial import srid_supported
+from runner.lint.spark_types.spatial import srid_supported
 from tests.support.spark_sql_corpus import REPO
 from tests.unit.test_lint import _BASE, lint_files
 
@@ -84,7 +84,7 @@ def test_srids_are_sparks_registry(kind: str, srid: int, ok: bool) -> None:
 
 
 def test_srids_json_is_the_installed_pysparks_registry() -> None:
-    """runner/lint/srids.json is what scripts/spark_srids.py reads from pyspark's jar (no JVM):
+    """runner/lint/spark_types/srids.json is what scripts/spark_srids.py reads from pyspark's jar (no JVM):
     a pyspark upgrade that changes the registry fails here until the file is regenerated."""
     done = subprocess.run([sys.executable, "scripts/spark_srids.py", "--check"],
                           cwd=REPO, capture_output=True, text=True, check=False)

@@ -1,4 +1,4 @@
-"""The streaming-semantics lint rules (runner/lint/streaming.py): windows and QUALIFY in append
+"""The streaming-semantics lint rules (runner/lint/checks/streaming.py): windows and QUALIFY in append
 and merge models (``append-window``), aggregates that are one row per event
 (``append-aggregate``), time-window grouping as a merge key (``merge-key-not-unique``), and
 hints that name the model's own columns, never the example project's."""
@@ -197,7 +197,7 @@ def test_append_aggregate_over_a_cte_passed_through(tmp_path: Path) -> None:
 def test_append_aggregate_sees_every_aggregate_of_sparks_registry(tmp_path: Path) -> None:
     """An aggregate sqlglot reads as an anonymous call (``every``, ``histogram_numeric``) is an
     aggregate too, and so is one inside a window's argument (one test of aggregates for the whole
-    linter: runner/lint/aggregates.py)."""
+    linter: runner/lint/resolution/aggregates.py)."""
     result = lint_files(tmp_path, {
         "m": "SELECT every(request.status = 200) AS ok FROM parsed_events",
         "h": "SELECT histogram_numeric(request.status, 3) AS h FROM parsed_events",

@@ -1,4 +1,4 @@
-"""Spark's parser's verdicts kept on disk (runner/lint/spark_parser/verdict_cache.py): a second
+"""Spark's parser's verdicts kept on disk (runner/lint/sql/spark_parser/verdict_cache.py): a second
 process reuses them without loading the grammar; a damaged entry or an unwritable folder only
 costs a parse; an empty RUNNER_CACHE_DIR keeps nothing."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.lint import spark_parser
-from runner.lint.spark_parser import verdict_cache
+from runner.lint.sql import spark_parser
+from runner.lint.sql.spark_parser import verdict_cache
 
 REPO = Path(__file__).resolve().parents[2]
 BAD = "SELECT a, , b FROM t"
@@ -20,12 +20,12 @@ GOOD = "SELECT a, b FROM t"
 
 _PROBE = """
 import sys
-from runner.lint.spark_parser import spark_syntax_error
+from runner.lint.sql.spark_parser import spark_syntax_error
 bad = spark_syntax_error(sys.argv[1])
 good = spark_syntax_error(sys.argv[2])
 print(bad.message if bad else None, bad.line if bad else None, bad.column if bad else None)
 print(good)
-print("runner.lint.spark_parser.recognizers" in sys.modules)
+print("runner.lint.sql.spark_parser.recognizers" in sys.modules)
 """
 
 

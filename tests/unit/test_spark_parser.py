@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from runner.build import compile_project
-from runner.lint.spark_parser import SparkSyntaxError, spark_syntax_error
+from runner.lint.sql.spark_parser import SparkSyntaxError, spark_syntax_error
 from runner.project.loader import load_project
 from tests.support.projects import BASE_YML, write_project
 
@@ -159,7 +159,7 @@ def test_a_datetime_unit_given_as_a_string_is_refused_as_sparks_ast_builder_does
 
 
 def test_the_grammar_is_pyspark_s_and_all_its_code_is_mapped() -> None:
-    from runner.lint.spark_parser.recognizers import GRAMMAR, check_grammar
+    from runner.lint.sql.spark_parser.recognizers import GRAMMAR, check_grammar
 
     spark = importlib.metadata.version("pyspark")
     assert GRAMMAR["source"] == f"spark-sql-api_2.13-{spark}-sources.jar"

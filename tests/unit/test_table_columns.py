@@ -113,7 +113,7 @@ def test_docs_site_lists_the_tables_columns_and_every_config_key(cdc: Path) -> N
 def test_lint_types_spark_time_functions(sql: str, expected: str) -> None:
     import sqlglot
 
-    from runner.lint.infer import make_annotator, type_string
+    from runner.lint.spark_types.infer import make_annotator, type_string
 
     node = sqlglot.parse_one(f"SELECT {sql}", read="spark").expressions[0]
     make_annotator().annotate_expression(node)

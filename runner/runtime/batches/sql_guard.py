@@ -8,7 +8,7 @@ turn a linted model into a command. The text that passed is the text that runs: 
 statement terminators (``;``) are cut at their token, the rest is unchanged.
 
 The functions the parsed (unresolved) plan calls, table-valued functions and generators
-included, are checked against compile's allowlist (:mod:`runner.lint.allowlist`), so a model
+included, are checked against compile's allowlist (:mod:`runner.lint.reading.allowlist`), so a model
 that reached the stream without compile (a hand-edited ``target/`` or manifest) still cannot
 call ``reflect``. The plan is read as Spark's JSON form after its named windows are substituted
 (``WINDOW w AS (...)`` is a map the JSON form leaves out); a plan that still has a WINDOW
@@ -35,7 +35,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
 
 from runner.errors import ExecutionError
-from runner.lint.allowlist import function_problems
+from runner.lint.reading.allowlist import function_problems
 from runner.spark_client import is_remote
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def _check_functions(spark: SparkSession, plan: Any) -> None:
 
 def _calls(value: Any) -> Iterator[exp.Expr]:
     """Every function call of a plan's JSON form (nested plans and arguments included), as
-    the sqlglot call :func:`~runner.lint.allowlist.function_problems` checks."""
+    the sqlglot call :func:`~runner.lint.reading.allowlist.function_problems` checks."""
     if isinstance(value, list):
         for item in value:
             yield from _calls(item)
