@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 import pytest
@@ -65,6 +65,42 @@ def lint_files(tmp_path: Path, files: Mapping[str, str], *, yml: str = PROJECT_Y
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return lint_dir(tmp_path)[1]
+
+
+#: A case lint must refuse: (rule, SQL, what its message names, (line, column)).
+Case = tuple[str, str, str, tuple[int, int]]
+Reported = list[tuple[str, int | None, int | None, str]]
+
+
+def error_with_hint(v: Violation) -> bool:
+    return v.severity == "error" and bool(v.hint)
+
+
+def misreported(tmp_path: Path, cases: Mapping[str, Case], *,
+                rules: Collection[str] | None = None,
+                each: Callable[[Violation], bool] | None = None) -> dict[str, Reported]:
+    """Each case linted as a model of its own beside the base model: the cases not reported
+    exactly once, by their rule at their line and column with what they name in the message
+    (name -> what was reported). Only violations of ``rules`` count (None: every one), and each
+    counted one must pass ``each`` when given."""
+    result = lint_files(tmp_path, {"base": _BASE["base"], **{n: c[1] for n, c in cases.items()}})
+    reported: dict[str, Reported] = {}
+    for v in result.violations:
+        if rules is None or v.rule in rules:
+            reported.setdefault(Path(v.path).stem, []).append((v.rule, v.line, v.column, v.message))
+            assert each is None or each(v), v
+    wrong = {}
+    for name, (rule, _, named, (line, column)) in cases.items():
+        got = reported.get(name, [])
+        if [(r, ln, c) for r, ln, c, _ in got] != [(rule, line, column)] or named not in got[0][3]:
+            wrong[name] = got
+    return wrong
+
+
+def lint_errors(tmp_path: Path, models: Mapping[str, str]) -> list[Violation]:
+    """The errors of ``models`` linted beside the base model."""
+    result = lint_files(tmp_path, {"base": _BASE["base"], **models})
+    return [v for v in result.violations if v.severity == "error"]
 
 
 def found(result: LintResult) -> set[tuple[str, str, int | None]]:

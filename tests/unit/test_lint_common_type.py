@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.test_lint import _BASE, lint_files
+from tests.unit.test_lint import error_with_hint, lint_errors, lint_files, misreported
 
 P = "FROM parsed_events"
 DIFF = "DATATYPE_MISMATCH.DATA_DIFF_TYPES"
@@ -167,18 +167,9 @@ VALID: dict[str, str] = {
 
 
 def test_inputs_without_a_common_type_are_flagged_with_sparks_class(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **{n: c[0] for n, c in INVALID.items()}})
-    mine: dict[str, list[tuple[int | None, int | None, str]]] = {}
-    for v in result.violations:
-        if v.rule == "common-type":
-            mine.setdefault(Path(v.path).stem, []).append((v.line, v.column, v.message))
-            assert v.severity == "error" and v.hint, v
-    wrong = {}
-    for name, (_, error, (line, column)) in INVALID.items():
-        found = mine.get(name, [])
-        if [(ln, c) for ln, c, _ in found] != [(line, column)] or f"[{error}]" not in found[0][2]:
-            wrong[name] = found
-    assert wrong == {}
+    cases = {n: ("common-type", sql, f"[{error}]", place)
+             for n, (sql, error, place) in INVALID.items()}
+    assert misreported(tmp_path, cases, rules={"common-type"}, each=error_with_hint) == {}
 
 
 def test_messages_name_both_types(tmp_path: Path) -> None:
@@ -191,8 +182,7 @@ def test_messages_name_both_types(tmp_path: Path) -> None:
 
 
 def test_valid_neighbours_are_not_flagged(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **VALID})
-    assert [v for v in result.violations if v.severity == "error"] == []
+    assert lint_errors(tmp_path, VALID) == []
 
 
 def test_unknown_types_settle_nothing(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.test_lint import _BASE, lint_files
+from tests.unit.test_lint import lint_errors, misreported
 
 P = "FROM parsed_events"
 T = "FROM (SELECT 'a' AS col1 FROM parsed_events) AS t GROUP BY col1"
@@ -45,20 +45,10 @@ VALID: dict[str, str] = {
 
 
 def test_invalid_sql_is_flagged_where_it_is(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **{n: c[1] for n, c in INVALID.items()}})
-    mine: dict[str, list[tuple[str, int | None, int | None, str]]] = {}
-    for v in result.violations:
-        if v.rule in ("argument-type", "generator-use"):
-            mine.setdefault(Path(v.path).stem, []).append((v.rule, v.line, v.column, v.message))
-    wrong = {}
-    for name, (rule, _, error, (line, column)) in INVALID.items():
-        found = mine.get(name, [])
-        if [(r, ln, c) for r, ln, c, _ in found] != [(rule, line, column)] or \
-                f"[{error}]" not in found[0][3]:
-            wrong[name] = found
-    assert wrong == {}
+    cases = {n: (rule, sql, f"[{error}]", place)
+             for n, (rule, sql, error, place) in INVALID.items()}
+    assert misreported(tmp_path, cases, rules=("argument-type", "generator-use")) == {}
 
 
 def test_valid_neighbours_are_not_flagged(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **VALID})
-    assert [v for v in result.violations if v.severity == "error"] == []
+    assert lint_errors(tmp_path, VALID) == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.test_lint import _BASE, lint_files
+from tests.unit.test_lint import lint_errors, misreported
 
 P = "FROM parsed_events"
 ERROR = "[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE]"
@@ -34,19 +34,9 @@ VALID: dict[str, str] = {
 
 
 def test_merge_constants_of_another_type_are_flagged(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **{n: c[0] for n, c in INVALID.items()}})
-    mine: dict[str, list[tuple[str, int | None, int | None, str]]] = {}
-    for v in result.violations:
-        mine.setdefault(Path(v.path).stem, []).append((v.rule, v.line, v.column, v.message))
-    wrong = {}
-    for name, (_, (line, column)) in INVALID.items():
-        found = mine.get(name, [])
-        if [(r, ln, c) for r, ln, c, _ in found] != [("argument-type", line, column)] or \
-                ERROR not in found[0][3]:
-            wrong[name] = found
-    assert wrong == {}
+    cases = {n: ("argument-type", sql, ERROR, place) for n, (sql, place) in INVALID.items()}
+    assert misreported(tmp_path, cases) == {}
 
 
 def test_merge_functions_spark_takes_are_not_flagged(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **VALID})
-    assert [v for v in result.violations if v.severity == "error"] == []
+    assert lint_errors(tmp_path, VALID) == []

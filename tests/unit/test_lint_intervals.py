@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from runner.lint.sql.interval_strings import days_overflow, unit_to_unit_problem
-from tests.unit.test_lint import _BASE, lint_files
+from tests.unit.test_lint import lint_errors, misreported
 
 P = "FROM parsed_events"
 YM = "INVALID_INTERVAL_FORMAT.UNMATCHED_FORMAT_STRING"
@@ -89,19 +89,10 @@ VALID: dict[str, str] = {
 
 
 def test_invalid_interval_literals_are_flagged_where_they_are(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **{n: c[0] for n, c in INVALID.items()}})
-    mine: dict[str, list[tuple[str, int | None, int | None, str]]] = {}
-    for v in result.violations:
-        mine.setdefault(Path(v.path).stem, []).append((v.rule, v.line, v.column, v.message))
-    wrong = {}
-    for name, (_, error, (line, column)) in INVALID.items():
-        found = mine.get(name, [])
-        if [(r, ln, c) for r, ln, c, _ in found] != [("invalid-literal", line, column)] or \
-                f"[{error}]" not in found[0][3]:
-            wrong[name] = found
-    assert wrong == {}
+    cases = {n: ("invalid-literal", sql, f"[{error}]", place)
+             for n, (sql, error, place) in INVALID.items()}
+    assert misreported(tmp_path, cases) == {}
 
 
 def test_valid_interval_literals_are_not_flagged(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **VALID})
-    assert [v for v in result.violations if v.severity == "error"] == []
+    assert lint_errors(tmp_path, VALID) == []

@@ -6,11 +6,9 @@ rules (``ResolveWithCTE``, ``CheckAnalysis``, ``AstBuilder``), not the corpus's 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 
-from runner.errors import Violation
-from tests.unit.test_lint import _BASE, lint_files
+from tests.unit.test_lint import error_with_hint, lint_errors, misreported
 
 P = "FROM parsed_events"
 R = "WITH RECURSIVE r(n) AS "
@@ -259,31 +257,12 @@ VALID: dict[str, str] = {
 }
 
 
-Found = dict[str, list[tuple[str, int | None, int | None, str]]]
-
-
-def _flagged(violations: Iterable[Violation]) -> Found:
-    mine: Found = {}
-    rules = {c[0] for c in INVALID.values()}
-    for v in violations:
-        if v.rule in rules:
-            mine.setdefault(Path(v.path).stem, []).append((v.rule, v.line, v.column, v.message))
-            assert v.severity == "error" and v.hint, v
-    return mine
-
-
 def test_invalid_sql_is_flagged_where_it_is_with_sparks_class(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **{n: c[1] for n, c in INVALID.items()}})
-    mine = _flagged(result.violations)
-    wrong = {}
-    for name, (rule, _, error, (line, column)) in INVALID.items():
-        found = mine.get(name, [])
-        if [(r, ln, c) for r, ln, c, _ in found] != [(rule, line, column)] or \
-                f"[{error}]" not in found[0][3]:
-            wrong[name] = found
-    assert wrong == {}
+    cases = {n: (rule, sql, f"[{error}]", place)
+             for n, (rule, sql, error, place) in INVALID.items()}
+    assert misreported(tmp_path, cases, rules={c[0] for c in INVALID.values()},
+                       each=error_with_hint) == {}
 
 
 def test_valid_neighbours_are_not_flagged(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **VALID})
-    assert [v for v in result.violations if v.severity == "error"] == []
+    assert lint_errors(tmp_path, VALID) == []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.test_lint import _BASE, lint_files
+from tests.unit.test_lint import lint_errors, misreported
 
 P = "FROM parsed_events"
 T = f"(SELECT eventId, user.country AS c, request.latency_ms AS l,\n  map(eventId, 1) AS m {P})"
@@ -121,22 +121,13 @@ VALID: dict[str, str] = {
 
 
 def test_invalid_sql_is_flagged_where_it_is_with_sparks_class(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **{n: c[1] for n, c in INVALID.items()}})
-    rules = {c[0] for c in INVALID.values()}
-    found: dict[str, list[tuple[str, int | None, int | None, str]]] = {}
-    for v in result.violations:
-        if v.rule in rules:
-            found.setdefault(Path(v.path).stem, []).append((v.rule, v.line, v.column, v.message))
-            assert v.severity == "error" and (v.hint or v.rule in _NAMES), v
-    wrong = {}
-    for name, (rule, _, error, (line, column)) in INVALID.items():
-        mine = found.get(name, [])
-        if [(r, ln, c) for r, ln, c, _ in mine] != [(rule, line, column)] or (
-                rule not in _NAMES and f"[{error}]" not in mine[0][3]):
-            wrong[name] = mine
+    # a name rule's message is the unknown/ambiguous name's, with no Spark class or hint
+    cases = {n: (rule, sql, "" if rule in _NAMES else f"[{error}]", place)
+             for n, (rule, sql, error, place) in INVALID.items()}
+    wrong = misreported(tmp_path, cases, rules={c[0] for c in INVALID.values()},
+                        each=lambda v: v.severity == "error" and (bool(v.hint) or v.rule in _NAMES))
     assert wrong == {}, {k: [m[:3] for m in v] for k, v in wrong.items()}
 
 
 def test_valid_neighbours_are_not_flagged(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **VALID})
-    assert [v for v in result.violations if v.severity == "error"] == []
+    assert lint_errors(tmp_path, VALID) == []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.test_lint import _BASE, lint_files
+from tests.unit.test_lint import error_with_hint, lint_errors, lint_files, misreported
 
 RULES = {"function-arguments", "argument-type", "invalid-literal", "query-shape", "window-frame"}
 P = "FROM parsed_events"
@@ -428,24 +428,11 @@ VALID: dict[str, str] = {
 
 
 def test_invalid_sql_is_flagged_where_it_is_with_sparks_class(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **{n: c[1] for n, c in INVALID.items()}})
-    mine: dict[str, list[tuple[str, int | None, int | None, str]]] = {}
-    for v in result.violations:
-        if v.rule in RULES:
-            mine.setdefault(Path(v.path).stem, []).append((v.rule, v.line, v.column, v.message))
-            assert v.severity == "error" and v.hint, v
-    wrong = {}
-    for name, (rule, _, error, (line, column)) in INVALID.items():
-        found = mine.get(name, [])
-        if [(r, ln, c) for r, ln, c, _ in found] != [(rule, line, column)] or \
-                error not in found[0][3]:
-            wrong[name] = found
-    assert wrong == {}
+    assert misreported(tmp_path, INVALID, rules=RULES, each=error_with_hint) == {}
 
 
 def test_valid_neighbours_are_not_flagged(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **VALID})
-    assert [v for v in result.violations if v.severity == "error"] == []
+    assert lint_errors(tmp_path, VALID) == []
 
 
 def test_positions_are_the_model_files_after_jinja(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from runner.lint.spark_types.spatial import srid_supported
 from tests.support.spark_sql_corpus import REPO
-from tests.unit.test_lint import _BASE, lint_files
+from tests.unit.test_lint import lint_errors, misreported
 
 P = "FROM parsed_events"
 WKB = "X'0101000000000000000000f03f0000000000000040'"
@@ -55,22 +55,13 @@ VALID: dict[str, str] = {
 
 
 def test_invalid_spatial_sql_is_flagged_where_it_is(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **{n: c[0] for n, c in INVALID.items()}})
-    mine: dict[str, list[tuple[str, int | None, int | None, str]]] = {}
-    for v in result.violations:
-        mine.setdefault(Path(v.path).stem, []).append((v.rule, v.line, v.column, v.message))
-    wrong = {}
-    for name, (_, error, (line, column)) in INVALID.items():
-        found = mine.get(name, [])
-        if [(r, ln, c) for r, ln, c, _ in found] != [("argument-type", line, column)] or \
-                f"[{error}]" not in found[0][3]:
-            wrong[name] = found
-    assert wrong == {}
+    cases = {n: ("argument-type", sql, f"[{error}]", place)
+             for n, (sql, error, place) in INVALID.items()}
+    assert misreported(tmp_path, cases) == {}
 
 
 def test_valid_spatial_neighbours_are_not_flagged(tmp_path: Path) -> None:
-    result = lint_files(tmp_path, {"base": _BASE["base"], **VALID})
-    assert [v for v in result.violations if v.severity == "error"] == []
+    assert lint_errors(tmp_path, VALID) == []
 
 
 @pytest.mark.parametrize(("kind", "srid", "ok"), [
