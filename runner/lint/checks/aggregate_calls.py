@@ -37,9 +37,9 @@ from collections.abc import Iterator
 from sqlglot import exp
 
 from runner.errors import Violation
-from runner.lint.checks.aggregation import is_aggregate_call, own_nodes
 from runner.lint.checks.rules import ModelRule
 from runner.lint.reading.context import ModelContext
+from runner.lint.resolution.aggregates import is_aggregate_call, own_nodes
 from runner.lint.resolution.shapes import Finding
 from runner.lint.spark_types.infer import is_, is_known, type_string
 

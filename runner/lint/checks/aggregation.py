@@ -7,7 +7,7 @@ commutative operands in one order), and :class:`Grouping`, what a SELECT's GROUP
 Shared by the rules that check aggregation (:mod:`.analysis`, :mod:`.clauses`,
 :mod:`.grouping`, :mod:`.aggregate_calls`, :mod:`.recursive_cte`), so each reads a SELECT's
 aggregates and groups one way; which calls are aggregates is
-:mod:`runner.lint.resolution.aggregates`' (re-exported here for these rules).
+:mod:`runner.lint.resolution.aggregates`'.
 """
 
 from __future__ import annotations
@@ -19,18 +19,12 @@ from sqlglot import exp
 from runner.lint.reading.context import ModelContext
 from runner.lint.resolution.aggregates import (
     AGGREGATE_NAMES,
-    NESTED,
-    grouping_aggregates,
-    is_aggregate_call,
-    is_window_function,
-    own_nodes,
 )
 from runner.lint.resolution.spark_names import aggregate_list, generator_inputs
 from runner.lint.resolution.unique import GROUPING_ID, grouping_sets, time_window
 
-__all__ = ["AGGREGATE_NAMES", "NESTED", "Grouping", "aggregates_or_windows", "column_path",
-           "expression_key", "grouping_aggregates", "is_aggregate_call", "is_window_function",
-           "own_nodes", "select_sources", "unalias"]
+__all__ = ["Grouping", "aggregates_or_windows", "column_path", "expression_key", "select_sources",
+           "unalias"]
 
 
 def aggregates_or_windows(ctx: ModelContext) -> bool:

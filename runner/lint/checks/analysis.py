@@ -23,20 +23,22 @@ from sqlglot import exp
 
 from runner.errors import Violation
 from runner.lint.checks.aggregation import (
-    NESTED,
     Grouping,
     aggregates_or_windows,
     column_path,
     expression_key,
-    grouping_aggregates,
-    is_aggregate_call,
-    is_window_function,
-    own_nodes,
     select_sources,
     unalias,
 )
 from runner.lint.checks.rules import ModelRule, time_column
 from runner.lint.reading.context import ModelContext
+from runner.lint.resolution.aggregates import (
+    NESTED,
+    grouping_aggregates,
+    is_aggregate_call,
+    is_window_function,
+    own_nodes,
+)
 from runner.lint.resolution.shapes import Analysis
 from runner.lint.resolution.spark_names import generator_call
 from runner.lint.spark_types.infer import is_, is_known, type_string

@@ -43,17 +43,15 @@ from sqlglot.tokens import TokenType
 
 from runner.errors import Violation
 from runner.lint.checks.aggregate_calls import NONDETERMINISTIC
-from runner.lint.checks.aggregation import (
-    Grouping,
-    column_path,
-    expression_key,
+from runner.lint.checks.aggregation import Grouping, column_path, expression_key
+from runner.lint.checks.rules import ModelRule
+from runner.lint.reading.context import ModelContext
+from runner.lint.resolution.aggregates import (
     grouping_aggregates,
     is_aggregate_call,
     is_window_function,
     own_nodes,
 )
-from runner.lint.checks.rules import ModelRule
-from runner.lint.reading.context import ModelContext
 from runner.lint.resolution.shapes import Output
 from runner.lint.resolution.unique import grouping_sets
 from runner.lint.spark_types.builtins import signature

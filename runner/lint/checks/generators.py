@@ -30,9 +30,9 @@ from collections.abc import Iterator
 from sqlglot import exp
 
 from runner.errors import Violation
-from runner.lint.checks.aggregation import is_aggregate_call, own_nodes
 from runner.lint.checks.rules import ModelRule
 from runner.lint.reading.context import ModelContext
+from runner.lint.resolution.aggregates import is_aggregate_call, own_nodes
 from runner.lint.resolution.shapes import Analysis, Finding
 from runner.lint.spark_types.builtins import signature
 from runner.lint.spark_types.infer import is_generator

@@ -26,9 +26,9 @@ from collections.abc import Iterator
 from sqlglot import exp
 
 from runner.errors import Violation
-from runner.lint.checks.aggregation import grouping_aggregates, own_nodes
 from runner.lint.checks.rules import ModelRule
 from runner.lint.reading.context import ModelContext
+from runner.lint.resolution.aggregates import grouping_aggregates, own_nodes
 from runner.lint.resolution.shapes import Finding
 
 __all__ = ["GroupingShape", "grouping_problems"]

@@ -31,9 +31,10 @@ from collections.abc import Iterator, Mapping
 from sqlglot import exp
 
 from runner.errors import Violation
-from runner.lint.checks.aggregation import grouping_aggregates, own_nodes, select_sources
+from runner.lint.checks.aggregation import select_sources
 from runner.lint.checks.rules import ModelRule
 from runner.lint.reading.context import ModelContext
+from runner.lint.resolution.aggregates import grouping_aggregates, own_nodes
 from runner.lint.resolution.shapes import Finding, Output
 from runner.lint.spark_types.infer import is_
 

@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from sqlglot import exp
 
 from runner.errors import Violation
-from runner.lint.checks.aggregation import is_aggregate_call, is_window_function
 from runner.lint.checks.rules import ModelRule
 from runner.lint.checks.signatures import unorderable
 from runner.lint.reading.context import ModelContext
+from runner.lint.resolution.aggregates import is_aggregate_call, is_window_function
 from runner.lint.resolution.shapes import Finding
 from runner.lint.spark_types.infer import is_, is_known, type_string
 

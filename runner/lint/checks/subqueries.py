@@ -30,14 +30,10 @@ from sqlglot import exp
 
 from runner.errors import Violation
 from runner.lint.checks.aggregate_calls import NONDETERMINISTIC
-from runner.lint.checks.aggregation import (
-    grouping_aggregates,
-    is_aggregate_call,
-    own_nodes,
-    select_sources,
-)
+from runner.lint.checks.aggregation import select_sources
 from runner.lint.checks.rules import ModelRule
 from runner.lint.reading.context import ModelContext
+from runner.lint.resolution.aggregates import grouping_aggregates, is_aggregate_call, own_nodes
 from runner.lint.resolution.shapes import Analysis, Finding
 
 __all__ = ["SubqueryShape", "subquery_problems"]
