@@ -34,6 +34,8 @@ from runner.lint.checks.rules import ModelRule
 from runner.lint.reading.context import ModelContext
 from runner.lint.resolution.aggregates import is_aggregate_call, own_nodes
 from runner.lint.resolution.shapes import Analysis, Finding
+from runner.lint.resolution.spark_names import function_name
+from runner.lint.resolution.spark_names import generator_call as registry_generator
 from runner.lint.spark_types.builtins import signature
 from runner.lint.spark_types.infer import is_generator
 
@@ -47,17 +49,13 @@ _HINT = ("make the generator a select item of its own (`SELECT explode(a) AS x .
 
 
 def _spark_name(node: exp.Expr) -> str:
-    if isinstance(node, exp.Anonymous):
-        return node.name.lower()
-    return node.sql_name().lower() if isinstance(node, exp.Func) else node.key
+    return function_name(node) if isinstance(node, exp.Func) else node.key
 
 
 def generator_call(node: exp.Expr) -> bool:
     """``node`` calls a built-in generator (Spark's registry says so, or sqlglot's class)."""
-    if is_generator(node) or isinstance(node, (exp.Explode, exp.Posexplode, exp.Inline)):
-        return True
-    sig = signature(_spark_name(node)) if isinstance(node, exp.Func) else None
-    return sig is not None and sig.kind == "generator"
+    return is_generator(node) or isinstance(node, (exp.Explode, exp.Posexplode, exp.Inline)) \
+        or (isinstance(node, exp.Func) and registry_generator(node) is not None)
 
 
 def _known_non_generator(node: exp.Expr) -> bool:

@@ -22,15 +22,16 @@ from sqlglot import exp
 
 from runner.lint.spark_types.builtins import aggregate_names, signature
 
-__all__ = ["aggregate_list", "cast_column", "generator_call", "generator_inputs", "pretty_name",
-           "suffixed_number"]
+__all__ = ["aggregate_list", "cast_column", "function_name", "generator_call", "generator_inputs",
+           "pretty_name", "suffixed_number"]
 
 #: What makes an argument not a constant for Spark (not foldable): a column, a subquery, an
 #: aggregate or window, a call whose value changes per row.
 _NOT_CONSTANT = (exp.Column, exp.Subquery, exp.AggFunc, exp.Window, exp.Rand, exp.Randn)
 
 
-def _function_name(node: exp.Func) -> str:
+def function_name(node: exp.Func) -> str:
+    """The name Spark's registry knows ``node``'s function by (sqlglot's classes spell theirs)."""
     return (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
 
 
@@ -40,7 +41,7 @@ def generator_call(projection: exp.Expr) -> exp.Func | None:
     node = projection.this if isinstance(projection, (exp.Alias, exp.Aliases)) else projection
     if not isinstance(node, exp.Func):
         return None
-    sig = signature(_function_name(node))
+    sig = signature(function_name(node))
     return node if sig is not None and sig.kind == "generator" else None
 
 
