@@ -18,7 +18,7 @@ from sqlglot import exp
 from runner.lint.checks.call_constants import avro_schema, format_constant, sketch_parameter
 from runner.lint.reading.calls import Call, sql_text
 from runner.lint.spark_types.builtins import TYPE_NAMES, arg_type, operator_refuses, value_type
-from runner.lint.spark_types.coercion import SparkType
+from runner.lint.spark_types.coercion import same_type
 from runner.lint.spark_types.expr_types import spark_type
 from runner.lint.spark_types.infer import element_type, is_known, parse_type, type_string
 from runner.lint.spark_types.spatial import literal_srid, spatial_srid, spatial_type, srid_supported
@@ -313,16 +313,6 @@ def _srid(call: Call) -> tuple[int, str, str] | None:
             f"pass {takes}")
 
 
-def _same_shape(a: SparkType, b: SparkType) -> bool:
-    """Spark's ``DataType.equalsStructurally`` (nullability ignored): equal types, struct
-    field names aside."""
-    if a.name != b.name or len(a.args) != len(b.args):
-        return False
-    if not a.args:
-        return (a.precision, a.scale) == (b.precision, b.scale)
-    return all(_same_shape(x, y) for x, y in zip(a.args, b.args, strict=True))
-
-
 def _merge_type(call: Call) -> tuple[int, str, str] | None:
     """``aggregate(arr, map(), map('a', 1))``: a merge function that is no lambda (Spark wraps
     the constant in one) whose type is not the start value's (Spark's ArrayAggregate, by
@@ -334,7 +324,7 @@ def _merge_type(call: Call) -> tuple[int, str, str] | None:
     if zero.name or merge.name or merge.is_lambda or zero.node is None or merge.node is None:
         return None
     start, result = spark_type(zero.node), spark_type(merge.node)
-    if start is None or result is None or _same_shape(start, result):
+    if start is None or result is None or same_type(start, result, names=False):
         return None
     return (merge.start, f"[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] argument 3 of "
             f"{call.name}() must be of the start value's type {start}, not {result}: "
